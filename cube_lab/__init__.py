@@ -1,0 +1,27 @@
+"""cube-lab: a one-stop machine-learning workspace inside JupyterLab."""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from ._version import __version__
+except ImportError:  # running from a source tree that was never built
+    __version__ = "0.0.0.dev0"
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "cube-lab"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    from .app import CubeLab
+
+    return [{"module": "cube_lab", "app": CubeLab}]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext cube_lab``: registers the cube-lab magics."""
+    from .magics import CubeMagics
+
+    ipython.register_magics(CubeMagics)

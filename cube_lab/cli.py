@@ -1,0 +1,267 @@
+"""The ``cube-lab`` command line: a thin caller of the same services as the REST API.
+
+It opens the workspace the server uses (``$CUBE_LAB_DATA_DIR`` / ``$CUBE_LAB_DB_URL``,
+exported to JupyterLab terminals), so it works with or without a running server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .cli_args import parse_pairs, split_ref
+from .config import Settings, local_username
+from .errors import CubeError, InvalidInput
+from .identity import Caller
+from .serialize import to_jsonable
+from .workspace import Workspace
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(to_jsonable(value), indent=2))
+
+
+def _table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+# -- model commands ----------------------------------------------------------------------
+
+
+def model_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    v = ws.registry.register(
+        caller, name=a.name, path=Path(a.path).expanduser().resolve(), project=a.project,
+        flavor=a.flavor, description=a.description,
+        metrics=parse_pairs(a.metric, "metric", numeric=True),
+        params=parse_pairs(a.param, "param"), tags=parse_pairs(a.tag, "tag"),
+        aliases=a.alias, source=a.source, pipeline_run_id=a.pipeline_run,
+        training_job_id=a.training_job,
+    )
+    if a.json:
+        _print_json(v)
+    else:
+        print(f"Registered {v.model} v{v.version} ({v.flavor}, {v.format}, "
+              f"{v.size_bytes:,} bytes, {v.checksum[:19]}) in project {v.project}")
+
+
+def model_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    models, offset = [], 0
+    while True:  # --json prints every model the caller can see, page by page
+        page = ws.registry.list_models(caller, q=a.search, project=a.project,
+                                       include_archived=a.all, limit=500, offset=offset)
+        models.extend(page.models)
+        offset += len(page.models)
+        if offset >= page.total or not page.models:
+            break
+    if a.json:
+        _print_json(models)
+        return
+    if not models:
+        print("No models yet. Register one: cube-lab model register PATH --name NAME")
+        return
+    _table([[m.project, m.name, f"v{m.latest_version}", str(m.version_count), m.flavor or "",
+             " ".join(f"{k}=v{v}" for k, v in m.aliases.items()),
+             m.updated_at.strftime("%Y-%m-%d %H:%M")] for m in models],
+           ["PROJECT", "NAME", "LATEST", "VERSIONS", "FLAVOR", "ALIASES", "UPDATED"])
+
+
+def model_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    detail = ws.registry.get_model(caller, _project(ws, caller, a), a.name)
+    if a.json:
+        _print_json(detail)
+        return
+    print(f"{detail.project}/{detail.name}  {detail.description}".rstrip())
+    _table([[f"v{v.version}", v.flavor, v.format, f"{v.size_bytes:,}",
+             " ".join(f"{k}={val:g}" for k, val in v.metrics.items()), ",".join(v.aliases),
+             v.created_by, v.created_at.strftime("%Y-%m-%d %H:%M"),
+             "archived" if v.archived else ""] for v in detail.versions],
+           ["VERSION", "FLAVOR", "FORMAT", "BYTES", "METRICS", "ALIASES", "BY", "CREATED", ""])
+
+
+def model_compare(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    cmp = ws.registry.compare(caller, _project(ws, caller, a), a.name, a.versions)
+    if a.json:
+        _print_json(cmp)
+        return
+    header = ["", *[f"v{v.version}" for v in cmp.versions]]
+    rows = [[f"metric {m}", *[str(v.metrics.get(m, "")) for v in cmp.versions]]
+            for m in cmp.metrics]
+    rows += [[f"param {p}", *[str(v.params.get(p, "")) for v in cmp.versions]]
+             for p in cmp.params]
+    _table(rows, header)
+
+
+def model_alias(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    project = _project(ws, caller, a)
+    if a.remove:
+        ws.registry.delete_alias(caller, project, a.name, a.alias)
+        print(f"Removed alias {a.alias} from {a.name}")
+    else:
+        if a.version is None:
+            raise InvalidInput("give the version to point the alias at",
+                               "cube-lab model alias NAME ALIAS VERSION")
+        ws.registry.set_alias(caller, project, a.name, a.alias, a.version)
+        print(f"{a.name}@{a.alias} -> v{a.version}")
+
+
+def model_archive(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    name, ref = a.ref.partition(":")[0], a.ref.partition(":")[2]
+    project = _project(ws, caller, a)
+    if ref:
+        ws.registry.update_version(caller, project, name, ref, archived=not a.undo)
+    else:
+        ws.registry.update_model(caller, project, name, archived=not a.undo)
+    print(f"{'Restored' if a.undo else 'Archived'} {a.ref}")
+
+
+def model_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    name, ref = a.ref.partition(":")[0], a.ref.partition(":")[2]
+    project = _project(ws, caller, a)
+    if not a.yes:
+        raise InvalidInput(f"deleting {a.ref} removes its artifacts for good",
+                           "Add --yes to confirm.")
+    if ref:
+        ws.registry.delete_version(caller, project, name, ref)
+    else:
+        ws.registry.delete_model(caller, project, name)
+    print(f"Deleted {a.ref}")
+
+
+def model_download(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    name, ref = split_ref(a.ref)
+    found = ws.registry.download(caller, _project(ws, caller, a), name, ref)
+    target = Path(a.output).expanduser()
+    if target.exists():
+        raise InvalidInput(f"{target} already exists", "Choose another --output path.")
+    if found.is_dir:
+        shutil.copytree(found.path, target)
+    else:
+        shutil.copy2(found.path, target)
+    print(f"Downloaded {name}:{ref} to {target}")
+
+
+def _project(ws: Workspace, caller: Caller, a: argparse.Namespace) -> str:
+    if a.project:
+        return str(a.project)
+    with ws.store.write() as s:
+        return ws.projects.personal_project(s, caller).name
+
+
+# -- project commands --------------------------------------------------------------------
+
+
+def project_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    projects = ws.projects.list(caller)
+    if a.json:
+        _print_json(projects)
+        return
+    _table([[p.name, p.kind, p.role, str(len(p.members)), p.description] for p in projects],
+           ["NAME", "KIND", "ROLE", "MEMBERS", "DESCRIPTION"])
+
+
+def project_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    p = ws.projects.create(caller, a.name, a.description)
+    print(f"Created project {p.name}")
+
+
+def project_member(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    if a.remove:
+        ws.projects.remove_member(caller, a.project_name, a.username)
+        print(f"Removed {a.username} from {a.project_name}")
+    else:
+        ws.projects.set_member(caller, a.project_name, a.username, a.role)
+        print(f"{a.username} is now {a.role} of {a.project_name}")
+
+
+# -- parser --------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cube-lab", description="cube-lab ML workspace")
+    parser.add_argument("--data-dir", help="state folder (default: $CUBE_LAB_DATA_DIR)")
+    parser.add_argument("--db-url", help="SQLAlchemy URL (default: $CUBE_LAB_DB_URL)")
+    groups = parser.add_subparsers(dest="group", required=True)
+
+    def command(sub: Any, name: str, fn: Callable[..., None], help_: str) -> Any:
+        p = sub.add_parser(name, help=help_, description=help_)
+        p.set_defaults(fn=fn)
+        p.add_argument("--project", help="project name (default: your personal project)")
+        p.add_argument("--json", action="store_true", help="print JSON")
+        return p
+
+    models = groups.add_parser("model", help="the model registry").add_subparsers(
+        dest="command", required=True)
+    p = command(models, "register", model_register, "register a file or folder as a model version")
+    p.add_argument("path")
+    p.add_argument("--name", required=True)
+    p.add_argument("--metric", action="append", metavar="K=V")
+    p.add_argument("--param", action="append", metavar="K=V")
+    p.add_argument("--tag", action="append", metavar="K=V")
+    p.add_argument("--alias", action="append", metavar="ALIAS")
+    p.add_argument("--flavor")
+    p.add_argument("--description", default="")
+    p.add_argument("--source", help="the notebook or script that produced it")
+    p.add_argument("--pipeline-run")
+    p.add_argument("--training-job")
+    p = command(models, "list", model_list, "list the models you can see")
+    p.add_argument("--search", "-q")
+    p.add_argument("--all", action="store_true", help="include archived models")
+    p = command(models, "show", model_show, "show a model and its versions")
+    p.add_argument("name")
+    p = command(models, "compare", model_compare, "compare versions' metrics and params")
+    p.add_argument("name")
+    p.add_argument("versions", nargs="+")
+    p = command(models, "alias", model_alias, "point an alias (e.g. production) at a version")
+    p.add_argument("name")
+    p.add_argument("alias")
+    p.add_argument("version", nargs="?")
+    p.add_argument("--remove", action="store_true")
+    p = command(models, "archive", model_archive, "archive NAME or NAME:VERSION")
+    p.add_argument("ref")
+    p.add_argument("--undo", action="store_true")
+    p = command(models, "delete", model_delete, "delete NAME or NAME:VERSION and its artifacts")
+    p.add_argument("ref")
+    p.add_argument("--yes", action="store_true")
+    p = command(models, "download", model_download, "copy NAME[:VERSION|ALIAS] to a path")
+    p.add_argument("ref")
+    p.add_argument("--output", "-o", required=True)
+
+    projects = groups.add_parser("project", help="projects and members").add_subparsers(
+        dest="command", required=True)
+    command(projects, "list", project_list, "list your projects")
+    p = command(projects, "create", project_create, "create a team project")
+    p.add_argument("name")
+    p.add_argument("--description", default="")
+    p = command(projects, "member", project_member, "add, change or remove a member")
+    p.add_argument("project_name")
+    p.add_argument("username")
+    p.add_argument("--role", default="member", choices=["owner", "member"])
+    p.add_argument("--remove", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        ws = Workspace.open(Settings.resolve(args.data_dir, args.db_url))
+        try:
+            args.fn(ws, Caller(local_username()), args)
+        finally:
+            ws.close()
+    except CubeError as exc:
+        print(f"cube-lab: error: {exc.error}", file=sys.stderr)
+        if exc.detail:
+            print(f"  {exc.detail}", file=sys.stderr)
+        return 2 if exc.status == 400 else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The base class of every cube-lab REST handler: auth, caller, JSON in and out, errors.
+
+Handlers stay thin: parse, call a service in a worker thread (services do blocking
+database and file work), serialize. A ``CubeError`` from a service becomes its
+4xx status with ``{"error", "detail"}``; anything else is a 500 with the same shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from ..errors import CubeError, InvalidInput
+from ..identity import Caller
+from ..serialize import to_jsonable
+from ..workspace import Workspace
+
+T = TypeVar("T")
+
+WORKSPACE = "cube_lab.workspace"
+ROOT_DIR = "cube_lab.root_dir"
+LOCAL_USER = "cube_lab.local_user"  # set in the embedded shape; None when the server names users
+
+
+class CubeHandler(APIHandler):
+    @property
+    def workspace(self) -> Workspace:
+        return self.settings[WORKSPACE]
+
+    @property
+    def caller(self) -> Caller:
+        user = self.current_user
+        if user is None:  # every method is @web.authenticated; this is a second guard
+            raise web.HTTPError(403)
+        local = self.settings.get(LOCAL_USER)
+        if local:
+            return Caller(local)
+        hub_user = getattr(user, "hub_user", None) or {}
+        return Caller(user.username, tuple(hub_user.get("groups") or ()),
+                      bool(hub_user.get("admin")))
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking service call off the event loop."""
+        return await asyncio.to_thread(functools.partial(fn, *args, **kwargs))
+
+    def json_body(self) -> dict[str, Any]:
+        if not self.request.body:
+            return {}
+        try:
+            body = json.loads(self.request.body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidInput("the request body is not valid JSON", str(exc)) from exc
+        if not isinstance(body, dict):
+            raise InvalidInput("the request body must be a JSON object",
+                               f"got {type(body).__name__}")
+        return body
+
+    def query_bool(self, name: str, default: bool = False) -> bool:
+        value = self.get_query_argument(name, None)
+        if value is None:
+            return default
+        if value.lower() in ("1", "true", "yes"):
+            return True
+        if value.lower() in ("0", "false", "no"):
+            return False
+        raise InvalidInput(f"query parameter {name!r} must be true or false", f"got {value!r}")
+
+    def query_int(self, name: str, default: int) -> int:
+        value = self.get_query_argument(name, None)
+        if value is None:
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise InvalidInput(f"query parameter {name!r} must be an integer",
+                               f"got {value!r}") from None
+
+    def reply(self, value: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(to_jsonable(value)))
+
+    # -- errors as JSON {"error", "detail"} ------------------------------------------------
+
+    def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, CubeError):
+            status_code = exc.status
+        super().send_error(status_code, **kwargs)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, CubeError):
+            body = exc.to_json()
+        elif isinstance(exc, web.HTTPError):
+            body = {"error": exc.log_message or self._reason, "detail": None}
+        else:
+            body = {"error": "internal server error",
+                    "detail": "See the Jupyter server log for the traceback."}
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, CubeError):
+            self.log.info("cube-lab %s %s: %s", self.request.method, self.request.uri, value.error)
+        else:
+            super().log_exception(typ, value, tb)

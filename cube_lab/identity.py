@@ -1,0 +1,29 @@
+"""Who is calling: the one object every service takes to decide what a caller may see."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .errors import InvalidInput
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+NAME_RULE = (
+    "use 1-128 characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    username: str
+    groups: tuple[str, ...] = field(default_factory=tuple)
+    admin: bool = False
+
+
+def check_name(value: object, what: str) -> str:
+    """Validate a user-chosen name (model, project, alias) and say the rule when it fails."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{what} is required", f"Give a {what}; {NAME_RULE}.")
+    if not NAME_RE.match(value):
+        raise InvalidInput(f"invalid {what} {value!r}", f"A {what} must {NAME_RULE}.")
+    return value

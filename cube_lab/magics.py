@@ -1,0 +1,64 @@
+"""Notebook magics: thin callers of the same services as the REST API.
+
+``%cube_register NAME PATH_OR_VARIABLE [--metric k=v ...] [--param k=v ...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+
+from .cli_args import parse_pairs
+from .errors import CubeError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CubeError(message, self.format_usage())
+
+
+def _register_parser() -> _Parser:
+    p = _Parser(prog="%cube_register", add_help=False,
+                description="Register a file, folder or in-memory model as a new model version.")
+    p.add_argument("name")
+    p.add_argument("target", help="a path, or the name of a model variable in the notebook")
+    p.add_argument("--metric", action="append", default=[])
+    p.add_argument("--param", action="append", default=[])
+    p.add_argument("--tag", action="append", default=[])
+    p.add_argument("--alias", action="append", default=[])
+    p.add_argument("--project")
+    p.add_argument("--flavor")
+    p.add_argument("--description", default="")
+    return p
+
+
+@magics_class
+class CubeMagics(Magics):
+    @line_magic
+    def cube_register(self, line: str) -> Any:
+        """Register a model version: ``%cube_register iris-rf model.pkl --metric acc=0.9``."""
+        from .registry import register
+
+        try:
+            args = _register_parser().parse_args(shlex.split(line))
+            target: Any = args.target
+            namespace = self.shell.user_ns if self.shell else {}
+            if not Path(target).expanduser().exists() and target in namespace:
+                target = namespace[target]
+            version = register(
+                target, args.name, metrics=parse_pairs(args.metric, "metric", numeric=True),
+                params=parse_pairs(args.param, "param"), tags=parse_pairs(args.tag, "tag"),
+                aliases=args.alias, project=args.project, flavor=args.flavor,
+                description=args.description,
+            )
+        except CubeError as exc:  # a clean message, no traceback; stops "Run All"
+            hint = f"\n{exc.detail}" if exc.detail else ""
+            raise UsageError(f"cube-lab: {exc.error}{hint}") from None
+        print(f"Registered {version.model} v{version.version} ({version.flavor}, "
+              f"{version.size_bytes:,} bytes) in project {version.project}")
+        return version

@@ -1,0 +1,56 @@
+"""The model registry. ``register`` is the notebook-facing call::
+
+    from cube_lab.registry import register
+    register(model, name="iris-rf", metrics={"accuracy": 0.95}, params={"n_estimators": 100})
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .views import ModelView, VersionView
+
+__all__ = ["ModelView", "VersionView", "register"]
+
+
+def _current_source() -> str | None:
+    """The notebook (jupyter-server tells kernels its path) or the script that is running."""
+    notebook = os.environ.get("JPY_SESSION_NAME")
+    if notebook:
+        return notebook
+    script = sys.argv[0] if sys.argv else ""
+    return script if script.endswith((".py", ".ipynb")) else None
+
+
+def register(
+    obj_or_path: Any,
+    name: str,
+    *,
+    metrics: dict[str, float] | None = None,
+    params: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+    description: str = "",
+    project: str | None = None,
+    flavor: str | None = None,
+    aliases: list[str] | None = None,
+    source: str | None = None,
+    pipeline_run_id: str | None = None,
+    training_job_id: str | None = None,
+) -> VersionView:
+    """Register a model object (scikit-learn, PyTorch, transformers, ONNX) or a file/folder."""
+    from ..config import local_username
+    from ..identity import Caller
+    from ..workspace import default_workspace
+
+    is_path = isinstance(obj_or_path, str | os.PathLike)
+    path = Path(obj_or_path).expanduser().resolve() if is_path else None
+    return default_workspace().registry.register(
+        Caller(local_username()),
+        name=name, path=path, obj=None if is_path else obj_or_path, project=project,
+        flavor=flavor, description=description, params=params, metrics=metrics, tags=tags,
+        aliases=aliases, source=source or _current_source(),
+        pipeline_run_id=pipeline_run_id, training_job_id=training_job_id,
+    )

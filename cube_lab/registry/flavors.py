@@ -1,0 +1,113 @@
+"""Which kind of model an artifact is, and how in-memory models are saved.
+
+In-memory scikit-learn, PyTorch and transformers objects are saved as MLflow
+model folders (so the serving capability can load them with MLflow); existing
+MLflow folders keep their flavor; plain files and folders are stored as they are.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import InvalidInput
+
+FLAVORS = ("sklearn", "pytorch", "transformers", "onnx", "pyfunc", "generic")
+_MLFLOW_FLAVORS = {"sklearn": "sklearn", "pytorch": "pytorch", "transformers": "transformers",
+                   "onnx": "onnx"}
+_FILE_FLAVORS = {".onnx": "onnx", ".pt": "pytorch", ".pth": "pytorch", ".joblib": "sklearn",
+                 ".skops": "sklearn"}
+_TRANSFORMERS_WEIGHTS = ("pytorch_model.bin", "model.safetensors", "tf_model.h5")
+
+
+def check_flavor(flavor: object) -> str | None:
+    if flavor is None or flavor == "":
+        return None
+    if flavor not in FLAVORS:
+        raise InvalidInput(f"unknown flavor {flavor!r}", f"Use one of {list(FLAVORS)}.")
+    return str(flavor)
+
+
+def detect_path(path: Path) -> tuple[str, str]:
+    """(flavor, format) of a file or folder on disk."""
+    if path.is_dir():
+        mlmodel = path / "MLmodel"
+        if mlmodel.is_file():
+            try:
+                flavors = (yaml.safe_load(mlmodel.read_text()) or {}).get("flavors") or {}
+            except yaml.YAMLError as exc:
+                raise InvalidInput(f"{path.name}/MLmodel is not valid YAML", str(exc)) from exc
+            for key, flavor in _MLFLOW_FLAVORS.items():
+                if key in flavors:
+                    return flavor, "mlflow"
+            return ("pyfunc" if "python_function" in flavors else "generic"), "mlflow"
+        if (path / "config.json").is_file() and any(
+            (path / w).is_file() for w in _TRANSFORMERS_WEIGHTS
+        ):
+            return "transformers", "directory"
+        return "generic", "directory"
+    return _FILE_FLAVORS.get(path.suffix.lower(), "generic"), "file"
+
+
+def _class_names(obj: Any) -> set[str]:
+    return {f"{cls.__module__}.{cls.__qualname__}" for cls in type(obj).__mro__}
+
+
+def _pin(*packages: str) -> list[str]:
+    pins = []
+    for package in packages:
+        try:
+            pins.append(f"{package}=={importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return pins
+
+
+def object_flavor(obj: Any) -> str:
+    names = _class_names(obj)
+    modules = {name.split(".", 1)[0] for name in names}
+    if "torch.nn.modules.module.Module" in names:
+        return "pytorch"
+    if "sklearn" in modules:
+        return "sklearn"
+    if any(name.startswith("transformers.pipelines") for name in names):
+        return "transformers"
+    if "onnx.onnx_ml_pb2.ModelProto" in names or "onnx.onnx_pb.ModelProto" in names:
+        return "onnx"
+    raise InvalidInput(
+        f"cannot register an object of type {type(obj).__module__}.{type(obj).__qualname__}",
+        "Pass a scikit-learn estimator, a torch.nn.Module, a transformers pipeline or an ONNX "
+        "ModelProto, or save the model to a file or folder and register that path.",
+    )
+
+
+def save_object(obj: Any, folder: Path) -> tuple[str, str, str]:
+    """Save ``obj`` inside ``folder``; returns (artifact name, flavor, format)."""
+    flavor = object_flavor(obj)
+    target = folder / "model"
+    # Explicit requirements: MLflow would otherwise spawn a process to infer them.
+    if flavor == "sklearn":
+        import mlflow.sklearn
+
+        # cloudpickle: loads with no list of trusted types (skops needs one per model).
+        mlflow.sklearn.save_model(obj, str(target), serialization_format="cloudpickle",
+                                  pip_requirements=_pin("scikit-learn", "cloudpickle"))
+    elif flavor == "pytorch":
+        import mlflow.pytorch
+
+        # "pickle": the "pt2" default would need an input example to trace the graph.
+        mlflow.pytorch.save_model(obj, str(target), serialization_format="pickle",
+                                  pip_requirements=_pin("torch", "cloudpickle"))
+    elif flavor == "transformers":
+        import mlflow.transformers
+
+        mlflow.transformers.save_model(obj, str(target),
+                                       pip_requirements=_pin("transformers", "torch"))
+    else:  # onnx
+        target = folder / "model.onnx"
+        target.write_bytes(obj.SerializeToString())
+        return target.name, "onnx", "file"
+    return target.name, flavor, "mlflow"

@@ -1,0 +1,407 @@
+"""The model registry: models, numbered versions, aliases, lineage and artifacts.
+
+Plain Python: the REST handlers, the CLI, the magics and ``cube_lab.registry.register``
+all call this class. Every method takes the ``Caller`` and sees only the caller's projects.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Select, func, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from ..errors import Conflict, InvalidInput, NotFound
+from ..identity import Caller, check_name
+from ..projects import ProjectService
+from ..store import Store
+from ..store.models import ModelAlias, ModelVersion, Project, RegisteredModel, utcnow
+from .artifacts import ArtifactStore, StagedArtifact
+from .flavors import check_flavor, detect_path, save_object
+from .validation import (
+    check_alias,
+    check_mapping,
+    check_metrics,
+    check_optional_id,
+    check_text,
+)
+from .views import Comparison, Download, ModelDetail, ModelPage, ModelView, VersionView
+
+UNSET: Any = object()
+MAX_PAGE = 500
+
+
+class RegistryService:
+    def __init__(self, store: Store, projects: ProjectService, artifacts: ArtifactStore) -> None:
+        self.store = store
+        self.projects = projects
+        self.artifacts = artifacts
+
+    # -- register ----------------------------------------------------------------------
+
+    def register(
+        self,
+        caller: Caller,
+        *,
+        name: object,
+        path: Path | None = None,
+        obj: Any = None,
+        project: str | None = None,
+        flavor: object = None,
+        description: object = None,
+        params: object = None,
+        metrics: object = None,
+        tags: object = None,
+        aliases: object = None,
+        source: object = None,
+        pipeline_run_id: object = None,
+        training_job_id: object = None,
+    ) -> VersionView:
+        """Store a new version of model ``name``: version numbers never repeat, even under races."""
+        check_name(name, "model name")
+        assert isinstance(name, str)
+        fields = {
+            "flavor": check_flavor(flavor),
+            "description": check_text(description, "description"),
+            "params": check_mapping(params, "params"),
+            "metrics": check_metrics(metrics),
+            "tags": {k: str(v) for k, v in check_mapping(tags, "tags").items()},
+            "source": check_text(source, "source", 1024) or None,
+            "pipeline_run_id": check_optional_id(pipeline_run_id, "pipeline_run_id"),
+            "training_job_id": check_optional_id(training_job_id, "training_job_id"),
+        }
+        if aliases is not None and not isinstance(aliases, list | tuple):
+            raise InvalidInput("aliases must be a list of names", 'e.g. ["staging"]')
+        alias_list = [check_alias(a) for a in aliases or []]
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:  # fail on a bad project before copying anything
+            self.projects.resolve(s, caller, project)
+        staged, detected_flavor, fmt = self._stage(path, obj)
+        try:
+            for attempt in range(3):
+                try:
+                    return self._insert(caller, name, project, staged, fmt,
+                                        fields["flavor"] or detected_flavor, fields, alias_list)
+                except IntegrityError:  # a concurrent writer created the same model first
+                    if attempt == 2:
+                        raise
+            raise AssertionError("unreachable")
+        finally:
+            self.artifacts.discard(staged)
+
+    def _stage(self, path: Path | None, obj: Any) -> tuple[StagedArtifact, str, str]:
+        if (path is None) == (obj is None):
+            raise InvalidInput("give exactly one of a path or an object to register")
+        if path is not None:
+            if not path.exists():
+                raise InvalidInput(f"path {str(path)!r} does not exist",
+                                   "Check the file or folder name (relative paths start at the "
+                                   "server's root folder or your working directory).")
+            flavor, fmt = detect_path(path)
+            return self.artifacts.stage_path(path), flavor, fmt
+        folder = self.artifacts.new_staging()
+        try:
+            artifact_name, flavor, fmt = save_object(obj, folder)
+            return self.artifacts.finish_staging(folder, artifact_name), flavor, fmt
+        except BaseException:
+            self.artifacts.discard(StagedArtifact(folder, "", False, 0, ""))
+            raise
+
+    def _insert(self, caller: Caller, name: str, project_name: str | None,
+                staged: StagedArtifact, fmt: str, flavor: str, fields: dict[str, Any],
+                aliases: list[str]) -> VersionView:
+        final: Path | None = None
+        try:
+            with self.store.write() as s:
+                project = self.projects.resolve(s, caller, project_name)
+                model = self._lock_model(s, project.id, name)
+                if model is None:
+                    model = RegisteredModel(project_id=project.id, name=name, description="",
+                                            owner=caller.username)
+                    s.add(model)
+                    s.flush()
+                number = (s.scalar(select(func.max(ModelVersion.version))
+                                   .where(ModelVersion.model_id == model.id)) or 0) + 1
+                row = ModelVersion(
+                    model_id=model.id, version=number, format=fmt, flavor=flavor,
+                    artifact_name=staged.name, size_bytes=staged.size_bytes,
+                    checksum=staged.checksum, created_by=caller.username, archived=False,
+                    artifact_path=self.artifacts.relative(
+                        self.artifacts.version_dir(model.id, number) / staged.name),
+                    description=fields["description"], params=fields["params"],
+                    metrics=fields["metrics"], tags=fields["tags"], source=fields["source"],
+                    pipeline_run_id=fields["pipeline_run_id"],
+                    training_job_id=fields["training_job_id"],
+                )
+                s.add(row)
+                model.updated_at = utcnow()
+                model.archived = False
+                s.flush()
+                for alias in aliases:
+                    self._point_alias(s, model, alias, row, caller)
+                final = self.artifacts.promote(staged, model.id, number)
+                s.flush()
+                return VersionView.of(row, project.name, name, aliases)
+        except BaseException:
+            if final is not None:
+                self.artifacts.purge(final)
+            raise
+
+    # -- read ----------------------------------------------------------------------------
+
+    def list_models(self, caller: Caller, *, q: str | None = None, project: str | None = None,
+                    include_archived: bool = False, limit: int = 50,
+                    offset: int = 0) -> ModelPage:
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}", f"got {limit}")
+        if offset < 0:
+            raise InvalidInput("offset must be 0 or more", f"got {offset}")
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            if project:
+                project_ids = [self.projects.resolve(s, caller, project).id]
+            else:
+                project_ids = self.projects.visible_ids(s, caller)
+            where: list[Any] = [RegisteredModel.project_id.in_(project_ids)]
+            if not include_archived:
+                where.append(RegisteredModel.archived.is_(False))
+            if q:
+                pattern = f"%{q.strip()}%"
+                where.append(or_(RegisteredModel.name.ilike(pattern),
+                                 RegisteredModel.description.ilike(pattern)))
+            total = s.scalar(select(func.count(RegisteredModel.id)).where(*where)) or 0
+            models = s.execute(
+                self._summary_query().where(*where)
+                .order_by(RegisteredModel.updated_at.desc(), RegisteredModel.id.desc())
+                .limit(limit).offset(offset)
+            ).all()
+            return ModelPage(self._summaries(s, models), total, limit, offset)
+
+    def get_model(self, caller: Caller, project: str, name: str) -> ModelDetail:
+        with self.store.read() as s:
+            model = self._model(s, caller, project, name)
+            summary = self._summaries(s, s.execute(
+                self._summary_query().where(RegisteredModel.id == model.id)).all())[0]
+            by_version = self._aliases_by_version(model)
+            versions = [VersionView.of(v, project, name, by_version.get(v.id, []))
+                        for v in model.versions]
+            return ModelDetail(**vars(summary), versions=versions)
+
+    def list_versions(self, caller: Caller, project: str, name: str,
+                      include_archived: bool = True) -> list[VersionView]:
+        versions = self.get_model(caller, project, name).versions
+        return [v for v in versions if include_archived or not v.archived]
+
+    def get_version(self, caller: Caller, project: str, name: str, ref: str | int) -> VersionView:
+        with self.store.read() as s:
+            model = self._model(s, caller, project, name)
+            row = self._version(model, ref)
+            return VersionView.of(row, project, name, self._aliases_by_version(model).get(row.id, []))
+
+    def compare(self, caller: Caller, project: str, name: str,
+                refs: list[str]) -> Comparison:
+        if len(refs) < 1:
+            raise InvalidInput("give the versions to compare", "e.g. ?versions=1,2,3")
+        versions = [self.get_version(caller, project, name, ref) for ref in refs]
+        metrics = sorted({k for v in versions for k in v.metrics})
+        params = sorted({k for v in versions for k in v.params})
+        return Comparison(versions, metrics, params)
+
+    def download(self, caller: Caller, project: str, name: str, ref: str | int) -> Download:
+        with self.store.read() as s:
+            model = self._model(s, caller, project, name)
+            row = self._version(model, ref)
+            path = self.artifacts.absolute(row.artifact_path)
+            if not path.exists():
+                raise NotFound(f"the artifact of {name} v{row.version} is missing on disk",
+                               str(path))
+            return Download(path, f"{name}-v{row.version}-{row.artifact_name}", path.is_dir())
+
+    # -- change ----------------------------------------------------------------------------
+
+    def update_model(self, caller: Caller, project: str, name: str, *,
+                     description: object = UNSET, archived: object = UNSET) -> ModelView:
+        with self.store.write() as s:
+            model = self._model(s, caller, project, name, lock=True)
+            if description is not UNSET:
+                model.description = check_text(description, "description")
+            if archived is not UNSET:
+                if not isinstance(archived, bool):
+                    raise InvalidInput("archived must be true or false")
+                model.archived = archived
+            model.updated_at = utcnow()
+        return self.get_model(caller, project, name)
+
+    def update_version(self, caller: Caller, project: str, name: str, ref: str | int, *,
+                       description: object = UNSET, tags: object = UNSET,
+                       archived: object = UNSET) -> VersionView:
+        with self.store.write() as s:
+            model = self._model(s, caller, project, name, lock=True)
+            row = self._version(model, ref)
+            if description is not UNSET:
+                row.description = check_text(description, "description")
+            if tags is not UNSET:
+                row.tags = {k: str(v) for k, v in check_mapping(tags, "tags").items()}
+            if archived is not UNSET:
+                if not isinstance(archived, bool):
+                    raise InvalidInput("archived must be true or false")
+                row.archived = archived
+            number = row.version
+        return self.get_version(caller, project, name, number)
+
+    def set_alias(self, caller: Caller, project: str, name: str, alias: object,
+                  version: object, expected_version: object = UNSET) -> ModelDetail:
+        """Point ``alias`` at ``version``; with ``expected_version``, only if nobody moved it."""
+        check_alias(alias)
+        assert isinstance(alias, str)
+        if isinstance(version, bool) or not isinstance(version, int | str):
+            raise InvalidInput("version must be a version number", 'e.g. {"version": 3}')
+        with self.store.write() as s:
+            model = self._model(s, caller, project, name, lock=True)
+            row = self._version(model, version)
+            current = next((a for a in model.aliases if a.alias == alias), None)
+            current_number = current.version.version if current else None
+            if expected_version is not UNSET and expected_version != current_number:
+                raise Conflict(
+                    f"alias {alias!r} of {name} now points to "
+                    f"{'v' + str(current_number) if current_number else 'no version'}",
+                    {"alias": alias, "current_version": current_number,
+                     "hint": "Someone moved it meanwhile; reload and try again."},
+                )
+            self._point_alias(s, model, alias, row, caller)
+            model.updated_at = utcnow()
+        return self.get_model(caller, project, name)
+
+    def delete_alias(self, caller: Caller, project: str, name: str, alias: str) -> ModelDetail:
+        with self.store.write() as s:
+            model = self._model(s, caller, project, name, lock=True)
+            current = next((a for a in model.aliases if a.alias == alias), None)
+            if current is None:
+                raise NotFound(f"model {name!r} has no alias {alias!r}")
+            model.aliases.remove(current)
+            model.updated_at = utcnow()
+        return self.get_model(caller, project, name)
+
+    def delete_model(self, caller: Caller, project: str, name: str) -> None:
+        with self.store.read() as s:
+            model_id = self._model(s, caller, project, name).id
+        self._delete_with_files(caller, project, name, self.artifacts.models / str(model_id),
+                                lambda s, model: s.delete(model))
+
+    def delete_version(self, caller: Caller, project: str, name: str, ref: str | int) -> None:
+        with self.store.read() as s:
+            model = self._model(s, caller, project, name)
+            row = self._version(model, ref)
+            folder, number = self.artifacts.version_dir(model.id, row.version), row.version
+
+        def remove(s: Session, model: RegisteredModel) -> None:
+            s.delete(self._version(model, number))
+
+        self._delete_with_files(caller, project, name, folder, remove)
+
+    def _delete_with_files(self, caller: Caller, project: str, name: str, folder: Path,
+                           remove: Any) -> None:
+        """Rows and files go together: files move to trash first and come back on failure."""
+        trashed = None
+        try:
+            with self.store.write() as s:
+                model = self._model(s, caller, project, name, lock=True)
+                remove(s, model)
+                s.flush()
+                trashed = self.artifacts.move_to_trash(folder)
+        except BaseException:
+            self.artifacts.restore(trashed, folder)
+            raise
+        self.artifacts.purge(trashed)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _summary_query() -> Select[Any]:
+        stats = (
+            select(ModelVersion.model_id, func.max(ModelVersion.version).label("latest"),
+                   func.count(ModelVersion.id).label("n"))
+            .group_by(ModelVersion.model_id).subquery()
+        )
+        latest = ModelVersion.__table__.alias("latest_row")
+        return (
+            select(RegisteredModel, Project.name, stats.c.latest, stats.c.n, latest.c.flavor)
+            .join(Project, Project.id == RegisteredModel.project_id)
+            .outerjoin(stats, stats.c.model_id == RegisteredModel.id)
+            .outerjoin(latest, (latest.c.model_id == RegisteredModel.id)
+                       & (latest.c.version == stats.c.latest))
+        )
+
+    @staticmethod
+    def _summaries(s: Session, rows: Any) -> list[ModelView]:
+        ids = [row[0].id for row in rows]
+        aliases: dict[int, dict[str, int]] = {i: {} for i in ids}
+        if ids:
+            for model_id, alias, number in s.execute(
+                select(ModelAlias.model_id, ModelAlias.alias, ModelVersion.version)
+                .join(ModelVersion, ModelVersion.id == ModelAlias.version_id)
+                .where(ModelAlias.model_id.in_(ids))
+            ):
+                aliases[model_id][alias] = number
+        return [ModelView.of(model, project, latest, n or 0, flavor, aliases[model.id])
+                for model, project, latest, n, flavor in rows]
+
+    def _model(self, s: Session, caller: Caller, project: str, name: str,
+               lock: bool = False) -> RegisteredModel:
+        project_row = self.projects.resolve(s, caller, project)
+        query = (select(RegisteredModel)
+                 .where(RegisteredModel.project_id == project_row.id,
+                        RegisteredModel.name == name)
+                 .options(selectinload(RegisteredModel.versions),
+                          selectinload(RegisteredModel.aliases).selectinload(ModelAlias.version)))
+        model = s.scalars(query.with_for_update() if lock else query).first()
+        if model is None:
+            raise NotFound(f"model {name!r} not found in project {project!r}",
+                           "GET /cube/api/v1/models lists the models you can see.")
+        return model
+
+    @staticmethod
+    def _lock_model(s: Session, project_id: int, name: str) -> RegisteredModel | None:
+        return s.scalars(select(RegisteredModel)
+                         .where(RegisteredModel.project_id == project_id,
+                                RegisteredModel.name == name)
+                         .with_for_update()).first()
+
+    @staticmethod
+    def _version(model: RegisteredModel, ref: str | int) -> ModelVersion:
+        text = str(ref).strip()
+        if text == "latest":
+            row = model.versions[0] if model.versions else None
+        elif text.isdigit():
+            row = next((v for v in model.versions if v.version == int(text)), None)
+        else:
+            alias = next((a for a in model.aliases if a.alias == text), None)
+            row = alias.version if alias else None
+        if row is None:
+            known = ", ".join(str(v.version) for v in model.versions[:10]) or "none"
+            raise NotFound(f"model {model.name!r} has no version {text!r}",
+                           f"Versions: {known}; aliases: "
+                           f"{', '.join(a.alias for a in model.aliases) or 'none'}.")
+        return row
+
+    @staticmethod
+    def _aliases_by_version(model: RegisteredModel) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for alias in model.aliases:
+            out.setdefault(alias.version_id, []).append(alias.alias)
+        return out
+
+    @staticmethod
+    def _point_alias(s: Session, model: RegisteredModel, alias: str, row: ModelVersion,
+                     caller: Caller) -> None:
+        current = next((a for a in model.aliases if a.alias == alias), None)
+        if current is None:
+            model.aliases.append(ModelAlias(alias=alias, version=row, version_id=row.id,
+                                            updated_by=caller.username))
+        else:
+            current.version = row
+            current.version_id = row.id
+            current.updated_by = caller.username
+            current.updated_at = utcnow()

@@ -1,0 +1,130 @@
+"""SQLAlchemy tables. Every owned object carries ``owner`` and ``project_id``.
+
+Changing a table means adding an Alembic revision under ``migrations/versions``;
+``tests/test_store.py`` fails when the models and the migrations disagree.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, datetime: DateTime(timezone=True)}
+
+
+class Project(Base):
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))  # "personal" | "team"
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_by: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    members: Mapped[list[ProjectMember]] = relationship(
+        back_populates="project", cascade="all, delete-orphan", order_by="ProjectMember.username"
+    )
+
+
+class ProjectMember(Base):
+    __tablename__ = "project_members"
+
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    username: Mapped[str] = mapped_column(String(255), primary_key=True, index=True)
+    role: Mapped[str] = mapped_column(String(16))  # "owner" | "member"
+
+    project: Mapped[Project] = relationship(back_populates="members")
+
+
+class RegisteredModel(Base):
+    __tablename__ = "registered_models"
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_model_project_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(128))
+    description: Mapped[str] = mapped_column(Text, default="")
+    owner: Mapped[str] = mapped_column(String(255))
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+    project: Mapped[Project] = relationship()
+    versions: Mapped[list[ModelVersion]] = relationship(
+        back_populates="model", cascade="all, delete-orphan", order_by="ModelVersion.version.desc()"
+    )
+    aliases: Mapped[list[ModelAlias]] = relationship(
+        back_populates="model", cascade="all, delete-orphan", order_by="ModelAlias.alias"
+    )
+
+
+class ModelVersion(Base):
+    __tablename__ = "model_versions"
+    __table_args__ = (UniqueConstraint("model_id", "version", name="uq_version_model_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("registered_models.id", ondelete="CASCADE"), index=True
+    )
+    version: Mapped[int] = mapped_column(Integer)
+    flavor: Mapped[str] = mapped_column(String(32))
+    format: Mapped[str] = mapped_column(String(16))  # "mlflow" | "file" | "directory"
+    artifact_name: Mapped[str] = mapped_column(String(255))
+    artifact_path: Mapped[str] = mapped_column(String(1024))  # relative to the artifacts dir
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    checksum: Mapped[str] = mapped_column(String(80))
+    description: Mapped[str] = mapped_column(Text, default="")
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    tags: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    source: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    pipeline_run_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    training_job_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_by: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    model: Mapped[RegisteredModel] = relationship(back_populates="versions")
+
+
+class ModelAlias(Base):
+    """One version per alias per model: the primary key is (model, alias)."""
+
+    __tablename__ = "model_aliases"
+
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("registered_models.id", ondelete="CASCADE"), primary_key=True
+    )
+    alias: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version_id: Mapped[int] = mapped_column(
+        ForeignKey("model_versions.id", ondelete="CASCADE"), index=True
+    )
+    updated_by: Mapped[str] = mapped_column(String(255))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    model: Mapped[RegisteredModel] = relationship(back_populates="aliases")
+    version: Mapped[ModelVersion] = relationship()

@@ -1,0 +1,64 @@
+import {
+  isValidModelName,
+  suggestModelName,
+  validateAlias,
+  validateModelName
+} from '../validate';
+
+describe('model name validation', () => {
+  it.each(['iris', 'A', '0model', 'bert-base.v2_final', 'x'.repeat(128)])(
+    'accepts %s',
+    name => {
+      expect(validateModelName(name)).toBeNull();
+      expect(isValidModelName(name)).toBe(true);
+    }
+  );
+
+  it.each([
+    ['', /required/],
+    ['-leading-dash', /starts with a letter or a digit/],
+    ['.hidden', /starts with a letter or a digit/],
+    ['_x', /starts with a letter or a digit/],
+    ['has space', /only contain/],
+    ['slash/name', /only contain/],
+    ['ünïcode', /starts with/],
+    ['x'.repeat(129), /at most 128/]
+  ])('rejects %j', (name, reason) => {
+    expect(validateModelName(name)).toMatch(reason);
+    expect(isValidModelName(name)).toBe(false);
+  });
+
+  it('translates messages through the bundle', () => {
+    const trans = { __: (s: string) => `T:${s}` };
+    expect(validateModelName('', trans)).toBe('T:A model name is required.');
+  });
+});
+
+describe('alias validation', () => {
+  it('accepts usual aliases', () => {
+    expect(validateAlias('production')).toBeNull();
+    expect(validateAlias('v2-candidate')).toBeNull();
+  });
+
+  it('rejects numbers, blanks and odd characters', () => {
+    expect(validateAlias('')).toMatch(/required/);
+    expect(validateAlias('3')).toMatch(/cannot be a number/);
+    expect(validateAlias('prod env')).toMatch(/only contain/);
+  });
+});
+
+describe('suggested model names', () => {
+  it.each([
+    ['models/iris.pkl', 'iris'],
+    ['weights.bin', 'weights'],
+    ['runs/exp 1/model.tar.gz', 'model.tar'],
+    ['checkpoints/bert-base/', 'bert-base'],
+    ['.hidden', 'hidden'],
+    ['my model (final).onnx', 'my-model-final'],
+    ['___', 'model']
+  ])('%s -> %s', (path, name) => {
+    const suggested = suggestModelName(path);
+    expect(suggested).toBe(name);
+    expect(validateModelName(suggested)).toBeNull();
+  });
+});

@@ -1,0 +1,559 @@
+/**
+ * The one typed client for the cube-lab REST API (`/cube/api/v1`).
+ *
+ * Every panel talks to the server through these functions; the contract is
+ * documented in `docs/rest-api.md`.
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+/** The URL prefix of the cube-lab REST API, relative to the server base URL. */
+export const API_PREFIX = 'cube/api/v1';
+
+/* -------------------------------------------------------------------------- */
+/* Types                                                                      */
+/* -------------------------------------------------------------------------- */
+
+export type ProjectRole = 'owner' | 'member';
+
+export interface ProjectMember {
+  username: string;
+  role: ProjectRole;
+}
+
+export interface Project {
+  name: string;
+  kind: 'personal' | 'team';
+  description: string;
+  role: ProjectRole;
+  members: ProjectMember[];
+  created_at: string;
+}
+
+export interface WhoAmI {
+  user: string;
+  backend: string;
+  projects: Project[];
+}
+
+export type ModelFlavor =
+  | 'sklearn'
+  | 'pytorch'
+  | 'transformers'
+  | 'onnx'
+  | 'generic';
+
+export type ArtifactFormat = 'mlflow' | 'file' | 'directory';
+
+/** A JSON value as stored in params and tags. */
+export type JSONValue =
+  | string
+  | number
+  | boolean
+  | null
+  | JSONValue[]
+  | { [key: string]: JSONValue };
+
+export interface Lineage {
+  source: string | null;
+  pipeline_run_id: string | null;
+  training_job_id: string | null;
+}
+
+export interface Model {
+  id: string | number;
+  project: string;
+  name: string;
+  description: string;
+  owner: string;
+  archived: boolean;
+  created_at: string;
+  updated_at: string;
+  latest_version: number | null;
+  version_count: number;
+  flavor: string | null;
+  /** alias -> version number */
+  aliases: Record<string, number>;
+}
+
+export interface ModelVersion {
+  id: string | number;
+  project: string;
+  model: string;
+  version: number;
+  flavor: ModelFlavor | string;
+  format: ArtifactFormat | string;
+  artifact_name: string;
+  description: string;
+  params: Record<string, JSONValue>;
+  metrics: Record<string, number>;
+  tags: Record<string, JSONValue>;
+  aliases: string[];
+  archived: boolean;
+  lineage: Lineage;
+  created_by: string;
+  created_at: string;
+  size_bytes: number;
+  checksum: string;
+}
+
+/** `GET /projects/{p}/models/{name}`: a model with its versions (newest first). */
+export interface ModelDetail extends Model {
+  versions: ModelVersion[];
+}
+
+export interface ModelList {
+  models: Model[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+export interface VersionList {
+  versions: ModelVersion[];
+}
+
+export interface CompareResult {
+  versions: ModelVersion[];
+  metrics: string[];
+  params: string[];
+}
+
+export interface RegisterModelRequest {
+  name: string;
+  /** Path relative to the Jupyter server root. */
+  path: string;
+  project?: string;
+  flavor?: ModelFlavor | string;
+  description?: string;
+  params?: Record<string, JSONValue>;
+  metrics?: Record<string, number>;
+  tags?: Record<string, JSONValue>;
+  aliases?: string[];
+  source?: string;
+  pipeline_run_id?: string;
+  training_job_id?: string;
+}
+
+export interface ListModelsOptions {
+  q?: string;
+  project?: string;
+  includeArchived?: boolean;
+  limit?: number;
+  offset?: number;
+}
+
+export interface PatchModelRequest {
+  description?: string;
+  archived?: boolean;
+}
+
+export interface PatchVersionRequest {
+  description?: string;
+  tags?: Record<string, JSONValue>;
+  archived?: boolean;
+}
+
+/** A version reference: a number or an alias. */
+export type VersionRef = number | string;
+
+/* -------------------------------------------------------------------------- */
+/* Errors                                                                     */
+/* -------------------------------------------------------------------------- */
+
+/**
+ * An error answered by the cube-lab server (or a network failure, status 0).
+ *
+ * `error` says what is wrong, `detail` how to fix it or extra data.
+ */
+export class CubeApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    readonly detail: unknown = null,
+    readonly url = ''
+  ) {
+    super(error);
+    this.name = 'CubeApiError';
+  }
+
+  /** `detail` as display text ('' when there is none). */
+  get detailText(): string {
+    return formatDetail(this.detail);
+  }
+}
+
+/** Render an error `detail` (string, list or object) as text. */
+export function formatDetail(detail: unknown): string {
+  if (detail === null || detail === undefined || detail === '') {
+    return '';
+  }
+  if (typeof detail === 'string') {
+    return detail;
+  }
+  if (Array.isArray(detail) && detail.every(d => typeof d === 'string')) {
+    return detail.join('\n');
+  }
+  try {
+    return JSON.stringify(detail, null, 2);
+  } catch {
+    return String(detail);
+  }
+}
+
+/** Turn anything thrown into `{error, detail}` for display. */
+export function describeError(err: unknown): { error: string; detail: string } {
+  if (err instanceof CubeApiError) {
+    return { error: err.error, detail: err.detailText };
+  }
+  if (err instanceof Error) {
+    return { error: err.message, detail: '' };
+  }
+  return { error: String(err), detail: '' };
+}
+
+/* -------------------------------------------------------------------------- */
+/* Transport                                                                  */
+/* -------------------------------------------------------------------------- */
+
+/** Encode each path segment and join them with `/`. */
+export function encodePath(...segments: (string | number)[]): string {
+  return segments.map(s => encodeURIComponent(String(s))).join('/');
+}
+
+/** Build a query string (with leading `?`), skipping undefined/null/'' values. */
+export function queryString(
+  params: Record<string, string | number | boolean | undefined | null>
+): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === null || value === '') {
+      continue;
+    }
+    parts.push(
+      `${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`
+    );
+  }
+  return parts.length ? `?${parts.join('&')}` : '';
+}
+
+let defaultSettings: ServerConnection.ISettings | null = null;
+
+function serverSettings(
+  settings?: ServerConnection.ISettings
+): ServerConnection.ISettings {
+  if (settings) {
+    return settings;
+  }
+  if (!defaultSettings) {
+    defaultSettings = ServerConnection.makeSettings();
+  }
+  return defaultSettings;
+}
+
+/** The absolute URL of an API path (already encoded, may include a query). */
+export function apiUrl(
+  path: string,
+  settings?: ServerConnection.ISettings
+): string {
+  return URLExt.join(serverSettings(settings).baseUrl, API_PREFIX, path);
+}
+
+/**
+ * Call the cube-lab REST API.
+ *
+ * @param path - path under `/cube/api/v1`, segments already encoded
+ *   (use `encodePath`), optionally followed by a query string.
+ * @param init - fetch options; a plain object `body` is sent as JSON.
+ * @returns the decoded JSON answer (`undefined` for 204 / empty bodies).
+ * @throws CubeApiError on a non-2xx answer or a network failure.
+ */
+export async function requestAPI<T = unknown>(
+  path = '',
+  init: Omit<RequestInit, 'body'> & { body?: BodyInit | object | null } = {},
+  settings?: ServerConnection.ISettings
+): Promise<T> {
+  const s = serverSettings(settings);
+  const url = apiUrl(path, s);
+  const { body, ...rest } = init;
+  const request: RequestInit = { ...rest };
+  if (body !== undefined && body !== null) {
+    if (isPlainObject(body)) {
+      request.body = JSON.stringify(body);
+      request.headers = {
+        'Content-Type': 'application/json',
+        ...(init.headers as Record<string, string> | undefined)
+      };
+    } else {
+      request.body = body as BodyInit;
+    }
+  }
+
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, request, s);
+  } catch (reason) {
+    const message =
+      reason instanceof Error ? reason.message : String(reason ?? '');
+    throw new CubeApiError(
+      0,
+      'Cannot reach the Jupyter server',
+      message || 'Check that the server is running and try again.',
+      url
+    );
+  }
+
+  const text = await response.text();
+  let data: unknown = undefined;
+  if (text.length > 0) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = text;
+    }
+  }
+
+  if (!response.ok) {
+    throw errorFromResponse(response.status, response.statusText, data, url);
+  }
+  return data as T;
+}
+
+/** Build a CubeApiError from a failed answer's status and decoded body. */
+export function errorFromResponse(
+  status: number,
+  statusText: string,
+  data: unknown,
+  url = ''
+): CubeApiError {
+  if (isPlainObject(data)) {
+    const body = data as Record<string, unknown>;
+    const error =
+      typeof body.error === 'string' && body.error
+        ? body.error
+        : typeof body.message === 'string' && body.message
+          ? body.message
+          : `${status} ${statusText}`.trim();
+    const detail =
+      body.detail !== undefined
+        ? body.detail
+        : typeof body.reason === 'string'
+          ? body.reason
+          : null;
+    return new CubeApiError(status, error, detail, url);
+  }
+  const fallback =
+    status === 404
+      ? 'Not found: is the cube-lab server extension enabled?'
+      : `${status} ${statusText}`.trim() || `HTTP ${status}`;
+  const detail =
+    typeof data === 'string' && data.length > 0 && !/^\s*</.test(data)
+      ? data.slice(0, 2000)
+      : null;
+  return new CubeApiError(status, fallback, detail, url);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') {
+    return false;
+  }
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/* -------------------------------------------------------------------------- */
+/* Endpoints                                                                  */
+/* -------------------------------------------------------------------------- */
+
+function modelPath(project: string, name: string, ...rest: VersionRef[]) {
+  return encodePath('projects', project, 'models', name, ...rest);
+}
+
+export function whoami(settings?: ServerConnection.ISettings) {
+  return requestAPI<WhoAmI>('whoami', {}, settings);
+}
+
+export function listProjects(settings?: ServerConnection.ISettings) {
+  return requestAPI<{ projects: Project[] }>('projects', {}, settings);
+}
+
+export function listModels(
+  options: ListModelsOptions = {},
+  settings?: ServerConnection.ISettings
+): Promise<ModelList> {
+  const query = queryString({
+    q: options.q?.trim(),
+    project: options.project,
+    include_archived: options.includeArchived ? 'true' : undefined,
+    limit: options.limit,
+    offset: options.offset
+  });
+  return requestAPI<ModelList>(`models${query}`, {}, settings);
+}
+
+export function getModel(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+): Promise<ModelDetail> {
+  return requestAPI<ModelDetail>(modelPath(project, name), {}, settings);
+}
+
+export function listVersions(
+  project: string,
+  name: string,
+  options: { includeArchived?: boolean } = {},
+  settings?: ServerConnection.ISettings
+): Promise<VersionList> {
+  const query = queryString({
+    include_archived: options.includeArchived ? 'true' : undefined
+  });
+  return requestAPI<VersionList>(
+    `${modelPath(project, name, 'versions')}${query}`,
+    {},
+    settings
+  );
+}
+
+export function getVersion(
+  project: string,
+  name: string,
+  version: VersionRef,
+  settings?: ServerConnection.ISettings
+): Promise<ModelVersion> {
+  return requestAPI<ModelVersion>(
+    modelPath(project, name, 'versions', version),
+    {},
+    settings
+  );
+}
+
+export function registerModel(
+  body: RegisterModelRequest,
+  settings?: ServerConnection.ISettings
+): Promise<ModelVersion> {
+  return requestAPI<ModelVersion>(
+    'models',
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function patchModel(
+  project: string,
+  name: string,
+  body: PatchModelRequest,
+  settings?: ServerConnection.ISettings
+): Promise<Model> {
+  return requestAPI<Model>(
+    modelPath(project, name),
+    { method: 'PATCH', body },
+    settings
+  );
+}
+
+export async function deleteModel(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+): Promise<void> {
+  await requestAPI<void>(modelPath(project, name), { method: 'DELETE' }, settings);
+}
+
+export function patchVersion(
+  project: string,
+  name: string,
+  version: VersionRef,
+  body: PatchVersionRequest,
+  settings?: ServerConnection.ISettings
+): Promise<ModelVersion> {
+  return requestAPI<ModelVersion>(
+    modelPath(project, name, 'versions', version),
+    { method: 'PATCH', body },
+    settings
+  );
+}
+
+export async function deleteVersion(
+  project: string,
+  name: string,
+  version: VersionRef,
+  settings?: ServerConnection.ISettings
+): Promise<void> {
+  await requestAPI<void>(
+    modelPath(project, name, 'versions', version),
+    { method: 'DELETE' },
+    settings
+  );
+}
+
+export function compareVersions(
+  project: string,
+  name: string,
+  versions: VersionRef[],
+  settings?: ServerConnection.ISettings
+): Promise<CompareResult> {
+  const query = queryString({ versions: versions.join(',') });
+  return requestAPI<CompareResult>(
+    `${modelPath(project, name, 'compare')}${query}`,
+    {},
+    settings
+  );
+}
+
+/**
+ * Point `alias` at `version`.
+ *
+ * @param expectedVersion - if given (a number or null for "unset"), the
+ *   server answers 409 when the alias no longer points there.
+ */
+export function setAlias(
+  project: string,
+  name: string,
+  alias: string,
+  version: number,
+  expectedVersion?: number | null,
+  settings?: ServerConnection.ISettings
+): Promise<Model> {
+  const body: { version: number; expected_version?: number | null } = {
+    version
+  };
+  if (expectedVersion !== undefined) {
+    body.expected_version = expectedVersion;
+  }
+  return requestAPI<Model>(
+    modelPath(project, name, 'aliases', alias),
+    { method: 'PUT', body },
+    settings
+  );
+}
+
+export function deleteAlias(
+  project: string,
+  name: string,
+  alias: string,
+  settings?: ServerConnection.ISettings
+): Promise<Model> {
+  return requestAPI<Model>(
+    modelPath(project, name, 'aliases', alias),
+    { method: 'DELETE' },
+    settings
+  );
+}
+
+/**
+ * The URL that downloads a version's artifact (the file, or a zip of a folder).
+ *
+ * Browsers send the session cookie; the token is appended when the page
+ * was opened with one so plain links work too.
+ */
+export function downloadUrl(
+  project: string,
+  name: string,
+  version: VersionRef,
+  settings?: ServerConnection.ISettings
+): string {
+  const s = serverSettings(settings);
+  const url = apiUrl(modelPath(project, name, 'versions', version, 'download'), s);
+  return s.token ? `${url}${queryString({ token: s.token })}` : url;
+}

@@ -1,0 +1,219 @@
+/**
+ * The model registry plugin: the "Models" section of the cube-lab sidebar,
+ * main-area model tabs, launcher / palette entries and the file browser
+ * "Register as model" command.
+ */
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { IFileBrowserFactory } from '@jupyterlab/filebrowser';
+import { ILauncher } from '@jupyterlab/launcher';
+import { ITranslator } from '@jupyterlab/translation';
+import { refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+
+import { whoami } from '../../api';
+import { cubeIcon } from '../../icons';
+import { CATEGORY, CommandIDs, ICubeSidebar } from '../../tokens';
+import { ModelsRoute } from './model';
+import { registerPathAsModel } from './register';
+import { ModelsPanel, reportError } from './widget';
+
+export { ModelsPanel } from './widget';
+export { ModelsModel } from './model';
+
+/** The rank of the Models section in the sidebar. */
+export const MODELS_SECTION_RANK = 100;
+
+export const modelsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'cube-lab:models',
+  description: 'The cube-lab model registry: browse, compare and register models.',
+  autoStart: true,
+  requires: [ICubeSidebar, ITranslator],
+  optional: [ICommandPalette, ILauncher, IFileBrowserFactory, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    sidebar: ICubeSidebar,
+    translator: ITranslator,
+    palette: ICommandPalette | null,
+    launcher: ILauncher | null,
+    browserFactory: IFileBrowserFactory | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const trans = translator.load('cube_lab');
+    const { commands, shell } = app;
+
+    const tracker = new WidgetTracker<MainAreaWidget<ModelsPanel>>({
+      namespace: 'cube-lab-model'
+    });
+
+    const openInTab = (route: ModelsRoute) => {
+      if (route.kind === 'list') {
+        return;
+      }
+      void commands.execute(CommandIDs.openModelTab, {
+        project: route.project,
+        name: route.name
+      });
+    };
+
+    const section = new ModelsPanel({
+      settings: sidebar.settings,
+      commands,
+      translator,
+      openInTab
+    });
+    section.id = 'cube-lab-models';
+    sidebar.addSection(section, { rank: MODELS_SECTION_RANK });
+
+    commands.addCommand(CommandIDs.openModels, {
+      label: trans.__('Model registry'),
+      caption: trans.__('Browse, compare and manage registered models'),
+      icon: args => (args.isPalette ? undefined : cubeIcon),
+      execute: () => {
+        sidebar.reveal(section);
+      }
+    });
+
+    commands.addCommand(CommandIDs.refreshModels, {
+      label: trans.__('Refresh models'),
+      execute: () => section.refresh()
+    });
+
+    commands.addCommand(CommandIDs.openModelTab, {
+      label: args =>
+        args.name
+          ? trans.__('Open model %1 in a tab', String(args.name))
+          : trans.__('Open model in a tab'),
+      execute: args => {
+        const project = String(args.project ?? '');
+        const name = String(args.name ?? '');
+        const existing = tracker.find(
+          w =>
+            w.content.model.state.route.kind !== 'list' &&
+            (w.content.model.state.route as { project: string }).project ===
+              project &&
+            (w.content.model.state.route as { name: string }).name === name
+        );
+        if (existing) {
+          shell.activateById(existing.id);
+          return existing;
+        }
+        const content = new ModelsPanel({
+          settings: sidebar.settings,
+          commands,
+          translator,
+          route: { kind: 'model', project, name }
+        });
+        const widget = new MainAreaWidget({ content });
+        widget.id = `cube-lab-model-${encodeURIComponent(project)}-${encodeURIComponent(name)}`;
+        widget.addClass('cube-ModelTab');
+        widget.title.label = name;
+        widget.title.caption = trans.__('Model %1 (project %2)', name, project);
+        widget.title.icon = cubeIcon;
+        widget.title.closable = true;
+        widget.toolbar.addItem(
+          'refresh',
+          new ToolbarButton({
+            icon: refreshIcon,
+            label: trans.__('Refresh'),
+            tooltip: trans.__('Refresh the model'),
+            onClick: () => void content.refresh()
+          })
+        );
+        void tracker.add(widget);
+        shell.add(widget, 'main');
+        shell.activateById(widget.id);
+        return widget;
+      }
+    });
+
+    if (restorer) {
+      void restorer.restore(tracker, {
+        command: CommandIDs.openModelTab,
+        args: w => {
+          const route = w.content.model.state.route;
+          return route.kind === 'list'
+            ? {}
+            : { project: route.project, name: route.name };
+        },
+        name: w => {
+          const route = w.content.model.state.route;
+          return route.kind === 'list' ? 'list' : `${route.project}/${route.name}`;
+        }
+      });
+    }
+
+    commands.addCommand(CommandIDs.registerModel, {
+      label: trans.__('Register as Model…'),
+      caption: trans.__('Register this file or folder in the model registry'),
+      icon: cubeIcon,
+      isVisible: () => {
+        const browser = browserFactory?.tracker.currentWidget;
+        if (!browser) {
+          return false;
+        }
+        const items = Array.from(browser.selectedItems());
+        return items.length === 1;
+      },
+      execute: async () => {
+        const browser = browserFactory?.tracker.currentWidget;
+        const item = browser ? browser.selectedItems().next().value : undefined;
+        if (!item) {
+          return;
+        }
+        const path = app.serviceManager.contents.localPath(item.path);
+        let me;
+        try {
+          me = await whoami();
+        } catch (reason) {
+          await reportError(trans, trans.__('Cannot register a model'), reason);
+          return;
+        }
+        const version = await registerPathAsModel({
+          path,
+          isDirectory: item.type === 'directory',
+          me,
+          trans
+        });
+        if (version) {
+          section.navigate({
+            kind: 'version',
+            project: version.project,
+            name: version.model,
+            version: version.version
+          });
+          sidebar.reveal(section);
+        }
+      }
+    });
+
+    if (browserFactory) {
+      app.contextMenu.addItem({
+        command: CommandIDs.registerModel,
+        selector: '.jp-DirListing-item[data-isdir]',
+        rank: 9
+      });
+    }
+
+    if (launcher) {
+      launcher.add({
+        command: CommandIDs.openModels,
+        category: CATEGORY,
+        rank: 1
+      });
+    }
+
+    if (palette) {
+      const category = CATEGORY;
+      palette.addItem({ command: CommandIDs.openModels, category });
+      palette.addItem({ command: CommandIDs.refreshModels, category });
+    }
+  }
+};

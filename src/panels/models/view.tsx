@@ -1,0 +1,1219 @@
+/**
+ * React views of the model registry: list, versions, version detail,
+ * comparison, empty / loading / error states.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import {
+  caretLeftIcon,
+  copyIcon,
+  deleteIcon,
+  downloadIcon,
+  launchIcon,
+  searchIcon,
+  tagIcon
+} from '@jupyterlab/ui-components';
+import * as React from 'react';
+
+import { Model, ModelDetail, ModelVersion, JSONValue } from '../../api';
+import {
+  formatBytes,
+  formatDateTime,
+  formatMetric,
+  formatRelativeTime,
+  formatValue,
+  shortChecksum
+} from '../../format';
+import { bestIndex, keyMetrics } from './helpers';
+import { IErrorInfo, IModelsState, ModelsModel, ModelsRoute } from './model';
+
+/** What the views can ask the panel to do. */
+export interface IModelsActions {
+  navigate(route: ModelsRoute): void;
+  refresh(): void;
+  openPath(path: string): void;
+  copy(text: string, what: string): void;
+  downloadUrl(version: ModelVersion): string;
+  setAlias(version: ModelVersion): void;
+  removeAlias(project: string, name: string, alias: string): void;
+  setVersionArchived(version: ModelVersion, archived: boolean): void;
+  deleteVersion(version: ModelVersion): void;
+  setModelArchived(model: Model, archived: boolean): void;
+  deleteModel(model: Model): void;
+  /** Open a route in a main-area tab (absent inside that tab). */
+  openInTab?: (route: ModelsRoute) => void;
+}
+
+interface IViewProps {
+  state: IModelsState;
+  model: ModelsModel;
+  actions: IModelsActions;
+  trans: TranslationBundle;
+}
+
+/** Subscribe to the model and render the current route. */
+export function ModelsView(props: {
+  model: ModelsModel;
+  actions: IModelsActions;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { model } = props;
+  const [state, setState] = React.useState<IModelsState>(model.state);
+  React.useEffect(() => {
+    const onChange = (_: ModelsModel, next: IModelsState) => setState(next);
+    model.changed.connect(onChange);
+    setState(model.state);
+    return () => {
+      model.changed.disconnect(onChange);
+    };
+  }, [model]);
+
+  const view = { ...props, state };
+  let body: JSX.Element;
+  switch (state.route.kind) {
+    case 'list':
+      body = <ListView {...view} />;
+      break;
+    case 'model':
+      body = <ModelView {...view} />;
+      break;
+    case 'version':
+      body = <VersionView {...view} />;
+      break;
+    case 'compare':
+      body = <CompareView {...view} />;
+      break;
+  }
+  return (
+    <div className="cube-Models" data-route={state.route.kind}>
+      {body}
+    </div>
+  );
+}
+
+/* -------------------------------------------------------------------------- */
+/* Shared bits                                                                */
+/* -------------------------------------------------------------------------- */
+
+function RelativeTime(props: { value: string }): JSX.Element {
+  return (
+    <time dateTime={props.value} title={formatDateTime(props.value)}>
+      {formatRelativeTime(props.value)}
+    </time>
+  );
+}
+
+function AliasBadge(props: {
+  alias: string;
+  version?: number;
+  onRemove?: () => void;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { alias, version, onRemove, trans } = props;
+  return (
+    <span
+      className="cube-Badge cube-Badge-alias"
+      title={
+        version !== undefined
+          ? trans.__('Alias "%1" points at version %2', alias, version)
+          : trans.__('Alias "%1"', alias)
+      }
+    >
+      <span className="cube-Badge-label">{alias}</span>
+      {version !== undefined && (
+        <span className="cube-Badge-version">v{version}</span>
+      )}
+      {onRemove && (
+        <button
+          className="cube-Badge-remove"
+          title={trans.__('Remove alias "%1"', alias)}
+          aria-label={trans.__('Remove alias "%1"', alias)}
+          onClick={e => {
+            e.stopPropagation();
+            onRemove();
+          }}
+        >
+          ×
+        </button>
+      )}
+    </span>
+  );
+}
+
+function ArchivedBadge(props: { trans: TranslationBundle }): JSX.Element {
+  return (
+    <span className="cube-Badge cube-Badge-archived">
+      {props.trans.__('archived')}
+    </span>
+  );
+}
+
+function ErrorBox(props: {
+  error: IErrorInfo;
+  trans: TranslationBundle;
+  onRetry?: () => void;
+  onBack?: () => void;
+}): JSX.Element {
+  const { error, trans } = props;
+  return (
+    <div className="cube-Error" role="alert">
+      <div className="cube-Error-title">{error.error}</div>
+      {error.detail && <pre className="cube-Error-detail">{error.detail}</pre>}
+      <div className="cube-Error-actions">
+        {props.onRetry && (
+          <button className="jp-mod-styled cube-Button" onClick={props.onRetry}>
+            {trans.__('Retry')}
+          </button>
+        )}
+        {props.onBack && (
+          <button className="jp-mod-styled cube-Button" onClick={props.onBack}>
+            {trans.__('Back to models')}
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}
+
+function Loading(props: { trans: TranslationBundle }): JSX.Element {
+  return (
+    <div className="cube-Loading" aria-busy="true">
+      <span className="cube-Spinner" />
+      {props.trans.__('Loading…')}
+    </div>
+  );
+}
+
+function Breadcrumbs(props: {
+  items: { label: string; route?: ModelsRoute }[];
+  actions: IModelsActions;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { items, actions, trans } = props;
+  const back = [...items].reverse().find(i => i.route)?.route;
+  return (
+    <nav className="cube-Breadcrumbs" aria-label={trans.__('Location')}>
+      {back && (
+        <button
+          className="cube-IconButton"
+          title={trans.__('Back')}
+          aria-label={trans.__('Back')}
+          onClick={() => actions.navigate(back)}
+        >
+          <caretLeftIcon.react tag="span" />
+        </button>
+      )}
+      {items.map((item, i) => (
+        <React.Fragment key={i}>
+          {i > 0 && <span className="cube-Breadcrumbs-sep">/</span>}
+          {item.route ? (
+            <a
+              href="#"
+              className="cube-Breadcrumbs-link"
+              onClick={e => {
+                e.preventDefault();
+                actions.navigate(item.route!);
+              }}
+            >
+              {item.label}
+            </a>
+          ) : (
+            <span className="cube-Breadcrumbs-current">{item.label}</span>
+          )}
+        </React.Fragment>
+      ))}
+    </nav>
+  );
+}
+
+function ToolButton(props: {
+  icon?: { react: React.ComponentType<any> };
+  label: string;
+  title?: string;
+  onClick: () => void;
+  disabled?: boolean;
+  danger?: boolean;
+  className?: string;
+}): JSX.Element {
+  const Icon = props.icon?.react;
+  return (
+    <button
+      className={`cube-ToolButton${props.danger ? ' cube-mod-danger' : ''}${
+        props.className ? ' ' + props.className : ''
+      }`}
+      title={props.title ?? props.label}
+      onClick={props.onClick}
+      disabled={props.disabled}
+    >
+      {Icon && <Icon tag="span" className="cube-ToolButton-icon" />}
+      <span className="cube-ToolButton-label">{props.label}</span>
+    </button>
+  );
+}
+
+function KeyValueTable(props: {
+  rows: [string, React.ReactNode][];
+  className?: string;
+  empty: string;
+}): JSX.Element {
+  if (!props.rows.length) {
+    return <div className="cube-Muted">{props.empty}</div>;
+  }
+  return (
+    <table className={`cube-KV ${props.className ?? ''}`}>
+      <tbody>
+        {props.rows.map(([k, v]) => (
+          <tr key={k}>
+            <th scope="row" title={k}>
+              {k}
+            </th>
+            <td>{v}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function Section(props: {
+  title: string;
+  children: React.ReactNode;
+  className?: string;
+}): JSX.Element {
+  return (
+    <section className={`cube-Section ${props.className ?? ''}`}>
+      <h3 className="cube-Section-title">{props.title}</h3>
+      {props.children}
+    </section>
+  );
+}
+
+/* -------------------------------------------------------------------------- */
+/* List                                                                       */
+/* -------------------------------------------------------------------------- */
+
+function ListView(props: IViewProps): JSX.Element {
+  const { state, model, actions, trans } = props;
+  const [query, setQuery] = React.useState(state.query);
+  React.useEffect(() => setQuery(state.query), [state.query]);
+  const list = state.list;
+  const projects = state.whoami?.projects ?? [];
+  const filtered =
+    state.query !== '' || state.project !== '' || state.includeArchived;
+
+  let content: JSX.Element;
+  if (!list && state.error) {
+    content = (
+      <ErrorBox error={state.error} trans={trans} onRetry={actions.refresh} />
+    );
+  } else if (!list) {
+    content = <Loading trans={trans} />;
+  } else if (list.models.length === 0 && !filtered) {
+    content = <EmptyState actions={actions} trans={trans} />;
+  } else if (list.models.length === 0) {
+    content = (
+      <div className="cube-NoResults">
+        <p>
+          {state.query
+            ? trans.__('No models match "%1".', state.query)
+            : trans.__('No models match these filters.')}
+        </p>
+        <button
+          className="jp-mod-styled cube-Button"
+          onClick={() => {
+            model.setQuery('');
+            model.setProject('');
+            model.setIncludeArchived(false);
+          }}
+        >
+          {trans.__('Clear filters')}
+        </button>
+      </div>
+    );
+  } else {
+    content = (
+      <>
+        {state.error && (
+          <ErrorBox
+            error={state.error}
+            trans={trans}
+            onRetry={actions.refresh}
+          />
+        )}
+        <ul className="cube-ModelList" aria-label={trans.__('Models')}>
+          {list.models.map(m => (
+            <ModelItem
+              key={`${m.project}/${m.name}`}
+              item={m}
+              showProject={projects.length > 1 || state.project === ''}
+              actions={actions}
+              trans={trans}
+            />
+          ))}
+        </ul>
+        <div className="cube-ListFooter">
+          <span className="cube-Muted">
+            {trans._n(
+              '%1 model',
+              '%1 models',
+              list.total ?? list.models.length
+            )}
+          </span>
+          {list.total > list.models.length && (
+            <button
+              className="jp-mod-styled cube-Button"
+              onClick={() => model.showMore()}
+            >
+              {trans.__('Show more')}
+            </button>
+          )}
+        </div>
+      </>
+    );
+  }
+
+  return (
+    <div className="cube-ListView">
+      <div className="cube-Filters">
+        <label className="cube-Search">
+          <searchIcon.react tag="span" className="cube-Search-icon" />
+          <input
+            type="search"
+            className="cube-Search-input"
+            placeholder={trans.__('Search models')}
+            aria-label={trans.__('Search models')}
+            value={query}
+            onChange={e => {
+              setQuery(e.target.value);
+              model.setQuery(e.target.value);
+            }}
+          />
+        </label>
+        <div className="cube-Filters-row">
+          <select
+            className="cube-Select"
+            aria-label={trans.__('Project')}
+            title={trans.__('Project')}
+            value={state.project}
+            onChange={e => model.setProject(e.target.value)}
+          >
+            <option value="">{trans.__('All projects')}</option>
+            {projects.map(p => (
+              <option key={p.name} value={p.name}>
+                {p.kind === 'personal'
+                  ? trans.__('%1 (personal)', p.name)
+                  : p.name}
+              </option>
+            ))}
+          </select>
+          <label className="cube-Check">
+            <input
+              type="checkbox"
+              checked={state.includeArchived}
+              onChange={e => model.setIncludeArchived(e.target.checked)}
+            />
+            {trans.__('Archived')}
+          </label>
+        </div>
+      </div>
+      <div className="cube-Scroll">{content}</div>
+    </div>
+  );
+}
+
+function ModelItem(props: {
+  item: Model;
+  showProject: boolean;
+  actions: IModelsActions;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { item, actions, trans } = props;
+  const open = () =>
+    actions.navigate({ kind: 'model', project: item.project, name: item.name });
+  const aliases = Object.entries(item.aliases ?? {});
+  return (
+    <li
+      className={`cube-ModelItem${item.archived ? ' cube-mod-archived' : ''}`}
+      data-model={item.name}
+      data-project={item.project}
+      tabIndex={0}
+      role="button"
+      onClick={open}
+      onKeyDown={e => {
+        if (e.key === 'Enter' || e.key === ' ') {
+          e.preventDefault();
+          open();
+        }
+      }}
+    >
+      <div className="cube-ModelItem-top">
+        <span className="cube-ModelItem-name">{item.name}</span>
+        {item.latest_version !== null && (
+          <span
+            className="cube-Badge cube-Badge-version-latest"
+            title={trans.__('Latest version')}
+          >
+            v{item.latest_version}
+          </span>
+        )}
+        {item.archived && <ArchivedBadge trans={trans} />}
+        <span className="cube-ModelItem-time">
+          <RelativeTime value={item.updated_at} />
+        </span>
+      </div>
+      <div className="cube-ModelItem-meta">
+        {props.showProject && (
+          <span className="cube-ModelItem-project" title={trans.__('Project')}>
+            {item.project}
+          </span>
+        )}
+        {item.flavor && <span className="cube-Flavor">{item.flavor}</span>}
+        <span>
+          {trans._n('%1 version', '%1 versions', item.version_count)}
+        </span>
+      </div>
+      {aliases.length > 0 && (
+        <div className="cube-ModelItem-aliases">
+          {aliases.map(([alias, version]) => (
+            <AliasBadge
+              key={alias}
+              alias={alias}
+              version={version}
+              trans={trans}
+            />
+          ))}
+        </div>
+      )}
+    </li>
+  );
+}
+
+/* -------------------------------------------------------------------------- */
+/* Empty state                                                                */
+/* -------------------------------------------------------------------------- */
+
+function EmptyState(props: {
+  actions: IModelsActions;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { actions, trans } = props;
+  const ways: { title: string; code?: string }[] = [
+    {
+      title: trans.__('In a notebook (cube kernel or %load_ext cube_lab)'),
+      code: '%cube_register NAME PATH'
+    },
+    {
+      title: trans.__('From Python'),
+      code: 'import cube_lab\ncube_lab.registry.register(model, name="NAME")'
+    },
+    {
+      title: trans.__('From a terminal'),
+      code: 'cube-lab model register PATH --name NAME'
+    },
+    {
+      title: trans.__(
+        'In the file browser: right-click a file or folder, then "Register as model"'
+      )
+    }
+  ];
+  return (
+    <div className="cube-Empty">
+      <div className="cube-Empty-title">{trans.__('No models yet')}</div>
+      <p className="cube-Empty-text">
+        {trans.__(
+          'Register a trained model to version it, compare metrics and share it with your project.'
+        )}
+      </p>
+      <ol className="cube-Empty-ways">
+        {ways.map(w => (
+          <li key={w.title}>
+            <div className="cube-Empty-way">{w.title}</div>
+            {w.code && (
+              <div className="cube-Snippet">
+                <pre>
+                  <code>{w.code}</code>
+                </pre>
+                <button
+                  className="cube-IconButton cube-Snippet-copy"
+                  title={trans.__('Copy')}
+                  aria-label={trans.__('Copy')}
+                  onClick={() => actions.copy(w.code!, trans.__('Snippet'))}
+                >
+                  <copyIcon.react tag="span" />
+                </button>
+              </div>
+            )}
+          </li>
+        ))}
+      </ol>
+    </div>
+  );
+}
+
+/* -------------------------------------------------------------------------- */
+/* Model: versions table                                                      */
+/* -------------------------------------------------------------------------- */
+
+function ModelView(props: IViewProps): JSX.Element {
+  const { state, model, actions, trans } = props;
+  const route = state.route as Extract<ModelsRoute, { kind: 'model' }>;
+  const detail =
+    state.model &&
+    state.model.project === route.project &&
+    state.model.name === route.name
+      ? state.model
+      : null;
+  const crumbs = [
+    { label: trans.__('Models'), route: { kind: 'list' } as ModelsRoute },
+    { label: route.name }
+  ];
+
+  let content: JSX.Element;
+  if (!detail && state.error) {
+    content = (
+      <ErrorBox
+        error={state.error}
+        trans={trans}
+        onRetry={actions.refresh}
+        onBack={() => actions.navigate({ kind: 'list' })}
+      />
+    );
+  } else if (!detail) {
+    content = <Loading trans={trans} />;
+  } else {
+    content = (
+      <ModelDetailBody
+        detail={detail}
+        state={state}
+        model={model}
+        actions={actions}
+        trans={trans}
+      />
+    );
+  }
+  return (
+    <div className="cube-ModelView">
+      <Breadcrumbs items={crumbs} actions={actions} trans={trans} />
+      <div className="cube-Scroll">{content}</div>
+    </div>
+  );
+}
+
+function ModelDetailBody(props: {
+  detail: ModelDetail;
+  state: IModelsState;
+  model: ModelsModel;
+  actions: IModelsActions;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { detail, state, model, actions, trans } = props;
+  const versions = detail.versions ?? [];
+  const metrics = keyMetrics(versions);
+  const selection = state.selection;
+  const aliases = Object.entries(detail.aliases ?? {});
+  const route: ModelsRoute = {
+    kind: 'model',
+    project: detail.project,
+    name: detail.name
+  };
+  return (
+    <>
+      {state.error && (
+        <ErrorBox error={state.error} trans={trans} onRetry={actions.refresh} />
+      )}
+      <header className="cube-Header">
+        <div className="cube-Header-title">
+          <h2>{detail.name}</h2>
+          {detail.archived && <ArchivedBadge trans={trans} />}
+        </div>
+        <div className="cube-Header-meta">
+          <span title={trans.__('Project')}>{detail.project}</span>
+          {detail.flavor && <span className="cube-Flavor">{detail.flavor}</span>}
+          <span>
+            {trans.__('owner %1', detail.owner)}
+          </span>
+          <span>
+            {trans.__('updated')} <RelativeTime value={detail.updated_at} />
+          </span>
+        </div>
+        {detail.description && (
+          <p className="cube-Description">{detail.description}</p>
+        )}
+        {aliases.length > 0 && (
+          <div className="cube-Aliases">
+            {aliases.map(([alias, version]) => (
+              <AliasBadge
+                key={alias}
+                alias={alias}
+                version={version}
+                trans={trans}
+                onRemove={() =>
+                  actions.removeAlias(detail.project, detail.name, alias)
+                }
+              />
+            ))}
+          </div>
+        )}
+        <div className="cube-Actions">
+          <ToolButton
+            label={
+              selection.length >= 2
+                ? trans.__('Compare %1', selection.length)
+                : trans.__('Compare')
+            }
+            title={
+              selection.length >= 2
+                ? trans.__('Compare the selected versions')
+                : trans.__('Tick two or more versions to compare them')
+            }
+            disabled={selection.length < 2}
+            className="cube-CompareButton"
+            onClick={() =>
+              actions.navigate({
+                kind: 'compare',
+                project: detail.project,
+                name: detail.name,
+                versions: selection
+              })
+            }
+          />
+          <ToolButton
+            label={detail.archived ? trans.__('Unarchive') : trans.__('Archive')}
+            title={
+              detail.archived
+                ? trans.__('Show this model in the list again')
+                : trans.__('Hide this model from the list (nothing is deleted)')
+            }
+            onClick={() => actions.setModelArchived(detail, !detail.archived)}
+          />
+          {actions.openInTab && (
+            <ToolButton
+              icon={launchIcon}
+              label={trans.__('Open in tab')}
+              onClick={() => actions.openInTab!(route)}
+            />
+          )}
+          <ToolButton
+            icon={deleteIcon}
+            label={trans.__('Delete')}
+            title={trans.__('Delete this model and all its versions')}
+            danger
+            onClick={() => actions.deleteModel(detail)}
+          />
+        </div>
+      </header>
+      {versions.length === 0 ? (
+        <div className="cube-Muted">{trans.__('This model has no versions.')}</div>
+      ) : (
+        <table className="cube-Table cube-VersionsTable">
+          <thead>
+            <tr>
+              <th className="cube-col-select">
+                <span className="cube-VisuallyHidden">
+                  {trans.__('Select')}
+                </span>
+              </th>
+              <th>{trans.__('Version')}</th>
+              <th className="cube-col-flavor">{trans.__('Flavor')}</th>
+              <th>{trans.__('Created')}</th>
+              <th className="cube-col-by">{trans.__('By')}</th>
+              {metrics.map((m, i) => (
+                <th
+                  key={m}
+                  className={`cube-col-metric cube-col-metric-${i} cube-num`}
+                  title={m}
+                >
+                  {m}
+                </th>
+              ))}
+              <th className="cube-col-size cube-num">{trans.__('Size')}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {versions.map(v => {
+              const open = () =>
+                actions.navigate({
+                  kind: 'version',
+                  project: v.project,
+                  name: v.model,
+                  version: v.version
+                });
+              return (
+                <tr
+                  key={v.version}
+                  className={`cube-VersionRow${
+                    v.archived ? ' cube-mod-archived' : ''
+                  }${selection.includes(v.version) ? ' cube-mod-selected' : ''}`}
+                  data-version={v.version}
+                  onClick={open}
+                  tabIndex={0}
+                  onKeyDown={e => {
+                    if (e.key === 'Enter') {
+                      open();
+                    }
+                  }}
+                >
+                  <td
+                    className="cube-col-select"
+                    onClick={e => e.stopPropagation()}
+                  >
+                    <input
+                      type="checkbox"
+                      aria-label={trans.__('Select version %1', v.version)}
+                      checked={selection.includes(v.version)}
+                      onChange={() => model.toggleSelected(v.version)}
+                    />
+                  </td>
+                  <td className="cube-col-version">
+                    <span className="cube-VersionNumber">v{v.version}</span>
+                    {v.aliases.map(a => (
+                      <AliasBadge key={a} alias={a} trans={trans} />
+                    ))}
+                    {v.archived && <ArchivedBadge trans={trans} />}
+                  </td>
+                  <td className="cube-col-flavor">{v.flavor}</td>
+                  <td className="cube-col-created">
+                    <RelativeTime value={v.created_at} />
+                  </td>
+                  <td className="cube-col-by">{v.created_by}</td>
+                  {metrics.map((m, i) => (
+                    <td
+                      key={m}
+                      className={`cube-col-metric cube-col-metric-${i} cube-num`}
+                    >
+                      {m in (v.metrics ?? {}) ? formatMetric(v.metrics[m]) : '—'}
+                    </td>
+                  ))}
+                  <td className="cube-col-size cube-num">
+                    {formatBytes(v.size_bytes)}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {versions.length > 1 && (
+        <div className="cube-Hint cube-Muted">
+          {trans.__('Tick versions to compare their metrics side by side.')}
+          {selection.length > 0 && (
+            <>
+              {' '}
+              <a
+                href="#"
+                onClick={e => {
+                  e.preventDefault();
+                  model.clearSelection();
+                }}
+              >
+                {trans.__('Clear selection')}
+              </a>
+            </>
+          )}
+        </div>
+      )}
+    </>
+  );
+}
+
+/* -------------------------------------------------------------------------- */
+/* Version detail                                                             */
+/* -------------------------------------------------------------------------- */
+
+function VersionView(props: IViewProps): JSX.Element {
+  const { state, actions, trans } = props;
+  const route = state.route as Extract<ModelsRoute, { kind: 'version' }>;
+  const v =
+    state.version &&
+    state.version.project === route.project &&
+    state.version.model === route.name &&
+    state.version.version === route.version
+      ? state.version
+      : null;
+  const crumbs = [
+    { label: trans.__('Models'), route: { kind: 'list' } as ModelsRoute },
+    {
+      label: route.name,
+      route: {
+        kind: 'model',
+        project: route.project,
+        name: route.name
+      } as ModelsRoute
+    },
+    { label: `v${route.version}` }
+  ];
+  let content: JSX.Element;
+  if (!v && state.error) {
+    content = (
+      <ErrorBox
+        error={state.error}
+        trans={trans}
+        onRetry={actions.refresh}
+        onBack={() => actions.navigate({ kind: 'list' })}
+      />
+    );
+  } else if (!v) {
+    content = <Loading trans={trans} />;
+  } else {
+    content = (
+      <VersionDetailBody
+        v={v}
+        error={state.error}
+        actions={actions}
+        trans={trans}
+      />
+    );
+  }
+  return (
+    <div className="cube-VersionView">
+      <Breadcrumbs items={crumbs} actions={actions} trans={trans} />
+      <div className="cube-Scroll">{content}</div>
+    </div>
+  );
+}
+
+function VersionDetailBody(props: {
+  v: ModelVersion;
+  error: IErrorInfo | null;
+  actions: IModelsActions;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { v, actions, trans } = props;
+  const metrics = Object.entries(v.metrics ?? {});
+  const params = Object.entries(v.params ?? {});
+  const tags = Object.entries(v.tags ?? {});
+  const lineage = v.lineage ?? {
+    source: null,
+    pipeline_run_id: null,
+    training_job_id: null
+  };
+  const lineageRows: [string, React.ReactNode][] = [];
+  if (lineage.source) {
+    const source = lineage.source;
+    lineageRows.push([
+      trans.__('Source'),
+      <a
+        href="#"
+        className="cube-Link cube-SourceLink"
+        title={trans.__('Open %1', source)}
+        onClick={e => {
+          e.preventDefault();
+          actions.openPath(source);
+        }}
+      >
+        {source}
+      </a>
+    ]);
+  }
+  if (lineage.pipeline_run_id) {
+    lineageRows.push([
+      trans.__('Pipeline run'),
+      <code>{lineage.pipeline_run_id}</code>
+    ]);
+  }
+  if (lineage.training_job_id) {
+    lineageRows.push([
+      trans.__('Training job'),
+      <code>{lineage.training_job_id}</code>
+    ]);
+  }
+
+  return (
+    <div className="cube-VersionDetail" data-version={v.version}>
+      {props.error && (
+        <ErrorBox error={props.error} trans={trans} onRetry={actions.refresh} />
+      )}
+      <header className="cube-Header">
+        <div className="cube-Header-title">
+          <h2>
+            {v.model} <span className="cube-VersionNumber">v{v.version}</span>
+          </h2>
+          {v.archived && <ArchivedBadge trans={trans} />}
+        </div>
+        <div className="cube-Header-meta">
+          <span className="cube-Flavor">{v.flavor}</span>
+          <span>
+            {trans.__('by %1', v.created_by)}{' '}
+            <RelativeTime value={v.created_at} />
+          </span>
+        </div>
+        {v.description && <p className="cube-Description">{v.description}</p>}
+        <div className="cube-Aliases">
+          {v.aliases.map(a => (
+            <AliasBadge
+              key={a}
+              alias={a}
+              trans={trans}
+              onRemove={() => actions.removeAlias(v.project, v.model, a)}
+            />
+          ))}
+        </div>
+        <div className="cube-Actions">
+          <ToolButton
+            icon={tagIcon}
+            label={trans.__('Set alias')}
+            title={trans.__('Point an alias (e.g. production) at this version')}
+            onClick={() => actions.setAlias(v)}
+          />
+          <a
+            className="cube-ToolButton"
+            href={actions.downloadUrl(v)}
+            download
+            title={trans.__('Download the artifact')}
+          >
+            <downloadIcon.react tag="span" className="cube-ToolButton-icon" />
+            <span className="cube-ToolButton-label">{trans.__('Download')}</span>
+          </a>
+          <ToolButton
+            label={v.archived ? trans.__('Unarchive') : trans.__('Archive')}
+            onClick={() => actions.setVersionArchived(v, !v.archived)}
+          />
+          <ToolButton
+            icon={deleteIcon}
+            label={trans.__('Delete')}
+            title={trans.__('Delete this version and its artifact')}
+            danger
+            onClick={() => actions.deleteVersion(v)}
+          />
+        </div>
+      </header>
+
+      <Section title={trans.__('Metrics')} className="cube-Metrics">
+        <KeyValueTable
+          rows={metrics.map(([k, val]) => [
+            k,
+            <span className="cube-num">{formatMetric(val)}</span>
+          ])}
+          empty={trans.__('No metrics recorded.')}
+        />
+      </Section>
+
+      <Section title={trans.__('Parameters')} className="cube-Params">
+        <KeyValueTable
+          rows={params.map(([k, val]) => [k, <ValueCell value={val} />])}
+          empty={trans.__('No parameters recorded.')}
+        />
+      </Section>
+
+      {tags.length > 0 && (
+        <Section title={trans.__('Tags')} className="cube-Tags">
+          <div className="cube-TagList">
+            {tags.map(([k, val]) => (
+              <span key={k} className="cube-Tag">
+                <span className="cube-Tag-key">{k}</span>
+                <span className="cube-Tag-value">{formatValue(val)}</span>
+              </span>
+            ))}
+          </div>
+        </Section>
+      )}
+
+      <Section title={trans.__('Lineage')} className="cube-Lineage">
+        <KeyValueTable
+          rows={lineageRows}
+          empty={trans.__('No lineage recorded.')}
+        />
+      </Section>
+
+      <Section title={trans.__('Artifact')} className="cube-Artifact">
+        <KeyValueTable
+          rows={[
+            [trans.__('Name'), <code>{v.artifact_name}</code>],
+            [trans.__('Format'), v.format],
+            [
+              trans.__('Size'),
+              <span title={trans.__('%1 bytes', v.size_bytes)}>
+                {formatBytes(v.size_bytes)}
+              </span>
+            ],
+            [
+              trans.__('Checksum'),
+              <span className="cube-Checksum">
+                <code title={v.checksum}>{shortChecksum(v.checksum)}</code>
+                {v.checksum && (
+                  <button
+                    className="cube-IconButton"
+                    title={trans.__('Copy checksum')}
+                    aria-label={trans.__('Copy checksum')}
+                    onClick={() =>
+                      actions.copy(v.checksum, trans.__('Checksum'))
+                    }
+                  >
+                    <copyIcon.react tag="span" />
+                  </button>
+                )}
+              </span>
+            ],
+            [trans.__('Project'), v.project]
+          ]}
+          empty=""
+        />
+      </Section>
+    </div>
+  );
+}
+
+function ValueCell(props: { value: JSONValue }): JSX.Element {
+  const text = formatValue(props.value);
+  return (
+    <span className="cube-Value" title={text}>
+      {text}
+    </span>
+  );
+}
+
+/* -------------------------------------------------------------------------- */
+/* Compare                                                                    */
+/* -------------------------------------------------------------------------- */
+
+function CompareView(props: IViewProps): JSX.Element {
+  const { state, actions, trans } = props;
+  const route = state.route as Extract<ModelsRoute, { kind: 'compare' }>;
+  const result = state.compare;
+  const crumbs = [
+    { label: trans.__('Models'), route: { kind: 'list' } as ModelsRoute },
+    {
+      label: route.name,
+      route: {
+        kind: 'model',
+        project: route.project,
+        name: route.name
+      } as ModelsRoute
+    },
+    { label: trans.__('Compare') }
+  ];
+  let content: JSX.Element;
+  if (!result && state.error) {
+    content = (
+      <ErrorBox
+        error={state.error}
+        trans={trans}
+        onRetry={actions.refresh}
+        onBack={() =>
+          actions.navigate({
+            kind: 'model',
+            project: route.project,
+            name: route.name
+          })
+        }
+      />
+    );
+  } else if (!result) {
+    content = <Loading trans={trans} />;
+  } else {
+    const versions = result.versions;
+    const paramDiffers = (name: string) =>
+      new Set(versions.map(v => JSON.stringify(v.params?.[name] ?? null)))
+        .size > 1;
+    content = (
+      <>
+        {state.error && (
+          <ErrorBox
+            error={state.error}
+            trans={trans}
+            onRetry={actions.refresh}
+          />
+        )}
+        <div className="cube-TableWrap">
+          <table className="cube-Table cube-CompareTable">
+            <thead>
+              <tr>
+                <th />
+                {versions.map(v => (
+                  <th key={v.version} className="cube-num">
+                    <a
+                      href="#"
+                      className="cube-Link"
+                      onClick={e => {
+                        e.preventDefault();
+                        actions.navigate({
+                          kind: 'version',
+                          project: v.project,
+                          name: v.model,
+                          version: v.version
+                        });
+                      }}
+                    >
+                      v{v.version}
+                    </a>
+                    {v.aliases.length > 0 && (
+                      <div className="cube-CompareTable-aliases">
+                        {v.aliases.join(', ')}
+                      </div>
+                    )}
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              <tr className="cube-CompareTable-group">
+                <th colSpan={versions.length + 1}>{trans.__('Metrics')}</th>
+              </tr>
+              {result.metrics.length === 0 && (
+                <tr>
+                  <td colSpan={versions.length + 1} className="cube-Muted">
+                    {trans.__('No metrics recorded.')}
+                  </td>
+                </tr>
+              )}
+              {result.metrics.map(name => {
+                const values = versions.map(v => v.metrics?.[name]);
+                const best = bestIndex(name, values);
+                return (
+                  <tr key={`m-${name}`} data-metric={name}>
+                    <th scope="row" title={name}>
+                      {name}
+                    </th>
+                    {values.map((value, i) => (
+                      <td
+                        key={i}
+                        className={`cube-num${
+                          best === i ? ' cube-mod-best' : ''
+                        }`}
+                        title={best === i ? trans.__('Best') : undefined}
+                      >
+                        {formatMetric(value)}
+                      </td>
+                    ))}
+                  </tr>
+                );
+              })}
+              {result.params.length > 0 && (
+                <tr className="cube-CompareTable-group">
+                  <th colSpan={versions.length + 1}>
+                    {trans.__('Parameters')}
+                  </th>
+                </tr>
+              )}
+              {result.params.map(name => (
+                <tr
+                  key={`p-${name}`}
+                  className={paramDiffers(name) ? 'cube-mod-differs' : ''}
+                >
+                  <th scope="row" title={name}>
+                    {name}
+                  </th>
+                  {versions.map(v => (
+                    <td key={v.version}>
+                      <ValueCell value={v.params?.[name] ?? null} />
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+        <div className="cube-Hint cube-Muted">
+          {trans.__(
+            'Best values are highlighted (lower is better for loss, error and latency metrics); differing parameters are marked.'
+          )}
+        </div>
+      </>
+    );
+  }
+  return (
+    <div className="cube-CompareView">
+      <Breadcrumbs items={crumbs} actions={actions} trans={trans} />
+      <div className="cube-Scroll">{content}</div>
+    </div>
+  );
+}

@@ -1,0 +1,88 @@
+/**
+ * Client-side validation rules shared with the server.
+ */
+
+/** Translates a message (a `TranslationBundle.__` or the identity). */
+interface ITrans {
+  __(msgid: string, ...args: any[]): string;
+}
+
+const identity: ITrans = {
+  __: (msgid: string, ...args: any[]) =>
+    msgid.replace(/%(\d+)/g, (m, i) => String(args[Number(i) - 1] ?? m))
+};
+
+/** Model names: the same rule the server applies. */
+export const MODEL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Alias names: letters, digits, ".", "_", "-"; not a plain number. */
+export const ALIAS_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * Check a model name.
+ *
+ * @returns null when valid, otherwise why not (translated with `trans`).
+ */
+export function validateModelName(
+  name: string,
+  trans: ITrans = identity
+): string | null {
+  if (!name) {
+    return trans.__('A model name is required.');
+  }
+  if (name.length > 128) {
+    return trans.__('A model name has at most 128 characters.');
+  }
+  if (!/^[A-Za-z0-9]/.test(name)) {
+    return trans.__('A model name starts with a letter or a digit.');
+  }
+  if (!MODEL_NAME_PATTERN.test(name)) {
+    return trans.__(
+      'A model name may only contain letters, digits, ".", "_" and "-".'
+    );
+  }
+  return null;
+}
+
+export function isValidModelName(name: string): boolean {
+  return MODEL_NAME_PATTERN.test(name);
+}
+
+/**
+ * Check an alias (e.g. "production", "staging").
+ *
+ * @returns null when valid, otherwise why not (translated with `trans`).
+ */
+export function validateAlias(
+  alias: string,
+  trans: ITrans = identity
+): string | null {
+  if (!alias) {
+    return trans.__('An alias is required.');
+  }
+  if (/^\d+$/.test(alias)) {
+    return trans.__('An alias cannot be a number: numbers name versions.');
+  }
+  if (!ALIAS_PATTERN.test(alias)) {
+    return trans.__(
+      'An alias starts with a letter or a digit and may only contain letters, digits, ".", "_" and "-" (at most 64).'
+    );
+  }
+  return null;
+}
+
+/**
+ * A model name suggested from a file or folder path: the base name without
+ * its (last) extension, with characters the rule does not allow replaced.
+ */
+export function suggestModelName(path: string): string {
+  const base = path.replace(/\/+$/, '').split('/').pop() ?? '';
+  const dot = base.lastIndexOf('.');
+  const stem = dot > 0 ? base.slice(0, dot) : base;
+  let name = stem
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .replace(/-{2,}/g, '-');
+  name = name.slice(0, 128).replace(/[-.]+$/, '');
+  return name || 'model';
+}
