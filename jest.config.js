@@ -22,6 +22,13 @@ const baseConfig = jestJupyterLab(__dirname);
 module.exports = {
   ...baseConfig,
   automock: false,
+  roots: ['<rootDir>/src'],
+  modulePathIgnorePatterns: [
+    '<rootDir>/cube_lab',
+    '<rootDir>/.venv',
+    '<rootDir>/ui-tests',
+    '<rootDir>/lib'
+  ],
   collectCoverageFrom: [
     'src/**/*.{ts,tsx}',
     '!src/**/*.d.ts',

@@ -37,7 +37,7 @@ class CubeLab(ExtensionApp):
 
     data_dir = Unicode(
         help="Where cube-lab keeps its database, artifacts and run folders "
-        f"(default: $CUBE_LAB_DATA_DIR, else <jupyter data dir>/cube-lab).",
+        "(default: $CUBE_LAB_DATA_DIR, else <jupyter data dir>/cube-lab).",
     ).tag(config=True)
 
     db_url = Unicode(
@@ -46,7 +46,8 @@ class CubeLab(ExtensionApp):
     ).tag(config=True)
 
     backend = Enum(
-        list(config.BACKENDS), default_value="local",
+        list(config.BACKENDS),
+        default_value="local",
         help="Where jobs run: 'local' processes (embedded) or 'kubernetes' objects (cluster).",
     ).tag(config=True)
 
@@ -73,11 +74,16 @@ class CubeLab(ExtensionApp):
         os.environ[config.ENV_ROOT_DIR] = str(root_dir)
         if local_user:
             os.environ[config.ENV_USER] = local_user
-        self.settings.update({WORKSPACE: workspace, ROOT_DIR: str(root_dir),
-                              LOCAL_USER: local_user})
-        self.log.info("cube-lab: data in %s, store %s, backend %s, user %s",
-                      settings.data_dir, settings.store_label, settings.backend,
-                      local_user or "from the identity provider")
+        self.settings.update(
+            {WORKSPACE: workspace, ROOT_DIR: str(root_dir), LOCAL_USER: local_user}
+        )
+        self.log.info(
+            "cube-lab: data in %s, store %s, backend %s, user %s",
+            settings.data_dir,
+            settings.store_label,
+            settings.backend,
+            local_user or "from the identity provider",
+        )
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(routes())

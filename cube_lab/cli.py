@@ -37,25 +37,35 @@ def _table(rows: list[list[str]], header: list[str]) -> None:
 
 def model_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     v = ws.registry.register(
-        caller, name=a.name, path=Path(a.path).expanduser().resolve(), project=a.project,
-        flavor=a.flavor, description=a.description,
+        caller,
+        name=a.name,
+        path=Path(a.path).expanduser().resolve(),
+        project=a.project,
+        flavor=a.flavor,
+        description=a.description,
         metrics=parse_pairs(a.metric, "metric", numeric=True),
-        params=parse_pairs(a.param, "param"), tags=parse_pairs(a.tag, "tag"),
-        aliases=a.alias, source=a.source, pipeline_run_id=a.pipeline_run,
+        params=parse_pairs(a.param, "param"),
+        tags=parse_pairs(a.tag, "tag"),
+        aliases=a.alias,
+        source=a.source,
+        pipeline_run_id=a.pipeline_run,
         training_job_id=a.training_job,
     )
     if a.json:
         _print_json(v)
     else:
-        print(f"Registered {v.model} v{v.version} ({v.flavor}, {v.format}, "
-              f"{v.size_bytes:,} bytes, {v.checksum[:19]}) in project {v.project}")
+        print(
+            f"Registered {v.model} v{v.version} ({v.flavor}, {v.format}, "
+            f"{v.size_bytes:,} bytes, {v.checksum[:19]}) in project {v.project}"
+        )
 
 
 def model_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     models, offset = [], 0
     while True:  # --json prints every model the caller can see, page by page
-        page = ws.registry.list_models(caller, q=a.search, project=a.project,
-                                       include_archived=a.all, limit=500, offset=offset)
+        page = ws.registry.list_models(
+            caller, q=a.search, project=a.project, include_archived=a.all, limit=500, offset=offset
+        )
         models.extend(page.models)
         offset += len(page.models)
         if offset >= page.total or not page.models:
@@ -66,10 +76,21 @@ def model_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if not models:
         print("No models yet. Register one: cube-lab model register PATH --name NAME")
         return
-    _table([[m.project, m.name, f"v{m.latest_version}", str(m.version_count), m.flavor or "",
-             " ".join(f"{k}=v{v}" for k, v in m.aliases.items()),
-             m.updated_at.strftime("%Y-%m-%d %H:%M")] for m in models],
-           ["PROJECT", "NAME", "LATEST", "VERSIONS", "FLAVOR", "ALIASES", "UPDATED"])
+    _table(
+        [
+            [
+                m.project,
+                m.name,
+                f"v{m.latest_version}",
+                str(m.version_count),
+                m.flavor or "",
+                " ".join(f"{k}=v{v}" for k, v in m.aliases.items()),
+                m.updated_at.strftime("%Y-%m-%d %H:%M"),
+            ]
+            for m in models
+        ],
+        ["PROJECT", "NAME", "LATEST", "VERSIONS", "FLAVOR", "ALIASES", "UPDATED"],
+    )
 
 
 def model_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -78,11 +99,23 @@ def model_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         _print_json(detail)
         return
     print(f"{detail.project}/{detail.name}  {detail.description}".rstrip())
-    _table([[f"v{v.version}", v.flavor, v.format, f"{v.size_bytes:,}",
-             " ".join(f"{k}={val:g}" for k, val in v.metrics.items()), ",".join(v.aliases),
-             v.created_by, v.created_at.strftime("%Y-%m-%d %H:%M"),
-             "archived" if v.archived else ""] for v in detail.versions],
-           ["VERSION", "FLAVOR", "FORMAT", "BYTES", "METRICS", "ALIASES", "BY", "CREATED", ""])
+    _table(
+        [
+            [
+                f"v{v.version}",
+                v.flavor,
+                v.format,
+                f"{v.size_bytes:,}",
+                " ".join(f"{k}={val:g}" for k, val in v.metrics.items()),
+                ",".join(v.aliases),
+                v.created_by,
+                v.created_at.strftime("%Y-%m-%d %H:%M"),
+                "archived" if v.archived else "",
+            ]
+            for v in detail.versions
+        ],
+        ["VERSION", "FLAVOR", "FORMAT", "BYTES", "METRICS", "ALIASES", "BY", "CREATED", ""],
+    )
 
 
 def model_compare(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -91,10 +124,10 @@ def model_compare(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         _print_json(cmp)
         return
     header = ["", *[f"v{v.version}" for v in cmp.versions]]
-    rows = [[f"metric {m}", *[str(v.metrics.get(m, "")) for v in cmp.versions]]
-            for m in cmp.metrics]
-    rows += [[f"param {p}", *[str(v.params.get(p, "")) for v in cmp.versions]]
-             for p in cmp.params]
+    rows = [
+        [f"metric {m}", *[str(v.metrics.get(m, "")) for v in cmp.versions]] for m in cmp.metrics
+    ]
+    rows += [[f"param {p}", *[str(v.params.get(p, "")) for v in cmp.versions]] for p in cmp.params]
     _table(rows, header)
 
 
@@ -105,8 +138,9 @@ def model_alias(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         print(f"Removed alias {a.alias} from {a.name}")
     else:
         if a.version is None:
-            raise InvalidInput("give the version to point the alias at",
-                               "cube-lab model alias NAME ALIAS VERSION")
+            raise InvalidInput(
+                "give the version to point the alias at", "cube-lab model alias NAME ALIAS VERSION"
+            )
         ws.registry.set_alias(caller, project, a.name, a.alias, a.version)
         print(f"{a.name}@{a.alias} -> v{a.version}")
 
@@ -125,8 +159,9 @@ def model_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     name, ref = a.ref.partition(":")[0], a.ref.partition(":")[2]
     project = _project(ws, caller, a)
     if not a.yes:
-        raise InvalidInput(f"deleting {a.ref} removes its artifacts for good",
-                           "Add --yes to confirm.")
+        raise InvalidInput(
+            f"deleting {a.ref} removes its artifacts for good", "Add --yes to confirm."
+        )
     if ref:
         ws.registry.delete_version(caller, project, name, ref)
     else:
@@ -162,8 +197,10 @@ def project_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         _print_json(projects)
         return
-    _table([[p.name, p.kind, p.role, str(len(p.members)), p.description] for p in projects],
-           ["NAME", "KIND", "ROLE", "MEMBERS", "DESCRIPTION"])
+    _table(
+        [[p.name, p.kind, p.role, str(len(p.members)), p.description] for p in projects],
+        ["NAME", "KIND", "ROLE", "MEMBERS", "DESCRIPTION"],
+    )
 
 
 def project_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -197,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     models = groups.add_parser("model", help="the model registry").add_subparsers(
-        dest="command", required=True)
+        dest="command", required=True
+    )
     p = command(models, "register", model_register, "register a file or folder as a model version")
     p.add_argument("path")
     p.add_argument("--name", required=True)
@@ -234,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True)
 
     projects = groups.add_parser("project", help="projects and members").add_subparsers(
-        dest="command", required=True)
+        dest="command", required=True
+    )
     command(projects, "list", project_list, "list your projects")
     p = command(projects, "create", project_create, "create a team project")
     p.add_argument("name")

@@ -23,8 +23,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _register_parser() -> _Parser:
-    p = _Parser(prog="%cube_register", add_help=False,
-                description="Register a file, folder or in-memory model as a new model version.")
+    p = _Parser(
+        prog="%cube_register",
+        add_help=False,
+        description="Register a file, folder or in-memory model as a new model version.",
+    )
     p.add_argument("name")
     p.add_argument("target", help="a path, or the name of a model variable in the notebook")
     p.add_argument("--metric", action="append", default=[])
@@ -51,14 +54,21 @@ class CubeMagics(Magics):
             if not Path(target).expanduser().exists() and target in namespace:
                 target = namespace[target]
             version = register(
-                target, args.name, metrics=parse_pairs(args.metric, "metric", numeric=True),
-                params=parse_pairs(args.param, "param"), tags=parse_pairs(args.tag, "tag"),
-                aliases=args.alias, project=args.project, flavor=args.flavor,
+                target,
+                args.name,
+                metrics=parse_pairs(args.metric, "metric", numeric=True),
+                params=parse_pairs(args.param, "param"),
+                tags=parse_pairs(args.tag, "tag"),
+                aliases=args.alias,
+                project=args.project,
+                flavor=args.flavor,
                 description=args.description,
             )
         except CubeError as exc:  # a clean message, no traceback; stops "Run All"
             hint = f"\n{exc.detail}" if exc.detail else ""
             raise UsageError(f"cube-lab: {exc.error}{hint}") from None
-        print(f"Registered {version.model} v{version.version} ({version.flavor}, "
-              f"{version.size_bytes:,} bytes) in project {version.project}")
+        print(
+            f"Registered {version.model} v{version.version} ({version.flavor}, "
+            f"{version.size_bytes:,} bytes) in project {version.project}"
+        )
         return version

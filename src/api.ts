@@ -37,22 +37,13 @@ export interface WhoAmI {
 }
 
 export type ModelFlavor =
-  | 'sklearn'
-  | 'pytorch'
-  | 'transformers'
-  | 'onnx'
-  | 'generic';
+  'sklearn' | 'pytorch' | 'transformers' | 'onnx' | 'generic';
 
 export type ArtifactFormat = 'mlflow' | 'file' | 'directory';
 
 /** A JSON value as stored in params and tags. */
 export type JSONValue =
-  | string
-  | number
-  | boolean
-  | null
-  | JSONValue[]
-  | { [key: string]: JSONValue };
+  string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };
 
 export interface Lineage {
   source: string | null;
@@ -432,11 +423,7 @@ export function registerModel(
   body: RegisterModelRequest,
   settings?: ServerConnection.ISettings
 ): Promise<ModelVersion> {
-  return requestAPI<ModelVersion>(
-    'models',
-    { method: 'POST', body },
-    settings
-  );
+  return requestAPI<ModelVersion>('models', { method: 'POST', body }, settings);
 }
 
 export function patchModel(
@@ -457,7 +444,11 @@ export async function deleteModel(
   name: string,
   settings?: ServerConnection.ISettings
 ): Promise<void> {
-  await requestAPI<void>(modelPath(project, name), { method: 'DELETE' }, settings);
+  await requestAPI<void>(
+    modelPath(project, name),
+    { method: 'DELETE' },
+    settings
+  );
 }
 
 export function patchVersion(
@@ -554,6 +545,9 @@ export function downloadUrl(
   settings?: ServerConnection.ISettings
 ): string {
   const s = serverSettings(settings);
-  const url = apiUrl(modelPath(project, name, 'versions', version, 'download'), s);
+  const url = apiUrl(
+    modelPath(project, name, 'versions', version, 'download'),
+    s
+  );
   return s.token ? `${url}${queryString({ token: s.token })}` : url;
 }

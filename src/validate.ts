@@ -15,8 +15,11 @@ const identity: ITrans = {
 /** Model names: the same rule the server applies. */
 export const MODEL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
-/** Alias names: letters, digits, ".", "_", "-"; not a plain number. */
-export const ALIAS_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Alias names: the same rule the server applies. */
+export const ALIAS_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+/** Aliases the server keeps for itself. */
+export const RESERVED_ALIASES = ['latest'];
 
 /**
  * Check a model name.
@@ -60,12 +63,15 @@ export function validateAlias(
   if (!alias) {
     return trans.__('An alias is required.');
   }
-  if (/^\d+$/.test(alias)) {
-    return trans.__('An alias cannot be a number: numbers name versions.');
+  if (RESERVED_ALIASES.includes(alias)) {
+    return trans.__('"%1" is reserved: it always means the newest version.', alias);
+  }
+  if (!/^[A-Za-z]/.test(alias)) {
+    return trans.__('An alias starts with a letter (numbers name versions).');
   }
   if (!ALIAS_PATTERN.test(alias)) {
     return trans.__(
-      'An alias starts with a letter or a digit and may only contain letters, digits, ".", "_" and "-" (at most 64).'
+      'An alias may only contain letters, digits, "_" and "-" (at most 64 characters), e.g. production.'
     );
   }
   return null;

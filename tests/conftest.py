@@ -24,8 +24,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    for var, sub in [("JUPYTER_CONFIG_DIR", "jconfig"), ("JUPYTER_DATA_DIR", "jdata"),
-                     ("JUPYTER_RUNTIME_DIR", "jruntime"), ("IPYTHONDIR", "ipython")]:
+    for var, sub in [
+        ("JUPYTER_CONFIG_DIR", "jconfig"),
+        ("JUPYTER_DATA_DIR", "jdata"),
+        ("JUPYTER_RUNTIME_DIR", "jruntime"),
+        ("IPYTHONDIR", "ipython"),
+    ]:
         monkeypatch.setenv(var, str(tmp_path / sub))
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     monkeypatch.setenv(ENV_DATA_DIR, str(tmp_path / "cube-data"))
@@ -83,8 +87,13 @@ def jp_server_config(tmp_path: Path) -> dict[str, Any]:
 def api(jp_fetch: Any) -> Any:
     """``await api("alice", "GET", "models")`` -> (status, parsed JSON or bytes)."""
 
-    async def call(user: str | None, method: str, path: str, body: Any = None,
-                   params: dict[str, Any] | None = None) -> tuple[int, Any]:
+    async def call(
+        user: str | None,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> tuple[int, Any]:
         headers = {"Authorization": f"token {TOKENS[user]}" if user else ""}
         kwargs: dict[str, Any] = {"method": method, "headers": headers, "raise_error": False}
         if body is not None:

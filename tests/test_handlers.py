@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import re
 import zipfile
 from pathlib import Path
@@ -24,11 +23,19 @@ def concrete(pattern: str) -> str:
 
 @pytest.mark.parametrize("pattern, handler", routes())
 async def test_every_route_needs_authentication(api: Any, pattern: str, handler: Any) -> None:
-    methods = [m for m in METHODS if m in vars(handler) or any(
-        m in vars(base) for base in handler.__mro__[1:] if base.__module__.startswith("cube_lab"))]
+    methods = [
+        m
+        for m in METHODS
+        if m in vars(handler)
+        or any(
+            m in vars(base)
+            for base in handler.__mro__[1:]
+            if base.__module__.startswith("cube_lab")
+        )
+    ]
     assert methods, f"{handler.__name__} serves no method"
     for method in methods:
-        status, body = await api(None, method.upper(), concrete(pattern))
+        status, _ = await api(None, method.upper(), concrete(pattern))
         assert status in (401, 403), f"{method.upper()} {pattern} answered {status} without auth"
 
 
@@ -36,10 +43,16 @@ def test_every_route_is_documented_in_openapi() -> None:
     documented = openapi_document()["paths"]
     for pattern, handler in routes():
         path = pattern.removeprefix("/cube/api/v1")
-        names = iter(["project", "name", "version"] if "/versions/" in path else
-                     ["project", "name", "alias"] if "/aliases/" in path else
-                     ["project", "username"] if "/members/" in path else ["project", "name"])
-        templated = re.sub(r"\(\[\^/\]\+\)", lambda _m: "{" + next(names) + "}", path)
+        names = iter(
+            ["project", "name", "version"]
+            if "/versions/" in path
+            else ["project", "name", "alias"]
+            if "/aliases/" in path
+            else ["project", "username"]
+            if "/members/" in path
+            else ["project", "name"]
+        )
+        templated = re.sub(r"\(\[\^/\]\+\)", lambda _m, n=names: "{" + next(n) + "}", path)
         assert templated in documented, f"{templated} ({handler.__name__}) missing in openapi.yaml"
         for method in METHODS:
             if method in vars(handler):
@@ -52,7 +65,8 @@ async def test_openapi_and_whoami(api: Any) -> None:
     status, me = await api("alice", "GET", "whoami")
     assert status == 200 and me["user"] == "alice" and me["backend"] == "local"
     assert [(p["name"], p["kind"], p["role"]) for p in me["projects"]] == [
-        ("alice", "personal", "owner")]
+        ("alice", "personal", "owner")
+    ]
 
 
 def write_model(root: Path, name: str = "model.pkl") -> str:
@@ -63,20 +77,45 @@ def write_model(root: Path, name: str = "model.pkl") -> str:
 
 async def test_register_list_get_download_delete(api: Any, jp_root_dir: Path) -> None:
     path = write_model(jp_root_dir)
-    status, v = await api("alice", "POST", "models", {
-        "name": "iris", "path": path, "flavor": "sklearn", "metrics": {"accuracy": 0.97},
-        "params": {"max_depth": 4}, "aliases": ["staging"], "source": "train.ipynb"})
+    status, v = await api(
+        "alice",
+        "POST",
+        "models",
+        {
+            "name": "iris",
+            "path": path,
+            "flavor": "sklearn",
+            "metrics": {"accuracy": 0.97},
+            "params": {"max_depth": 4},
+            "aliases": ["staging"],
+            "source": "train.ipynb",
+        },
+    )
     assert status == 201, v
-    assert (v["version"], v["project"], v["flavor"], v["aliases"]) == (1, "alice", "sklearn",
-                                                                     ["staging"])
+    assert (v["version"], v["project"], v["flavor"], v["aliases"]) == (
+        1,
+        "alice",
+        "sklearn",
+        ["staging"],
+    )
     status, v2 = await api("alice", "POST", "models", {"name": "iris", "path": path})
     assert status == 201 and v2["version"] == 2
     status, page = await api("alice", "GET", "models", params={"q": "ir"})
     assert status == 200 and page["total"] == 1
     assert page["models"][0] | {"updated_at": None, "created_at": None, "id": None} == {
-        "id": None, "project": "alice", "name": "iris", "description": "", "owner": "alice",
-        "archived": False, "created_at": None, "updated_at": None, "latest_version": 2,
-        "version_count": 2, "flavor": "generic", "aliases": {"staging": 1}}
+        "id": None,
+        "project": "alice",
+        "name": "iris",
+        "description": "",
+        "owner": "alice",
+        "archived": False,
+        "created_at": None,
+        "updated_at": None,
+        "latest_version": 2,
+        "version_count": 2,
+        "flavor": "generic",
+        "aliases": {"staging": 1},
+    }
     status, detail = await api("alice", "GET", "projects/alice/models/iris")
     assert status == 200 and [x["version"] for x in detail["versions"]] == [2, 1]
     assert detail["versions"][1]["lineage"]["source"] == "train.ipynb"
@@ -84,14 +123,23 @@ async def test_register_list_get_download_delete(api: Any, jp_root_dir: Path) ->
     assert status == 200 and got["metrics"] == {"accuracy": 0.97}
     status, data = await api("alice", "GET", "projects/alice/models/iris/versions/1/download")
     assert status == 200 and data == b"pickled bytes" * 50
-    status, cmp = await api("alice", "GET", "projects/alice/models/iris/compare",
-                            params={"versions": "1,2"})
+    status, cmp = await api(
+        "alice", "GET", "projects/alice/models/iris/compare", params={"versions": "1,2"}
+    )
     assert status == 200 and cmp["metrics"] == ["accuracy"]
-    status, moved = await api("alice", "PUT", "projects/alice/models/iris/aliases/staging",
-                              {"version": 2, "expected_version": 1})
+    status, moved = await api(
+        "alice",
+        "PUT",
+        "projects/alice/models/iris/aliases/staging",
+        {"version": 2, "expected_version": 1},
+    )
     assert status == 200 and moved["aliases"] == {"staging": 2}
-    status, err = await api("alice", "PUT", "projects/alice/models/iris/aliases/staging",
-                            {"version": 1, "expected_version": 1})
+    status, err = await api(
+        "alice",
+        "PUT",
+        "projects/alice/models/iris/aliases/staging",
+        {"version": 1, "expected_version": 1},
+    )
     assert status == 409 and err["detail"]["current_version"] == 2
     status, _ = await api("alice", "DELETE", "projects/alice/models/iris/versions/1")
     assert status == 204
@@ -119,18 +167,19 @@ async def test_user_b_cannot_see_user_a_models(api: Any, jp_root_dir: Path) -> N
     assert (await api("alice", "POST", "models", {"name": "private", "path": path}))[0] == 201
     status, page = await api("bob", "GET", "models")
     assert status == 200 and page["total"] == 0
-    for method, route in [("GET", "projects/alice/models/private"),
-                          ("GET", "projects/alice/models/private/versions/1"),
-                          ("GET", "projects/alice/models/private/versions/1/download"),
-                          ("PATCH", "projects/alice/models/private"),
-                          ("DELETE", "projects/alice/models/private"),
-                          ("PUT", "projects/alice/models/private/aliases/prod"),
-                          ("GET", "projects/alice")]:
+    for method, route in [
+        ("GET", "projects/alice/models/private"),
+        ("GET", "projects/alice/models/private/versions/1"),
+        ("GET", "projects/alice/models/private/versions/1/download"),
+        ("PATCH", "projects/alice/models/private"),
+        ("DELETE", "projects/alice/models/private"),
+        ("PUT", "projects/alice/models/private/aliases/prod"),
+        ("GET", "projects/alice"),
+    ]:
         body = {"version": 1} if method == "PUT" else None
         status, err = await api("bob", method, route, body)
-        assert status == 404, f"bob: {method} {route} -> {status}"
-    status, err = await api("bob", "POST", "models", {"name": "x", "path": path,
-                                                      "project": "alice"})
+        assert status == 404 and "not found" in err["error"], f"bob: {method} {route}"
+    status, _ = await api("bob", "POST", "models", {"name": "x", "path": path, "project": "alice"})
     assert status == 404
     status, _ = await api("alice", "GET", "projects/alice/models/private")
     assert status == 200
@@ -140,8 +189,9 @@ async def test_shared_project_is_seen_by_its_members(api: Any, jp_root_dir: Path
     path = write_model(jp_root_dir)
     status, project = await api("alice", "POST", "projects", {"name": "vision"})
     assert status == 201 and project["role"] == "owner"
-    assert (await api("alice", "POST", "models", {"name": "det", "path": path,
-                                                  "project": "vision"}))[0] == 201
+    assert (
+        await api("alice", "POST", "models", {"name": "det", "path": path, "project": "vision"})
+    )[0] == 201
     assert (await api("bob", "GET", "projects/vision/models/det"))[0] == 404
     status, _ = await api("bob", "PUT", "projects/vision/members/bob", {"role": "owner"})
     assert status == 404  # bob can't add himself to a project he can't see
@@ -153,21 +203,29 @@ async def test_shared_project_is_seen_by_its_members(api: Any, jp_root_dir: Path
     assert status == 403 and "owners" in err["error"]
 
 
-@pytest.mark.parametrize("body, status, fragment", [
-    ("not json", 400, "not valid JSON"),
-    ([1, 2], 400, "must be a JSON object"),
-    ({"path": "models/model.pkl"}, 400, "model name is required"),
-    ({"name": "bad name!", "path": "models/model.pkl"}, 400, "invalid model name"),
-    ({"name": "m"}, 400, "path is required"),
-    ({"name": "m", "path": "models/missing.pkl"}, 400, "does not exist"),
-    ({"name": "m", "path": "../outside.pkl"}, 400, "outside the server root"),
-    ({"name": "m", "path": "/etc/passwd"}, 400, "does not exist"),
-    ({"name": "m", "path": "models/model.pkl", "metrics": {"acc": "x"}}, 400, "must be a number"),
-    ({"name": "m", "path": "models/model.pkl", "colour": "red"}, 400, "unknown fields"),
-    ({"name": "m", "path": "models/model.pkl", "project": "nope"}, 404, "project 'nope'"),
-])
-async def test_bad_registration_gets_a_clear_error(api: Any, jp_root_dir: Path, body: Any,
-                                                   status: int, fragment: str) -> None:
+@pytest.mark.parametrize(
+    "body, status, fragment",
+    [
+        ("not json", 400, "not valid JSON"),
+        ([1, 2], 400, "must be a JSON object"),
+        ({"path": "models/model.pkl"}, 400, "model name is required"),
+        ({"name": "bad name!", "path": "models/model.pkl"}, 400, "invalid model name"),
+        ({"name": "m"}, 400, "path is required"),
+        ({"name": "m", "path": "models/missing.pkl"}, 400, "does not exist"),
+        ({"name": "m", "path": "../outside.pkl"}, 400, "outside the server root"),
+        ({"name": "m", "path": "/etc/passwd"}, 400, "does not exist"),
+        (
+            {"name": "m", "path": "models/model.pkl", "metrics": {"acc": "x"}},
+            400,
+            "must be a number",
+        ),
+        ({"name": "m", "path": "models/model.pkl", "colour": "red"}, 400, "unknown fields"),
+        ({"name": "m", "path": "models/model.pkl", "project": "nope"}, 404, "project 'nope'"),
+    ],
+)
+async def test_bad_registration_gets_a_clear_error(
+    api: Any, jp_root_dir: Path, body: Any, status: int, fragment: str
+) -> None:
     write_model(jp_root_dir)
     (jp_root_dir.parent / "outside.pkl").write_bytes(b"x")
     code, err = await api("alice", "POST", "models", body)

@@ -16,8 +16,10 @@ def _register_many(data_dir: str, source: str, count: int, user: str) -> list[in
     ws = Workspace.open(Settings.resolve(data_dir))  # its own engine, like a second server
     try:
         caller = Caller(user)
-        return [ws.registry.register(caller, name="shared", path=Path(source),
-                                     project="team").version for _ in range(count)]
+        return [
+            ws.registry.register(caller, name="shared", path=Path(source), project="team").version
+            for _ in range(count)
+        ]
     finally:
         ws.close()
 
@@ -33,8 +35,10 @@ def _setup(ws: Any, tmp_path: Path) -> Path:
 def test_threads_get_distinct_versions(ws: Any, tmp_path: Path) -> None:
     source = _setup(ws, tmp_path)
     with ThreadPoolExecutor(8) as pool:
-        futures = [pool.submit(ws.registry.register, Caller(u), name="shared", path=source,
-                               project="team") for u in ["alice", "bob"] * 10]
+        futures = [
+            pool.submit(ws.registry.register, Caller(u), name="shared", path=source, project="team")
+            for u in ["alice", "bob"] * 10
+        ]
         numbers = sorted(f.result().version for f in futures)
     assert numbers == list(range(1, 21))
 
@@ -43,9 +47,13 @@ def test_two_processes_get_distinct_versions(ws: Any, tmp_path: Path) -> None:
     source = _setup(ws, tmp_path)
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(3) as pool:
-        results = pool.starmap(_register_many, [
-            (str(ws.settings.data_dir), str(source), 8, user) for user in ("alice", "bob", "alice")
-        ])
+        results = pool.starmap(
+            _register_many,
+            [
+                (str(ws.settings.data_dir), str(source), 8, user)
+                for user in ("alice", "bob", "alice")
+            ],
+        )
     numbers = sorted(n for chunk in results for n in chunk)
     assert numbers == list(range(1, 25))
     detail = ws.registry.get_model(Caller("bob"), "team", "shared")

@@ -21,8 +21,13 @@ def test_migrate_empty_database_reaches_head(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "db.sqlite") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"projects", "project_members", "registered_models", "model_versions",
-            "model_aliases"} <= tables
+    assert {
+        "projects",
+        "project_members",
+        "registered_models",
+        "model_versions",
+        "model_aliases",
+    } <= tables
 
 
 def test_migrate_existing_database_keeps_rows(tmp_path: Path) -> None:
@@ -34,7 +39,8 @@ def test_migrate_existing_database_keeps_rows(tmp_path: Path) -> None:
         command.upgrade(cfg, "0001_projects")
         conn.exec_driver_sql(
             "INSERT INTO projects (name, kind, description, created_by, created_at) "
-            "VALUES ('alice', 'personal', '', 'alice', '2026-01-01 00:00:00')")
+            "VALUES ('alice', 'personal', '', 'alice', '2026-01-01 00:00:00')"
+        )
     assert store.current_revision() == "0001_projects"
     Store(url).migrate()
     Store(url).migrate()  # a second start is a no-op

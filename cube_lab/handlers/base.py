@@ -42,8 +42,9 @@ class CubeHandler(APIHandler):
         if local:
             return Caller(local)
         hub_user = getattr(user, "hub_user", None) or {}
-        return Caller(user.username, tuple(hub_user.get("groups") or ()),
-                      bool(hub_user.get("admin")))
+        return Caller(
+            user.username, tuple(hub_user.get("groups") or ()), bool(hub_user.get("admin"))
+        )
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking service call off the event loop."""
@@ -57,8 +58,9 @@ class CubeHandler(APIHandler):
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidInput("the request body is not valid JSON", str(exc)) from exc
         if not isinstance(body, dict):
-            raise InvalidInput("the request body must be a JSON object",
-                               f"got {type(body).__name__}")
+            raise InvalidInput(
+                "the request body must be a JSON object", f"got {type(body).__name__}"
+            )
         return body
 
     def query_bool(self, name: str, default: bool = False) -> bool:
@@ -78,8 +80,9 @@ class CubeHandler(APIHandler):
         try:
             return int(value)
         except ValueError:
-            raise InvalidInput(f"query parameter {name!r} must be an integer",
-                               f"got {value!r}") from None
+            raise InvalidInput(
+                f"query parameter {name!r} must be an integer", f"got {value!r}"
+            ) from None
 
     def reply(self, value: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -101,8 +104,10 @@ class CubeHandler(APIHandler):
         elif isinstance(exc, web.HTTPError):
             body = {"error": exc.log_message or self._reason, "detail": None}
         else:
-            body = {"error": "internal server error",
-                    "detail": "See the Jupyter server log for the traceback."}
+            body = {
+                "error": "internal server error",
+                "detail": "See the Jupyter server log for the traceback.",
+            }
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(body))
 

@@ -11,22 +11,36 @@ from tornado import web
 
 from ..errors import InvalidInput
 from ..registry.service import UNSET
+from ..registry.views import Download
 from .base import ROOT_DIR, CubeHandler
 
-REGISTER_FIELDS = ("project", "flavor", "description", "params", "metrics", "tags", "aliases",
-                   "source", "pipeline_run_id", "training_job_id")
+REGISTER_FIELDS = (
+    "project",
+    "flavor",
+    "description",
+    "params",
+    "metrics",
+    "tags",
+    "aliases",
+    "source",
+    "pipeline_run_id",
+    "training_job_id",
+)
 CHUNK = 1 << 20
 
 
 def resolve_under_root(root: Path, raw: object) -> Path:
     """A path from a client, checked to stay inside the server's root folder."""
     if not isinstance(raw, str) or not raw.strip():
-        raise InvalidInput("path is required",
-                           "Give the file or folder to register, relative to the server root.")
+        raise InvalidInput(
+            "path is required", "Give the file or folder to register, relative to the server root."
+        )
     candidate = (root / raw.strip().lstrip("/")).resolve()
     if not candidate.is_relative_to(root):
-        raise InvalidInput(f"path {raw!r} is outside the server root",
-                           f"Only files under {root} can be registered through the API.")
+        raise InvalidInput(
+            f"path {raw!r} is outside the server root",
+            f"Only files under {root} can be registered through the API.",
+        )
     return candidate
 
 
@@ -34,10 +48,13 @@ class ModelsHandler(CubeHandler):
     @web.authenticated
     async def get(self) -> None:
         page = await self.call(
-            self.workspace.registry.list_models, self.caller,
-            q=self.get_query_argument("q", None), project=self.get_query_argument("project", None),
+            self.workspace.registry.list_models,
+            self.caller,
+            q=self.get_query_argument("q", None),
+            project=self.get_query_argument("project", None),
             include_archived=self.query_bool("include_archived"),
-            limit=self.query_int("limit", 50), offset=self.query_int("offset", 0),
+            limit=self.query_int("limit", 50),
+            offset=self.query_int("offset", 0),
         )
         self.reply(page)
 
@@ -46,11 +63,16 @@ class ModelsHandler(CubeHandler):
         body = self.json_body()
         unknown = sorted(set(body) - {"name", "path", *REGISTER_FIELDS})
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}",
-                               f"Known fields: name, path, {', '.join(REGISTER_FIELDS)}.")
+            raise InvalidInput(
+                f"unknown fields {unknown}",
+                f"Known fields: name, path, {', '.join(REGISTER_FIELDS)}.",
+            )
         path = resolve_under_root(Path(self.settings[ROOT_DIR]), body.get("path"))
         version = await self.call(
-            self.workspace.registry.register, self.caller, name=body.get("name"), path=path,
+            self.workspace.registry.register,
+            self.caller,
+            name=body.get("name"),
+            path=path,
             **{k: body[k] for k in REGISTER_FIELDS if k in body},
         )
         self.reply(version, 201)
@@ -64,10 +86,16 @@ class ModelHandler(CubeHandler):
     @web.authenticated
     async def patch(self, project: str, name: str) -> None:
         body = self.json_body()
-        self.reply(await self.call(
-            self.workspace.registry.update_model, self.caller, project, name,
-            description=body.get("description", UNSET), archived=body.get("archived", UNSET),
-        ))
+        self.reply(
+            await self.call(
+                self.workspace.registry.update_model,
+                self.caller,
+                project,
+                name,
+                description=body.get("description", UNSET),
+                archived=body.get("archived", UNSET),
+            )
+        )
 
     @web.authenticated
     async def delete(self, project: str, name: str) -> None:
@@ -79,25 +107,38 @@ class ModelHandler(CubeHandler):
 class VersionsHandler(CubeHandler):
     @web.authenticated
     async def get(self, project: str, name: str) -> None:
-        versions = await self.call(self.workspace.registry.list_versions, self.caller, project,
-                                   name, self.query_bool("include_archived", True))
+        versions = await self.call(
+            self.workspace.registry.list_versions,
+            self.caller,
+            project,
+            name,
+            self.query_bool("include_archived", True),
+        )
         self.reply({"versions": versions})
 
 
 class VersionHandler(CubeHandler):
     @web.authenticated
     async def get(self, project: str, name: str, ref: str) -> None:
-        self.reply(await self.call(self.workspace.registry.get_version, self.caller, project,
-                                   name, ref))
+        self.reply(
+            await self.call(self.workspace.registry.get_version, self.caller, project, name, ref)
+        )
 
     @web.authenticated
     async def patch(self, project: str, name: str, ref: str) -> None:
         body = self.json_body()
-        self.reply(await self.call(
-            self.workspace.registry.update_version, self.caller, project, name, ref,
-            description=body.get("description", UNSET), tags=body.get("tags", UNSET),
-            archived=body.get("archived", UNSET),
-        ))
+        self.reply(
+            await self.call(
+                self.workspace.registry.update_version,
+                self.caller,
+                project,
+                name,
+                ref,
+                description=body.get("description", UNSET),
+                tags=body.get("tags", UNSET),
+                archived=body.get("archived", UNSET),
+            )
+        )
 
     @web.authenticated
     async def delete(self, project: str, name: str, ref: str) -> None:
@@ -106,33 +147,29 @@ class VersionHandler(CubeHandler):
         self.finish()
 
 
-def _zip_folder(folder: Path) -> IO[bytes]:
+def _open_artifact(found: Download) -> tuple[IO[bytes], str, str]:
+    """(stream, filename, content type): the file itself, or a zip of the folder."""
+    if not found.is_dir:
+        return open(found.path, "rb"), found.filename, "application/octet-stream"
     spool = tempfile.SpooledTemporaryFile(max_size=32 * CHUNK)
     with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as archive:
-        for file in sorted(p for p in folder.rglob("*") if p.is_file()):
-            archive.write(file, (Path(folder.name) / file.relative_to(folder)).as_posix())
+        for file in sorted(p for p in found.path.rglob("*") if p.is_file()):
+            archive.write(file, (Path(found.path.name) / file.relative_to(found.path)).as_posix())
     spool.seek(0)
-    return spool
+    return spool, f"{found.filename}.zip", "application/zip"
 
 
 class DownloadHandler(CubeHandler):
     @web.authenticated
     async def get(self, project: str, name: str, ref: str) -> None:
         found = await self.call(self.workspace.registry.download, self.caller, project, name, ref)
-        if found.is_dir:
-            stream: IO[bytes] = await self.call(_zip_folder, found.path)
-            filename, ctype = f"{found.filename}.zip", "application/zip"
-        else:
-            stream = open(found.path, "rb")  # noqa: SIM115 - closed below
-            filename, ctype = found.filename, "application/octet-stream"
+        stream, filename, ctype = await self.call(_open_artifact, found)
         self.set_header("Content-Type", ctype)
         self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
-        try:
+        with stream:
             while chunk := await self.call(stream.read, CHUNK):
                 self.write(chunk)
                 await self.flush()
-        finally:
-            stream.close()
         self.finish()
 
 
@@ -141,8 +178,9 @@ class CompareHandler(CubeHandler):
     async def get(self, project: str, name: str) -> None:
         raw = self.get_query_argument("versions", "")
         refs = [r.strip() for r in raw.split(",") if r.strip()]
-        self.reply(await self.call(self.workspace.registry.compare, self.caller, project, name,
-                                   refs))
+        self.reply(
+            await self.call(self.workspace.registry.compare, self.caller, project, name, refs)
+        )
 
 
 class AliasHandler(CubeHandler):
@@ -151,14 +189,20 @@ class AliasHandler(CubeHandler):
         body = self.json_body()
         if "version" not in body:
             raise InvalidInput("version is required", 'e.g. {"version": 3}')
-        self.reply(await self.call(
-            self.workspace.registry.set_alias, self.caller, project, name, alias,
-            body["version"], body.get("expected_version", UNSET),
-        ))
+        self.reply(
+            await self.call(
+                self.workspace.registry.set_alias,
+                self.caller,
+                project,
+                name,
+                alias,
+                body["version"],
+                body.get("expected_version", UNSET),
+            )
+        )
 
     @web.authenticated
     async def delete(self, project: str, name: str, alias: str) -> None:
-        self.reply(await self.call(self.workspace.registry.delete_alias, self.caller, project,
-                                   name, alias))
-
-
+        self.reply(
+            await self.call(self.workspace.registry.delete_alias, self.caller, project, name, alias)
+        )

@@ -12,8 +12,13 @@ class WhoAmIHandler(CubeHandler):
     async def get(self) -> None:
         caller = self.caller
         projects = await self.call(self.workspace.projects.list, caller)
-        self.reply({"user": caller.username, "backend": self.workspace.settings.backend,
-                    "projects": projects})
+        self.reply(
+            {
+                "user": caller.username,
+                "backend": self.workspace.settings.backend,
+                "projects": projects,
+            }
+        )
 
 
 class ProjectsHandler(CubeHandler):
@@ -24,8 +29,12 @@ class ProjectsHandler(CubeHandler):
     @web.authenticated
     async def post(self) -> None:
         body = self.json_body()
-        project = await self.call(self.workspace.projects.create, self.caller, body.get("name"),
-                                  body.get("description", ""))
+        project = await self.call(
+            self.workspace.projects.create,
+            self.caller,
+            body.get("name"),
+            body.get("description", ""),
+        )
         self.reply(project, 201)
 
 
@@ -39,10 +48,14 @@ class ProjectMemberHandler(CubeHandler):
     @web.authenticated
     async def put(self, project: str, username: str) -> None:
         role = self.json_body().get("role", "member")
-        self.reply(await self.call(self.workspace.projects.set_member, self.caller, project,
-                                   username, role))
+        self.reply(
+            await self.call(
+                self.workspace.projects.set_member, self.caller, project, username, role
+            )
+        )
 
     @web.authenticated
     async def delete(self, project: str, username: str) -> None:
-        self.reply(await self.call(self.workspace.projects.remove_member, self.caller, project,
-                                   username))
+        self.reply(
+            await self.call(self.workspace.projects.remove_member, self.caller, project, username)
+        )

@@ -42,8 +42,9 @@ class ProjectView:
     def of(cls, project: Project, username: str) -> ProjectView:
         members = [MemberView(m.username, m.role) for m in project.members]
         role = next((m.role for m in members if m.username == username), "")
-        return cls(project.name, project.kind, project.description, role, members,
-                   project.created_at)
+        return cls(
+            project.name, project.kind, project.description, role, members, project.created_at
+        )
 
 
 def _personal_name(username: str) -> str:
@@ -53,6 +54,7 @@ def _personal_name(username: str) -> str:
 class ProjectService:
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._ensured: set[str] = set()  # users whose personal project exists (never deleted)
 
     # -- used by every other service -------------------------------------------------
 
@@ -74,8 +76,9 @@ class ProjectService:
         session.flush()
         return project
 
-    def resolve(self, session: Session, caller: Caller, name: str | None, *,
-                owner: bool = False) -> Project:
+    def resolve(
+        self, session: Session, caller: Caller, name: str | None, *, owner: bool = False
+    ) -> Project:
         """The project ``name`` if the caller is a member (the personal one when None)."""
         if not name:
             return self.personal_project(session, caller)
@@ -89,23 +92,28 @@ class ProjectService:
                 "It does not exist or you are not a member; GET /cube/api/v1/projects lists yours.",
             )
         if owner and member.role != "owner":
-            raise Forbidden(f"only owners of project {name!r} may do this",
-                            "Ask a project owner.")
+            raise Forbidden(f"only owners of project {name!r} may do this", "Ask a project owner.")
         return project
 
     def visible_ids(self, session: Session, caller: Caller) -> list[int]:
-        self.personal_project(session, caller)
-        return list(session.scalars(
-            select(ProjectMember.project_id).where(ProjectMember.username == caller.username)
-        ))
+        """Ids of the caller's projects; call ``ensure_personal`` first."""
+        return list(
+            session.scalars(
+                select(ProjectMember.project_id).where(ProjectMember.username == caller.username)
+            )
+        )
 
     # -- the projects API -------------------------------------------------------------
 
     def ensure_personal(self, caller: Caller) -> None:
+        """Create the personal project once; later calls cost nothing (no write lock taken)."""
+        if caller.username in self._ensured:
+            return
         for _ in range(3):  # two first requests of a new user may race on the insert
             try:
                 with self.store.write() as s:
                     self.personal_project(s, caller)
+                self._ensured.add(caller.username)
                 return
             except IntegrityError:
                 continue
@@ -136,8 +144,9 @@ class ProjectService:
             with self.store.write() as s:
                 if s.scalar(select(Project.id).where(Project.name == name)) is not None:
                     raise Conflict(f"project {name!r} already exists", "Choose another name.")
-                project = Project(name=name, kind="team", description=description,
-                                  created_by=caller.username)
+                project = Project(
+                    name=name, kind="team", description=description, created_by=caller.username
+                )
                 project.members.append(ProjectMember(username=caller.username, role="owner"))
                 s.add(project)
                 s.flush()
@@ -153,8 +162,10 @@ class ProjectService:
         with self.store.write() as s:
             project = self.resolve(s, caller, name, owner=True)
             if project.kind == "personal":
-                raise InvalidInput("a personal project has no other members",
-                                   "Create a team project (POST /cube/api/v1/projects) to share.")
+                raise InvalidInput(
+                    "a personal project has no other members",
+                    "Create a team project (POST /cube/api/v1/projects) to share.",
+                )
             member = next((m for m in project.members if m.username == username), None)
             if member:
                 member.role = str(role)
@@ -178,5 +189,6 @@ class ProjectService:
     @staticmethod
     def _keep_an_owner(project: Project) -> None:
         if not any(m.role == "owner" for m in project.members):
-            raise InvalidInput("a project needs at least one owner",
-                               "Make someone else an owner first.")
+            raise InvalidInput(
+                "a project needs at least one owner", "Make someone else an owner first."
+            )

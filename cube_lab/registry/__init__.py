@@ -1,7 +1,7 @@
 """The model registry. ``register`` is the notebook-facing call::
 
-    from cube_lab.registry import register
-    register(model, name="iris-rf", metrics={"accuracy": 0.95}, params={"n_estimators": 100})
+from cube_lab.registry import register
+register(model, name="iris-rf", metrics={"accuracy": 0.95}, params={"n_estimators": 100})
 """
 
 from __future__ import annotations
@@ -49,8 +49,17 @@ def register(
     path = Path(obj_or_path).expanduser().resolve() if is_path else None
     return default_workspace().registry.register(
         Caller(local_username()),
-        name=name, path=path, obj=None if is_path else obj_or_path, project=project,
-        flavor=flavor, description=description, params=params, metrics=metrics, tags=tags,
-        aliases=aliases, source=source or _current_source(),
-        pipeline_run_id=pipeline_run_id, training_job_id=training_job_id,
+        name=name,
+        path=path,
+        obj=None if is_path else obj_or_path,
+        project=project,
+        flavor=flavor,
+        description=description,
+        params=params,
+        metrics=metrics,
+        tags=tags,
+        aliases=aliases,
+        source=source or _current_source(),
+        pipeline_run_id=pipeline_run_id,
+        training_job_id=training_job_id,
     )

@@ -16,10 +16,19 @@ import yaml
 from ..errors import InvalidInput
 
 FLAVORS = ("sklearn", "pytorch", "transformers", "onnx", "pyfunc", "generic")
-_MLFLOW_FLAVORS = {"sklearn": "sklearn", "pytorch": "pytorch", "transformers": "transformers",
-                   "onnx": "onnx"}
-_FILE_FLAVORS = {".onnx": "onnx", ".pt": "pytorch", ".pth": "pytorch", ".joblib": "sklearn",
-                 ".skops": "sklearn"}
+_MLFLOW_FLAVORS = {
+    "sklearn": "sklearn",
+    "pytorch": "pytorch",
+    "transformers": "transformers",
+    "onnx": "onnx",
+}
+_FILE_FLAVORS = {
+    ".onnx": "onnx",
+    ".pt": "pytorch",
+    ".pth": "pytorch",
+    ".joblib": "sklearn",
+    ".skops": "sklearn",
+}
 _TRANSFORMERS_WEIGHTS = ("pytorch_model.bin", "model.safetensors", "tf_model.h5")
 
 
@@ -93,19 +102,28 @@ def save_object(obj: Any, folder: Path) -> tuple[str, str, str]:
         import mlflow.sklearn
 
         # cloudpickle: loads with no list of trusted types (skops needs one per model).
-        mlflow.sklearn.save_model(obj, str(target), serialization_format="cloudpickle",
-                                  pip_requirements=_pin("scikit-learn", "cloudpickle"))
+        mlflow.sklearn.save_model(
+            obj,
+            str(target),
+            serialization_format="cloudpickle",
+            pip_requirements=_pin("scikit-learn", "cloudpickle"),
+        )
     elif flavor == "pytorch":
         import mlflow.pytorch
 
         # "pickle": the "pt2" default would need an input example to trace the graph.
-        mlflow.pytorch.save_model(obj, str(target), serialization_format="pickle",
-                                  pip_requirements=_pin("torch", "cloudpickle"))
+        mlflow.pytorch.save_model(
+            obj,
+            str(target),
+            serialization_format="pickle",
+            pip_requirements=_pin("torch", "cloudpickle"),
+        )
     elif flavor == "transformers":
         import mlflow.transformers
 
-        mlflow.transformers.save_model(obj, str(target),
-                                       pip_requirements=_pin("transformers", "torch"))
+        mlflow.transformers.save_model(
+            obj, str(target), pip_requirements=_pin("transformers", "torch")
+        )
     else:  # onnx
         target = folder / "model.onnx"
         target.write_bytes(obj.SerializeToString())

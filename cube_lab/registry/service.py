@@ -6,6 +6,7 @@ all call this class. Every method takes the ``Caller`` and sees only the caller'
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,16 @@ class RegistryService:
         try:
             for attempt in range(3):
                 try:
-                    return self._insert(caller, name, project, staged, fmt,
-                                        fields["flavor"] or detected_flavor, fields, alias_list)
+                    return self._insert(
+                        caller,
+                        name,
+                        project,
+                        staged,
+                        fmt,
+                        fields["flavor"] or detected_flavor,
+                        fields,
+                        alias_list,
+                    )
                 except IntegrityError:  # a concurrent writer created the same model first
                     if attempt == 2:
                         raise
@@ -96,9 +105,11 @@ class RegistryService:
             raise InvalidInput("give exactly one of a path or an object to register")
         if path is not None:
             if not path.exists():
-                raise InvalidInput(f"path {str(path)!r} does not exist",
-                                   "Check the file or folder name (relative paths start at the "
-                                   "server's root folder or your working directory).")
+                raise InvalidInput(
+                    f"path {str(path)!r} does not exist",
+                    "Check the file or folder name (relative paths start at the "
+                    "server's root folder or your working directory).",
+                )
             flavor, fmt = detect_path(path)
             return self.artifacts.stage_path(path), flavor, fmt
         folder = self.artifacts.new_staging()
@@ -109,29 +120,54 @@ class RegistryService:
             self.artifacts.discard(StagedArtifact(folder, "", False, 0, ""))
             raise
 
-    def _insert(self, caller: Caller, name: str, project_name: str | None,
-                staged: StagedArtifact, fmt: str, flavor: str, fields: dict[str, Any],
-                aliases: list[str]) -> VersionView:
+    def _insert(
+        self,
+        caller: Caller,
+        name: str,
+        project_name: str | None,
+        staged: StagedArtifact,
+        fmt: str,
+        flavor: str,
+        fields: dict[str, Any],
+        aliases: list[str],
+    ) -> VersionView:
         final: Path | None = None
         try:
             with self.store.write() as s:
                 project = self.projects.resolve(s, caller, project_name)
                 model = self._lock_model(s, project.id, name)
                 if model is None:
-                    model = RegisteredModel(project_id=project.id, name=name, description="",
-                                            owner=caller.username)
+                    model = RegisteredModel(
+                        project_id=project.id, name=name, description="", owner=caller.username
+                    )
                     s.add(model)
                     s.flush()
-                number = (s.scalar(select(func.max(ModelVersion.version))
-                                   .where(ModelVersion.model_id == model.id)) or 0) + 1
+                number = (
+                    s.scalar(
+                        select(func.max(ModelVersion.version)).where(
+                            ModelVersion.model_id == model.id
+                        )
+                    )
+                    or 0
+                ) + 1
                 row = ModelVersion(
-                    model_id=model.id, version=number, format=fmt, flavor=flavor,
-                    artifact_name=staged.name, size_bytes=staged.size_bytes,
-                    checksum=staged.checksum, created_by=caller.username, archived=False,
+                    model_id=model.id,
+                    version=number,
+                    format=fmt,
+                    flavor=flavor,
+                    artifact_name=staged.name,
+                    size_bytes=staged.size_bytes,
+                    checksum=staged.checksum,
+                    created_by=caller.username,
+                    archived=False,
                     artifact_path=self.artifacts.relative(
-                        self.artifacts.version_dir(model.id, number) / staged.name),
-                    description=fields["description"], params=fields["params"],
-                    metrics=fields["metrics"], tags=fields["tags"], source=fields["source"],
+                        self.artifacts.version_dir(model.id, number) / staged.name
+                    ),
+                    description=fields["description"],
+                    params=fields["params"],
+                    metrics=fields["metrics"],
+                    tags=fields["tags"],
+                    source=fields["source"],
                     pipeline_run_id=fields["pipeline_run_id"],
                     training_job_id=fields["training_job_id"],
                 )
@@ -151,9 +187,16 @@ class RegistryService:
 
     # -- read ----------------------------------------------------------------------------
 
-    def list_models(self, caller: Caller, *, q: str | None = None, project: str | None = None,
-                    include_archived: bool = False, limit: int = 50,
-                    offset: int = 0) -> ModelPage:
+    def list_models(
+        self,
+        caller: Caller,
+        *,
+        q: str | None = None,
+        project: str | None = None,
+        include_archived: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> ModelPage:
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}", f"got {limit}")
         if offset < 0:
@@ -169,28 +212,38 @@ class RegistryService:
                 where.append(RegisteredModel.archived.is_(False))
             if q:
                 pattern = f"%{q.strip()}%"
-                where.append(or_(RegisteredModel.name.ilike(pattern),
-                                 RegisteredModel.description.ilike(pattern)))
+                where.append(
+                    or_(
+                        RegisteredModel.name.ilike(pattern),
+                        RegisteredModel.description.ilike(pattern),
+                    )
+                )
             total = s.scalar(select(func.count(RegisteredModel.id)).where(*where)) or 0
+            order = (RegisteredModel.updated_at.desc(), RegisteredModel.id.desc())
+            # Pick the page first, so the per-model look-ups run for its rows only.
+            page = select(RegisteredModel.id).where(*where).order_by(*order)
             models = s.execute(
-                self._summary_query().where(*where)
-                .order_by(RegisteredModel.updated_at.desc(), RegisteredModel.id.desc())
-                .limit(limit).offset(offset)
+                self._summary_query()
+                .where(RegisteredModel.id.in_(page.limit(limit).offset(offset).scalar_subquery()))
+                .order_by(*order)
             ).all()
             return ModelPage(self._summaries(s, models), total, limit, offset)
 
     def get_model(self, caller: Caller, project: str, name: str) -> ModelDetail:
         with self.store.read() as s:
             model = self._model(s, caller, project, name)
-            summary = self._summaries(s, s.execute(
-                self._summary_query().where(RegisteredModel.id == model.id)).all())[0]
+            summary = self._summaries(
+                s, s.execute(self._summary_query().where(RegisteredModel.id == model.id)).all()
+            )[0]
             by_version = self._aliases_by_version(model)
-            versions = [VersionView.of(v, project, name, by_version.get(v.id, []))
-                        for v in model.versions]
+            versions = [
+                VersionView.of(v, project, name, by_version.get(v.id, [])) for v in model.versions
+            ]
             return ModelDetail(**vars(summary), versions=versions)
 
-    def list_versions(self, caller: Caller, project: str, name: str,
-                      include_archived: bool = True) -> list[VersionView]:
+    def list_versions(
+        self, caller: Caller, project: str, name: str, include_archived: bool = True
+    ) -> list[VersionView]:
         versions = self.get_model(caller, project, name).versions
         return [v for v in versions if include_archived or not v.archived]
 
@@ -198,10 +251,11 @@ class RegistryService:
         with self.store.read() as s:
             model = self._model(s, caller, project, name)
             row = self._version(model, ref)
-            return VersionView.of(row, project, name, self._aliases_by_version(model).get(row.id, []))
+            return VersionView.of(
+                row, project, name, self._aliases_by_version(model).get(row.id, [])
+            )
 
-    def compare(self, caller: Caller, project: str, name: str,
-                refs: list[str]) -> Comparison:
+    def compare(self, caller: Caller, project: str, name: str, refs: list[str]) -> Comparison:
         if len(refs) < 1:
             raise InvalidInput("give the versions to compare", "e.g. ?versions=1,2,3")
         versions = [self.get_version(caller, project, name, ref) for ref in refs]
@@ -215,14 +269,22 @@ class RegistryService:
             row = self._version(model, ref)
             path = self.artifacts.absolute(row.artifact_path)
             if not path.exists():
-                raise NotFound(f"the artifact of {name} v{row.version} is missing on disk",
-                               str(path))
+                raise NotFound(
+                    f"the artifact of {name} v{row.version} is missing on disk", str(path)
+                )
             return Download(path, f"{name}-v{row.version}-{row.artifact_name}", path.is_dir())
 
     # -- change ----------------------------------------------------------------------------
 
-    def update_model(self, caller: Caller, project: str, name: str, *,
-                     description: object = UNSET, archived: object = UNSET) -> ModelView:
+    def update_model(
+        self,
+        caller: Caller,
+        project: str,
+        name: str,
+        *,
+        description: object = UNSET,
+        archived: object = UNSET,
+    ) -> ModelView:
         with self.store.write() as s:
             model = self._model(s, caller, project, name, lock=True)
             if description is not UNSET:
@@ -234,9 +296,17 @@ class RegistryService:
             model.updated_at = utcnow()
         return self.get_model(caller, project, name)
 
-    def update_version(self, caller: Caller, project: str, name: str, ref: str | int, *,
-                       description: object = UNSET, tags: object = UNSET,
-                       archived: object = UNSET) -> VersionView:
+    def update_version(
+        self,
+        caller: Caller,
+        project: str,
+        name: str,
+        ref: str | int,
+        *,
+        description: object = UNSET,
+        tags: object = UNSET,
+        archived: object = UNSET,
+    ) -> VersionView:
         with self.store.write() as s:
             model = self._model(s, caller, project, name, lock=True)
             row = self._version(model, ref)
@@ -251,8 +321,15 @@ class RegistryService:
             number = row.version
         return self.get_version(caller, project, name, number)
 
-    def set_alias(self, caller: Caller, project: str, name: str, alias: object,
-                  version: object, expected_version: object = UNSET) -> ModelDetail:
+    def set_alias(
+        self,
+        caller: Caller,
+        project: str,
+        name: str,
+        alias: object,
+        version: object,
+        expected_version: object = UNSET,
+    ) -> ModelDetail:
         """Point ``alias`` at ``version``; with ``expected_version``, only if nobody moved it."""
         check_alias(alias)
         assert isinstance(alias, str)
@@ -267,8 +344,11 @@ class RegistryService:
                 raise Conflict(
                     f"alias {alias!r} of {name} now points to "
                     f"{'v' + str(current_number) if current_number else 'no version'}",
-                    {"alias": alias, "current_version": current_number,
-                     "hint": "Someone moved it meanwhile; reload and try again."},
+                    {
+                        "alias": alias,
+                        "current_version": current_number,
+                        "hint": "Someone moved it meanwhile; reload and try again.",
+                    },
                 )
             self._point_alias(s, model, alias, row, caller)
             model.updated_at = utcnow()
@@ -287,8 +367,13 @@ class RegistryService:
     def delete_model(self, caller: Caller, project: str, name: str) -> None:
         with self.store.read() as s:
             model_id = self._model(s, caller, project, name).id
-        self._delete_with_files(caller, project, name, self.artifacts.models / str(model_id),
-                                lambda s, model: s.delete(model))
+        self._delete_with_files(
+            caller,
+            project,
+            name,
+            self.artifacts.models / str(model_id),
+            lambda s, model: s.delete(model),
+        )
 
     def delete_version(self, caller: Caller, project: str, name: str, ref: str | int) -> None:
         with self.store.read() as s:
@@ -301,8 +386,9 @@ class RegistryService:
 
         self._delete_with_files(caller, project, name, folder, remove)
 
-    def _delete_with_files(self, caller: Caller, project: str, name: str, folder: Path,
-                           remove: Any) -> None:
+    def _delete_with_files(
+        self, caller: Caller, project: str, name: str, folder: Path, remove: Any
+    ) -> None:
         """Rows and files go together: files move to trash first and come back on failure."""
         trashed = None
         try:
@@ -319,19 +405,23 @@ class RegistryService:
     # -- helpers -----------------------------------------------------------------------------
 
     @staticmethod
+    @functools.cache
     def _summary_query() -> Select[Any]:
-        stats = (
-            select(ModelVersion.model_id, func.max(ModelVersion.version).label("latest"),
-                   func.count(ModelVersion.id).label("n"))
-            .group_by(ModelVersion.model_id).subquery()
+        """Models with their latest version, count and flavor: correlated look-ups that use
+        the (model_id, version) index, so a page costs the same with 10 or 10,000 versions."""
+        versions = ModelVersion.__table__.alias("v")
+        of_model = versions.c.model_id == RegisteredModel.id
+        latest = select(func.max(versions.c.version)).where(of_model).scalar_subquery()
+        count = select(func.count()).select_from(versions).where(of_model).scalar_subquery()
+        flavor = (
+            select(versions.c.flavor)
+            .where(of_model)
+            .order_by(versions.c.version.desc())
+            .limit(1)
+            .scalar_subquery()
         )
-        latest = ModelVersion.__table__.alias("latest_row")
-        return (
-            select(RegisteredModel, Project.name, stats.c.latest, stats.c.n, latest.c.flavor)
-            .join(Project, Project.id == RegisteredModel.project_id)
-            .outerjoin(stats, stats.c.model_id == RegisteredModel.id)
-            .outerjoin(latest, (latest.c.model_id == RegisteredModel.id)
-                       & (latest.c.version == stats.c.latest))
+        return select(RegisteredModel, Project.name, latest, count, flavor).join(
+            Project, Project.id == RegisteredModel.project_id
         )
 
     @staticmethod
@@ -345,29 +435,38 @@ class RegistryService:
                 .where(ModelAlias.model_id.in_(ids))
             ):
                 aliases[model_id][alias] = number
-        return [ModelView.of(model, project, latest, n or 0, flavor, aliases[model.id])
-                for model, project, latest, n, flavor in rows]
+        return [
+            ModelView.of(model, project, latest, n or 0, flavor, aliases[model.id])
+            for model, project, latest, n, flavor in rows
+        ]
 
-    def _model(self, s: Session, caller: Caller, project: str, name: str,
-               lock: bool = False) -> RegisteredModel:
+    def _model(
+        self, s: Session, caller: Caller, project: str, name: str, lock: bool = False
+    ) -> RegisteredModel:
         project_row = self.projects.resolve(s, caller, project)
-        query = (select(RegisteredModel)
-                 .where(RegisteredModel.project_id == project_row.id,
-                        RegisteredModel.name == name)
-                 .options(selectinload(RegisteredModel.versions),
-                          selectinload(RegisteredModel.aliases).selectinload(ModelAlias.version)))
+        query = (
+            select(RegisteredModel)
+            .where(RegisteredModel.project_id == project_row.id, RegisteredModel.name == name)
+            .options(
+                selectinload(RegisteredModel.versions),
+                selectinload(RegisteredModel.aliases).selectinload(ModelAlias.version),
+            )
+        )
         model = s.scalars(query.with_for_update() if lock else query).first()
         if model is None:
-            raise NotFound(f"model {name!r} not found in project {project!r}",
-                           "GET /cube/api/v1/models lists the models you can see.")
+            raise NotFound(
+                f"model {name!r} not found in project {project!r}",
+                "GET /cube/api/v1/models lists the models you can see.",
+            )
         return model
 
     @staticmethod
     def _lock_model(s: Session, project_id: int, name: str) -> RegisteredModel | None:
-        return s.scalars(select(RegisteredModel)
-                         .where(RegisteredModel.project_id == project_id,
-                                RegisteredModel.name == name)
-                         .with_for_update()).first()
+        return s.scalars(
+            select(RegisteredModel)
+            .where(RegisteredModel.project_id == project_id, RegisteredModel.name == name)
+            .with_for_update()
+        ).first()
 
     @staticmethod
     def _version(model: RegisteredModel, ref: str | int) -> ModelVersion:
@@ -381,9 +480,11 @@ class RegistryService:
             row = alias.version if alias else None
         if row is None:
             known = ", ".join(str(v.version) for v in model.versions[:10]) or "none"
-            raise NotFound(f"model {model.name!r} has no version {text!r}",
-                           f"Versions: {known}; aliases: "
-                           f"{', '.join(a.alias for a in model.aliases) or 'none'}.")
+            raise NotFound(
+                f"model {model.name!r} has no version {text!r}",
+                f"Versions: {known}; aliases: "
+                f"{', '.join(a.alias for a in model.aliases) or 'none'}.",
+            )
         return row
 
     @staticmethod
@@ -394,12 +495,14 @@ class RegistryService:
         return out
 
     @staticmethod
-    def _point_alias(s: Session, model: RegisteredModel, alias: str, row: ModelVersion,
-                     caller: Caller) -> None:
+    def _point_alias(
+        s: Session, model: RegisteredModel, alias: str, row: ModelVersion, caller: Caller
+    ) -> None:
         current = next((a for a in model.aliases if a.alias == alias), None)
         if current is None:
-            model.aliases.append(ModelAlias(alias=alias, version=row, version_id=row.id,
-                                            updated_by=caller.username))
+            model.aliases.append(
+                ModelAlias(alias=alias, version=row, version_id=row.id, updated_by=caller.username)
+            )
         else:
             current.version = row
             current.version_id = row.id

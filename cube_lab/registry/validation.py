@@ -26,8 +26,7 @@ def check_metrics(metrics: object) -> dict[str, float]:
     if metrics is None:
         return {}
     if not isinstance(metrics, dict):
-        raise InvalidInput("metrics must be an object of name -> number",
-                           'e.g. {"accuracy": 0.93}')
+        raise InvalidInput("metrics must be an object of name -> number", 'e.g. {"accuracy": 0.93}')
     out: dict[str, float] = {}
     for key, value in metrics.items():
         if not isinstance(key, str) or not key:
@@ -36,8 +35,9 @@ def check_metrics(metrics: object) -> dict[str, float]:
             try:
                 value = float(value)  # "0.93" from the CLI or a form
             except (TypeError, ValueError):
-                raise InvalidInput(f"metric {key!r} must be a number, got {value!r}",
-                                   'e.g. {"accuracy": 0.93}') from None
+                raise InvalidInput(
+                    f"metric {key!r} must be a number, got {value!r}", 'e.g. {"accuracy": 0.93}'
+                ) from None
         if not math.isfinite(value):
             raise InvalidInput(f"metric {key!r} must be finite, got {value!r}")
         out[key] = value
@@ -48,14 +48,17 @@ def check_mapping(value: object, what: str, scalar_only: bool = True) -> dict[st
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInput(f"{what} must be an object of name -> value",
-                           f'e.g. {{"n_estimators": 100}} for {what}')
+        raise InvalidInput(
+            f"{what} must be an object of name -> value", f'e.g. {{"n_estimators": 100}} for {what}'
+        )
     for key, item in value.items():
         if not isinstance(key, str) or not key:
             raise InvalidInput(f"{what} names must be non-empty strings")
         if scalar_only and not (item is None or isinstance(item, str | int | float | bool)):
-            raise InvalidInput(f"{what}[{key!r}] must be a string, number, boolean or null",
-                               f"got {type(item).__name__}")
+            raise InvalidInput(
+                f"{what}[{key!r}] must be a string, number, boolean or null",
+                f"got {type(item).__name__}",
+            )
     return dict(value)
 
 

@@ -41,13 +41,24 @@ class VersionView:
     @classmethod
     def of(cls, row: ModelVersion, project: str, model: str, aliases: list[str]) -> VersionView:
         return cls(
-            id=row.id, project=project, model=model, version=row.version, flavor=row.flavor,
-            format=row.format, artifact_name=row.artifact_name, description=row.description,
-            params=dict(row.params or {}), metrics=dict(row.metrics or {}),
-            tags=dict(row.tags or {}), aliases=sorted(aliases), archived=row.archived,
+            id=row.id,
+            project=project,
+            model=model,
+            version=row.version,
+            flavor=row.flavor,
+            format=row.format,
+            artifact_name=row.artifact_name,
+            description=row.description,
+            params=dict(row.params or {}),
+            metrics=dict(row.metrics or {}),
+            tags=dict(row.tags or {}),
+            aliases=sorted(aliases),
+            archived=row.archived,
             lineage=Lineage(row.source, row.pipeline_run_id, row.training_job_id),
-            created_by=row.created_by, created_at=aware(row.created_at),
-            size_bytes=row.size_bytes, checksum=row.checksum,
+            created_by=row.created_by,
+            created_at=aware(row.created_at),
+            size_bytes=row.size_bytes,
+            checksum=row.checksum,
         )
 
 
@@ -67,13 +78,28 @@ class ModelView:
     aliases: dict[str, int]
 
     @classmethod
-    def of(cls, row: RegisteredModel, project: str, latest: int | None, count: int,
-           flavor: str | None, aliases: dict[str, int]) -> ModelView:
+    def of(
+        cls,
+        row: RegisteredModel,
+        project: str,
+        latest: int | None,
+        count: int,
+        flavor: str | None,
+        aliases: dict[str, int],
+    ) -> ModelView:
         return cls(
-            id=row.id, project=project, name=row.name, description=row.description,
-            owner=row.owner, archived=row.archived, created_at=aware(row.created_at),
-            updated_at=aware(row.updated_at), latest_version=latest, version_count=count,
-            flavor=flavor, aliases=dict(sorted(aliases.items())),
+            id=row.id,
+            project=project,
+            name=row.name,
+            description=row.description,
+            owner=row.owner,
+            archived=row.archived,
+            created_at=aware(row.created_at),
+            updated_at=aware(row.updated_at),
+            latest_version=latest,
+            version_count=count,
+            flavor=flavor,
+            aliases=dict(sorted(aliases.items())),
         )
 
 

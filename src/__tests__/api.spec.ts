@@ -57,7 +57,8 @@ describe('cube-lab REST client', () => {
   });
 
   const lastCall = () => {
-    const [url, init] = makeRequest.mock.calls[makeRequest.mock.calls.length - 1];
+    const [url, init] =
+      makeRequest.mock.calls[makeRequest.mock.calls.length - 1];
     return { url: url as string, init: init as RequestInit };
   };
 
@@ -69,9 +70,9 @@ describe('cube-lab REST client', () => {
     });
 
     it('builds query strings and skips empty values', () => {
-      expect(queryString({ q: 'a b&c', project: '', limit: 10, x: undefined })).toBe(
-        '?q=a%20b%26c&limit=10'
-      );
+      expect(
+        queryString({ q: 'a b&c', project: '', limit: 10, x: undefined })
+      ).toBe('?q=a%20b%26c&limit=10');
       expect(queryString({})).toBe('');
     });
 
@@ -172,7 +173,9 @@ describe('cube-lab REST client', () => {
       expect(lastCall().url).toBe(
         `${BASE}cube/api/v1/projects/alice/models/iris/aliases/production`
       );
-      expect(JSON.parse(lastCall().init.body as string)).toEqual({ version: 3 });
+      expect(JSON.parse(lastCall().init.body as string)).toEqual({
+        version: 3
+      });
 
       await setAlias('alice', 'iris', 'production', 4, null, settings);
       expect(JSON.parse(lastCall().init.body as string)).toEqual({

@@ -42,8 +42,11 @@ describe('alias validation', () => {
 
   it('rejects numbers, blanks and odd characters', () => {
     expect(validateAlias('')).toMatch(/required/);
-    expect(validateAlias('3')).toMatch(/cannot be a number/);
+    expect(validateAlias('3')).toMatch(/starts with a letter/);
     expect(validateAlias('prod env')).toMatch(/only contain/);
+    expect(validateAlias('prod.v1')).toMatch(/only contain/);
+    expect(validateAlias('latest')).toMatch(/reserved/);
+    expect(validateAlias('a'.repeat(65))).toMatch(/at most 64/);
   });
 });
 

@@ -33,7 +33,8 @@ export const MODELS_SECTION_RANK = 100;
 
 export const modelsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'cube-lab:models',
-  description: 'The cube-lab model registry: browse, compare and register models.',
+  description:
+    'The cube-lab model registry: browse, compare and register models.',
   autoStart: true,
   requires: [ICubeSidebar, ITranslator],
   optional: [ICommandPalette, ILauncher, IFileBrowserFactory, ILayoutRestorer],
@@ -145,7 +146,9 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
         },
         name: w => {
           const route = w.content.model.state.route;
-          return route.kind === 'list' ? 'list' : `${route.project}/${route.name}`;
+          return route.kind === 'list'
+            ? 'list'
+            : `${route.project}/${route.name}`;
         }
       });
     }

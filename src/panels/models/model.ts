@@ -117,7 +117,10 @@ export class ModelsModel {
         route.kind === 'version' &&
         !(
           s.version &&
-          sameModel(route, { project: s.version.project, name: s.version.model }) &&
+          sameModel(route, {
+            project: s.version.project,
+            name: s.version.model
+          }) &&
           s.version.version === route.version
         )
       ) {

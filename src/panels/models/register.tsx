@@ -21,7 +21,13 @@ export interface IRegisterValues {
   flavor: string;
 }
 
-export const FLAVORS = ['sklearn', 'pytorch', 'transformers', 'onnx', 'generic'];
+export const FLAVORS = [
+  'sklearn',
+  'pytorch',
+  'transformers',
+  'onnx',
+  'generic'
+];
 
 /** The project a new model goes to by default: my personal project. */
 export function defaultProject(me: WhoAmI): string {
@@ -124,7 +130,9 @@ export class RegisterForm
     this._description.name = 'description';
     this._description.className = 'jp-mod-styled cube-Form-input';
     this._description.rows = 3;
-    this._description.placeholder = trans.__('Optional: what changed, data used…');
+    this._description.placeholder = trans.__(
+      'Optional: what changed, data used…'
+    );
     this._description.value = values.description;
     form.appendChild(this._field(trans.__('Description'), this._description));
 
@@ -188,7 +196,9 @@ export class RegisterForm
     this._name.setAttribute('aria-invalid', problem ? 'true' : 'false');
     this._nameHint.textContent =
       problem ??
-      this._trans.__('Letters, digits, ".", "_" and "-"; up to 128 characters.');
+      this._trans.__(
+        'Letters, digits, ".", "_" and "-"; up to 128 characters.'
+      );
     this._nameHint.classList.toggle('cube-mod-error', !!problem);
   }
 

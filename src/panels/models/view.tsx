@@ -467,9 +467,7 @@ function ModelItem(props: {
           </span>
         )}
         {item.flavor && <span className="cube-Flavor">{item.flavor}</span>}
-        <span>
-          {trans._n('%1 version', '%1 versions', item.version_count)}
-        </span>
+        <span>{trans._n('%1 version', '%1 versions', item.version_count)}</span>
       </div>
       {aliases.length > 0 && (
         <div className="cube-ModelItem-aliases">
@@ -627,10 +625,10 @@ function ModelDetailBody(props: {
         </div>
         <div className="cube-Header-meta">
           <span title={trans.__('Project')}>{detail.project}</span>
-          {detail.flavor && <span className="cube-Flavor">{detail.flavor}</span>}
-          <span>
-            {trans.__('owner %1', detail.owner)}
-          </span>
+          {detail.flavor && (
+            <span className="cube-Flavor">{detail.flavor}</span>
+          )}
+          <span>{trans.__('owner %1', detail.owner)}</span>
           <span>
             {trans.__('updated')} <RelativeTime value={detail.updated_at} />
           </span>
@@ -677,7 +675,9 @@ function ModelDetailBody(props: {
             }
           />
           <ToolButton
-            label={detail.archived ? trans.__('Unarchive') : trans.__('Archive')}
+            label={
+              detail.archived ? trans.__('Unarchive') : trans.__('Archive')
+            }
             title={
               detail.archived
                 ? trans.__('Show this model in the list again')
@@ -702,7 +702,9 @@ function ModelDetailBody(props: {
         </div>
       </header>
       {versions.length === 0 ? (
-        <div className="cube-Muted">{trans.__('This model has no versions.')}</div>
+        <div className="cube-Muted">
+          {trans.__('This model has no versions.')}
+        </div>
       ) : (
         <table className="cube-Table cube-VersionsTable">
           <thead>
@@ -780,7 +782,9 @@ function ModelDetailBody(props: {
                       key={m}
                       className={`cube-col-metric cube-col-metric-${i} cube-num`}
                     >
-                      {m in (v.metrics ?? {}) ? formatMetric(v.metrics[m]) : '—'}
+                      {m in (v.metrics ?? {})
+                        ? formatMetric(v.metrics[m])
+                        : '—'}
                     </td>
                   ))}
                   <td className="cube-col-size cube-num">
@@ -961,7 +965,9 @@ function VersionDetailBody(props: {
             title={trans.__('Download the artifact')}
           >
             <downloadIcon.react tag="span" className="cube-ToolButton-icon" />
-            <span className="cube-ToolButton-label">{trans.__('Download')}</span>
+            <span className="cube-ToolButton-label">
+              {trans.__('Download')}
+            </span>
           </a>
           <ToolButton
             label={v.archived ? trans.__('Unarchive') : trans.__('Archive')}

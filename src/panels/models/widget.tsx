@@ -11,11 +11,7 @@ import {
   showDialog
 } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import {
-  refreshIcon,
-  Toolbar,
-  ToolbarButton
-} from '@jupyterlab/ui-components';
+import { refreshIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-components';
 import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { Debouncer, Poll } from '@lumino/polling';
@@ -113,7 +109,11 @@ export class ModelsPanel extends ReactWidget {
 
   protected render(): JSX.Element {
     return (
-      <ModelsView model={this.model} actions={this._actions} trans={this._trans} />
+      <ModelsView
+        model={this.model}
+        actions={this._actions}
+        trans={this._trans}
+      />
     );
   }
 
@@ -173,7 +173,9 @@ export class ModelsPanel extends ReactWidget {
       openPath: path => {
         void this._commands
           .execute('docmanager:open', { path })
-          .catch(reason => reportError(trans, trans.__('Cannot open %1', path), reason));
+          .catch(reason =>
+            reportError(trans, trans.__('Cannot open %1', path), reason)
+          );
       },
       copy: (text, what) => {
         Clipboard.copyToSystem(text);
@@ -215,7 +217,12 @@ export class ModelsPanel extends ReactWidget {
         );
         if (ok) {
           Notification.success(
-            trans.__('Alias "%1" now points at %2 v%3.', alias, v.model, v.version),
+            trans.__(
+              'Alias "%1" now points at %2 v%3.',
+              alias,
+              v.model,
+              v.version
+            ),
             { autoClose: 4000 }
           );
         }

@@ -1,0 +1,77 @@
+# cube-lab: `make lab` sets everything up and starts JupyterLab; `make test` runs every check.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+JLPM := $(BIN)/jlpm
+STAMP := $(VENV)/.cube-lab-installed
+UI_STAMP := ui-tests/node_modules/.cube-lab-installed
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+export MLFLOW_DISABLE_TELEMETRY := true
+
+.PHONY: lab test install lint pytest jest ui-test wheel benchmark clean chromium
+
+# -- setup -------------------------------------------------------------------------
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# Build tools first, then cube-lab itself without build isolation (no second
+# JupyterLab download); the lab extension is built by hatch-jupyter-builder.
+$(STAMP): $(PY) pyproject.toml package.json
+	$(PY) -m pip install -q "hatchling>=1.5" "hatch-jupyter-builder>=0.5" \
+		"hatch-nodejs-version>=0.3.2" editables "jupyterlab>=4.2,<5"
+	$(PY) -m pip install -q -e ".[test]" --no-build-isolation
+	$(BIN)/jupyter labextension develop --overwrite . >/dev/null
+	$(BIN)/jupyter kernelspec install kernels/cube-lab --sys-prefix --name cube-lab >/dev/null
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+# -- the main job: JupyterLab with cube-lab on the embedded default -----------------
+
+lab: install
+	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG)
+
+# -- checks ------------------------------------------------------------------------------
+
+lint: install
+	$(BIN)/ruff check cube_lab tests benchmarks
+	$(BIN)/ruff format --check cube_lab tests benchmarks
+	$(JLPM) lint:check
+
+pytest: install
+	$(BIN)/pytest -q
+
+jest: install
+	$(JLPM) test
+
+chromium:
+	@command -v chromium >/dev/null || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
+
+$(UI_STAMP): ui-tests/package.json $(STAMP)
+	cd ui-tests && ../$(JLPM) install
+	@touch $(UI_STAMP)
+
+ui-test: install chromium $(UI_STAMP)
+	$(JLPM) build
+	cd ui-tests && ../$(JLPM) test
+
+# The wheel must carry the built lab extension, so `pip install` needs no Node.
+wheel: install
+	rm -rf dist && $(PY) -m build --wheel --no-isolation >/dev/null
+	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "labextensions/cube-lab/static/style.js"
+	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "jupyter_server_config.d/cube_lab.json"
+	@echo "wheel OK: $$(ls dist/*.whl)"
+
+test: lint pytest jest wheel ui-test
+
+benchmark: install
+	$(PY) benchmarks/registry_list.py
+
+clean:
+	rm -rf $(VENV) node_modules ui-tests/node_modules lib cube_lab/labextension dist

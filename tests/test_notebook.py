@@ -1,0 +1,77 @@
+"""A notebook run in the "Python 3 (cube-lab)" kernel registers models with the magic."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+from cube_lab.identity import Caller
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_notebook(cells: list[str], cwd: Path, env: dict[str, str]) -> Any:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = NotebookClient(
+        nb,
+        kernel_name="cube-lab",
+        timeout=180,
+        allow_errors=True,
+        resources={"metadata": {"path": str(cwd)}},
+    )
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return nb
+
+
+def outputs(cell: Any) -> str:
+    return "\n".join(o.get("text", "") or o.get("evalue", "") for o in cell.outputs)
+
+
+def test_cube_register_magic_in_the_cube_lab_kernel(tmp_path: Path, settings: Any, ws: Any) -> None:
+    (tmp_path / "weights.bin").write_bytes(b"w" * 10)
+    env = {
+        "JUPYTER_PATH": str(REPO),
+        "CUBE_LAB_DATA_DIR": str(settings.data_dir),
+        "CUBE_LAB_USER": "alice",
+        "JPY_SESSION_NAME": "experiments/iris.ipynb",
+    }
+    nb = run_notebook(
+        [
+            "from sklearn.datasets import load_iris\n"
+            "from sklearn.linear_model import LogisticRegression\n"
+            "X, y = load_iris(return_X_y=True)\n"
+            "clf = LogisticRegression(max_iter=500).fit(X, y)",
+            "%cube_register iris clf --metric accuracy=0.97 --param max_iter=500 --alias staging",
+            "%cube_register iris weights.bin --flavor generic",
+            "%cube_register 'bad name' weights.bin",
+            "from cube_lab.registry import register\n"
+            "v = register('weights.bin', name='raw', tags={'k': 'v'})\n"
+            "print(v.model, v.version, v.lineage.source)",
+        ],
+        tmp_path,
+        env,
+    )
+    texts = [outputs(c) for c in nb.cells]
+    assert "Registered iris v1 (sklearn" in texts[1], texts[1]
+    assert "Registered iris v2 (generic" in texts[2], texts[2]
+    assert "invalid model name" in texts[3] and "Traceback" not in texts[3]
+    assert "raw 1 experiments/iris.ipynb" in texts[4], texts[4]
+    detail = ws.registry.get_model(Caller("alice"), "alice", "iris")
+    v1 = detail.versions[1]
+    assert (v1.flavor, v1.format, v1.metrics, v1.params) == (
+        "sklearn",
+        "mlflow",
+        {"accuracy": 0.97},
+        {"max_iter": 500},
+    )
+    assert v1.lineage.source == "experiments/iris.ipynb" and detail.aliases == {"staging": 1}

@@ -1,0 +1,61 @@
+/**
+ * Playwright configuration for the cube-lab Galata tests.
+ *
+ * Uses a system Chromium (CHROMIUM_PATH, default /usr/bin/chromium) when one
+ * is there, so no browser download is needed.
+ */
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
+
+const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const launchOptions = fs.existsSync(chromium)
+  ? {
+      executablePath: chromium,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync'
+      ]
+    }
+  : {};
+
+// One temporary folder per run for the server, its kernels and cube-lab.
+const tmp =
+  process.env.CUBE_LAB_UI_TMP ||
+  fs.mkdtempSync(path.join(os.tmpdir(), 'cube-lab-ui-'));
+process.env.CUBE_LAB_UI_TMP = tmp;
+const env = {
+  CUBE_LAB_UI_TMP: tmp,
+  JUPYTER_CONFIG_DIR: path.join(tmp, 'config'),
+  JUPYTER_DATA_DIR: path.join(tmp, 'data'),
+  JUPYTER_RUNTIME_DIR: path.join(tmp, 'runtime'),
+  IPYTHONDIR: path.join(tmp, 'ipython'),
+  MLFLOW_DISABLE_TELEMETRY: 'true'
+};
+
+module.exports = {
+  ...baseConfig,
+  workers: 1,
+  retries: process.env.CI ? 1 : 0,
+  use: {
+    ...baseConfig.use,
+    // Video needs Playwright's own ffmpeg download.
+    video: 'off',
+    trace: 'retain-on-failure',
+    launchOptions
+  },
+  webServer: {
+    command: 'jlpm start',
+    url: 'http://localhost:8888/lab',
+    timeout: 120 * 1000,
+    reuseExistingServer: !process.env.CI,
+    env: { ...process.env, ...env }
+  }
+};
