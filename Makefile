@@ -5,12 +5,14 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 JLPM := $(BIN)/jlpm
 STAMP := $(VENV)/.cube-lab-installed
+TEST_STAMP := $(VENV)/.cube-lab-test-installed
 UI_STAMP := ui-tests/node_modules/.cube-lab-installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export MLFLOW_DISABLE_TELEMETRY := true
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: lab test install lint pytest jest ui-test wheel benchmark clean chromium
+.PHONY: lab test install install-test lint pytest jest ui-test wheel benchmark clean chromium
 
 # -- setup -------------------------------------------------------------------------
 
@@ -23,12 +25,19 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml package.json
 	$(PY) -m pip install -q "hatchling>=1.5" "hatch-jupyter-builder>=0.5" \
 		"hatch-nodejs-version>=0.3.2" editables "jupyterlab>=4.2,<5"
-	$(PY) -m pip install -q -e ".[test]" --no-build-isolation
+	$(PY) -m pip install -q -e . --no-build-isolation
 	$(BIN)/jupyter labextension develop --overwrite . >/dev/null
 	$(BIN)/jupyter kernelspec install kernels/cube-lab --sys-prefix --name cube-lab >/dev/null
 	@touch $(STAMP)
 
+# Test tools (pytest, torch CPU, scikit-learn, ...): only `make test` needs them.
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e ".[test]" --no-build-isolation
+	@touch $(TEST_STAMP)
+
 install: $(STAMP)
+
+install-test: $(TEST_STAMP)
 
 # -- the main job: JupyterLab with cube-lab on the embedded default -----------------
 
@@ -37,15 +46,15 @@ lab: install
 
 # -- checks ------------------------------------------------------------------------------
 
-lint: install
+lint: install-test
 	$(BIN)/ruff check cube_lab tests benchmarks
 	$(BIN)/ruff format --check cube_lab tests benchmarks
 	$(JLPM) lint:check
 
-pytest: install
+pytest: install-test
 	$(BIN)/pytest -q
 
-jest: install
+jest: install-test
 	$(JLPM) test
 
 chromium:
@@ -53,16 +62,16 @@ chromium:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
 
-$(UI_STAMP): ui-tests/package.json $(STAMP)
+$(UI_STAMP): ui-tests/package.json $(TEST_STAMP)
 	cd ui-tests && ../$(JLPM) install
 	@touch $(UI_STAMP)
 
-ui-test: install chromium $(UI_STAMP)
+ui-test: install-test chromium $(UI_STAMP)
 	$(JLPM) build
 	cd ui-tests && ../$(JLPM) test
 
 # The wheel must carry the built lab extension, so `pip install` needs no Node.
-wheel: install
+wheel: install-test
 	rm -rf dist && $(PY) -m build --wheel --no-isolation >/dev/null
 	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "labextensions/cube-lab/static/style.js"
 	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "jupyter_server_config.d/cube_lab.json"
@@ -70,7 +79,7 @@ wheel: install
 
 test: lint pytest jest wheel ui-test
 
-benchmark: install
+benchmark: install-test
 	$(PY) benchmarks/registry_list.py
 
 clean:
