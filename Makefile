@@ -12,7 +12,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export MLFLOW_DISABLE_TELEMETRY := true
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: lab test install install-test lint pytest jest ui-test wheel benchmark clean chromium
+.PHONY: lab test install install-test lint pytest jest ui-test wheel benchmark clean chromium postgres
 
 # -- setup -------------------------------------------------------------------------
 
@@ -51,16 +51,21 @@ lint: install-test
 	$(BIN)/ruff format --check cube_lab tests benchmarks
 	$(JLPM) lint:check
 
-pytest: install-test
+pytest: install-test postgres
 	$(BIN)/pytest -q
 
 jest: install-test
 	$(JLPM) test
 
+# System packages the tests drive for real: Chromium (UI tests), PostgreSQL (store tests).
+APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	$$SUDO apt-get update -q && $$SUDO apt-get install -y -q
+
 chromium:
-	@command -v chromium >/dev/null || { \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium; }
+	@command -v chromium >/dev/null || { $(APT_INSTALL) chromium; }
+
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(APT_INSTALL) postgresql; }
 
 $(UI_STAMP): ui-tests/package.json $(TEST_STAMP)
 	cd ui-tests && ../$(JLPM) install

@@ -294,7 +294,7 @@ test.describe('cube-lab models', () => {
     await expect(detail.locator('.cube-Header')).toContainText('onnx');
     await expect(detail.locator('.cube-Description')).toHaveText('Exported from PyTorch');
     await expect(
-      page.locator('.jp-Notification-Toast-success', { hasText: 'Registered onnx-classifier' })
+      page.getByRole('alert').filter({ hasText: 'Registered onnx-classifier version' })
     ).toBeVisible();
 
     const list = await request.get(`${base}${API}/models?q=onnx-classifier`);

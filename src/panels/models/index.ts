@@ -60,7 +60,8 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
       }
       void commands.execute(CommandIDs.openModelTab, {
         project: route.project,
-        name: route.name
+        name: route.name,
+        ...(route.kind === 'version' ? { version: route.version } : {})
       });
     };
 
@@ -95,6 +96,10 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
       execute: args => {
         const project = String(args.project ?? '');
         const name = String(args.name ?? '');
+        const version = Number(args.version);
+        const route: ModelsRoute = Number.isInteger(version)
+          ? { kind: 'version', project, name, version }
+          : { kind: 'model', project, name };
         const existing = tracker.find(
           w =>
             w.content.model.state.route.kind !== 'list' &&
@@ -103,6 +108,7 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
             (w.content.model.state.route as { name: string }).name === name
         );
         if (existing) {
+          existing.content.navigate(route);
           shell.activateById(existing.id);
           return existing;
         }
@@ -110,7 +116,7 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
           settings: sidebar.settings,
           commands,
           translator,
-          route: { kind: 'model', project, name }
+          route
         });
         const widget = new MainAreaWidget({ content });
         widget.id = `cube-lab-model-${encodeURIComponent(project)}-${encodeURIComponent(name)}`;

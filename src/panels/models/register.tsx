@@ -21,6 +21,9 @@ export interface IRegisterValues {
   flavor: string;
 }
 
+/** Show a "Registering…" notice when the server takes longer than this. */
+const PENDING_NOTICE_MS = 1000;
+
 export const FLAVORS = [
   'sklearn',
   'pytorch',
@@ -65,10 +68,27 @@ export class RegisterForm
     const kind = document.createElement('span');
     kind.textContent = isDirectory ? trans.__('Folder') : trans.__('File');
     const code = document.createElement('code');
-    code.textContent = path;
+    code.textContent = path.length > 56 ? `…${path.slice(-55)}` : path;
     code.title = path;
     what.append(kind, ' ', code);
     form.appendChild(what);
+
+    if (options.error) {
+      const box = document.createElement('div');
+      box.className = 'cube-Error';
+      box.setAttribute('role', 'alert');
+      const title = document.createElement('div');
+      title.className = 'cube-Error-title';
+      title.textContent = options.error.error;
+      box.appendChild(title);
+      if (options.error.detail) {
+        const detail = document.createElement('pre');
+        detail.className = 'cube-Error-detail';
+        detail.textContent = options.error.detail;
+        box.appendChild(detail);
+      }
+      form.appendChild(box);
+    }
 
     // Name
     this._name = document.createElement('input');
@@ -142,23 +162,6 @@ export class RegisterForm
       'A model name that exists in the project gets a new version.'
     );
     form.appendChild(note);
-
-    if (options.error) {
-      const box = document.createElement('div');
-      box.className = 'cube-Error';
-      box.setAttribute('role', 'alert');
-      const title = document.createElement('div');
-      title.className = 'cube-Error-title';
-      title.textContent = options.error.error;
-      box.appendChild(title);
-      if (options.error.detail) {
-        const detail = document.createElement('pre');
-        detail.className = 'cube-Error-detail';
-        detail.textContent = options.error.detail;
-        box.appendChild(detail);
-      }
-      form.appendChild(box);
-    }
 
     this.node.appendChild(form);
     this._validate();
@@ -270,11 +273,16 @@ export async function registerPathAsModel(options: {
       continue;
     }
 
-    const id = Notification.emit(
-      trans.__('Registering %1 as model %2…', path, values.name),
-      'in-progress',
-      { autoClose: false }
-    );
+    // Big folders take a while to copy: say so when it is not instant.
+    // (Emitting and updating a toast at once can lose the update.)
+    let pending: string | null = null;
+    const timer = window.setTimeout(() => {
+      pending = Notification.emit(
+        trans.__('Registering %1 as %2…', path, values.name),
+        'in-progress',
+        { autoClose: false }
+      );
+    }, PENDING_NOTICE_MS);
     try {
       const version = await registerModel({
         name: values.name,
@@ -283,20 +291,29 @@ export async function registerPathAsModel(options: {
         flavor: values.flavor || undefined,
         description: values.description || undefined
       });
-      Notification.update({
-        id,
-        message: trans.__(
-          'Registered %1 version %2 in project %3.',
-          version.model,
-          version.version,
-          version.project
-        ),
-        type: 'success',
-        autoClose: 5000
-      });
+      window.clearTimeout(timer);
+      const message = trans.__(
+        'Registered %1 version %2 in project %3.',
+        version.model,
+        version.version,
+        version.project
+      );
+      if (pending) {
+        Notification.update({
+          id: pending,
+          message,
+          type: 'success',
+          autoClose: 5000
+        });
+      } else {
+        Notification.success(message, { autoClose: 5000 });
+      }
       return version;
     } catch (reason) {
-      Notification.dismiss(id);
+      window.clearTimeout(timer);
+      if (pending) {
+        Notification.dismiss(pending);
+      }
       error = describeError(reason);
     }
   }

@@ -45,10 +45,15 @@ export interface IModelsActions {
 
 interface IViewProps {
   state: IModelsState;
+  /** Narrow container (the sidebar): stacked rows instead of wide tables. */
+  compact: boolean;
   model: ModelsModel;
   actions: IModelsActions;
   trans: TranslationBundle;
 }
+
+/** Below this width (px) the views use their compact layout. */
+const COMPACT_WIDTH = 480;
 
 /** Subscribe to the model and render the current route. */
 export function ModelsView(props: {
@@ -67,7 +72,22 @@ export function ModelsView(props: {
     };
   }, [model]);
 
-  const view = { ...props, state };
+  const root = React.useRef<HTMLDivElement>(null);
+  const [width, setWidth] = React.useState(0);
+  React.useEffect(() => {
+    const node = root.current;
+    if (!node || typeof ResizeObserver === 'undefined') {
+      return;
+    }
+    const observer = new ResizeObserver(entries => {
+      setWidth(entries[0]?.contentRect.width ?? 0);
+    });
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, []);
+  const compact = width < COMPACT_WIDTH;
+
+  const view = { ...props, state, compact };
   let body: JSX.Element;
   switch (state.route.kind) {
     case 'list':
@@ -84,7 +104,11 @@ export function ModelsView(props: {
       break;
   }
   return (
-    <div className="cube-Models" data-route={state.route.kind}>
+    <div
+      ref={root}
+      className={`cube-Models${compact ? ' cube-mod-compact' : ''}`}
+      data-route={state.route.kind}
+    >
       {body}
     </div>
   );
@@ -187,8 +211,10 @@ function Breadcrumbs(props: {
   items: { label: string; route?: ModelsRoute }[];
   actions: IModelsActions;
   trans: TranslationBundle;
+  /** Offer to open this route in a main-area tab. */
+  tabRoute?: ModelsRoute;
 }): JSX.Element {
-  const { items, actions, trans } = props;
+  const { items, actions, trans, tabRoute } = props;
   const back = [...items].reverse().find(i => i.route)?.route;
   return (
     <nav className="cube-Breadcrumbs" aria-label={trans.__('Location')}>
@@ -209,6 +235,7 @@ function Breadcrumbs(props: {
             <a
               href="#"
               className="cube-Breadcrumbs-link"
+              title={item.label}
               onClick={e => {
                 e.preventDefault();
                 actions.navigate(item.route!);
@@ -217,10 +244,22 @@ function Breadcrumbs(props: {
               {item.label}
             </a>
           ) : (
-            <span className="cube-Breadcrumbs-current">{item.label}</span>
+            <span className="cube-Breadcrumbs-current" title={item.label}>
+              {item.label}
+            </span>
           )}
         </React.Fragment>
       ))}
+      {tabRoute && actions.openInTab && (
+        <button
+          className="cube-IconButton cube-Breadcrumbs-tab"
+          title={trans.__('Open in a tab')}
+          aria-label={trans.__('Open in a tab')}
+          onClick={() => actions.openInTab!(tabRoute)}
+        >
+          <launchIcon.react tag="span" />
+        </button>
+      )}
     </nav>
   );
 }
@@ -552,7 +591,7 @@ function EmptyState(props: {
 /* -------------------------------------------------------------------------- */
 
 function ModelView(props: IViewProps): JSX.Element {
-  const { state, model, actions, trans } = props;
+  const { state, model, actions, trans, compact } = props;
   const route = state.route as Extract<ModelsRoute, { kind: 'model' }>;
   const detail =
     state.model &&
@@ -585,12 +624,18 @@ function ModelView(props: IViewProps): JSX.Element {
         model={model}
         actions={actions}
         trans={trans}
+        compact={compact}
       />
     );
   }
   return (
     <div className="cube-ModelView">
-      <Breadcrumbs items={crumbs} actions={actions} trans={trans} />
+      <Breadcrumbs
+        items={crumbs}
+        actions={actions}
+        trans={trans}
+        tabRoute={route}
+      />
       <div className="cube-Scroll">{content}</div>
     </div>
   );
@@ -602,17 +647,13 @@ function ModelDetailBody(props: {
   model: ModelsModel;
   actions: IModelsActions;
   trans: TranslationBundle;
+  compact: boolean;
 }): JSX.Element {
-  const { detail, state, model, actions, trans } = props;
+  const { detail, state, model, actions, trans, compact } = props;
   const versions = detail.versions ?? [];
-  const metrics = keyMetrics(versions);
-  const selection = state.selection;
   const aliases = Object.entries(detail.aliases ?? {});
-  const route: ModelsRoute = {
-    kind: 'model',
-    project: detail.project,
-    name: detail.name
-  };
+  const selection = state.selection;
+  const rowProps = { versions, selection, model, actions, trans };
   return (
     <>
       {state.error && (
@@ -620,15 +661,19 @@ function ModelDetailBody(props: {
       )}
       <header className="cube-Header">
         <div className="cube-Header-title">
-          <h2>{detail.name}</h2>
+          <h2 title={detail.name}>{detail.name}</h2>
           {detail.archived && <ArchivedBadge trans={trans} />}
         </div>
-        <div className="cube-Header-meta">
-          <span title={trans.__('Project')}>{detail.project}</span>
-          {detail.flavor && (
-            <span className="cube-Flavor">{detail.flavor}</span>
-          )}
-          <span>{trans.__('owner %1', detail.owner)}</span>
+        <div className="cube-Header-meta cube-mod-dotted">
+          <span
+            title={trans.__('Project %1, owner %2', detail.project, detail.owner)}
+          >
+            {detail.project}
+          </span>
+          {detail.flavor && <span className="cube-Flavor">{detail.flavor}</span>}
+          <span>
+            {trans._n('%1 version', '%1 versions', detail.version_count)}
+          </span>
           <span>
             {trans.__('updated')} <RelativeTime value={detail.updated_at} />
           </span>
@@ -653,31 +698,7 @@ function ModelDetailBody(props: {
         )}
         <div className="cube-Actions">
           <ToolButton
-            label={
-              selection.length >= 2
-                ? trans.__('Compare %1', selection.length)
-                : trans.__('Compare')
-            }
-            title={
-              selection.length >= 2
-                ? trans.__('Compare the selected versions')
-                : trans.__('Tick two or more versions to compare them')
-            }
-            disabled={selection.length < 2}
-            className="cube-CompareButton"
-            onClick={() =>
-              actions.navigate({
-                kind: 'compare',
-                project: detail.project,
-                name: detail.name,
-                versions: selection
-              })
-            }
-          />
-          <ToolButton
-            label={
-              detail.archived ? trans.__('Unarchive') : trans.__('Archive')
-            }
+            label={detail.archived ? trans.__('Unarchive') : trans.__('Archive')}
             title={
               detail.archived
                 ? trans.__('Show this model in the list again')
@@ -685,16 +706,9 @@ function ModelDetailBody(props: {
             }
             onClick={() => actions.setModelArchived(detail, !detail.archived)}
           />
-          {actions.openInTab && (
-            <ToolButton
-              icon={launchIcon}
-              label={trans.__('Open in tab')}
-              onClick={() => actions.openInTab!(route)}
-            />
-          )}
           <ToolButton
             icon={deleteIcon}
-            label={trans.__('Delete')}
+            label={trans.__('Delete model')}
             title={trans.__('Delete this model and all its versions')}
             danger
             onClick={() => actions.deleteModel(detail)}
@@ -705,117 +719,244 @@ function ModelDetailBody(props: {
         <div className="cube-Muted">
           {trans.__('This model has no versions.')}
         </div>
+      ) : compact ? (
+        <VersionCards {...rowProps} />
       ) : (
-        <table className="cube-Table cube-VersionsTable">
-          <thead>
-            <tr>
-              <th className="cube-col-select">
-                <span className="cube-VisuallyHidden">
-                  {trans.__('Select')}
-                </span>
-              </th>
-              <th>{trans.__('Version')}</th>
-              <th className="cube-col-flavor">{trans.__('Flavor')}</th>
-              <th>{trans.__('Created')}</th>
-              <th className="cube-col-by">{trans.__('By')}</th>
-              {metrics.map((m, i) => (
-                <th
-                  key={m}
-                  className={`cube-col-metric cube-col-metric-${i} cube-num`}
-                  title={m}
-                >
-                  {m}
-                </th>
-              ))}
-              <th className="cube-col-size cube-num">{trans.__('Size')}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {versions.map(v => {
-              const open = () =>
-                actions.navigate({
-                  kind: 'version',
-                  project: v.project,
-                  name: v.model,
-                  version: v.version
-                });
-              return (
-                <tr
-                  key={v.version}
-                  className={`cube-VersionRow${
-                    v.archived ? ' cube-mod-archived' : ''
-                  }${selection.includes(v.version) ? ' cube-mod-selected' : ''}`}
-                  data-version={v.version}
-                  onClick={open}
-                  tabIndex={0}
-                  onKeyDown={e => {
-                    if (e.key === 'Enter') {
-                      open();
-                    }
-                  }}
-                >
-                  <td
-                    className="cube-col-select"
-                    onClick={e => e.stopPropagation()}
-                  >
-                    <input
-                      type="checkbox"
-                      aria-label={trans.__('Select version %1', v.version)}
-                      checked={selection.includes(v.version)}
-                      onChange={() => model.toggleSelected(v.version)}
-                    />
-                  </td>
-                  <td className="cube-col-version">
-                    <span className="cube-VersionNumber">v{v.version}</span>
-                    {v.aliases.map(a => (
-                      <AliasBadge key={a} alias={a} trans={trans} />
-                    ))}
-                    {v.archived && <ArchivedBadge trans={trans} />}
-                  </td>
-                  <td className="cube-col-flavor">{v.flavor}</td>
-                  <td className="cube-col-created">
-                    <RelativeTime value={v.created_at} />
-                  </td>
-                  <td className="cube-col-by">{v.created_by}</td>
-                  {metrics.map((m, i) => (
-                    <td
-                      key={m}
-                      className={`cube-col-metric cube-col-metric-${i} cube-num`}
-                    >
-                      {m in (v.metrics ?? {})
-                        ? formatMetric(v.metrics[m])
-                        : '—'}
-                    </td>
-                  ))}
-                  <td className="cube-col-size cube-num">
-                    {formatBytes(v.size_bytes)}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <VersionTable {...rowProps} />
       )}
       {versions.length > 1 && (
-        <div className="cube-Hint cube-Muted">
-          {trans.__('Tick versions to compare their metrics side by side.')}
-          {selection.length > 0 && (
-            <>
-              {' '}
-              <a
-                href="#"
-                onClick={e => {
-                  e.preventDefault();
-                  model.clearSelection();
-                }}
-              >
-                {trans.__('Clear selection')}
-              </a>
-            </>
-          )}
-        </div>
+        <CompareBar detail={detail} {...rowProps} />
       )}
     </>
+  );
+}
+
+interface IVersionRowsProps {
+  versions: ModelVersion[];
+  selection: number[];
+  model: ModelsModel;
+  actions: IModelsActions;
+  trans: TranslationBundle;
+}
+
+function openVersion(actions: IModelsActions, v: ModelVersion): void {
+  actions.navigate({
+    kind: 'version',
+    project: v.project,
+    name: v.model,
+    version: v.version
+  });
+}
+
+function SelectBox(props: {
+  v: ModelVersion;
+  selection: number[];
+  model: ModelsModel;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { v, selection, model, trans } = props;
+  return (
+    <input
+      type="checkbox"
+      className="cube-SelectBox"
+      aria-label={trans.__('Select version %1 to compare', v.version)}
+      title={trans.__('Select to compare')}
+      checked={selection.includes(v.version)}
+      onClick={e => e.stopPropagation()}
+      onChange={() => model.toggleSelected(v.version)}
+    />
+  );
+}
+
+function rowClass(base: string, v: ModelVersion, selection: number[]) {
+  return `${base} cube-VersionRow${v.archived ? ' cube-mod-archived' : ''}${
+    selection.includes(v.version) ? ' cube-mod-selected' : ''
+  }`;
+}
+
+/** Versions as stacked rows, for narrow panels. */
+function VersionCards(props: IVersionRowsProps): JSX.Element {
+  const { versions, selection, model, actions, trans } = props;
+  const metrics = keyMetrics(versions);
+  return (
+    <ul className="cube-VersionCards" aria-label={trans.__('Versions')}>
+      {versions.map(v => {
+        const shown = metrics.filter(m => m in (v.metrics ?? {}));
+        return (
+          <li
+            key={v.version}
+            className={rowClass('cube-VersionCard', v, selection)}
+            data-version={v.version}
+            tabIndex={0}
+            role="button"
+            onClick={() => openVersion(actions, v)}
+            onKeyDown={e => {
+              if (e.key === 'Enter') {
+                openVersion(actions, v);
+              }
+            }}
+          >
+            <SelectBox v={v} selection={selection} model={model} trans={trans} />
+            <div className="cube-VersionCard-body">
+              <div className="cube-VersionCard-top">
+                <span className="cube-VersionNumber">v{v.version}</span>
+                {v.aliases.map(a => (
+                  <AliasBadge key={a} alias={a} trans={trans} />
+                ))}
+                {v.archived && <ArchivedBadge trans={trans} />}
+                <span className="cube-VersionCard-time">
+                  <RelativeTime value={v.created_at} />
+                </span>
+              </div>
+              {shown.length > 0 && (
+                <div className="cube-VersionCard-metrics">
+                  {shown.map(m => (
+                    <span key={m} className="cube-MetricChip" title={m}>
+                      <span className="cube-MetricChip-name">{m}</span>
+                      <span className="cube-MetricChip-value">
+                        {formatMetric(v.metrics[m])}
+                      </span>
+                    </span>
+                  ))}
+                </div>
+              )}
+              <div className="cube-VersionCard-meta cube-mod-dotted">
+                <span>{v.created_by}</span>
+                <span>{v.flavor}</span>
+                <span>{formatBytes(v.size_bytes)}</span>
+              </div>
+            </div>
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
+/** Versions as a table with one column per key metric, for wide panels. */
+function VersionTable(props: IVersionRowsProps): JSX.Element {
+  const { versions, selection, model, actions, trans } = props;
+  const metrics = keyMetrics(versions, 5);
+  return (
+    <div className="cube-TableWrap">
+      <table className="cube-Table cube-VersionsTable">
+        <thead>
+          <tr>
+            <th className="cube-col-select">
+              <span className="cube-VisuallyHidden">{trans.__('Select')}</span>
+            </th>
+            <th>{trans.__('Version')}</th>
+            <th>{trans.__('Aliases')}</th>
+            {metrics.map(m => (
+              <th key={m} className="cube-col-metric cube-num" title={m}>
+                {m}
+              </th>
+            ))}
+            <th>{trans.__('Flavor')}</th>
+            <th>{trans.__('Created')}</th>
+            <th>{trans.__('Created by')}</th>
+            <th className="cube-num">{trans.__('Size')}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {versions.map(v => (
+            <tr
+              key={v.version}
+              className={rowClass('cube-VersionTable-row', v, selection)}
+              data-version={v.version}
+              onClick={() => openVersion(actions, v)}
+              tabIndex={0}
+              onKeyDown={e => {
+                if (e.key === 'Enter') {
+                  openVersion(actions, v);
+                }
+              }}
+            >
+              <td className="cube-col-select">
+                <SelectBox
+                  v={v}
+                  selection={selection}
+                  model={model}
+                  trans={trans}
+                />
+              </td>
+              <td className="cube-col-version">
+                <span className="cube-VersionNumber">v{v.version}</span>
+                {v.archived && <ArchivedBadge trans={trans} />}
+              </td>
+              <td className="cube-col-aliases">
+                {v.aliases.map(a => (
+                  <AliasBadge key={a} alias={a} trans={trans} />
+                ))}
+              </td>
+              {metrics.map(m => (
+                <td key={m} className="cube-col-metric cube-num">
+                  {m in (v.metrics ?? {}) ? formatMetric(v.metrics[m]) : '—'}
+                </td>
+              ))}
+              <td className="cube-col-dim">
+                <span className="cube-Flavor">{v.flavor}</span>
+              </td>
+              <td className="cube-col-dim">
+                <RelativeTime value={v.created_at} />
+              </td>
+              <td className="cube-col-dim">{v.created_by}</td>
+              <td className="cube-col-dim cube-num">
+                {formatBytes(v.size_bytes)}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** "Compare" for the ticked versions, under the versions. */
+function CompareBar(
+  props: IVersionRowsProps & { detail: ModelDetail }
+): JSX.Element {
+  const { detail, selection, model, actions, trans } = props;
+  if (selection.length === 0) {
+    return (
+      <div className="cube-Hint cube-Muted">
+        {trans.__('Tick two or more versions to compare them side by side.')}
+      </div>
+    );
+  }
+  return (
+    <div className="cube-CompareBar">
+      <button
+        className="jp-mod-styled jp-mod-accept cube-Button cube-CompareButton"
+        disabled={selection.length < 2}
+        title={
+          selection.length < 2
+            ? trans.__('Tick one more version')
+            : trans.__('Compare the ticked versions')
+        }
+        onClick={() =>
+          actions.navigate({
+            kind: 'compare',
+            project: detail.project,
+            name: detail.name,
+            versions: selection
+          })
+        }
+      >
+        {selection.length < 2
+          ? trans.__('Compare')
+          : trans.__('Compare %1 versions', selection.length)}
+      </button>
+      <a
+        href="#"
+        onClick={e => {
+          e.preventDefault();
+          model.clearSelection();
+        }}
+      >
+        {trans.__('Clear')}
+      </a>
+    </div>
   );
 }
 
@@ -869,7 +1010,12 @@ function VersionView(props: IViewProps): JSX.Element {
   }
   return (
     <div className="cube-VersionView">
-      <Breadcrumbs items={crumbs} actions={actions} trans={trans} />
+      <Breadcrumbs
+        items={crumbs}
+        actions={actions}
+        trans={trans}
+        tabRoute={route}
+      />
       <div className="cube-Scroll">{content}</div>
     </div>
   );
@@ -895,17 +1041,24 @@ function VersionDetailBody(props: {
     const source = lineage.source;
     lineageRows.push([
       trans.__('Source'),
-      <a
-        href="#"
-        className="cube-Link cube-SourceLink"
-        title={trans.__('Open %1', source)}
-        onClick={e => {
-          e.preventDefault();
-          actions.openPath(source);
-        }}
-      >
-        {source}
-      </a>
+      <span className="cube-Path">
+        <a
+          href="#"
+          className="cube-Link cube-SourceLink"
+          title={trans.__('Open %1', source)}
+          onClick={e => {
+            e.preventDefault();
+            actions.openPath(source);
+          }}
+        >
+          {source.split('/').pop()}
+        </a>
+        {source.includes('/') && (
+          <span className="cube-Path-dir" title={source}>
+            {source.slice(0, source.lastIndexOf('/') + 1)}
+          </span>
+        )}
+      </span>
     ]);
   }
   if (lineage.pipeline_run_id) {
@@ -933,8 +1086,9 @@ function VersionDetailBody(props: {
           </h2>
           {v.archived && <ArchivedBadge trans={trans} />}
         </div>
-        <div className="cube-Header-meta">
+        <div className="cube-Header-meta cube-mod-dotted">
           <span className="cube-Flavor">{v.flavor}</span>
+          <span>{formatBytes(v.size_bytes)}</span>
           <span>
             {trans.__('by %1', v.created_by)}{' '}
             <RelativeTime value={v.created_at} />
