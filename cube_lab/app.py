@@ -63,6 +63,9 @@ class CubeLab(ExtensionApp):
         settings = config.Settings.resolve(self.data_dir, self.db_url, self.backend)
         workspace = Workspace.open(settings)
         workspace.registry.artifacts.sweep()
+        interrupted = workspace.pipelines.recover()
+        if interrupted:
+            self.log.warning("cube-lab: marked %d pipeline run(s) interrupted", len(interrupted))
         root_dir = Path(self.serverapp.root_dir).expanduser().resolve()
         local_user = None
         if type(self.serverapp.identity_provider) in _ANONYMOUS_PROVIDERS:

@@ -6,18 +6,26 @@ exported to JupyterLab terminals), so it works with or without a running server.
 
 from __future__ import annotations
 
+import sys
+
+# jsonschema imports rfc3987_syntax when it is installed (jupyter-events pulls it in),
+# which builds a parser for ~6 s on every start; cube-lab never checks "iri" formats.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
 import argparse
 import json
+import os
 import shutil
-import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .cli_args import parse_pairs, split_ref
-from .config import Settings, local_username
+from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
 from .identity import Caller
+from .pipelines.runner import NodeState
 from .serialize import to_jsonable
 from .workspace import Workspace
 
@@ -217,6 +225,124 @@ def project_member(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
         print(f"{a.username} is now {a.role} of {a.project_name}")
 
 
+# -- pipeline commands -------------------------------------------------------------------
+
+SYMBOLS = {"running": ">", "succeeded": "ok", "failed": "FAIL", "cached": "cached",
+           "reused": "reused", "skipped": "skip", "cancelled": "cancel"}  # fmt: skip
+
+
+def _pipeline_root(path: Path) -> Path:
+    """The project folder nothing may escape: the server root when inside it, else the file's."""
+    env_root = os.environ.get(ENV_ROOT_DIR)
+    if env_root and path.resolve().is_relative_to(Path(env_root).resolve()):
+        return Path(env_root).resolve()
+    return path.resolve().parent
+
+
+def _print_problems(problems: list[Any]) -> None:
+    for p in problems:
+        where = f"node {p.node_label or p.node_id!r}: " if p.node_id else ""
+        print(f"  {where}{p.field}: {p.message}", file=sys.stderr)
+
+
+def pipeline_validate(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    path = Path(a.path)
+    pipeline, problems = ws.pipelines.check(path, _pipeline_root(path))
+    if a.json:
+        _print_json({"valid": not problems, "problems": problems})
+    if problems:
+        if not a.json:
+            print(f"{path}: {len(problems)} problem(s)", file=sys.stderr)
+            _print_problems(problems)
+        raise SystemExit(1)
+    if not a.json:
+        migrated = (
+            f" (migrated from Elyra version {pipeline.migrated_from})"
+            if pipeline.migrated_from
+            else ""
+        )
+        print(f"{path}: valid, {len(pipeline.nodes)} nodes{migrated}")
+
+
+def pipeline_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    path = Path(a.path)
+    runner, recorder = ws.pipelines.prepare(
+        caller, path, _pipeline_root(path), project=a.project,
+        params=parse_pairs(a.param, "param"), only=a.only, from_node=a.from_node,
+        cache=a.cache, parallelism=a.parallel, trigger="cli",
+    )  # fmt: skip
+    started = time.monotonic()
+    total = len(runner.plan.selected)
+    finished: set[str] = set()
+
+    def progress(state: NodeState) -> None:
+        if a.quiet or state.status == "pending":
+            return
+        if state.status not in ("running",):
+            finished.add(state.node.id)
+        attempt = f" (attempt {state.attempts})" if state.attempts > 1 else ""
+        took = ""
+        if state.finished_at and state.started_at:
+            took = f" {(state.finished_at - state.started_at).total_seconds():.2f}s"
+        error = f" - {state.error}" if state.error and state.status == "failed" else ""
+        print(f"[{time.monotonic() - started:7.2f}s] {len(finished):>3}/{total} "
+              f"{SYMBOLS.get(state.status, state.status):>6} {state.node.label}{attempt}{took}"
+              f"{error}", flush=True)  # fmt: skip
+
+    if not a.quiet:
+        print(f"run {runner.plan.run_id}: {runner.pipeline.name}, {total} node(s), "
+              f"parallelism {runner.plan.parallelism}", flush=True)  # fmt: skip
+    status = ws.pipelines.run_foreground(runner, recorder, progress)
+    print(f"run {runner.plan.run_id} {status} in {time.monotonic() - started:.2f}s")
+    if status != "succeeded":
+        failed = [s for s in runner.states.values() if s.status == "failed"]
+        for state in failed:
+            print(f"--- {state.node.label}: last lines of {state.log_path}", file=sys.stderr)
+            lines = (
+                state.log_path.read_text(errors="replace").splitlines()[-15:]
+                if state.log_path.exists()
+                else []
+            )
+            print("\n".join(lines), file=sys.stderr)
+        raise SystemExit(1)
+
+
+def pipeline_runs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    path = Path(a.path).resolve() if a.path else None
+    runs = ws.pipelines.list_runs(caller, path=path, project=a.project, limit=a.limit)
+    if a.json:
+        _print_json(runs)
+        return
+    _table([[r.id, r.pipeline, r.status, r.trigger, r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+             f"{r.duration_s:.1f}s" if r.duration_s is not None else "",
+             " ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))] for r in runs],
+           ["RUN", "PIPELINE", "STATUS", "TRIGGER", "CREATED", "TOOK", "NODES"])  # fmt: skip
+
+
+def pipeline_logs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    run = ws.pipelines.get_run(caller, a.run)
+    node = next((n for n in run.nodes or [] if a.node in (n.id, n.label)), None)
+    if node is None:
+        raise InvalidInput(
+            f"run {a.run} has no node {a.node!r}",
+            "Nodes: " + ", ".join(n.label for n in run.nodes or []),
+        )
+    offset = 0
+    while True:
+        chunk = ws.pipelines.tail_log(caller, a.run, node.id, offset)
+        sys.stdout.write(chunk.text)
+        sys.stdout.flush()
+        offset = chunk.offset
+        if chunk.done or not a.follow:
+            return
+        time.sleep(0.5)
+
+
+def pipeline_cancel(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    run = ws.pipelines.cancel(caller, a.run)
+    print(f"run {run.id}: {run.status}")
+
+
 # -- parser --------------------------------------------------------------------------------
 
 
@@ -271,6 +397,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("ref")
     p.add_argument("--output", "-o", required=True)
 
+    pipes = groups.add_parser("pipeline", help="Elyra-compatible pipelines").add_subparsers(
+        dest="command", required=True
+    )
+    p = command(pipes, "validate", pipeline_validate, "check a .pipeline file")
+    p.add_argument("path")
+    p = command(pipes, "run", pipeline_run, "run a .pipeline locally, nodes in parallel")
+    p.add_argument("path")
+    p.add_argument("--parallel", type=int, help="nodes at once (default: pipeline or CPUs)")
+    p.add_argument("--from", dest="from_node", metavar="NODE", help="this node and downstream")
+    p.add_argument("--only", metavar="NODE", help="only this node")
+    p.add_argument("--cache", action="store_true", help="skip nodes whose inputs are unchanged")
+    p.add_argument("--param", action="append", metavar="K=V", help="a pipeline parameter")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p = command(pipes, "runs", pipeline_runs, "list runs")
+    p.add_argument("path", nargs="?")
+    p.add_argument("--limit", type=int, default=20)
+    p = command(pipes, "logs", pipeline_logs, "print a node's log")
+    p.add_argument("run")
+    p.add_argument("node", help="node id or label")
+    p.add_argument("--follow", "-f", action="store_true")
+    p = command(pipes, "cancel", pipeline_cancel, "cancel a run")
+    p.add_argument("run")
+
     projects = groups.add_parser("project", help="projects and members").add_subparsers(
         dest="command", required=True
     )
@@ -296,9 +445,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             ws.close()
     except CubeError as exc:
         print(f"cube-lab: error: {exc.error}", file=sys.stderr)
-        if exc.detail:
+        problems = getattr(exc, "problems", None)
+        if problems:
+            _print_problems(problems)
+        elif exc.detail:
             print(f"  {exc.detail}", file=sys.stderr)
         return 2 if exc.status == 400 else 1
+    except SystemExit as exc:
+        return int(exc.code or 0)
     return 0
 
 

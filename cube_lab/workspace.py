@@ -8,12 +8,31 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from .config import Settings
+from .pipelines.service import PipelineService
 from .projects import ProjectService
 from .registry.artifacts import ArtifactStore
 from .registry.service import RegistryService
 from .store import Store
+
+
+class LazyCatalog:
+    """The job-template catalog, loaded on first use: reading the templates (and importing
+    jsonschema) costs a CLI call about a second it doesn't need for script-only pipelines."""
+
+    @functools.cached_property
+    def _catalog(self) -> Any:
+        from .jobtemplates import TemplateCatalog
+
+        return TemplateCatalog()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._catalog, name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._catalog
 
 
 @dataclass
@@ -22,6 +41,8 @@ class Workspace:
     store: Store
     projects: ProjectService
     registry: RegistryService
+    templates: Any  # a LazyCatalog over cube_lab.jobtemplates.TemplateCatalog
+    pipelines: PipelineService
 
     @classmethod
     def open(cls, settings: Settings) -> Workspace:
@@ -30,7 +51,15 @@ class Workspace:
         store.migrate()
         artifacts = ArtifactStore(settings.artifacts_dir)
         projects = ProjectService(store)
-        return cls(settings, store, projects, RegistryService(store, projects, artifacts))
+        templates = LazyCatalog()
+        return cls(
+            settings,
+            store,
+            projects,
+            RegistryService(store, projects, artifacts),
+            templates,
+            PipelineService(store, projects, settings, templates),
+        )
 
     def close(self) -> None:
         self.store.dispose()

@@ -64,7 +64,10 @@ export function validateAlias(
     return trans.__('An alias is required.');
   }
   if (RESERVED_ALIASES.includes(alias)) {
-    return trans.__('"%1" is reserved: it always means the newest version.', alias);
+    return trans.__(
+      '"%1" is reserved: it always means the newest version.',
+      alias
+    );
   }
   if (!/^[A-Za-z]/.test(alias)) {
     return trans.__('An alias starts with a letter (numbers name versions).');

@@ -18,7 +18,7 @@ METHODS = ("get", "post", "put", "patch", "delete")
 
 def concrete(pattern: str) -> str:
     """Turn a route regex into a path with sample values."""
-    return re.sub(r"\(\[\^/\]\+\)", "sample", pattern).removeprefix("/cube/api/v1/")
+    return re.sub(r"\([^)]*\)", "sample", pattern).removeprefix("/cube/api/v1/")
 
 
 @pytest.mark.parametrize("pattern, handler", routes())
@@ -40,23 +40,16 @@ async def test_every_route_needs_authentication(api: Any, pattern: str, handler:
 
 
 def test_every_route_is_documented_in_openapi() -> None:
-    documented = openapi_document()["paths"]
+    def shape(path: str) -> str:
+        return re.sub(r"\{[^}]+\}", "{}", re.sub(r"\([^)]*\)", "{}", path))
+
+    documented = {shape(p): ops for p, ops in openapi_document()["paths"].items()}
     for pattern, handler in routes():
-        path = pattern.removeprefix("/cube/api/v1")
-        names = iter(
-            ["project", "name", "version"]
-            if "/versions/" in path
-            else ["project", "name", "alias"]
-            if "/aliases/" in path
-            else ["project", "username"]
-            if "/members/" in path
-            else ["project", "name"]
-        )
-        templated = re.sub(r"\(\[\^/\]\+\)", lambda _m, n=names: "{" + next(n) + "}", path)
-        assert templated in documented, f"{templated} ({handler.__name__}) missing in openapi.yaml"
+        path = shape(pattern.removeprefix("/cube/api/v1"))
+        assert path in documented, f"{path} ({handler.__name__}) missing in openapi.yaml"
         for method in METHODS:
             if method in vars(handler):
-                assert method in documented[templated], f"{method} {templated} undocumented"
+                assert method in documented[path], f"{method} {path} undocumented"
 
 
 async def test_openapi_and_whoami(api: Any) -> None:

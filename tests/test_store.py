@@ -10,14 +10,14 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from cube_lab.store import Store
-from cube_lab.store.db import alembic_config
+from cube_lab.store.db import HEAD_REVISION, alembic_config
 from cube_lab.store.models import Base
 
 
 def test_migrate_empty_database_reaches_head(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     store.migrate()
-    assert store.current_revision() == "0002_model_registry"
+    assert store.current_revision() == "0003_pipelines"
     with sqlite3.connect(tmp_path / "db.sqlite") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -44,9 +44,15 @@ def test_migrate_existing_database_keeps_rows(tmp_path: Path) -> None:
     assert store.current_revision() == "0001_projects"
     Store(url).migrate()
     Store(url).migrate()  # a second start is a no-op
-    assert store.current_revision() == "0002_model_registry"
+    assert store.current_revision() == "0003_pipelines"
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT name FROM projects").scalar() == "alice"
+
+
+def test_head_revision_constant_matches_the_migrations() -> None:
+    from alembic.script import ScriptDirectory
+
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD_REVISION
 
 
 def test_models_match_migrations(tmp_path: Path) -> None:

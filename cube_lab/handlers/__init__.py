@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import models, openapi, projects
+from . import models, openapi, pipelines, projects
 
 API = "/cube/api/v1"
 _SEG = r"([^/]+)"
 _MODEL = rf"/projects/{_SEG}/models/{_SEG}"
+_RUN = rf"/pipelines/runs/{_SEG}"
 
 
 def routes() -> list[tuple[str, type[Any]]]:
@@ -26,5 +27,14 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_MODEL}/versions/{_SEG}/download", models.DownloadHandler),
         (rf"{_MODEL}/compare", models.CompareHandler),
         (rf"{_MODEL}/aliases/{_SEG}", models.AliasHandler),
+        ("/pipelines/validate", pipelines.ValidateHandler),
+        ("/pipelines/templates", pipelines.TemplatesHandler),
+        ("/pipelines/node-kinds", pipelines.NodeKindsHandler),
+        ("/pipelines/runs", pipelines.RunsHandler),
+        (rf"{_RUN}", pipelines.RunHandler),
+        (rf"{_RUN}/cancel", pipelines.CancelHandler),
+        (rf"{_RUN}/nodes/{_SEG}/log", pipelines.LogHandler),
+        (rf"{_RUN}/nodes/{_SEG}/results", pipelines.ResultsHandler),
+        (rf"{_RUN}/nodes/{_SEG}/results/(.+)", pipelines.ResultFileHandler),
     ]
     return [(API + pattern, handler) for pattern, handler in table]

@@ -128,3 +128,80 @@ class ModelAlias(Base):
 
     model: Mapped[RegisteredModel] = relationship(back_populates="aliases")
     version: Mapped[ModelVersion] = relationship()
+
+
+class PipelineRun(Base):
+    """One run of a pipeline file; ``runner_pid`` tells a live run from one a crash left."""
+
+    __tablename__ = "pipeline_runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    pipeline_path: Mapped[str] = mapped_column(String(1024), index=True)  # absolute
+    pipeline_name: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    trigger: Mapped[str] = mapped_column(String(16))  # manual | schedule | cli
+    schedule_id: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
+    options: Mapped[dict[str, Any]] = mapped_column(default=dict)  # params, only, from, cache
+    run_dir: Mapped[str] = mapped_column(String(1024))
+    runner_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    runner_host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+    nodes: Mapped[list[NodeRun]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="NodeRun.position"
+    )
+
+
+class NodeRun(Base):
+    __tablename__ = "node_runs"
+
+    run_id: Mapped[str] = mapped_column(
+        ForeignKey("pipeline_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    node_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(255))
+    kind: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    log_path: Mapped[str | None] = mapped_column(String(1024), nullable=True)
+    values: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    outputs: Mapped[dict[str, Any]] = mapped_column(default=dict)  # {"files": [...]}
+    cache_key: Mapped[str | None] = mapped_column(String(80), nullable=True, index=True)
+    reused_from: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+    run: Mapped[PipelineRun] = relationship(back_populates="nodes")
+
+
+class PipelineSchedule(Base):
+    __tablename__ = "pipeline_schedules"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(128))
+    pipeline_path: Mapped[str] = mapped_column(String(1024))
+    cron: Mapped[str] = mapped_column(String(128))
+    start_at: Mapped[datetime] = mapped_column()
+    end_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    catchup: Mapped[bool] = mapped_column(Boolean, default=False)
+    depends_on_past: Mapped[bool] = mapped_column(Boolean, default=False)
+    max_active_runs: Mapped[int] = mapped_column(Integer, default=1)
+    expire_after_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    last_fire_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

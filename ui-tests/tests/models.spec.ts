@@ -81,10 +81,12 @@ test.describe('cube-lab models', () => {
     const empty = page.locator('#cube-lab-models .cube-Empty');
     await expect(empty).toBeVisible();
     await expect(empty).toContainText('%cube_register NAME PATH');
-    await expect(empty).toContainText('cube_lab.registry.register(model');
-    await expect(empty).toContainText('cube-lab model register PATH --name NAME');
+    await expect(empty).toContainText('cube_lab.registry.register(');
+    await expect(empty).toContainText('cube-lab model register PATH');
     await expect(empty).toContainText('Register as model');
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'models-empty-light.png') });
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'models-empty-light.png')
+    });
   });
 
   test('lists a registered model and shows its versions and metrics', async ({
@@ -94,7 +96,12 @@ test.describe('cube-lab models', () => {
     tmpPath
   }) => {
     const base = baseURL!;
-    await putFile(request, base, `${tmpPath}/weights.bin`, Buffer.alloc(4096, 7));
+    await putFile(
+      request,
+      base,
+      `${tmpPath}/weights.bin`,
+      Buffer.alloc(4096, 7)
+    );
     await putFile(request, base, `${tmpPath}/train.ipynb`, NOTEBOOK, 'text');
 
     const v1 = await register(request, base, {
@@ -130,18 +137,26 @@ test.describe('cube-lab models', () => {
 
     await openModelsSection(page);
     const section = page.locator('#cube-lab-models');
-    const item = section.locator('.cube-ModelItem[data-model="iris-classifier"]');
+    const item = section.locator(
+      '.cube-ModelItem[data-model="iris-classifier"]'
+    );
     await expect(item).toBeVisible();
     await expect(item).toContainText(`v${v2.version}`);
     await expect(item).toContainText('production');
     await expect(item).toContainText('generic');
-    await expect(section.locator('.cube-ModelItem[data-model="sentiment-bert"]')).toBeVisible();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'models-list-light.png') });
+    await expect(
+      section.locator('.cube-ModelItem[data-model="sentiment-bert"]')
+    ).toBeVisible();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'models-list-light.png')
+    });
 
     // Search narrows the list.
     await section.locator('.cube-Search-input').fill('sentiment');
     await expect(item).toHaveCount(0);
-    await expect(section.locator('.cube-ModelItem[data-model="sentiment-bert"]')).toBeVisible();
+    await expect(
+      section.locator('.cube-ModelItem[data-model="sentiment-bert"]')
+    ).toBeVisible();
     await section.locator('.cube-Search-input').fill('');
     await expect(item).toBeVisible();
 
@@ -149,9 +164,14 @@ test.describe('cube-lab models', () => {
     await item.click();
     const rows = section.locator('.cube-VersionRow');
     await expect(rows).toHaveCount(2);
-    await expect(rows.first()).toHaveAttribute('data-version', String(v2.version));
+    await expect(rows.first()).toHaveAttribute(
+      'data-version',
+      String(v2.version)
+    );
     await expect(rows.first()).toContainText('production');
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'models-versions-light.png') });
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'models-versions-light.png')
+    });
 
     // Compare both versions.
     await rows.nth(0).locator('input[type="checkbox"]').check();
@@ -163,12 +183,44 @@ test.describe('cube-lab models', () => {
     await expect(accuracy).toContainText('0.912');
     await expect(accuracy).toContainText('0.947');
     await expect(accuracy.locator('.cube-mod-best')).toHaveText('0.947');
-    await expect(compare.locator('tr[data-metric="loss"] .cube-mod-best')).toHaveText('0.22');
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'models-compare-light.png') });
+    await expect(
+      compare.locator('tr[data-metric="loss"] .cube-mod-best')
+    ).toHaveText('0.22');
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'models-compare-light.png')
+    });
+
+    // The model in a main-area tab: a wide table with every key metric.
+    await section
+      .locator('.cube-Breadcrumbs-link', { hasText: 'iris-classifier' })
+      .click();
+    await section.locator('.cube-Breadcrumbs-tab').click();
+    const tab = page.locator('.cube-ModelTab');
+    await expect(tab.locator('.cube-VersionsTable')).toBeVisible();
+    await expect(tab.locator('.cube-VersionsTable thead')).toContainText(
+      'accuracy'
+    );
+    await expect(tab.locator('.cube-VersionsTable thead')).toContainText(
+      'loss'
+    );
+    await expect(tab.locator(`tr[data-version="${v2.version}"]`)).toContainText(
+      '0.947'
+    );
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'models-tab-light.png')
+    });
+    await tab.locator(`tr[data-version="${v2.version}"]`).click();
+    await expect(tab.locator('.cube-VersionDetail')).toBeVisible();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'models-tab-version-light.png')
+    });
+    await page.activity.closeAll();
 
     // Version detail.
-    await section.locator('.cube-Breadcrumbs-link', { hasText: 'iris-classifier' }).click();
-    await section.locator(`.cube-VersionRow[data-version="${v2.version}"]`).click();
+
+    await section
+      .locator(`.cube-VersionRow[data-version="${v2.version}"]`)
+      .click();
     const detail = section.locator('.cube-VersionDetail');
     await expect(detail).toBeVisible();
     await expect(detail.locator('.cube-Metrics')).toContainText('accuracy');
@@ -182,25 +234,33 @@ test.describe('cube-lab models', () => {
     const download = detail.locator('a[download]');
     await expect(download).toHaveAttribute(
       'href',
-      new RegExp(`/cube/api/v1/projects/[^/]+/models/iris-classifier/versions/${v2.version}/download`)
+      new RegExp(
+        `/cube/api/v1/projects/[^/]+/models/iris-classifier/versions/${v2.version}/download`
+      )
     );
     await page.screenshot({ path: path.join(SCREENSHOTS, 'models-light.png') });
 
     await page.theme.setDarkTheme();
     await expect(detail).toBeVisible();
     await page.screenshot({ path: path.join(SCREENSHOTS, 'models-dark.png') });
-    await section.locator('.cube-Breadcrumbs-link', { hasText: 'iris-classifier' }).click();
+    await section
+      .locator('.cube-Breadcrumbs-link', { hasText: 'iris-classifier' })
+      .click();
     await expect(rows).toHaveCount(2);
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'models-versions-dark.png') });
-    await section.locator(`.cube-VersionRow[data-version="${v2.version}"]`).click();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'models-versions-dark.png')
+    });
+    await section
+      .locator(`.cube-VersionRow[data-version="${v2.version}"]`)
+      .click();
     await expect(detail).toBeVisible();
     await page.theme.setLightTheme();
 
     // The lineage source opens the notebook.
     await detail.locator('.cube-SourceLink').click();
-    await expect(page.locator('.jp-NotebookPanel .jp-RenderedMarkdown h1')).toContainText(
-      'Train the iris classifier'
-    );
+    await expect(
+      page.locator('.jp-NotebookPanel .jp-RenderedMarkdown h1')
+    ).toContainText('Train the iris classifier');
     expect(await page.activity.isTabActive('train.ipynb')).toBeTruthy();
   });
 
@@ -222,7 +282,9 @@ test.describe('cube-lab models', () => {
     await openModelsSection(page);
     const section = page.locator('#cube-lab-models');
     await section.locator('.cube-ModelItem[data-model="alias-demo"]').click();
-    await section.locator(`.cube-VersionRow[data-version="${v.version}"]`).click();
+    await section
+      .locator(`.cube-VersionRow[data-version="${v.version}"]`)
+      .click();
     const detail = section.locator('.cube-VersionDetail');
 
     // An invalid alias is refused before it reaches the server.
@@ -237,9 +299,13 @@ test.describe('cube-lab models', () => {
     await page.locator('.jp-Dialog .jp-mod-accept').click();
     await expect(detail.locator('.cube-Aliases')).toContainText('champion');
 
-    await detail.getByRole('button', { name: 'Remove alias "champion"' }).click();
+    await detail
+      .getByRole('button', { name: 'Remove alias "champion"' })
+      .click();
     await page.locator('.jp-Dialog .jp-mod-accept').click();
-    await expect(detail.locator('.cube-Aliases .cube-Badge-alias')).toHaveCount(0);
+    await expect(detail.locator('.cube-Aliases .cube-Badge-alias')).toHaveCount(
+      0
+    );
 
     await detail.getByRole('button', { name: 'Archive' }).click();
     await expect(detail.locator('.cube-Badge-archived')).toBeVisible();
@@ -247,6 +313,42 @@ test.describe('cube-lab models', () => {
       `${base}${API}/projects/${encodeURIComponent(v.project)}/models/alias-demo/versions/${v.version}`
     );
     expect((await got.json()).archived).toBe(true);
+
+    // Polling picks up a version registered elsewhere (no manual refresh).
+    await section
+      .locator('.cube-Breadcrumbs-link', { hasText: 'alias-demo' })
+      .click();
+    await expect(section.locator('.cube-VersionRow')).toHaveCount(1);
+    const next = await register(request, base, {
+      name: 'alias-demo',
+      path: `${tmpPath}/w.bin`,
+      flavor: 'generic',
+      metrics: { accuracy: 0.6 }
+    });
+    await expect(
+      section.locator(`.cube-VersionRow[data-version="${next.version}"]`)
+    ).toBeVisible({ timeout: 15000 });
+  });
+
+  test('the launcher and the palette open the model registry', async ({
+    page
+  }) => {
+    await page
+      .locator('.jp-LauncherCard[data-category="cube-lab"]')
+      .first()
+      .waitFor();
+    const card = page.locator('.jp-LauncherCard[data-category="cube-lab"]', {
+      hasText: 'Model registry'
+    });
+    await card.click();
+    await expect(page.locator('#cube-lab-models')).toBeVisible();
+
+    await page.sidebar.close('left');
+    await expect(page.locator('#cube-lab-sidebar')).toBeHidden();
+    await page.keyboard.press('Control+Shift+C');
+    await page.locator('#modal-command-palette input').fill('Model registry');
+    await page.keyboard.press('Enter');
+    await expect(page.locator('#cube-lab-models')).toBeVisible();
   });
 
   test('registers a file from the file browser context menu', async ({
@@ -256,7 +358,12 @@ test.describe('cube-lab models', () => {
     tmpPath
   }) => {
     const base = baseURL!;
-    await putFile(request, base, `${tmpPath}/classifier.onnx`, Buffer.alloc(2048, 1));
+    await putFile(
+      request,
+      base,
+      `${tmpPath}/classifier.onnx`,
+      Buffer.alloc(2048, 1)
+    );
     await page.filebrowser.refresh();
 
     const file = page.locator('.jp-DirListing-item[data-isdir="false"]', {
@@ -269,8 +376,16 @@ test.describe('cube-lab models', () => {
     await expect(dialog).toBeVisible();
     const name = dialog.locator('input[name="name"]');
     await expect(name).toHaveValue('classifier');
-    await expect(dialog).toContainText(`${tmpPath}/classifier.onnx`);
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'register-dialog-light.png') });
+    await expect(dialog.locator('.cube-Form-path')).toHaveAttribute(
+      'title',
+      `${tmpPath}/classifier.onnx`
+    );
+    await expect(dialog.locator('.cube-Form-path code')).toHaveText(
+      'classifier.onnx'
+    );
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'register-dialog-light.png')
+    });
 
     // The client checks the name with the server's rule.
     await name.fill('-not valid');
@@ -283,18 +398,26 @@ test.describe('cube-lab models', () => {
     );
 
     await page.locator('.jp-Dialog input[name="name"]').fill('onnx-classifier');
-    await page.locator('.jp-Dialog textarea[name="description"]').fill('Exported from PyTorch');
+    await page
+      .locator('.jp-Dialog textarea[name="description"]')
+      .fill('Exported from PyTorch');
     await page.locator('.jp-Dialog .jp-mod-accept').click();
     await expect(page.locator('.jp-Dialog')).toHaveCount(0);
 
     // The new version is revealed in the Models section.
     const detail = page.locator('#cube-lab-models .cube-VersionDetail');
     await expect(detail).toBeVisible();
-    await expect(detail.locator('.cube-Header')).toContainText('onnx-classifier');
+    await expect(detail.locator('.cube-Header')).toContainText(
+      'onnx-classifier'
+    );
     await expect(detail.locator('.cube-Header')).toContainText('onnx');
-    await expect(detail.locator('.cube-Description')).toHaveText('Exported from PyTorch');
+    await expect(detail.locator('.cube-Description')).toHaveText(
+      'Exported from PyTorch'
+    );
     await expect(
-      page.getByRole('alert').filter({ hasText: 'Registered onnx-classifier version' })
+      page
+        .getByRole('alert')
+        .filter({ hasText: 'Registered onnx-classifier version' })
     ).toBeVisible();
 
     const list = await request.get(`${base}${API}/models?q=onnx-classifier`);
@@ -316,15 +439,18 @@ test.describe('cube-lab models', () => {
     await page.getByRole('menuitem', { name: 'Register as Model…' }).click();
     await expect(page.locator('.jp-Dialog')).toBeVisible();
     // The file disappears before the request reaches the server.
-    const removed = await request.delete(`${base}/api/contents/${tmpPath}/gone.pkl`);
+    const removed = await request.delete(
+      `${base}/api/contents/${tmpPath}/gone.pkl`
+    );
     expect(removed.ok()).toBeTruthy();
     await page.locator('.jp-Dialog .jp-mod-accept').click();
     const error = page.locator('.jp-Dialog .cube-Error');
     await expect(error).toBeVisible();
     await expect(error.locator('.cube-Error-title')).not.toBeEmpty();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'register-error-light.png') });
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'register-error-light.png')
+    });
     await page.locator('.jp-Dialog .jp-mod-reject').click();
     await expect(page.locator('.jp-Dialog')).toHaveCount(0);
   });
 });
-

@@ -63,14 +63,26 @@ export class RegisterForm
     form.className = 'cube-Form';
     form.addEventListener('submit', e => e.preventDefault());
 
-    const what = document.createElement('p');
+    // What gets registered: the name, then the folder it is in.
+    const what = document.createElement('div');
     what.className = 'cube-Form-path';
+    what.title = path;
     const kind = document.createElement('span');
+    kind.className = 'cube-Form-label';
     kind.textContent = isDirectory ? trans.__('Folder') : trans.__('File');
     const code = document.createElement('code');
-    code.textContent = path.length > 56 ? `…${path.slice(-55)}` : path;
+    code.textContent = path.split('/').pop() ?? path;
     code.title = path;
     what.append(kind, ' ', code);
+    const slash = path.lastIndexOf('/');
+    if (slash > 0) {
+      const dir = document.createElement('div');
+      dir.className = 'cube-Path-dir';
+      const bdi = document.createElement('bdi');
+      bdi.textContent = trans.__('in %1', path.slice(0, slash));
+      dir.appendChild(bdi);
+      what.appendChild(dir);
+    }
     form.appendChild(what);
 
     if (options.error) {

@@ -540,11 +540,11 @@ function EmptyState(props: {
     },
     {
       title: trans.__('From Python'),
-      code: 'import cube_lab\ncube_lab.registry.register(model, name="NAME")'
+      code: 'import cube_lab\n\ncube_lab.registry.register(\n    model, name="NAME"\n)'
     },
     {
       title: trans.__('From a terminal'),
-      code: 'cube-lab model register PATH --name NAME'
+      code: 'cube-lab model register PATH \\\n    --name NAME'
     },
     {
       title: trans.__(
@@ -560,15 +560,12 @@ function EmptyState(props: {
           'Register a trained model to version it, compare metrics and share it with your project.'
         )}
       </p>
-      <ol className="cube-Empty-ways">
+      <ul className="cube-Empty-ways">
         {ways.map(w => (
           <li key={w.title}>
-            <div className="cube-Empty-way">{w.title}</div>
-            {w.code && (
-              <div className="cube-Snippet">
-                <pre>
-                  <code>{w.code}</code>
-                </pre>
+            <div className="cube-Empty-way">
+              <span>{w.title}</span>
+              {w.code && (
                 <button
                   className="cube-IconButton cube-Snippet-copy"
                   title={trans.__('Copy')}
@@ -577,11 +574,16 @@ function EmptyState(props: {
                 >
                   <copyIcon.react tag="span" />
                 </button>
-              </div>
+              )}
+            </div>
+            {w.code && (
+              <pre className="cube-Snippet">
+                <code>{w.code}</code>
+              </pre>
             )}
           </li>
         ))}
-      </ol>
+      </ul>
     </div>
   );
 }
@@ -666,11 +668,17 @@ function ModelDetailBody(props: {
         </div>
         <div className="cube-Header-meta cube-mod-dotted">
           <span
-            title={trans.__('Project %1, owner %2', detail.project, detail.owner)}
+            title={trans.__(
+              'Project %1, owner %2',
+              detail.project,
+              detail.owner
+            )}
           >
             {detail.project}
           </span>
-          {detail.flavor && <span className="cube-Flavor">{detail.flavor}</span>}
+          {detail.flavor && (
+            <span className="cube-Flavor">{detail.flavor}</span>
+          )}
           <span>
             {trans._n('%1 version', '%1 versions', detail.version_count)}
           </span>
@@ -698,7 +706,9 @@ function ModelDetailBody(props: {
         )}
         <div className="cube-Actions">
           <ToolButton
-            label={detail.archived ? trans.__('Unarchive') : trans.__('Archive')}
+            label={
+              detail.archived ? trans.__('Unarchive') : trans.__('Archive')
+            }
             title={
               detail.archived
                 ? trans.__('Show this model in the list again')
@@ -724,9 +734,7 @@ function ModelDetailBody(props: {
       ) : (
         <VersionTable {...rowProps} />
       )}
-      {versions.length > 1 && (
-        <CompareBar detail={detail} {...rowProps} />
-      )}
+      {versions.length > 1 && <CompareBar detail={detail} {...rowProps} />}
     </>
   );
 }
@@ -796,7 +804,12 @@ function VersionCards(props: IVersionRowsProps): JSX.Element {
               }
             }}
           >
-            <SelectBox v={v} selection={selection} model={model} trans={trans} />
+            <SelectBox
+              v={v}
+              selection={selection}
+              model={model}
+              trans={trans}
+            />
             <div className="cube-VersionCard-body">
               <div className="cube-VersionCard-top">
                 <span className="cube-VersionNumber">v{v.version}</span>
@@ -927,7 +940,7 @@ function CompareBar(
   return (
     <div className="cube-CompareBar">
       <button
-        className="jp-mod-styled jp-mod-accept cube-Button cube-CompareButton"
+        className="cube-Button cube-mod-primary cube-CompareButton"
         disabled={selection.length < 2}
         title={
           selection.length < 2
@@ -1055,7 +1068,7 @@ function VersionDetailBody(props: {
         </a>
         {source.includes('/') && (
           <span className="cube-Path-dir" title={source}>
-            {source.slice(0, source.lastIndexOf('/') + 1)}
+            <bdi>{source.slice(0, source.lastIndexOf('/'))}</bdi>
           </span>
         )}
       </span>

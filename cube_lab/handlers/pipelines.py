@@ -1,0 +1,157 @@
+"""Pipeline REST handlers: validate, runs, logs, results, templates, node kinds."""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+from tornado import web
+
+from ..errors import InvalidInput
+from ..pipelines.nodekinds import node_kinds
+from .base import ROOT_DIR, CubeHandler
+from .models import resolve_under_root
+
+RUN_FIELDS = ("params", "only", "from", "cache", "parallelism", "project")
+
+
+class PipelineHandler(CubeHandler):
+    @property
+    def root(self) -> Path:
+        return Path(self.settings[ROOT_DIR])
+
+    def pipeline_path(self, raw: object) -> Path:
+        path = resolve_under_root(self.root, raw)
+        if path.suffix != ".pipeline":
+            raise InvalidInput(f"{raw!r} is not a .pipeline file")
+        return path
+
+
+class ValidateHandler(PipelineHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        path = self.pipeline_path(self.json_body().get("path"))
+        pipeline, problems = await self.call(self.workspace.pipelines.check, path, self.root)
+        self.reply(
+            {
+                "valid": not problems,
+                "problems": problems,
+                "name": pipeline.name,
+                "nodes": len(pipeline.nodes),
+                "migrated_from": pipeline.migrated_from,
+            }
+        )
+
+
+class RunsHandler(PipelineHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        raw = self.get_query_argument("path", None)
+        path = self.pipeline_path(raw) if raw else None
+        runs = await self.call(self.workspace.pipelines.list_runs, self.caller, path=path,
+                               project=self.get_query_argument("project", None), root=self.root,
+                               limit=self.query_int("limit", 50))  # fmt: skip
+        self.reply({"runs": runs})
+
+    @web.authenticated
+    async def post(self) -> None:
+        body = self.json_body()
+        unknown = sorted(set(body) - {"path", *RUN_FIELDS})
+        if unknown:
+            raise InvalidInput(f"unknown fields {unknown}", f"Known: path, {', '.join(RUN_FIELDS)}")
+        params = body.get("params") or {}
+        if not isinstance(params, dict):
+            raise InvalidInput("params must be an object of name -> value")
+        parallelism = body.get("parallelism")
+        if parallelism is not None and (
+            isinstance(parallelism, bool) or not isinstance(parallelism, int)
+        ):
+            raise InvalidInput("parallelism must be a whole number")
+        service = self.workspace.pipelines
+        runner, recorder = await self.call(
+            service.prepare, self.caller, self.pipeline_path(body.get("path")), self.root,
+            project=body.get("project"), params=params, only=body.get("only"),
+            from_node=body.get("from"), cache=bool(body.get("cache")), parallelism=parallelism,
+        )  # fmt: skip
+        run_id = service.start(runner, recorder)
+        self.reply(await self.call(service.get_run, self.caller, run_id, self.root), 201)
+
+
+class RunHandler(PipelineHandler):
+    @web.authenticated
+    async def get(self, run_id: str) -> None:
+        self.reply(
+            await self.call(self.workspace.pipelines.get_run, self.caller, run_id, self.root)
+        )
+
+
+class CancelHandler(PipelineHandler):
+    @web.authenticated
+    async def post(self, run_id: str) -> None:
+        self.reply(await self.call(self.workspace.pipelines.cancel, self.caller, run_id))
+
+
+class LogHandler(PipelineHandler):
+    @web.authenticated
+    async def get(self, run_id: str, node_id: str) -> None:
+        self.reply(
+            await self.call(
+                self.workspace.pipelines.tail_log,
+                self.caller,
+                run_id,
+                node_id,
+                self.query_int("offset", 0),
+            )
+        )
+
+
+class ResultsHandler(PipelineHandler):
+    @web.authenticated
+    async def get(self, run_id: str, node_id: str) -> None:
+        self.reply(
+            {
+                "results": await self.call(
+                    self.workspace.pipelines.results, self.caller, run_id, node_id
+                )
+            }
+        )
+
+
+class ResultFileHandler(PipelineHandler):
+    @web.authenticated
+    async def get(self, run_id: str, node_id: str, rel: str) -> None:
+        path = await self.call(
+            self.workspace.pipelines.result_path, self.caller, run_id, node_id, rel
+        )
+        ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if path.suffix.lower() == ".svg":
+            # Never render a node's SVG as a page of ours: it could carry script.
+            self.set_header(
+                "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"
+            )
+        self.set_header("Content-Type", ctype)
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.finish(await self.call(path.read_bytes))
+
+
+class TemplatesHandler(CubeHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        catalog = self.workspace.templates
+        await self.call(catalog.reload)
+        self.reply(
+            {
+                "templates": [t.to_json() for t in catalog.list()],
+                "errors": [e.to_json() for e in catalog.errors],
+            }
+        )
+
+
+class NodeKindsHandler(CubeHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        kinds: dict[str, Any] = {}
+        for op, kind in node_kinds().items():
+            kinds[op] = {"op": op, "name": kind.name, "display_name": kind.display_name}
+        self.reply({"node_kinds": list(kinds.values())})

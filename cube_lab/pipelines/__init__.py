@@ -1,0 +1,1 @@
+"""Pipelines: Elyra-compatible files, validation, the local parallel runner, KFP, schedules."""

@@ -1,0 +1,268 @@
+"""Node kinds: how a node with a given ``op`` is checked and turned into a command.
+
+Built-in kinds cover Elyra's generic nodes (notebook, Python, R), shell commands
+and job templates. Other capabilities (training, tuning, serving) add theirs through
+the ``cube_lab.node_kinds`` entry-point group: each entry point names a ``NodeKind``
+instance (or a class to instantiate), like Elyra's runtime-processor registry.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import sys
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import CubeError
+from .model import OP_NOTEBOOK, OP_PYTHON, OP_R, OP_SHELL, OP_TEMPLATE, Node
+
+ENTRY_POINT_GROUP = "cube_lab.node_kinds"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding, naming the node and the field."""
+
+    node_id: str | None
+    field: str
+    message: str
+    node_label: str | None = None
+
+
+@dataclass
+class NodeContext:
+    """What a kind needs to check or launch a node."""
+
+    folder: Path  # the pipeline file's folder: relative paths start here
+    root: Path  # nothing may escape this folder (the project / server root)
+    catalog: Any  # cube_lab.jobtemplates.TemplateCatalog
+    run_dir: Path | None = None  # the node's folder inside the run folder, when running
+    params: dict[str, Any] = field(default_factory=dict)  # resolved parameters for the node
+
+
+@dataclass
+class NodeCommand:
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)  # recorded for cache keys and the UI
+
+
+class NodeKind(Protocol):
+    name: str
+    ops: tuple[str, ...]
+    display_name: str
+
+    def check(self, node: Node, ctx: NodeContext) -> list[Problem]: ...
+
+    def command(self, node: Node, ctx: NodeContext) -> NodeCommand: ...
+
+    def inputs(self, node: Node, ctx: NodeContext) -> list[Path]:
+        """Files whose content decides the node's result (for the cache)."""
+        ...
+
+
+def safe_path(
+    raw: str, ctx: NodeContext, node: Node, field_name: str
+) -> tuple[Path | None, list[Problem]]:
+    """Resolve a relative path, refusing absolute ones and ``..`` that escape the root."""
+    if Path(raw).is_absolute():
+        return None, [
+            Problem(
+                node.id,
+                field_name,
+                f"{raw!r} is an absolute path; use a path relative to the pipeline file",
+                node.label,
+            )
+        ]
+    resolved = (ctx.folder / raw).resolve()
+    if not resolved.is_relative_to(ctx.root.resolve()):
+        return None, [
+            Problem(node.id, field_name, f"{raw!r} points outside the project", node.label)
+        ]
+    return resolved, []
+
+
+class FileNodeKind:
+    """A node that runs one file of the project (Elyra's generic components)."""
+
+    name = "file"
+    ops: tuple[str, ...] = ()
+    display_name = "File"
+    suffixes: tuple[str, ...] = ()
+
+    def check(self, node: Node, ctx: NodeContext) -> list[Problem]:
+        if not node.filename:
+            return [Problem(node.id, "filename", "no file chosen", node.label)]
+        path, problems = safe_path(node.filename, ctx, node, "filename")
+        if problems:
+            return problems
+        assert path is not None
+        if not path.is_file():
+            return [Problem(node.id, "filename", f"file {node.filename!r} not found", node.label)]
+        if self.suffixes and path.suffix.lower() not in self.suffixes:
+            return [
+                Problem(
+                    node.id,
+                    "filename",
+                    f"{node.filename!r} is not a {'/'.join(self.suffixes)} file",
+                    node.label,
+                )
+            ]
+        for i, dep in enumerate(node.dependencies):
+            _, dep_problems = safe_path(dep, ctx, node, f"dependencies[{i}]")
+            problems.extend(dep_problems)
+        for i, out in enumerate(node.outputs):
+            _, out_problems = safe_path(out, ctx, node, f"outputs[{i}]")
+            problems.extend(out_problems)
+        return problems
+
+    def file(self, node: Node, ctx: NodeContext) -> Path:
+        return (ctx.folder / (node.filename or "")).resolve()
+
+    def inputs(self, node: Node, ctx: NodeContext) -> list[Path]:
+        main = self.file(node, ctx)
+        found = [main]
+        for pattern in node.dependencies:
+            found.extend(sorted(p for p in main.parent.glob(pattern) if p.is_file()))
+        return found
+
+
+class PythonKind(FileNodeKind):
+    name, ops, display_name, suffixes = "python", (OP_PYTHON,), "Python script", (".py",)
+
+    def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
+        path = self.file(node, ctx)
+        return NodeCommand([sys.executable, "-u", str(path)], path.parent)
+
+
+class NotebookKind(FileNodeKind):
+    name, ops, display_name, suffixes = "notebook", (OP_NOTEBOOK,), "Notebook", (".ipynb",)
+
+    def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
+        path = self.file(node, ctx)
+        assert ctx.run_dir is not None
+        executed = ctx.run_dir / path.name  # a copy in the run folder, never the original
+        argv = [sys.executable, "-m", "cube_lab.pipelines.notebook_exec", str(path),
+                str(executed), "--parameters", json.dumps(ctx.params)]  # fmt: skip
+        return NodeCommand(argv, path.parent, params=dict(ctx.params))
+
+
+class RKind(FileNodeKind):
+    name, ops, display_name, suffixes = "r", (OP_R,), "R script", (".r",)
+
+    def check(self, node: Node, ctx: NodeContext) -> list[Problem]:
+        if shutil.which("Rscript") is None:
+            return [
+                Problem(
+                    node.id, "op", "R nodes need Rscript, which is not installed here", node.label
+                )
+            ]
+        return super().check(node, ctx)
+
+    def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
+        path = self.file(node, ctx)
+        return NodeCommand(["Rscript", str(path)], path.parent)
+
+
+class ShellKind:
+    name, ops, display_name = "shell", (OP_SHELL,), "Shell command"
+
+    def check(self, node: Node, ctx: NodeContext) -> list[Problem]:
+        command = node.params.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return [Problem(node.id, "command", "no command given", node.label)]
+        return []
+
+    def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
+        shell = shutil.which("bash") or "/bin/sh"
+        return NodeCommand([shell, "-c", str(node.params["command"])], ctx.folder)
+
+    def inputs(self, node: Node, ctx: NodeContext) -> list[Path]:
+        return []
+
+
+class TemplateKind:
+    name, ops, display_name = "template", (OP_TEMPLATE,), "Job template"
+
+    def _template(self, node: Node, ctx: NodeContext) -> Any:
+        return ctx.catalog.get(node.params.get("template"))
+
+    def check(self, node: Node, ctx: NodeContext) -> list[Problem]:
+        name = node.params.get("template")
+        if not isinstance(name, str) or not name:
+            return [Problem(node.id, "template", "no job template chosen", node.label)]
+        try:
+            template = self._template(node, ctx)
+        except CubeError as exc:
+            return [
+                Problem(node.id, "template", f"{exc.error}. {exc.detail or ''}".strip(), node.label)
+            ]
+        raw = node.params.get("parameters") or {}
+        if not isinstance(raw, dict):
+            return [Problem(node.id, "parameters", "parameters must be an object", node.label)]
+        # References to upstream values are checked when they resolve at run time.
+        concrete = {k: v for k, v in raw.items() if not (isinstance(v, str) and "{{" in v)}
+        try:
+            template.validate_params({**_placeholders(template, raw), **concrete})
+        except CubeError as exc:
+            return [
+                Problem(
+                    node.id, "parameters", f"{exc.error}. {exc.detail or ''}".strip(), node.label
+                )
+            ]
+        return []
+
+    def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
+        template = self._template(node, ctx)
+        params = template.validate_params(dict(ctx.params))
+        argv = template.command(params, python=sys.executable)
+        return NodeCommand(argv, ctx.folder, env={"CUBE_PARAMS": json.dumps(params)},
+                           params=params)  # fmt: skip
+
+    def inputs(self, node: Node, ctx: NodeContext) -> list[Path]:
+        """The template's code and the files its parameters read."""
+        template = self._template(node, ctx)
+        files = sorted(p for p in Path(template.directory).rglob("*") if p.is_file())
+        for name in template.input_parameters():
+            value = ctx.params.get(name)
+            if isinstance(value, str) and value:
+                files.append((ctx.folder / value).resolve())
+        return files
+
+
+def _placeholders(template: Any, raw: dict[str, Any]) -> dict[str, Any]:
+    """Stand-ins for parameters given as references, so schema checks skip only those."""
+    props = (getattr(template, "parameters", {}) or {}).get("properties", {})
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if isinstance(value, str) and "{{" in value:
+            kind = props.get(key, {}).get("type")
+            out[key] = {"integer": 0, "number": 0.0, "boolean": False}.get(kind, "ref")
+    return out
+
+
+BUILTIN_KINDS: tuple[Any, ...] = (NotebookKind(), PythonKind(), RKind(), ShellKind(),
+                                  TemplateKind())  # fmt: skip
+
+
+@functools.cache
+def node_kinds() -> dict[str, Any]:
+    """op -> kind, built-ins first, then what installed packages register."""
+    kinds: dict[str, Any] = {}
+    for kind in BUILTIN_KINDS:
+        for op in kind.ops:
+            kinds[op] = kind
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = ep.load()
+            kind = loaded() if isinstance(loaded, type) else loaded
+            for op in kind.ops:
+                kinds.setdefault(op, kind)
+        except Exception as exc:  # a broken plug-in must not break every pipeline
+            print(f"cube-lab: node kind {ep.name!r} failed to load: {exc}", file=sys.stderr)
+    return kinds

@@ -1,0 +1,451 @@
+"""The local DAG runner: independent nodes in parallel, retries, timeouts, cancellation.
+
+Plain asyncio. Each node is a subprocess in its own process group (so cancelling
+kills everything it started) whose output goes straight to a log file the API
+tails. Nothing here touches the database: a ``Recorder`` persists state changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import CubeError
+from .model import Node, Pipeline
+from .nodekinds import NodeCommand, NodeContext, node_kinds
+
+OK = frozenset({"succeeded", "cached", "reused"})
+FINAL = OK | {"failed", "cancelled", "skipped", "interrupted"}
+MAX_VALUES_BYTES = 64 * 1024
+KILL_GRACE_S = 3.0
+_REF = re.compile(r"\{\{\s*(params|nodes)\.([A-Za-z0-9_.:-]+?)\s*\}\}")
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class SavedOutput:
+    path: str  # where the node wrote it (absolute)
+    saved: str  # the copy, relative to the runs folder (so later runs can reuse it)
+
+
+@dataclass
+class Prior:
+    """A node result from an earlier run, reused by a partial run or a cache hit."""
+
+    run_id: str
+    values: dict[str, Any]
+    outputs: list[SavedOutput]
+    cache_key: str | None = None
+
+
+@dataclass
+class NodeState:
+    node: Node
+    position: int
+    kind: str
+    log_path: Path
+    status: str = "pending"
+    attempts: int = 0
+    exit_code: int | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    outputs: list[SavedOutput] = field(default_factory=list)
+    cache_key: str | None = None
+    reused_from: str | None = None
+    error: str | None = None
+
+
+class Recorder(Protocol):
+    def node_changed(self, state: NodeState) -> None: ...
+
+    def run_changed(self, status: str, error: str | None = None) -> None: ...
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    runs_root: Path  # holds every run's folder
+    root: Path  # nothing may escape it
+    parallelism: int
+    selected: set[str]  # nodes to execute
+    priors: dict[str, Prior]  # outputs of unselected ancestors, reused
+    params: dict[str, Any]  # pipeline parameters after defaults and overrides
+    base_env: dict[str, str]
+    catalog: Any
+    cache_lookup: Callable[[str], Prior | None] | None = None
+
+    @property
+    def run_dir(self) -> Path:
+        return self.runs_root / self.run_id
+
+
+class LocalRunner:
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        plan: RunPlan,
+        recorder: Recorder,
+        listeners: list[Callable[[NodeState], None]] | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.plan = plan
+        self.recorder = recorder
+        self.listeners = listeners or []
+        self.kinds = node_kinds()
+        self.cancelled = False
+        self._procs: dict[str, asyncio.subprocess.Process] = {}
+        self.states = {
+            n.id: NodeState(n, i, getattr(self.kinds.get(n.op), "name", n.op),
+                            plan.run_dir / "nodes" / _safe(n.id) / "log.txt")
+            for i, n in enumerate(pipeline.nodes)
+        }  # fmt: skip
+        self._in_scope = plan.selected | set(plan.priors)
+
+    # -- public --------------------------------------------------------------------------
+
+    async def run(self) -> str:
+        self.recorder.run_changed("running")
+        for node_id, prior in self.plan.priors.items():
+            self._reuse(self.states[node_id], prior, "reused")
+        for state in self.states.values():
+            if state.node.id not in self._in_scope:
+                state.status = "skipped"
+                state.error = "not part of this partial run"
+                self._changed(state)
+        sem = asyncio.Semaphore(max(1, self.plan.parallelism))
+        pending = set(self.plan.selected)
+        running: dict[asyncio.Task[None], str] = {}
+        while pending or running:
+            for node_id in sorted(pending, key=lambda i: self.states[i].position):
+                ups = [self.states[u] for u in self.states[node_id].node.upstream]
+                if any(u.status in FINAL - OK for u in ups) or self.cancelled:
+                    pending.discard(node_id)
+                    self._finish(
+                        self.states[node_id],
+                        "cancelled" if self.cancelled else "skipped",
+                        error="an upstream node did not succeed",
+                    )
+                elif all(u.status in OK for u in ups):
+                    pending.discard(node_id)
+                    task = asyncio.create_task(self._guarded(self.states[node_id], sem))
+                    running[task] = node_id
+            if not running:
+                break
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                running.pop(task)
+        statuses = [s.status for s in self.states.values() if s.node.id in self.plan.selected]
+        if self.cancelled:
+            status = "cancelled"
+        elif all(s in OK for s in statuses):
+            status = "succeeded"
+        else:
+            status = "failed"
+        failed = [s for s in self.states.values() if s.status == "failed"]
+        error = f"{len(failed)} node(s) failed: " + ", ".join(s.node.label for s in failed)
+        self.recorder.run_changed(status, error if failed else None)
+        return status
+
+    def cancel(self) -> None:
+        """Stop the run: kill every node's process group; nothing new starts."""
+        self.cancelled = True
+        for proc in list(self._procs.values()):
+            _kill_group(proc, signal.SIGTERM)
+        loop = asyncio.get_running_loop()
+        loop.call_later(KILL_GRACE_S, self._kill_all)
+
+    # -- one node --------------------------------------------------------------------------
+
+    async def _guarded(self, state: NodeState, sem: asyncio.Semaphore) -> None:
+        try:
+            async with sem:
+                if self.cancelled:
+                    self._finish(state, "cancelled")
+                    return
+                await self._run_node(state)
+        except CubeError as exc:
+            self._fail_before_start(state, f"{exc.error}. {exc.detail or ''}".strip())
+        except Exception as exc:  # a bug or an OS error must fail the node, not the runner
+            self._fail_before_start(state, f"{type(exc).__name__}: {exc}")
+
+    def _fail_before_start(self, state: NodeState, message: str) -> None:
+        state.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(state.log_path, "a") as log:
+            log.write(f"cube-lab: {message}\n")
+        self._finish(state, "failed", error=message)
+
+    async def _run_node(self, state: NodeState) -> None:
+        node = state.node
+        node_dir = state.log_path.parent
+        node_dir.mkdir(parents=True, exist_ok=True)
+        params = self._node_params(node)
+        ctx = NodeContext(self.pipeline.folder or self.plan.root, self.plan.root,
+                          self.plan.catalog, run_dir=node_dir, params=params)  # fmt: skip
+        kind = self.kinds[node.op]
+        cmd = kind.command(node, ctx)
+        env = self._env(node, cmd, node_dir)
+        outputs = self._output_paths(node, cmd)
+        if self.plan.cache_lookup is not None:
+            state.cache_key = self._cache_key(node, cmd, env, kind.inputs(node, ctx))
+            prior = self.plan.cache_lookup(state.cache_key)
+            if prior is not None and self._restorable(prior):
+                self._reuse(state, prior, "cached")
+                return
+        timeout = node.timeout_s
+        backoff = float(node.cube.get("retry_backoff_s", 1.0))
+        state.started_at = now()
+        for attempt in range(1, node.retries + 2):
+            state.attempts, state.status = attempt, "running"
+            self._changed(state)
+            rc, error = await self._spawn(node.id, cmd, env, state.log_path, attempt, timeout)
+            state.exit_code = rc
+            if rc == 0:
+                missing = [str(p) for p in outputs if not p.exists()]
+                if not missing:
+                    state.outputs = self._save_outputs(outputs, node_dir)
+                    state.values = _read_values(node_dir / "values.json")
+                    self._finish(state, "succeeded")
+                    return
+                error = "declared outputs not produced: " + ", ".join(missing)
+                _append(state.log_path, f"cube-lab: {error}\n")
+            if self.cancelled:
+                self._finish(state, "cancelled", error="cancelled")
+                return
+            state.error = error
+            if attempt <= node.retries:
+                delay = backoff * 2 ** (attempt - 1)
+                _append(state.log_path, f"cube-lab: attempt {attempt} failed ({error}); "
+                        f"retrying in {delay:g} s\n")  # fmt: skip
+                self._changed(state)
+                await asyncio.sleep(delay)
+        self._finish(state, "failed", error=state.error)
+
+    async def _spawn(
+        self,
+        node_id: str,
+        cmd: NodeCommand,
+        env: dict[str, str],
+        log_path: Path,
+        attempt: int,
+        timeout: float | None,
+    ) -> tuple[int | None, str | None]:
+        with open(log_path, "ab", buffering=0) as log:
+            if attempt > 1:
+                log.write(f"\n--- attempt {attempt} ---\n".encode())
+            proc = await asyncio.create_subprocess_exec(
+                *cmd.argv, cwd=cmd.cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=log,
+                stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+            self._procs[node_id] = proc
+            try:
+                rc = await asyncio.wait_for(proc.wait(), timeout)
+            except TimeoutError:
+                _kill_group(proc, signal.SIGKILL)
+                await proc.wait()
+                log.write(f"\ncube-lab: timed out after {timeout:g} s\n".encode())
+                return None, f"timed out after {timeout:g} s"
+            finally:
+                self._procs.pop(node_id, None)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # leave no stray children behind
+        return rc, (None if rc == 0 else f"exit code {rc}")
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _node_params(self, node: Node) -> dict[str, Any]:
+        """Template parameters or notebook parameters, with references resolved."""
+        raw = node.params.get("parameters") if node.op.endswith("template") else None
+        if raw is None:
+            names = node.params.get("pipeline_parameters") or []
+            raw = {n: self.plan.params.get(n) for n in names if n in self.plan.params}
+            raw.update(node.cube.get("parameters") or {})
+        return {k: self._resolve(v) for k, v in (raw or {}).items()}
+
+    def _resolve(self, value: Any) -> Any:
+        if not isinstance(value, str) or "{{" not in value:
+            return value
+        whole = _REF.fullmatch(value.strip())
+        if whole:
+            return self._lookup(whole.group(1), whole.group(2))
+        return _REF.sub(lambda m: str(self._lookup(m.group(1), m.group(2))), value)
+
+    def _lookup(self, scope: str, path: str) -> Any:
+        if scope == "params":
+            if path not in self.plan.params:
+                raise CubeError(
+                    f"unknown pipeline parameter {path!r}",
+                    f"Known: {', '.join(sorted(self.plan.params)) or 'none'}.",
+                )
+            return self.plan.params[path]
+        ref, _, rest = path.partition(".values.")
+        target = self.pipeline.find(ref)
+        if target is None or not rest:
+            raise CubeError(
+                f"bad reference nodes.{path}", "Write {{ nodes.<node id or label>.values.<key> }}."
+            )
+        values = self.states[target.id].values
+        if rest not in values:
+            raise CubeError(
+                f"node {target.label!r} published no value {rest!r}",
+                f"It published: {', '.join(sorted(values)) or 'nothing'}.",
+            )
+        return values[rest]
+
+    def _env(self, node: Node, cmd: NodeCommand, node_dir: Path) -> dict[str, str]:
+        env = dict(self.plan.base_env)
+        for source in (self.pipeline.defaults.get("env_vars"), node.params.get("env_vars")):
+            for item in source or []:
+                if isinstance(item, dict) and item.get("env_var"):
+                    env[str(item["env_var"])] = str(self._resolve(item.get("value") or ""))
+        for name in node.params.get("pipeline_parameters") or []:
+            if name in self.plan.params:  # Elyra hands pipeline parameters over as env vars
+                env[str(name)] = str(self.plan.params[name])
+        env.update(cmd.env)
+        env.update({"CUBE_RUN_ID": self.plan.run_id, "CUBE_NODE_ID": node.id,
+                    "CUBE_RUN_DIR": str(self.plan.run_dir),
+                    "CUBE_VALUES_FILE": str(node_dir / "values.json"),
+                    "PYTHONUNBUFFERED": "1"})  # fmt: skip
+        return env
+
+    def _output_paths(self, node: Node, cmd: NodeCommand) -> list[Path]:
+        if node.op.endswith("template"):
+            template = self.plan.catalog.get(node.params.get("template"))
+            names = [getattr(o, "parameter", None) or (o.get("parameter") if isinstance(o, dict)
+                     else None) for o in getattr(template, "outputs", [])]  # fmt: skip
+            return [(cmd.cwd / str(cmd.params[n])).resolve() for n in names
+                    if n and cmd.params.get(n)]  # fmt: skip
+        return [(cmd.cwd / o).resolve() for o in node.outputs]
+
+    def _save_outputs(self, outputs: list[Path], node_dir: Path) -> list[SavedOutput]:
+        saved = []
+        for i, path in enumerate(outputs):
+            target = node_dir / "outputs" / f"{i}-{path.name}"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_dir():
+                shutil.copytree(path, target, dirs_exist_ok=True)
+            else:
+                shutil.copy2(path, target)
+            saved.append(SavedOutput(str(path), target.relative_to(self.plan.runs_root).as_posix()))
+        return saved
+
+    def _restorable(self, prior: Prior) -> bool:
+        return all((self.plan.runs_root / o.saved).exists() for o in prior.outputs)
+
+    def _reuse(self, state: NodeState, prior: Prior, status: str) -> None:
+        """Put an earlier result back in place: its files where the node wrote them."""
+        for out in prior.outputs:
+            source, target = self.plan.runs_root / out.saved, Path(out.path)
+            if not target.resolve().is_relative_to(self.plan.root.resolve()):
+                continue  # never write outside the project, whatever a record says
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_dir():
+                shutil.copytree(source, target, dirs_exist_ok=True)
+            elif source.exists():
+                shutil.copy2(source, target)
+        state.values, state.outputs = dict(prior.values), list(prior.outputs)
+        state.reused_from = prior.run_id
+        if prior.cache_key and not state.cache_key:
+            state.cache_key = prior.cache_key
+        self._finish(state, status)
+
+    def _cache_key(
+        self, node: Node, cmd: NodeCommand, env: dict[str, str], inputs: list[Path]
+    ) -> str:
+        digest = hashlib.sha256()
+        node_env = {k: v for k, v in env.items() if k not in self.plan.base_env
+                    and not k.startswith("CUBE_")}  # fmt: skip
+        settings = {
+            k: v
+            for k, v in node.cube.items()
+            if k not in ("retries", "timeout_s", "retry_backoff_s", "cache")
+        }
+        digest.update(json.dumps([node.op, node.params, cmd.params, node_env, settings],
+                                 sort_keys=True, default=str).encode())  # fmt: skip
+        for path in inputs:
+            digest.update(path.name.encode())
+            digest.update(_file_hash(path).encode())
+        for up in node.upstream:
+            upstream = self.states[up]
+            digest.update(json.dumps([upstream.cache_key, upstream.values], sort_keys=True,
+                                     default=str).encode())  # fmt: skip
+            for out in upstream.outputs:
+                digest.update(_file_hash(Path(out.path)).encode())
+        return digest.hexdigest()
+
+    def _finish(self, state: NodeState, status: str, error: str | None = None) -> None:
+        state.status = status
+        state.error = error if status != "succeeded" else None
+        state.finished_at = now()
+        self._changed(state)
+
+    def _changed(self, state: NodeState) -> None:
+        self.recorder.node_changed(state)
+        for listener in self.listeners:
+            listener(state)
+
+    def _kill_all(self) -> None:
+        for proc in list(self._procs.values()):
+            _kill_group(proc, signal.SIGKILL)
+
+
+def _kill_group(proc: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(text)
+
+
+def _read_values(path: Path) -> dict[str, Any]:
+    """Small JSON values a node published through $CUBE_VALUES_FILE (ignored when absent)."""
+    if not path.is_file():
+        return {}
+    if path.stat().st_size > MAX_VALUES_BYTES:
+        raise CubeError(
+            "published values are larger than 64 KiB",
+            "Write big results to files and declare them as outputs.",
+        )
+    try:
+        values = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise CubeError("published values are not valid JSON", str(exc)) from None
+    if not isinstance(values, dict):
+        raise CubeError("published values must be a JSON object", f"got {type(values).__name__}")
+    return values
+
+
+def _file_hash(path: Path) -> str:
+    if not path.exists():
+        return "missing"
+    if path.is_dir():
+        digest = hashlib.sha256()
+        for child in sorted(p for p in path.rglob("*") if p.is_file()):
+            digest.update(child.relative_to(path).as_posix().encode())
+            digest.update(_file_hash(child).encode())
+        return digest.hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _safe(node_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", node_id)[:100] or "node"

@@ -1,0 +1,452 @@
+"""Pipelines as a service: validate, run (in the server or the CLI), watch, cancel, recover.
+
+A run is a record (``pipeline_runs`` + ``node_runs``) and a folder under
+``<data_dir>/runs/<run id>/`` holding each node's log, published values, saved
+outputs and executed notebooks. The runner runs in the process that started it
+(the server, or ``cube-lab pipeline run``); its pid is recorded so a run whose
+process died is marked ``interrupted`` the next time a server starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
+from ..errors import Conflict, InvalidInput, NotFound
+from ..identity import Caller
+from ..projects import ProjectService
+from ..store import Store
+from ..store.models import NodeRun, PipelineRun, Project
+from . import elyra_format, validation
+from .model import Pipeline
+from .nodekinds import NodeContext, Problem, node_kinds
+from .recorder import StoreRecorder
+from .runner import OK, LocalRunner, NodeState, Prior, RunPlan, SavedOutput
+from .views import LogChunk, ResultFile, RunView
+
+ACTIVE = ("queued", "running")
+RESULT_KINDS = {".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image",
+                ".svg": "image", ".csv": "table", ".tsv": "table", ".json": "json",
+                ".ipynb": "notebook", ".txt": "text", ".log": "text", ".md": "text"}  # fmt: skip
+LOG_CHUNK = 64 * 1024
+
+
+def _new_run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def coerce_params(pipeline: Pipeline, given: dict[str, Any]) -> dict[str, Any]:
+    """Pipeline parameters: defaults, then overrides, converted to their declared types."""
+    known = {p.name: p for p in pipeline.parameters}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise InvalidInput(
+            f"unknown pipeline parameters {unknown}",
+            f"This pipeline declares: {', '.join(known) or 'none'}.",
+        )
+    out: dict[str, Any] = {}
+    for name, param in known.items():
+        value = given.get(name, param.default)
+        if value is None or value == "":
+            if param.required:
+                raise InvalidInput(
+                    f"pipeline parameter {name!r} is required",
+                    f"Pass it with --param {name}=VALUE.",
+                )
+            out[name] = value
+            continue
+        try:
+            if param.type == "Integer":
+                value = int(value)
+            elif param.type == "Float":
+                value = float(value)
+            elif param.type == "Bool" and isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(value)
+                value = value.lower() in ("true", "1", "yes")
+        except (TypeError, ValueError):
+            raise InvalidInput(
+                f"pipeline parameter {name!r} must be {param.type}", f"got {value!r}"
+            ) from None
+        out[name] = value
+    return out
+
+
+class PipelineService:
+    def __init__(
+        self, store: Store, projects: ProjectService, settings: Settings, catalog: Any
+    ) -> None:
+        self.store = store
+        self.projects = projects
+        self.settings = settings
+        self.catalog = catalog
+        self.runs_root = settings.data_dir / "runs"
+        self.runs_root.mkdir(parents=True, exist_ok=True)
+        self._runners: dict[str, LocalRunner] = {}
+        self._tasks: dict[str, asyncio.Task[str]] = {}
+
+    # -- reading and checking ---------------------------------------------------------------
+
+    def open(self, path: Path, root: Path) -> Pipeline:
+        path = path.resolve()
+        if not path.is_relative_to(root.resolve()):
+            raise InvalidInput(f"{path} is outside the project folder {root}")
+        return elyra_format.load(path)
+
+    def context(self, pipeline: Pipeline, root: Path) -> NodeContext:
+        return NodeContext(pipeline.folder or root, root, self.catalog)
+
+    def check(self, path: Path, root: Path) -> tuple[Pipeline, list[Problem]]:
+        pipeline = self.open(path, root)
+        return pipeline, validation.check(pipeline, self.context(pipeline, root))
+
+    # -- starting runs ------------------------------------------------------------------------
+
+    def prepare(
+        self,
+        caller: Caller,
+        path: Path,
+        root: Path,
+        *,
+        project: str | None = None,
+        params: dict[str, Any] | None = None,
+        only: str | None = None,
+        from_node: str | None = None,
+        cache: bool = False,
+        parallelism: int | None = None,
+        trigger: str = "manual",
+        schedule_id: int | None = None,
+    ) -> tuple[LocalRunner, StoreRecorder]:
+        """Validate, write the run record, and build (not start) its runner."""
+        pipeline, problems = self.check(path, root)
+        if problems:
+            raise validation.PipelineInvalid(problems)
+        if only and from_node:
+            raise InvalidInput("give --only or --from, not both")
+        values = coerce_params(pipeline, params or {})
+        width = parallelism or pipeline.parallelism or os.cpu_count() or 1
+        if width < 1:
+            raise InvalidInput("parallelism must be at least 1", f"got {width}")
+        selected = self._select(pipeline, only, from_node)
+        self.projects.ensure_personal(caller)
+        run_id = _new_run_id()
+        options = {"params": values, "only": only, "from": from_node, "cache": cache,
+                   "parallelism": width}  # fmt: skip
+        kinds = node_kinds()
+        with self.store.write() as s:
+            project_row = self.projects.resolve(s, caller, project)
+            needed = pipeline.upstream_closure(selected)
+            priors = {nid: self._prior(s, project_row.id, str(path), nid, pipeline)
+                      for nid in needed}  # fmt: skip
+            run = PipelineRun(
+                id=run_id, project_id=project_row.id, owner=caller.username,
+                pipeline_path=str(path), pipeline_name=pipeline.name, status="queued",
+                trigger=trigger, schedule_id=schedule_id, options=options,
+                run_dir=str(self.runs_root / run_id), runner_pid=os.getpid(),
+                runner_host=socket.gethostname(),
+            )  # fmt: skip
+            run.nodes = [NodeRun(node_id=n.id, position=i, label=n.label,
+                                 kind=getattr(kinds.get(n.op), "name", n.op), status="pending",
+                                 attempts=0, values={}, outputs={})
+                         for i, n in enumerate(pipeline.nodes)]  # fmt: skip
+            s.add(run)
+            project_id = project_row.id
+        plan = RunPlan(
+            run_id=run_id, runs_root=self.runs_root, root=root, parallelism=width,
+            selected=selected, priors=priors, params=values, base_env=self._env(caller, root),
+            catalog=self.catalog,
+            cache_lookup=(lambda key: self._cached(project_id, key)) if cache else None,
+        )  # fmt: skip
+        (self.runs_root / run_id).mkdir(parents=True)
+        elyra_format.save(pipeline, self.runs_root / run_id / "pipeline.json")
+        recorder = StoreRecorder(self.store, run_id)
+        return LocalRunner(pipeline, plan, recorder), recorder
+
+    def _select(self, pipeline: Pipeline, only: str | None, from_node: str | None) -> set[str]:
+        ref = only or from_node
+        if not ref:
+            return {n.id for n in pipeline.nodes}
+        node = pipeline.find(ref)
+        if node is None:
+            raise NotFound(
+                f"no node {ref!r} in pipeline {pipeline.name!r}",
+                "Give a node id, or a label that only one node has.",
+            )
+        return {node.id} if only else pipeline.downstream(node.id)
+
+    def _prior(
+        self, s: Session, project_id: int, path: str, node_id: str, pipeline: Pipeline
+    ) -> Prior:
+        row = s.execute(
+            select(NodeRun, PipelineRun.id)
+            .join(PipelineRun, PipelineRun.id == NodeRun.run_id)
+            .where(PipelineRun.project_id == project_id, PipelineRun.pipeline_path == path,
+                   NodeRun.node_id == node_id, NodeRun.status.in_(sorted(OK)))
+            .order_by(NodeRun.finished_at.desc()).limit(1)
+        ).first()  # fmt: skip
+        if row is None:
+            label = pipeline.node(node_id).label
+            raise Conflict(
+                f"node {label!r} has no successful run to reuse",
+                "Run the whole pipeline once first (a partial run reuses the "
+                "outputs of the latest successful run of its upstream nodes).",
+            )
+        return self._to_prior(row[0], row[1])
+
+    def _cached(self, project_id: int, key: str) -> Prior | None:
+        with self.store.read() as s:
+            row = s.execute(
+                select(NodeRun, PipelineRun.id)
+                .join(PipelineRun, PipelineRun.id == NodeRun.run_id)
+                .where(PipelineRun.project_id == project_id, NodeRun.cache_key == key,
+                       NodeRun.status.in_(("succeeded", "cached")))
+                .order_by(NodeRun.finished_at.desc()).limit(1)
+            ).first()  # fmt: skip
+            return self._to_prior(row[0], row[1]) if row else None
+
+    @staticmethod
+    def _to_prior(node: NodeRun, run_id: str) -> Prior:
+        files = (node.outputs or {}).get("files", [])
+        return Prior(
+            node.reused_from or run_id,
+            dict(node.values or {}),
+            [SavedOutput(f["path"], f["saved"]) for f in files],
+            node.cache_key,
+        )
+
+    def _env(self, caller: Caller, root: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({ENV_DATA_DIR: str(self.settings.data_dir), ENV_DB_URL: self.settings.db_url,
+                    ENV_USER: caller.username, ENV_ROOT_DIR: str(root)})  # fmt: skip
+        return env
+
+    async def execute(self, runner: LocalRunner, recorder: StoreRecorder) -> str:
+        """Run to the end; the record is complete on disk when this returns."""
+        run_id = runner.plan.run_id
+        self._runners[run_id] = runner
+        try:
+            return await runner.run()
+        except BaseException as exc:
+            runner.cancel()
+            recorder.run_changed("failed", f"the runner stopped: {type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self._runners.pop(run_id, None)
+            await asyncio.to_thread(recorder.close)
+
+    def start(self, runner: LocalRunner, recorder: StoreRecorder) -> str:
+        """Run in the background of the current event loop (the server's)."""
+        task = asyncio.get_running_loop().create_task(self.execute(runner, recorder))
+        run_id = runner.plan.run_id
+        self._tasks[run_id] = task
+        task.add_done_callback(lambda _t: self._tasks.pop(run_id, None))
+        return run_id
+
+    def run_foreground(
+        self,
+        runner: LocalRunner,
+        recorder: StoreRecorder,
+        listener: Callable[[NodeState], None] | None = None,
+    ) -> str:
+        """Run in this process (the CLI); Ctrl-C or SIGTERM cancel the run cleanly."""
+        if listener:
+            runner.listeners.append(listener)
+
+        async def main() -> str:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, runner.cancel)
+            return await self.execute(runner, recorder)
+
+        return asyncio.run(main())
+
+    async def wait(self, run_id: str) -> str | None:
+        task = self._tasks.get(run_id)
+        return await task if task else None
+
+    # -- reading runs ---------------------------------------------------------------------------
+
+    def list_runs(
+        self,
+        caller: Caller,
+        *,
+        path: Path | None = None,
+        project: str | None = None,
+        root: Path | None = None,
+        limit: int = 50,
+    ) -> list[RunView]:
+        if not 1 <= limit <= 500:
+            raise InvalidInput("limit must be between 1 and 500", f"got {limit}")
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            ids = ([self.projects.resolve(s, caller, project).id] if project
+                   else self.projects.visible_ids(s, caller))  # fmt: skip
+            query = (select(PipelineRun, Project.name)
+                     .join(Project, Project.id == PipelineRun.project_id)
+                     .where(PipelineRun.project_id.in_(ids))
+                     .options(selectinload(PipelineRun.nodes))
+                     .order_by(PipelineRun.created_at.desc()).limit(limit))  # fmt: skip
+            if path is not None:
+                query = query.where(PipelineRun.pipeline_path == str(path.resolve()))
+            return [RunView.of(run, name, _display(run.pipeline_path, root))
+                    for run, name in s.execute(query)]  # fmt: skip
+
+    def get_run(self, caller: Caller, run_id: str, root: Path | None = None) -> RunView:
+        with self.store.read() as s:
+            run, project = self._run(s, caller, run_id)
+            return RunView.of(run, project, _display(run.pipeline_path, root), with_nodes=True)
+
+    def _run(self, s: Session, caller: Caller, run_id: str) -> tuple[PipelineRun, str]:
+        self.projects.ensure_personal(caller)
+        row = s.execute(
+            select(PipelineRun, Project.name).join(Project, Project.id == PipelineRun.project_id)
+            .where(PipelineRun.id == run_id,
+                   PipelineRun.project_id.in_(self.projects.visible_ids(s, caller)))
+            .options(selectinload(PipelineRun.nodes))
+        ).first()  # fmt: skip
+        if row is None:
+            raise NotFound(
+                f"run {run_id!r} not found",
+                "GET /cube/api/v1/pipelines/runs lists the runs you can see.",
+            )
+        return row[0], row[1]
+
+    def _node(
+        self, s: Session, caller: Caller, run_id: str, node_id: str
+    ) -> tuple[PipelineRun, NodeRun]:
+        run, _ = self._run(s, caller, run_id)
+        node = next((n for n in run.nodes if n.node_id == node_id), None)
+        if node is None:
+            raise NotFound(f"run {run_id!r} has no node {node_id!r}")
+        return run, node
+
+    def tail_log(
+        self, caller: Caller, run_id: str, node_id: str, offset: int = 0, limit: int = LOG_CHUNK
+    ) -> LogChunk:
+        """The log from ``offset``: call again with the returned offset to follow it live."""
+        if offset < 0:
+            raise InvalidInput("offset must be 0 or more")
+        with self.store.read() as s:
+            run, node = self._node(s, caller, run_id, node_id)
+            done = node.status not in ("pending", "running")
+            path = Path(run.run_dir) / "nodes" / _safe_id(node_id) / "log.txt"
+        if not path.exists():
+            return LogChunk("", 0, 0, done)
+        size = path.stat().st_size
+        if offset == 0 and size > limit:
+            offset = size - limit  # a first look shows the tail
+        with open(path, "rb") as fh:
+            fh.seek(min(offset, size))
+            data = fh.read(min(limit, LOG_CHUNK * 4))
+        return LogChunk(data.decode("utf-8", "replace"), offset + len(data), size,
+                        done and offset + len(data) >= size)  # fmt: skip
+
+    def results(self, caller: Caller, run_id: str, node_id: str) -> list[ResultFile]:
+        """Files worth showing for a node: saved outputs, the executed notebook, values."""
+        with self.store.read() as s:
+            run, node = self._node(s, caller, run_id, node_id)
+            saved = [f["saved"] for f in (node.outputs or {}).get("files", [])]
+        node_dir = Path(run.run_dir) / "nodes" / _safe_id(node_id)
+        files = [self.runs_root / rel for rel in saved]
+        if node_dir.is_dir():
+            files += [p for p in sorted(node_dir.iterdir()) if p.is_file() and p.name != "log.txt"]
+        out = []
+        for path in files:
+            for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+                if file.is_file():
+                    out.append(ResultFile(file.name, file.relative_to(self.runs_root).as_posix(),
+                                          _result_kind(file), file.stat().st_size))  # fmt: skip
+        return out
+
+    def result_path(self, caller: Caller, run_id: str, node_id: str, rel: str) -> Path:
+        allowed = {r.path for r in self.results(caller, run_id, node_id)}
+        if rel not in allowed:
+            raise NotFound(f"no result {rel!r} for node {node_id!r}")
+        return self.runs_root / rel
+
+    # -- stopping and recovering ------------------------------------------------------------------
+
+    def cancel(self, caller: Caller, run_id: str) -> RunView:
+        with self.store.read() as s:
+            run, _ = self._run(s, caller, run_id)
+            status, pid, host = run.status, run.runner_pid, run.runner_host
+        if status not in ACTIVE:
+            raise Conflict(f"run {run_id} already ended ({status})")
+        runner = self._runners.get(run_id)
+        if runner is not None:
+            runner.cancel()
+        elif host == socket.gethostname() and _pid_alive(pid) and pid != os.getpid():
+            os.kill(pid, signal.SIGTERM)  # the CLI that runs it cancels on SIGTERM
+        else:
+            self._mark_interrupted([run_id], "its runner is gone; marked when cancelled")
+        return self.get_run(caller, run_id)
+
+    def recover(self) -> list[str]:
+        """Mark runs whose runner process died (a crash, a kill) as interrupted."""
+        host = socket.gethostname()
+        with self.store.read() as s:
+            runs = s.execute(select(PipelineRun.id, PipelineRun.runner_pid, PipelineRun.runner_host)
+                             .where(PipelineRun.status.in_(ACTIVE))).all()  # fmt: skip
+        dead = [r.id for r in runs if r.runner_host == host and r.id not in self._runners
+                and (r.runner_pid == os.getpid() or not _pid_alive(r.runner_pid))]  # fmt: skip
+        if dead:
+            self._mark_interrupted(dead, "the process running it stopped before it finished")
+        return dead
+
+    def _mark_interrupted(self, run_ids: list[str], why: str) -> None:
+        stamp = datetime.now(UTC)
+        with self.store.write() as s:
+            for run in s.scalars(select(PipelineRun).where(PipelineRun.id.in_(run_ids))
+                                 .options(selectinload(PipelineRun.nodes))):  # fmt: skip
+                run.status, run.error, run.finished_at = "interrupted", why, stamp
+                for node in run.nodes:
+                    if node.status in ("pending", "running"):
+                        node.status, node.finished_at = "interrupted", stamp
+
+
+def _display(path: str, root: Path | None) -> str:
+    if root is not None and Path(path).is_relative_to(root):
+        return Path(path).relative_to(root).as_posix()
+    return path
+
+
+def _safe_id(node_id: str) -> str:
+    from .runner import _safe
+
+    return _safe(node_id)
+
+
+def _result_kind(path: Path) -> str:
+    kind = RESULT_KINDS.get(path.suffix.lower(), "file")
+    if kind == "json" and path.stat().st_size < 2_000_000:
+        with contextlib.suppress(ValueError, OSError):
+            import json
+
+            doc = json.loads(path.read_text())
+            if isinstance(doc, dict) and "series" in doc:
+                return "echarts"  # an ECharts option object
+    return kind
