@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import joblib
@@ -38,10 +39,8 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])  # IHDR width, height
 
 
-@pytest.fixture(scope="module")
-def iris_dir(tmp_path_factory: pytest.TempPathFactory, node_env: dict[str, str]) -> Path:
-    """Iris with text labels, a text feature and a few gaps, split and trained once."""
-    folder = tmp_path_factory.mktemp("iris")
+def iris_tables(folder: Path) -> dict:
+    """Iris with text labels, a text feature and a few gaps, split in two."""
     iris = load_iris(as_frame=True)
     frame = iris.frame.drop(columns="target")
     frame["site"] = np.where(np.arange(150) % 3 == 0, "north", "south")
@@ -50,36 +49,57 @@ def iris_dir(tmp_path_factory: pytest.TempPathFactory, node_env: dict[str, str])
     train, test = train_test_split(frame, test_size=0.3, random_state=0, stratify=frame["species"])
     train.to_csv(folder / "train.csv", index=False)
     test.to_csv(folder / "test.csv", index=False)
-    params = {
+    return {
         "train_path": "train.csv",
         "target": "species",
         "estimator": "random_forest",
         "hyperparameters": {"n_estimators": 25, "max_depth": 4, "random_state": 0},
     }
-    result = run_node("train-sklearn", params, folder, node_env)
-    assert result.ok, result.stderr
-    (folder / "train-values.json").write_text(json.dumps(result.values))
-    return folder
 
 
-@pytest.fixture(scope="module")
-def diabetes_dir(tmp_path_factory: pytest.TempPathFactory, node_env: dict[str, str]) -> Path:
-    folder = tmp_path_factory.mktemp("diabetes")
-    frame = load_diabetes(as_frame=True).frame  # numeric target "target": regression
+def diabetes_tables(folder: Path) -> dict:
+    """Diabetes: a numeric target, so a regression."""
+    frame = load_diabetes(as_frame=True).frame
     train, test = train_test_split(frame, test_size=0.25, random_state=0)
     train.to_csv(folder / "train.csv", index=False)
     test.to_csv(folder / "test.csv", index=False)
-    params = {
+    return {
         "train_path": "train.csv",
         "target": "target",
         "estimator": "ridge",
         "hyperparameters": {"alpha": 0.5},
         "model_path": "out/ridge.joblib",
     }
-    result = run_node("train-sklearn", params, folder, node_env)
-    assert result.ok, result.stderr
-    (folder / "train-values.json").write_text(json.dumps(result.values))
-    return folder
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, node_env: dict[str, str]) -> dict[str, Path]:
+    """Both models, trained once for the module and side by side (the runs are independent)."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in ("iris", "diabetes")}
+    params = {
+        "iris": iris_tables(folders["iris"]),
+        "diabetes": diabetes_tables(folders["diabetes"]),
+    }
+    with ThreadPoolExecutor(2) as pool:
+        futures = {
+            name: pool.submit(run_node, "train-sklearn", params[name], folders[name], node_env)
+            for name in folders
+        }
+    for name, future in futures.items():
+        result = future.result()
+        assert result.ok, result.stderr
+        (folders[name] / "train-values.json").write_text(json.dumps(result.values))
+    return folders
+
+
+@pytest.fixture
+def iris_dir(trained: dict[str, Path]) -> Path:
+    return trained["iris"]
+
+
+@pytest.fixture
+def diabetes_dir(trained: dict[str, Path]) -> Path:
+    return trained["diabetes"]
 
 
 # -- train-sklearn ------------------------------------------------------------------------------

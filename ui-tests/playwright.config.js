@@ -42,6 +42,11 @@ const env = {
 
 module.exports = {
   ...baseConfig,
+  // Never open (and serve) the HTML report: `make test` must not hang.
+  reporter: [
+    [process.env.CI ? 'github' : 'list'],
+    ['html', { open: 'never' }]
+  ],
   workers: 1,
   retries: process.env.CI ? 1 : 0,
   use: {
@@ -55,7 +60,8 @@ module.exports = {
     command: 'jlpm start',
     url: 'http://localhost:8888/lab',
     timeout: 120 * 1000,
-    reuseExistingServer: !process.env.CI,
+    // The tests register models: only reuse a server on 8888 when asked to.
+    reuseExistingServer: process.env.CUBE_LAB_UI_REUSE_SERVER === '1',
     env: { ...process.env, ...env }
   }
 };

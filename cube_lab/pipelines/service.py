@@ -370,7 +370,7 @@ class PipelineService:
         with self.store.read() as s:
             run, node = self._node(s, caller, run_id, node_id)
             saved = [f["saved"] for f in (node.outputs or {}).get("files", [])]
-        node_dir = Path(run.run_dir) / "nodes" / _safe_id(node_id)
+            node_dir = Path(run.run_dir) / "nodes" / _safe_id(node_id)
         files = [self.runs_root / rel for rel in saved]
         if node_dir.is_dir():
             files += [p for p in sorted(node_dir.iterdir()) if p.is_file() and p.name != "log.txt"]
