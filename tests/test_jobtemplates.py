@@ -15,6 +15,7 @@ from cube_lab.errors import InvalidInput, NotFound
 from cube_lab.jobtemplates import (
     CATEGORIES,
     ENV_TEMPLATE_PATH,
+    JobTemplate,
     TemplateCatalog,
     default_template_dirs,
     read_values,
@@ -88,7 +89,7 @@ def test_shipped_templates_load_without_errors(shipped: TemplateCatalog) -> None
         assert script.is_file(), f"{template.name}: {script} is missing"
 
 
-def _required_dummies(template) -> dict[str, object]:
+def _required_dummies(template: JobTemplate) -> dict[str, object]:
     props = template.parameters["properties"]
     return {n: "x" for n in template.parameters.get("required", []) if props[n]["type"] == "string"}
 

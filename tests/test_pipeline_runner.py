@@ -57,7 +57,8 @@ def test_independent_nodes_overlap_and_layers_wait(ws: Any, tmp_path: Path) -> N
 def test_parallelism_limit_is_respected(ws: Any, tmp_path: Path) -> None:
     code = STAMP + "t = time.time(); time.sleep(0.4); print(t, time.time())\n"
     nodes = [node(f"n{i}", filename=script(tmp_path, f"n{i}.py", code)) for i in range(4)]
-    status, view = run(ws, write_pipeline(tmp_path, nodes), parallelism=2)
+    assert run(ws, write_pipeline(tmp_path, nodes), parallelism=2)[0] == "succeeded"
+    view = ws.pipelines.get_run(ALICE, ws.pipelines.list_runs(ALICE, limit=1)[0].id)
     spans = sorted(tuple(map(float, ws.pipelines.tail_log(ALICE, view.id, n.id).text.split()))
                    for n in view.nodes)  # fmt: skip
     for t, _ in spans:  # at no start time are more than 2 nodes running
@@ -130,10 +131,13 @@ def _alive(pid: int) -> bool:
 
 def test_cancel_kills_every_process_of_every_node(ws: Any, tmp_path: Path) -> None:
     # Each node starts a grandchild that would outlive a plain kill of the node.
-    code = STAMP + ("import subprocess\n"
-                    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-                    "open(f'pid-{os.environ[\"CUBE_NODE_ID\"]}', 'w').write(f'{os.getpid()} {child.pid}')\n"
-                    "time.sleep(60)\n")  # fmt: skip
+    code = STAMP + (
+        "import subprocess\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "me = os.environ['CUBE_NODE_ID']\n"
+        "open(f'pid-{me}', 'w').write(f'{os.getpid()} {child.pid}')\n"
+        "time.sleep(60)\n"
+    )
     nodes = [node(f"n{i}", filename=script(tmp_path, f"n{i}.py", code)) for i in range(2)]
     nodes.append(node("later", upstream=("n0",), filename=script(tmp_path, "l.py", "pass\n")))
     runner, recorder = ws.pipelines.prepare(ALICE, write_pipeline(tmp_path, nodes), tmp_path)
@@ -161,8 +165,11 @@ def test_cancel_kills_every_process_of_every_node(ws: Any, tmp_path: Path) -> No
 
 
 def test_values_and_outputs_flow_downstream(ws: Any, tmp_path: Path) -> None:
-    produce = STAMP + ("open('data.csv', 'w').write('x\\n1\\n2\\n')\n"
-                       "json.dump({'rows': 2, 'name': 'iris'}, open(os.environ['CUBE_VALUES_FILE'], 'w'))\n")  # fmt: skip
+    produce = STAMP + (
+        "open('data.csv', 'w').write('x\\n1\\n2\\n')\n"
+        "values = open(os.environ['CUBE_VALUES_FILE'], 'w')\n"
+        "json.dump({'rows': 2, 'name': 'iris'}, values)\n"
+    )
     consume = STAMP + (
         "print('rows', os.environ['ROWS'], 'lines', len(open('data.csv').readlines()))\n"
     )
@@ -208,9 +215,11 @@ def test_pipeline_parameters_reach_nodes(ws: Any, tmp_path: Path) -> None:
 
 
 def _counting_pipeline(tmp_path: Path) -> Path:
-    counter = STAMP + ("name = os.environ['CUBE_NODE_ID']\n"
-                       "open(f'ran-{name}.log', 'a').write('x')\n"
-                       "open(f'{name}.out', 'w').write(open('seed.txt').read() + name)\n")  # fmt: skip
+    counter = STAMP + (
+        "name = os.environ['CUBE_NODE_ID']\n"
+        "open(f'ran-{name}.log', 'a').write('x')\n"
+        "open(f'{name}.out', 'w').write(open('seed.txt').read() + name)\n"
+    )
     (tmp_path / "seed.txt").write_text("seed-")
     script(tmp_path, "step.py", counter)
     return write_pipeline(tmp_path, [

@@ -17,8 +17,14 @@ from cube_lab.workspace import Workspace
 CATALOG = TemplateCatalog([Path(cube_lab.__file__).resolve().parents[1] / "templates"])
 
 
-def run_node(name: str, params: dict, cwd: Path, **kwargs: object) -> TemplateRun:
-    result = run_template(CATALOG.get(name), params, cwd, timeout=120, **kwargs)  # type: ignore[arg-type]
+def run_node(
+    name: str,
+    params: dict,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    run_id: str | None = None,
+) -> TemplateRun:
+    result = run_template(CATALOG.get(name), params, cwd, env=env, run_id=run_id, timeout=120)
     assert result.ok, f"{name} failed:\n{result.stdout}\n{result.stderr}"
     return result
 

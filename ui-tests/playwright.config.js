@@ -43,10 +43,7 @@ const env = {
 module.exports = {
   ...baseConfig,
   // Never open (and serve) the HTML report: `make test` must not hang.
-  reporter: [
-    [process.env.CI ? 'github' : 'list'],
-    ['html', { open: 'never' }]
-  ],
+  reporter: [[process.env.CI ? 'github' : 'list'], ['html', { open: 'never' }]],
   workers: 1,
   retries: process.env.CI ? 1 : 0,
   use: {
