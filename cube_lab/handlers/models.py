@@ -68,6 +68,9 @@ class ModelsHandler(CubeHandler):
                 f"Known fields: name, path, {', '.join(REGISTER_FIELDS)}.",
             )
         path = resolve_under_root(Path(self.settings[ROOT_DIR]), body.get("path"))
+        if not path.exists():  # say it in the client's terms, not the server's absolute path
+            raise InvalidInput(f"path {body.get('path')!r} does not exist",
+                               "Give a file or folder relative to the server root.")
         version = await self.call(
             self.workspace.registry.register,
             self.caller,

@@ -87,6 +87,7 @@ def upgrade() -> None:
         sa.Column("params", sa.JSON(), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         _ts("last_fire_at"),
+        sa.Column("last_error", sa.Text(), nullable=True),
         _ts("created_at", nullable=False),
     )
     op.create_index("ix_pipeline_schedules_project_id", "pipeline_schedules", ["project_id"])
