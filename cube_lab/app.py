@@ -9,6 +9,7 @@ Configure it like any Jupyter app, e.g. in ``jupyter_server_config.py``::
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,14 @@ class CubeLab(ExtensionApp):
     def initialize_handlers(self) -> None:
         self.handlers.extend(routes())
 
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Runs inside the server's event loop: start the pipeline scheduler there."""
+        workspace: Workspace = self.settings[WORKSPACE]
+        self._scheduler = asyncio.get_running_loop().create_task(workspace.schedules.run_forever())
+
     async def stop_extension(self) -> None:
+        if getattr(self, "_scheduler", None) is not None:
+            self._scheduler.cancel()
         workspace: Any = self.settings.get(WORKSPACE)
         if workspace is not None:
             workspace.close()

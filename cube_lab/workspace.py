@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Settings
+from .pipelines.schedules import ScheduleService
 from .pipelines.service import PipelineService
 from .projects import ProjectService
 from .registry.artifacts import ArtifactStore
@@ -43,6 +44,7 @@ class Workspace:
     registry: RegistryService
     templates: Any  # a LazyCatalog over cube_lab.jobtemplates.TemplateCatalog
     pipelines: PipelineService
+    schedules: ScheduleService
 
     @classmethod
     def open(cls, settings: Settings) -> Workspace:
@@ -52,14 +54,9 @@ class Workspace:
         artifacts = ArtifactStore(settings.artifacts_dir)
         projects = ProjectService(store)
         templates = LazyCatalog()
-        return cls(
-            settings,
-            store,
-            projects,
-            RegistryService(store, projects, artifacts),
-            templates,
-            PipelineService(store, projects, settings, templates),
-        )
+        pipelines = PipelineService(store, projects, settings, templates)
+        return cls(settings, store, projects, RegistryService(store, projects, artifacts),
+                   templates, pipelines, ScheduleService(store, projects, pipelines))  # fmt: skip
 
     def close(self) -> None:
         self.store.dispose()

@@ -551,3 +551,271 @@ export function downloadUrl(
   );
   return s.token ? `${url}${queryString({ token: s.token })}` : url;
 }
+
+/* -------------------------------------------------------------------------- */
+/* Pipelines                                                                  */
+/* -------------------------------------------------------------------------- */
+
+/** One validation finding; `node_id` is null for pipeline-level problems. */
+export interface PipelineProblem {
+  node_id: string | null;
+  node_label?: string | null;
+  field: string;
+  message: string;
+}
+
+export interface ValidateResult {
+  valid: boolean;
+  name: string;
+  nodes: number;
+  migrated_from: number | null;
+  problems: PipelineProblem[];
+}
+
+/** A JSON schema, as much of it as the editor reads. */
+export interface JSONSchema {
+  type?: string | string[];
+  title?: string;
+  description?: string;
+  default?: JSONValue;
+  enum?: JSONValue[];
+  format?: string;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  items?: JSONSchema;
+  required?: string[];
+  properties?: Record<string, JSONSchema>;
+  [key: string]: unknown;
+}
+
+export interface TemplateOutput {
+  name: string;
+  parameter: string;
+  description: string;
+}
+
+export interface JobTemplate {
+  name: string;
+  display_name: string;
+  category: string;
+  description: string;
+  image: string | null;
+  parameters: JSONSchema;
+  outputs: TemplateOutput[];
+}
+
+export interface TemplateList {
+  templates: JobTemplate[];
+  errors: { path: string; problems: string[] }[];
+}
+
+export interface NodeKind {
+  op: string;
+  name: string;
+  display_name: string;
+}
+
+export type NodeRunStatus =
+  | 'pending'
+  | 'running'
+  | 'succeeded'
+  | 'failed'
+  | 'cancelled'
+  | 'skipped'
+  | 'cached'
+  | 'reused'
+  | 'interrupted';
+
+export type RunStatus =
+  | 'queued'
+  | 'running'
+  | 'succeeded'
+  | 'failed'
+  | 'cancelled'
+  | 'interrupted';
+
+export interface NodeRun {
+  id: string;
+  label: string;
+  kind: string;
+  status: NodeRunStatus;
+  attempts: number;
+  exit_code: number | null;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_s: number | null;
+  values?: Record<string, JSONValue>;
+  outputs?: string[];
+  reused_from?: string | null;
+  error: string | null;
+}
+
+export interface PipelineRun {
+  id: string;
+  project: string;
+  pipeline: string;
+  pipeline_path: string;
+  status: RunStatus;
+  trigger: 'manual' | 'cli' | 'schedule' | string;
+  owner: string;
+  options: Record<string, JSONValue>;
+  error: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_s: number | null;
+  counts: Record<string, number>;
+  nodes: NodeRun[] | null;
+}
+
+export interface StartRunRequest {
+  /** The .pipeline file, relative to the server root. */
+  path: string;
+  params?: Record<string, JSONValue>;
+  /** Run only this node (id or label). */
+  only?: string;
+  /** Run this node and everything downstream. */
+  from?: string;
+  cache?: boolean;
+  parallelism?: number;
+  project?: string;
+}
+
+export interface LogChunk {
+  text: string;
+  offset: number;
+  size: number;
+  done: boolean;
+}
+
+export interface ResultFile {
+  name: string;
+  path: string;
+  kind: 'image' | 'table' | 'json' | 'echarts' | 'notebook' | 'text' | 'file';
+  size_bytes: number;
+}
+
+/** True while a run may still change. */
+export function isRunActive(run: Pick<PipelineRun, 'status'>): boolean {
+  return run.status === 'queued' || run.status === 'running';
+}
+
+export function validatePipeline(
+  path: string,
+  settings?: ServerConnection.ISettings
+): Promise<ValidateResult> {
+  return requestAPI<ValidateResult>(
+    'pipelines/validate',
+    { method: 'POST', body: { path } },
+    settings
+  );
+}
+
+export function listTemplates(
+  settings?: ServerConnection.ISettings
+): Promise<TemplateList> {
+  return requestAPI<TemplateList>('pipelines/templates', {}, settings);
+}
+
+export function listNodeKinds(
+  settings?: ServerConnection.ISettings
+): Promise<{ node_kinds: NodeKind[] }> {
+  return requestAPI<{ node_kinds: NodeKind[] }>(
+    'pipelines/node-kinds',
+    {},
+    settings
+  );
+}
+
+export function startRun(
+  body: StartRunRequest,
+  settings?: ServerConnection.ISettings
+): Promise<PipelineRun> {
+  return requestAPI<PipelineRun>(
+    'pipelines/runs',
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function listRuns(
+  options: { path?: string; project?: string; limit?: number } = {},
+  settings?: ServerConnection.ISettings
+): Promise<{ runs: PipelineRun[] }> {
+  const query = queryString({
+    path: options.path,
+    project: options.project,
+    limit: options.limit
+  });
+  return requestAPI<{ runs: PipelineRun[] }>(
+    `pipelines/runs${query}`,
+    {},
+    settings
+  );
+}
+
+export function getRun(
+  runId: string,
+  settings?: ServerConnection.ISettings
+): Promise<PipelineRun> {
+  return requestAPI<PipelineRun>(
+    encodePath('pipelines', 'runs', runId),
+    {},
+    settings
+  );
+}
+
+export function cancelRun(
+  runId: string,
+  settings?: ServerConnection.ISettings
+): Promise<PipelineRun> {
+  return requestAPI<PipelineRun>(
+    encodePath('pipelines', 'runs', runId, 'cancel'),
+    { method: 'POST' },
+    settings
+  );
+}
+
+export function nodeLog(
+  runId: string,
+  nodeId: string,
+  offset = 0,
+  settings?: ServerConnection.ISettings
+): Promise<LogChunk> {
+  return requestAPI<LogChunk>(
+    `${encodePath('pipelines', 'runs', runId, 'nodes', nodeId, 'log')}${queryString({ offset })}`,
+    {},
+    settings
+  );
+}
+
+export function nodeResults(
+  runId: string,
+  nodeId: string,
+  settings?: ServerConnection.ISettings
+): Promise<{ results: ResultFile[] }> {
+  return requestAPI<{ results: ResultFile[] }>(
+    encodePath('pipelines', 'runs', runId, 'nodes', nodeId, 'results'),
+    {},
+    settings
+  );
+}
+
+/** The URL of one result file (token appended so plain links work). */
+export function resultUrl(
+  runId: string,
+  nodeId: string,
+  path: string,
+  settings?: ServerConnection.ISettings
+): string {
+  const s = serverSettings(settings);
+  const url = apiUrl(
+    `${encodePath('pipelines', 'runs', runId, 'nodes', nodeId, 'results')}/${path
+      .split('/')
+      .map(encodeURIComponent)
+      .join('/')}`,
+    s
+  );
+  return s.token ? `${url}${queryString({ token: s.token })}` : url;
+}

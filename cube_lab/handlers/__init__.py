@@ -30,6 +30,8 @@ def routes() -> list[tuple[str, type[Any]]]:
         ("/pipelines/validate", pipelines.ValidateHandler),
         ("/pipelines/templates", pipelines.TemplatesHandler),
         ("/pipelines/node-kinds", pipelines.NodeKindsHandler),
+        ("/pipelines/schedules", pipelines.SchedulesHandler),
+        (rf"/pipelines/schedules/{_SEG}", pipelines.ScheduleHandler),
         ("/pipelines/runs", pipelines.RunsHandler),
         (rf"{_RUN}", pipelines.RunHandler),
         (rf"{_RUN}/cancel", pipelines.CancelHandler),

@@ -69,8 +69,10 @@ class ModelsHandler(CubeHandler):
             )
         path = resolve_under_root(Path(self.settings[ROOT_DIR]), body.get("path"))
         if not path.exists():  # say it in the client's terms, not the server's absolute path
-            raise InvalidInput(f"path {body.get('path')!r} does not exist",
-                               "Give a file or folder relative to the server root.")
+            raise InvalidInput(
+                f"path {body.get('path')!r} does not exist",
+                "Give a file or folder relative to the server root.",
+            )
         version = await self.call(
             self.workspace.registry.register,
             self.caller,

@@ -155,3 +155,58 @@ class NodeKindsHandler(CubeHandler):
         for op, kind in node_kinds().items():
             kinds[op] = {"op": op, "name": kind.name, "display_name": kind.display_name}
         self.reply({"node_kinds": list(kinds.values())})
+
+
+SCHEDULE_FIELDS = ("name", "project", "start_at", "end_at", "catchup", "depends_on_past",
+                   "max_active_runs", "expire_after_s", "params")  # fmt: skip
+
+
+def _schedule_id(raw: str) -> int:
+    if not raw.isdigit():
+        raise InvalidInput(f"schedule id must be a number, got {raw!r}")
+    return int(raw)
+
+
+class SchedulesHandler(PipelineHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        self.reply({"schedules": await self.call(self.workspace.schedules.list, self.caller)})
+
+    @web.authenticated
+    async def post(self) -> None:
+        body = self.json_body()
+        unknown = sorted(set(body) - {"path", "cron", *SCHEDULE_FIELDS})
+        if unknown:
+            raise InvalidInput(
+                f"unknown fields {unknown}", f"Known: path, cron, {', '.join(SCHEDULE_FIELDS)}"
+            )
+        path = self.pipeline_path(body.get("path"))
+        view = await self.call(self.workspace.schedules.create, self.caller, path, self.root,
+                               body.get("cron"), **{k: body[k] for k in SCHEDULE_FIELDS
+                                                    if k in body})  # fmt: skip
+        self.reply(view, 201)
+
+
+class ScheduleHandler(PipelineHandler):
+    @web.authenticated
+    async def patch(self, raw_id: str) -> None:
+        body = self.json_body()
+        if set(body) != {"enabled"}:
+            raise InvalidInput(
+                "only 'enabled' can be changed",
+                "Delete and create the schedule again to change the rest.",
+            )
+        self.reply(
+            await self.call(
+                self.workspace.schedules.set_enabled,
+                self.caller,
+                _schedule_id(raw_id),
+                body["enabled"],
+            )
+        )
+
+    @web.authenticated
+    async def delete(self, raw_id: str) -> None:
+        await self.call(self.workspace.schedules.delete, self.caller, _schedule_id(raw_id))
+        self.set_status(204)
+        self.finish()

@@ -28,8 +28,14 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def due_times(cron: str, start_at: datetime, last_fire_at: datetime | None, now: datetime,
-              catchup: bool, end_at: datetime | None = None) -> list[datetime]:
+def due_times(
+    cron: str,
+    start_at: datetime,
+    last_fire_at: datetime | None,
+    now: datetime,
+    catchup: bool,
+    end_at: datetime | None = None,
+) -> list[datetime]:
     """Logical dates that should fire now, oldest first."""
     start_at, now = _utc(start_at), _utc(now)
     after = _utc(last_fire_at) if last_fire_at else None
@@ -49,8 +55,9 @@ def due_times(cron: str, start_at: datetime, last_fire_at: datetime | None, now:
     return times if catchup else times[-1:]
 
 
-def next_time(cron: str, start_at: datetime, last_fire_at: datetime | None,
-              now: datetime) -> datetime:
+def next_time(
+    cron: str, start_at: datetime, last_fire_at: datetime | None, now: datetime
+) -> datetime:
     base = max(_utc(now), _utc(last_fire_at) if last_fire_at else _utc(start_at))
     if not last_fire_at and _utc(start_at) > _utc(now):
         base = _utc(start_at).replace(microsecond=0)

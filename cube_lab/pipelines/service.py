@@ -140,6 +140,7 @@ class PipelineService:
         parallelism: int | None = None,
         trigger: str = "manual",
         schedule_id: int | None = None,
+        logical_date: str | None = None,
     ) -> tuple[LocalRunner, StoreRecorder]:
         """Validate, write the run record, and build (not start) its runner."""
         pipeline, problems = self.check(path, root)
@@ -155,7 +156,7 @@ class PipelineService:
         self.projects.ensure_personal(caller)
         run_id = _new_run_id()
         options = {"params": values, "only": only, "from": from_node, "cache": cache,
-                   "parallelism": width}  # fmt: skip
+                   "parallelism": width, "logical_date": logical_date}  # fmt: skip
         kinds = node_kinds()
         with self.store.write() as s:
             project_row = self.projects.resolve(s, caller, project)
@@ -177,7 +178,8 @@ class PipelineService:
             project_id = project_row.id
         plan = RunPlan(
             run_id=run_id, runs_root=self.runs_root, root=root, parallelism=width,
-            selected=selected, priors=priors, params=values, base_env=self._env(caller, root),
+            selected=selected, priors=priors, params=values,
+            base_env=self._env(caller, root, logical_date),
             catalog=self.catalog,
             cache_lookup=(lambda key: self._cached(project_id, key)) if cache else None,
         )  # fmt: skip
@@ -238,10 +240,12 @@ class PipelineService:
             node.cache_key,
         )
 
-    def _env(self, caller: Caller, root: Path) -> dict[str, str]:
+    def _env(self, caller: Caller, root: Path, logical_date: str | None) -> dict[str, str]:
         env = dict(os.environ)
         env.update({ENV_DATA_DIR: str(self.settings.data_dir), ENV_DB_URL: self.settings.db_url,
                     ENV_USER: caller.username, ENV_ROOT_DIR: str(root)})  # fmt: skip
+        if logical_date:  # the cron time a scheduled run stands for
+            env["CUBE_LOGICAL_DATE"] = logical_date
         return env
 
     async def execute(self, runner: LocalRunner, recorder: StoreRecorder) -> str:

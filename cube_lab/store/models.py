@@ -194,6 +194,7 @@ class PipelineSchedule(Base):
     owner: Mapped[str] = mapped_column(String(255))
     name: Mapped[str] = mapped_column(String(128))
     pipeline_path: Mapped[str] = mapped_column(String(1024))
+    root_dir: Mapped[str] = mapped_column(String(1024))  # the project folder runs may not leave
     cron: Mapped[str] = mapped_column(String(128))
     start_at: Mapped[datetime] = mapped_column()
     end_at: Mapped[datetime | None] = mapped_column(nullable=True)

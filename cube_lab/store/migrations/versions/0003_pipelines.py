@@ -77,6 +77,7 @@ def upgrade() -> None:
         sa.Column("owner", sa.String(255), nullable=False),
         sa.Column("name", sa.String(128), nullable=False),
         sa.Column("pipeline_path", sa.String(1024), nullable=False),
+        sa.Column("root_dir", sa.String(1024), nullable=False),
         sa.Column("cron", sa.String(128), nullable=False),
         _ts("start_at", nullable=False),
         _ts("end_at"),

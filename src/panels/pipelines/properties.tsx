@@ -1,0 +1,747 @@
+/**
+ * The properties pane: a node's settings (a form generated from the job
+ * template's JSON schema for template nodes), or the pipeline's.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import { JobTemplate, JSONSchema, PipelineProblem } from '../../api';
+import { updateNode, updatePipeline } from './graph';
+import { PipelineEditorModel } from './model';
+import { FILE_OPS, Ops, PipelineNode, PipelineParameter } from './serializer';
+
+type Json = any;
+
+function problemFor(
+  problems: PipelineProblem[],
+  field: string
+): string | undefined {
+  const found = problems.filter(
+    p =>
+      p.field === field ||
+      p.field.startsWith(`${field}[`) ||
+      p.field.startsWith(`${field}.`)
+  );
+  return found.length ? found.map(p => p.message).join('; ') : undefined;
+}
+
+interface IFieldProps {
+  label: string;
+  value: string;
+  onCommit: (value: string) => void;
+  error?: string;
+  hint?: string;
+  type?: 'text' | 'number';
+  multiline?: boolean;
+  placeholder?: string;
+  name?: string;
+  required?: boolean;
+}
+
+/** A text field that commits on blur or Enter (one undo step per edit). */
+export function Field(props: IFieldProps): JSX.Element {
+  const [draft, setDraft] = React.useState(props.value);
+  React.useEffect(() => setDraft(props.value), [props.value]);
+  const commit = () => {
+    if (draft !== props.value) {
+      props.onCommit(draft);
+    }
+  };
+  const common = {
+    className: `jp-mod-styled cube-Field-input${props.error ? ' cube-mod-invalid' : ''}`,
+    value: draft,
+    name: props.name,
+    placeholder: props.placeholder,
+    'aria-invalid': props.error ? true : undefined,
+    onBlur: commit
+  };
+  return (
+    <label className="cube-Field">
+      <span className="cube-Field-label">
+        {props.label}
+        {props.required ? <span className="cube-Field-required">*</span> : null}
+      </span>
+      {props.multiline ? (
+        <textarea
+          {...common}
+          rows={3}
+          onChange={e => setDraft(e.target.value)}
+        />
+      ) : (
+        <input
+          {...common}
+          type={props.type ?? 'text'}
+          onChange={e => setDraft(e.target.value)}
+          onKeyDown={e => {
+            if (e.key === 'Enter') {
+              commit();
+            }
+          }}
+        />
+      )}
+      {props.error ? (
+        <span className="cube-Field-error" role="alert">
+          {props.error}
+        </span>
+      ) : props.hint ? (
+        <span className="cube-Field-hint">{props.hint}</span>
+      ) : null}
+    </label>
+  );
+}
+
+interface IPairsProps {
+  label: string;
+  pairs: [string, string][];
+  onCommit: (pairs: [string, string][]) => void;
+  trans: TranslationBundle;
+  keyPlaceholder: string;
+  valuePlaceholder: string;
+  error?: string;
+  name: string;
+}
+
+/** Name = value rows (env vars, node parameters). */
+export function Pairs(props: IPairsProps): JSX.Element {
+  const { trans } = props;
+  const [rows, setRows] = React.useState(props.pairs);
+  React.useEffect(() => setRows(props.pairs), [JSON.stringify(props.pairs)]);
+  const commit = (next: [string, string][]) => {
+    const clean = next.filter(([k]) => k.trim());
+    if (JSON.stringify(clean) !== JSON.stringify(props.pairs)) {
+      props.onCommit(clean);
+    }
+  };
+  return (
+    <div className="cube-Field" role="group" aria-label={props.label}>
+      <span className="cube-Field-label">{props.label}</span>
+      {rows.map(([k, v], i) => (
+        <div className="cube-Pairs-row" key={i}>
+          <input
+            className="jp-mod-styled cube-Field-input"
+            value={k}
+            name={`${props.name}-key-${i}`}
+            placeholder={props.keyPlaceholder}
+            aria-label={props.keyPlaceholder}
+            onChange={e =>
+              setRows(rows.map((r, j) => (j === i ? [e.target.value, r[1]] : r)))
+            }
+            onBlur={() => commit(rows)}
+          />
+          <input
+            className="jp-mod-styled cube-Field-input"
+            value={v}
+            name={`${props.name}-value-${i}`}
+            placeholder={props.valuePlaceholder}
+            aria-label={props.valuePlaceholder}
+            onChange={e =>
+              setRows(rows.map((r, j) => (j === i ? [r[0], e.target.value] : r)))
+            }
+            onBlur={() => commit(rows)}
+            onKeyDown={e => {
+              if (e.key === 'Enter') {
+                commit(rows);
+              }
+            }}
+          />
+          <button
+            className="cube-IconButton"
+            title={trans.__('Remove')}
+            aria-label={trans.__('Remove')}
+            onClick={() => {
+              const next = rows.filter((_, j) => j !== i);
+              setRows(next);
+              commit(next);
+            }}
+          >
+            ×
+          </button>
+        </div>
+      ))}
+      <button
+        className="cube-LinkButton"
+        onClick={() => setRows([...rows, ['', '']])}
+      >
+        {trans.__('+ Add')}
+      </button>
+      {props.error ? (
+        <span className="cube-Field-error" role="alert">
+          {props.error}
+        </span>
+      ) : null}
+    </div>
+  );
+}
+
+/** Parse a typed value: JSON when it is valid JSON, else the text. */
+export function parseValue(text: string): Json {
+  const trimmed = text.trim();
+  if (trimmed === '') {
+    return '';
+  }
+  try {
+    return JSON.parse(trimmed);
+  } catch {
+    return text;
+  }
+}
+
+function showValue(value: Json): string {
+  if (value === undefined || value === null) {
+    return '';
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function numberOrUndefined(text: string): number | string | undefined {
+  if (!text.trim()) {
+    return undefined;
+  }
+  const n = Number(text);
+  return Number.isFinite(n) ? n : text;
+}
+
+function withKey(obj: Record<string, Json>, key: string, value: Json) {
+  const next = { ...obj };
+  if (value === undefined || value === '') {
+    delete next[key];
+  } else {
+    next[key] = value;
+  }
+  return next;
+}
+
+/** A form generated from a JSON schema's properties (template parameters). */
+export function SchemaForm(props: {
+  schema: JSONSchema;
+  value: Record<string, Json>;
+  onChange: (value: Record<string, Json>) => void;
+  error?: string;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { schema, value, trans } = props;
+  const required = new Set(schema.required ?? []);
+  const entries = Object.entries(schema.properties ?? {});
+  if (!entries.length) {
+    return <p className="cube-Muted">{trans.__('This template takes no parameters.')}</p>;
+  }
+  return (
+    <div className="cube-SchemaForm">
+      {entries.map(([key, prop]) => {
+        const label = prop.title || key;
+        const hint =
+          prop.description ??
+          (prop.default !== undefined
+            ? trans.__('Default: %1', showValue(prop.default))
+            : undefined);
+        const current = value[key];
+        const set = (v: Json) => props.onChange(withKey(value, key, v));
+        if (Array.isArray(prop.enum)) {
+          return (
+            <label className="cube-Field" key={key}>
+              <span className="cube-Field-label">
+                {label}
+                {required.has(key) ? <span className="cube-Field-required">*</span> : null}
+              </span>
+              <select
+                className="jp-mod-styled cube-Field-input"
+                name={`param-${key}`}
+                value={showValue(current ?? '')}
+                onChange={e => {
+                  const picked = prop.enum!.find(
+                    o => showValue(o) === e.target.value
+                  );
+                  set(e.target.value === '' ? undefined : picked);
+                }}
+              >
+                <option value="">
+                  {prop.default !== undefined
+                    ? trans.__('(default: %1)', showValue(prop.default))
+                    : trans.__('(not set)')}
+                </option>
+                {prop.enum.map(o => (
+                  <option key={showValue(o)} value={showValue(o)}>
+                    {showValue(o)}
+                  </option>
+                ))}
+              </select>
+            </label>
+          );
+        }
+        if (prop.type === 'boolean') {
+          return (
+            <label className="cube-Field cube-Field-check" key={key}>
+              <input
+                type="checkbox"
+                name={`param-${key}`}
+                checked={Boolean(current ?? prop.default)}
+                onChange={e => set(e.target.checked)}
+              />
+              <span className="cube-Field-label">{label}</span>
+            </label>
+          );
+        }
+        if (prop.type === 'array') {
+          const list = Array.isArray(current) ? current : [];
+          return (
+            <Field
+              key={key}
+              name={`param-${key}`}
+              label={label}
+              required={required.has(key)}
+              multiline
+              hint={hint ?? trans.__('One per line')}
+              value={list.map(showValue).join('\n')}
+              onCommit={text =>
+                set(
+                  text
+                    .split('\n')
+                    .map(s => s.trim())
+                    .filter(Boolean)
+                    .map(s =>
+                      prop.items?.type === 'string' ? s : parseValue(s)
+                    )
+                )
+              }
+            />
+          );
+        }
+        const numeric = prop.type === 'number' || prop.type === 'integer';
+        return (
+          <Field
+            key={key}
+            name={`param-${key}`}
+            label={label}
+            required={required.has(key)}
+            hint={hint}
+            type={numeric ? 'number' : 'text'}
+            placeholder={
+              prop.default !== undefined ? showValue(prop.default) : undefined
+            }
+            value={showValue(current)}
+            onCommit={text =>
+              set(
+                numeric
+                  ? numberOrUndefined(text)
+                  : prop.type === 'string' || !prop.type
+                    ? text
+                    : parseValue(text)
+              )
+            }
+          />
+        );
+      })}
+      {props.error ? (
+        <span className="cube-Field-error" role="alert">
+          {props.error}
+        </span>
+      ) : null}
+    </div>
+  );
+}
+
+function RunSettings(props: {
+  node: PipelineNode;
+  setCube: (key: string, value: Json) => void;
+  problems: PipelineProblem[];
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { node, trans, problems } = props;
+  return (
+    <fieldset className="cube-Fieldset">
+      <legend>{trans.__('Retries and timeout')}</legend>
+      <div className="cube-FieldRow">
+        <Field
+          label={trans.__('Retries')}
+          name="retries"
+          type="number"
+          value={showValue(node.cube.retries)}
+          error={problemFor(problems, 'retries')}
+          onCommit={v => props.setCube('retries', numberOrUndefined(v))}
+        />
+        <Field
+          label={trans.__('Timeout (s)')}
+          name="timeout_s"
+          type="number"
+          value={showValue(node.cube.timeout_s)}
+          error={problemFor(problems, 'timeout_s')}
+          onCommit={v => props.setCube('timeout_s', numberOrUndefined(v))}
+        />
+        <Field
+          label={trans.__('Backoff (s)')}
+          name="retry_backoff_s"
+          type="number"
+          value={showValue(node.cube.retry_backoff_s)}
+          error={problemFor(problems, 'retry_backoff_s')}
+          onCommit={v => props.setCube('retry_backoff_s', numberOrUndefined(v))}
+        />
+      </div>
+    </fieldset>
+  );
+}
+
+function NodeProperties(props: {
+  model: PipelineEditorModel;
+  node: PipelineNode;
+  template: JobTemplate | undefined;
+  kindName: string;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { model, node, trans, template } = props;
+  const problems = model.problemsOf(node.id);
+  const setParams = (key: string, value: Json) =>
+    model.apply(g =>
+      updateNode(g, node.id, { params: withKey(node.params, key, value) })
+    );
+  const setCube = (key: string, value: Json) =>
+    model.apply(g =>
+      updateNode(g, node.id, { cube: withKey(node.cube, key, value) })
+    );
+  const isFile = FILE_OPS.includes(node.op);
+  const envPairs: [string, string][] = (
+    Array.isArray(node.params.env_vars) ? node.params.env_vars : []
+  ).map((e: Json) => [String(e?.env_var ?? ''), showValue(e?.value)]);
+  const paramPairs: [string, string][] = Object.entries(
+    (node.cube.parameters as Record<string, Json>) ?? {}
+  ).map(([k, v]) => [k, showValue(v)]);
+
+  return (
+    <div className="cube-Properties" aria-label={trans.__('Node properties')}>
+      <div className="cube-Properties-kind">{props.kindName}</div>
+      {problems.length ? (
+        <ul className="cube-Problems" aria-label={trans.__('Problems')}>
+          {problems.map((p, i) => (
+            <li key={i}>
+              <strong>{p.field}</strong>: {p.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <Field
+        label={trans.__('Label')}
+        name="label"
+        value={node.label}
+        onCommit={v =>
+          model.apply(g => updateNode(g, node.id, { label: v || node.id }))
+        }
+      />
+      {isFile ? (
+        <>
+          <Field
+            label={trans.__('File')}
+            name="filename"
+            required
+            hint={trans.__('Relative to the pipeline file')}
+            value={showValue(node.params.filename)}
+            error={problemFor(problems, 'filename')}
+            onCommit={v => setParams('filename', v)}
+          />
+          <Pairs
+            label={trans.__('Parameters')}
+            name="node-param"
+            trans={trans}
+            keyPlaceholder={trans.__('name')}
+            valuePlaceholder={trans.__('value')}
+            pairs={paramPairs}
+            error={problemFor(problems, 'parameters')}
+            onCommit={pairs =>
+              setCube(
+                'parameters',
+                pairs.length
+                  ? Object.fromEntries(pairs.map(([k, v]) => [k, parseValue(v)]))
+                  : undefined
+              )
+            }
+          />
+          <Pairs
+            label={trans.__('Environment variables')}
+            name="env"
+            trans={trans}
+            keyPlaceholder={trans.__('NAME')}
+            valuePlaceholder={trans.__('value')}
+            pairs={envPairs}
+            error={problemFor(problems, 'env_vars')}
+            onCommit={pairs =>
+              setParams(
+                'env_vars',
+                pairs.map(([k, v]) => ({ env_var: k, value: v }))
+              )
+            }
+          />
+          <Field
+            label={trans.__('Outputs')}
+            name="outputs"
+            multiline
+            hint={trans.__('Files the node writes, one per line')}
+            value={(Array.isArray(node.params.outputs) ? node.params.outputs : []).join('\n')}
+            error={problemFor(problems, 'outputs')}
+            onCommit={v =>
+              setParams(
+                'outputs',
+                v
+                  .split('\n')
+                  .map(s => s.trim())
+                  .filter(Boolean)
+              )
+            }
+          />
+          <fieldset className="cube-Fieldset">
+            <legend>{trans.__('Resources')}</legend>
+            <div className="cube-FieldRow">
+              <Field
+                label={trans.__('CPU')}
+                name="cpu"
+                type="number"
+                value={showValue(node.params.cpu)}
+                error={problemFor(problems, 'cpu')}
+                onCommit={v => setParams('cpu', numberOrUndefined(v))}
+              />
+              <Field
+                label={trans.__('Memory (GB)')}
+                name="memory"
+                type="number"
+                value={showValue(node.params.memory)}
+                error={problemFor(problems, 'memory')}
+                onCommit={v => setParams('memory', numberOrUndefined(v))}
+              />
+            </div>
+            <div className="cube-FieldRow">
+              <Field
+                label={trans.__('GPUs')}
+                name="gpu"
+                type="number"
+                value={showValue(node.params.gpu)}
+                error={problemFor(problems, 'gpu')}
+                onCommit={v => setParams('gpu', numberOrUndefined(v))}
+              />
+              <Field
+                label={trans.__('GPU resource')}
+                name="gpu_vendor"
+                placeholder="nvidia.com/gpu"
+                value={showValue(node.params.gpu_vendor)}
+                error={problemFor(problems, 'gpu_vendor')}
+                onCommit={v => setParams('gpu_vendor', v)}
+              />
+            </div>
+          </fieldset>
+        </>
+      ) : null}
+      {node.op === Ops.shell ? (
+        <Field
+          label={trans.__('Command')}
+          name="command"
+          multiline
+          required
+          value={showValue(node.params.command)}
+          error={problemFor(problems, 'command')}
+          onCommit={v => setParams('command', v)}
+        />
+      ) : null}
+      {node.op === Ops.template ? (
+        template ? (
+          <fieldset className="cube-Fieldset">
+            <legend>{template.display_name}</legend>
+            <SchemaForm
+              schema={template.parameters}
+              value={(node.params.parameters as Record<string, Json>) ?? {}}
+              error={problemFor(problems, 'parameters')}
+              trans={trans}
+              onChange={v => setParams('parameters', v)}
+            />
+          </fieldset>
+        ) : (
+          <p className="cube-Field-error">
+            {trans.__(
+              'Job template %1 is not available on this server.',
+              showValue(node.params.template)
+            )}
+          </p>
+        )
+      ) : null}
+      {!isFile && node.op !== Ops.shell && node.op !== Ops.template ? (
+        <Field
+          label={trans.__('Component parameters (JSON)')}
+          name="component_parameters"
+          multiline
+          value={JSON.stringify(node.params, null, 2)}
+          onCommit={v => {
+            try {
+              const parsed = JSON.parse(v);
+              model.apply(g => updateNode(g, node.id, { params: parsed }));
+            } catch {
+              model.setStatus(trans.__('Component parameters must be JSON.'), true);
+            }
+          }}
+        />
+      ) : null}
+      <RunSettings node={node} setCube={setCube} problems={problems} trans={trans} />
+    </div>
+  );
+}
+
+const PARAM_TYPES = ['String', 'Integer', 'Float', 'Bool'];
+
+function PipelineProperties(props: {
+  model: PipelineEditorModel;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { model, trans } = props;
+  const graph = model.graph;
+  const problems = model.problemsOf(null);
+  const setParams = (parameters: PipelineParameter[]) =>
+    model.apply(g => updatePipeline(g, { parameters }));
+  return (
+    <div className="cube-Properties" aria-label={trans.__('Pipeline properties')}>
+      <div className="cube-Properties-kind">{trans.__('Pipeline')}</div>
+      {problems.length ? (
+        <ul className="cube-Problems">
+          {problems.map((p, i) => (
+            <li key={i}>
+              <strong>{p.field}</strong>: {p.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <Field
+        label={trans.__('Name')}
+        name="pipeline-name"
+        value={graph.name}
+        onCommit={v => model.apply(g => updatePipeline(g, { name: v }))}
+      />
+      <Field
+        label={trans.__('Parallelism')}
+        name="parallelism"
+        type="number"
+        hint={trans.__('How many nodes run at once (empty: the server default)')}
+        value={showValue(graph.cube.parallelism)}
+        error={problemFor(problems, 'parallelism')}
+        onCommit={v =>
+          model.apply(g =>
+            updatePipeline(g, {
+              cube: withKey(g.cube, 'parallelism', numberOrUndefined(v))
+            })
+          )
+        }
+      />
+      <div className="cube-Field" role="group" aria-label={trans.__('Parameters')}>
+        <span className="cube-Field-label">{trans.__('Parameters')}</span>
+        {graph.parameters.map((p, i) => {
+          const set = (patch: Partial<PipelineParameter>) =>
+            setParams(graph.parameters.map((q, j) => (j === i ? { ...q, ...patch } : q)));
+          return (
+            <div className="cube-ParamRow" key={i}>
+              <Field
+                label={trans.__('Name')}
+                name={`pparam-name-${i}`}
+                value={p.name}
+                onCommit={v => set({ name: v })}
+              />
+              <label className="cube-Field">
+                <span className="cube-Field-label">{trans.__('Type')}</span>
+                <select
+                  className="jp-mod-styled cube-Field-input"
+                  value={p.type}
+                  onChange={e => set({ type: e.target.value })}
+                >
+                  {PARAM_TYPES.map(t => (
+                    <option key={t}>{t}</option>
+                  ))}
+                </select>
+              </label>
+              <Field
+                label={trans.__('Default')}
+                name={`pparam-default-${i}`}
+                value={showValue(p.default)}
+                onCommit={v =>
+                  set({
+                    default:
+                      p.type === 'String' ? v : v.trim() ? parseValue(v) : null
+                  })
+                }
+              />
+              <label className="cube-Field cube-Field-check">
+                <input
+                  type="checkbox"
+                  checked={p.required}
+                  onChange={e => set({ required: e.target.checked })}
+                />
+                <span className="cube-Field-label">{trans.__('Required')}</span>
+              </label>
+              <button
+                className="cube-IconButton"
+                title={trans.__('Remove parameter')}
+                aria-label={trans.__('Remove parameter')}
+                onClick={() => setParams(graph.parameters.filter((_, j) => j !== i))}
+              >
+                ×
+              </button>
+            </div>
+          );
+        })}
+        <button
+          className="cube-LinkButton"
+          onClick={() =>
+            setParams([
+              ...graph.parameters,
+              {
+                name: `param${graph.parameters.length + 1}`,
+                type: 'String',
+                default: '',
+                required: false,
+                description: ''
+              }
+            ])
+          }
+        >
+          {trans.__('+ Add parameter')}
+        </button>
+        {problemFor(problems, 'pipeline_parameters') ? (
+          <span className="cube-Field-error">
+            {problemFor(problems, 'pipeline_parameters')}
+          </span>
+        ) : null}
+      </div>
+      <p className="cube-Muted">
+        {trans._n('%1 node', '%1 nodes', graph.nodes.length)}
+      </p>
+    </div>
+  );
+}
+
+export function PropertiesPane(props: {
+  model: PipelineEditorModel;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { model, trans } = props;
+  const selected = model.selection;
+  if (selected.length > 1) {
+    return (
+      <div className="cube-Properties">
+        <p className="cube-Muted">
+          {trans.__('%1 nodes selected', selected.length)}
+        </p>
+      </div>
+    );
+  }
+  const node = selected.length
+    ? model.graph.nodes.find(n => n.id === selected[0])
+    : undefined;
+  if (!node) {
+    return <PipelineProperties model={model} trans={trans} />;
+  }
+  const template =
+    node.op === Ops.template
+      ? model.templates.find(t => t.name === node.params.template)
+      : undefined;
+  const kind = model.nodeKinds.find(k => k.op === node.op);
+  return (
+    <NodeProperties
+      key={node.id}
+      model={model}
+      node={node}
+      template={template}
+      kindName={template?.display_name ?? kind?.display_name ?? node.op}
+      trans={trans}
+    />
+  );
+}
