@@ -7,3 +7,11 @@ export const cubeIcon = new LabIcon({
   name: 'cube-lab:cube',
   svgstr: cubeSvgStr
 });
+
+import pipelineSvgStr from '../style/icons/pipeline.svg';
+
+/** A pipeline: three linked boxes. */
+export const pipelineIcon = new LabIcon({
+  name: 'cube-lab:pipeline',
+  svgstr: pipelineSvgStr
+});

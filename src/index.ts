@@ -12,6 +12,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { modelsPlugin } from './panels/models';
+import { pipelinesPlugin } from './panels/pipelines';
 import { CubeSettings, CubeSidebar } from './sidebar';
 import { CATEGORY, CommandIDs, ICubeSidebar } from './tokens';
 
@@ -73,6 +74,10 @@ const sidebarPlugin: JupyterFrontEndPlugin<ICubeSidebar> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [sidebarPlugin, modelsPlugin];
+const plugins: JupyterFrontEndPlugin<any>[] = [
+  sidebarPlugin,
+  modelsPlugin,
+  pipelinesPlugin
+];
 
 export default plugins;

@@ -9,6 +9,9 @@ export namespace CommandIDs {
   export const refreshModels = 'cube-lab:refresh-models';
   export const registerModel = 'cube-lab:register-model';
   export const openModelTab = 'cube-lab:open-model-tab';
+  export const newPipeline = 'cube-lab:new-pipeline';
+  export const openPipelineRun = 'cube-lab:open-pipeline-run';
+  export const refreshPipelineRuns = 'cube-lab:refresh-pipeline-runs';
 }
 
 /** The launcher / palette category of cube-lab. */

@@ -1,1 +1,3 @@
 import './base.css';
+import '@xyflow/react/dist/style.css';
+import './pipelines.css';

@@ -132,7 +132,9 @@ class ResultFileHandler(PipelineHandler):
             )
         self.set_header("Content-Type", ctype)
         self.set_header("X-Content-Type-Options", "nosniff")
-        self.finish(await self.call(path.read_bytes))
+        self.write(await self.call(path.read_bytes))
+        await self.flush()  # headers go out now: APIHandler.finish would say application/json
+        self.finish()
 
 
 class TemplatesHandler(CubeHandler):

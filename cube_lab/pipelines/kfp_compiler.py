@@ -46,8 +46,17 @@ CD_THEN_EXEC = 'cd "$0" && exec "$@"'
 _PARAM_TYPES: dict[str, type] = {"String": str, "Integer": int, "Float": float, "Bool": bool}
 _PARAM_REF = re.compile(r"\{\{\s*params\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _ANY_REF = re.compile(r"\{\{\s*(params|nodes)\.")
-_OUTPUT_MARK = "{{ cube-lab:executed-notebook }}"
-_RUN_ID_MARK = "{{ cube-lab:run-id }}"
+# Inside a plan, checked references become marks that only the emitter turns into KFP
+# placeholders, so text a node passes on literally (a shell command) is never rewritten.
+_MARK_RE = re.compile(r"<<cube-lab:param:([A-Za-z_][A-Za-z0-9_]*)>>")
+_OUTPUT_MARK = "<<cube-lab:executed-notebook>>"
+_RUN_ID_MARK = "<<cube-lab:run-id>>"
+
+
+def _mark(name: str) -> str:
+    return f"<<cube-lab:param:{name}>>"
+
+
 # Elyra node fields the IR cannot carry without the kfp-kubernetes extension.
 _UNSUPPORTED_ELYRA = ("mounted_volumes", "kubernetes_secrets", "kubernetes_shared_mem_size")
 
@@ -57,7 +66,7 @@ _UNSUPPORTED_ELYRA = ("mounted_volumes", "kubernetes_secrets", "kubernetes_share
 
 @dataclass
 class TaskPlan:
-    """Everything one node turns into; strings may hold ``{{ params.X }}`` references."""
+    """Everything one node turns into; strings may hold marks of pipeline parameters."""
 
     node: Node
     name: str  # component and task name in the IR
@@ -86,7 +95,7 @@ class TaskPlan:
 
     def parameters_used(self) -> list[str]:
         texts = [*self.argv, *self.runtime_env.values()]
-        return sorted({m for text in texts for m in _PARAM_REF.findall(text)})
+        return sorted({m for text in texts for m in _MARK_RE.findall(text)})
 
 
 @dataclass
@@ -109,7 +118,8 @@ def _node_error(node: Node, what: str, detail: Any = None) -> InvalidInput:
 
 
 def _slug(text: str, sep: str = "-") -> str:
-    slug = re.sub(r"[^a-z0-9]+", sep, text.lower()).strip(sep)
+    # Task names end up in pod names: keep them short, lower-case and DNS-safe.
+    slug = re.sub(r"[^a-z0-9]+", sep, text.lower())[:40].strip(sep)
     return slug if slug and slug[0].isalpha() else f"node{sep}{slug}".rstrip(sep)
 
 
@@ -160,10 +170,15 @@ def _parameters(pipeline: Pipeline) -> list[tuple[str, type, Any]]:
     return out
 
 
-def _check_refs(node: Node, text: str, where: str, known: set[str]) -> str:
-    """Refuse what KFP cannot resolve: values published by other nodes, unknown parameters."""
+def _resolve_refs(node: Node, text: str, where: str, known: set[str]) -> str:
+    """``{{ params.X }}`` -> a mark; refuses what KFP cannot resolve: values published by
+    other nodes, unknown parameters, malformed references."""
     if not _ANY_REF.search(text):
         return text
+    if len(re.findall(r"\{\{\s*params\.", text)) != len(_PARAM_REF.findall(text)):
+        raise _node_error(
+            node, f"{where} has a malformed reference ({text!r})", "Write {{ params.NAME }}."
+        )
     if re.search(r"\{\{\s*nodes\.", text):
         raise _node_error(
             node,
@@ -173,7 +188,7 @@ def _check_refs(node: Node, text: str, where: str, known: set[str]) -> str:
     for name in _PARAM_REF.findall(text):
         if name not in known:
             raise _node_error(node, f"{where} refers to unknown pipeline parameter {name!r}")
-    return text
+    return _PARAM_REF.sub(lambda m: _mark(m.group(1)), text)
 
 
 def _relative_file(node: Node, value: Any, where: str) -> PurePosixPath:
@@ -225,9 +240,12 @@ class _Planner:
         names: dict[str, str] = {}
         tasks = []
         for node in _topological(self.pipeline):
-            name = _slug(node.label)
+            name = base = _slug(node.label)
             if name in names.values():
-                name = f"{name}-{_slug(node.id)}"
+                name = base = f"{base}-{_slug(node.id)[:8].strip('-')}"
+            counter = 2
+            while name in names.values():
+                name, counter = f"{base}-{counter}", counter + 1
             names[node.id] = name
             task = self.task(node, name)
             task.upstream = [names[u] for u in node.upstream]
@@ -247,8 +265,8 @@ class _Planner:
                 f"KFP compilation supports: {', '.join(builders)}.",
             )
         task = TaskPlan(node, name, "", str(self.project_dir), [])
-        builder(node, task)
         self.environment(node, task)
+        builder(node, task)  # after the environment: a kind's own variables win, as locally
         self.resources(node, task)
         self.settings(node, task)
         return task
@@ -262,29 +280,26 @@ class _Planner:
                 return candidate.strip()
         return DEFAULT_IMAGES.get(node.op, self.default_image)
 
-    def in_project(self, node: Node) -> PurePosixPath:
-        path = _relative_file(node, node.filename, "filename")
-        return path
-
     def script(self, node: Node, task: TaskPlan) -> None:
-        path = self.in_project(node)
+        path = _relative_file(node, node.filename, "filename")
         task.image = self.image(node)
         task.workdir = str(self.project_dir / path.parent)
         task.argv = ["Rscript" if node.op == OP_R else "python", path.name]
 
     def notebook(self, node: Node, task: TaskPlan) -> None:
-        path = self.in_project(node)
+        path = _relative_file(node, node.filename, "filename")
         task.image = self.image(node)
         task.workdir = str(self.project_dir / path.parent)
         task.notebook_output = True
         task.argv = ["papermill", path.name, _OUTPUT_MARK]
         literal: dict[str, Any] = {}
-        values: dict[str, Any] = {n: f"{{{{ params.{n} }}}}" for n in self._listed(node)}
+        values: dict[str, Any] = {n: _mark(n) for n in self._listed(node)}
         values.update(node.cube.get("parameters") or {})
         for key, value in values.items():
-            if isinstance(value, str) and _ANY_REF.search(value):
-                text = _check_refs(node, value, f"notebook parameter {key!r}", self.known)
-                task.argv += ["-p", str(key), text]  # papermill reads the type from the text
+            if isinstance(value, str):
+                value = _resolve_refs(node, value, f"notebook parameter {key!r}", self.known)
+            if isinstance(value, str) and _MARK_RE.search(value):
+                task.argv += ["-p", str(key), value]  # papermill reads the type from the text
             else:
                 literal[key] = value
         if literal:
@@ -296,7 +311,9 @@ class _Planner:
         if not isinstance(command, str) or not command.strip():
             raise _node_error(node, "no command given")
         task.image = self.image(node)
-        task.argv = ["sh", "-c", _check_refs(node, command, "command", self.known)]
+        # Like local runs, the command is passed on as written: pipeline parameters reach it
+        # as environment variables ($NAME), which the shell quotes safely.
+        task.argv = ["sh", "-c", command]
 
     def template(self, node: Node, task: TaskPlan) -> None:
         name = node.params.get("template")
@@ -324,10 +341,10 @@ class _Planner:
         # A template's own image carries its dependencies; a pipeline-wide default is for
         # Elyra's generic nodes, so it comes after the template's image here.
         task.image = self.image(node, fallback=template.image)
-        task.runtime_env["CUBE_PARAMS"] = self._params_json(values, template)
-        self.note(
-            f"Job template code is expected under {self.template_root}/<name> in the image."
-        )
+        params_json = self._params_json(values, template)
+        target = task.runtime_env if _MARK_RE.search(params_json) else task.env
+        target["CUBE_PARAMS"] = params_json
+        self.note(f"Job template code is expected under {self.template_root}/<name> in the image.")
 
     def _template_values(self, node: Node, template: Any) -> dict[str, Any]:
         raw = node.params.get("parameters") or {}
@@ -335,9 +352,10 @@ class _Planner:
             raise _node_error(node, "template parameters must be an object")
         props = (template.parameters or {}).get("properties", {})
         stand_ins: dict[str, Any] = {}
+        refs: dict[str, str] = {}
         for key, value in raw.items():
             if isinstance(value, str) and _ANY_REF.search(value):
-                _check_refs(node, value, f"template parameter {key!r}", self.known)
+                refs[key] = _resolve_refs(node, value, f"template parameter {key!r}", self.known)
                 kind = props.get(key, {}).get("type")
                 if kind == "boolean" or (kind in ("integer", "number")
                                          and not _PARAM_REF.fullmatch(value.strip())):  # fmt: skip
@@ -351,7 +369,7 @@ class _Planner:
             checked = template.validate_params({**raw, **stand_ins})
         except CubeError as exc:
             raise _node_error(node, exc.error, exc.detail) from None
-        return {**checked, **{k: raw[k] for k in stand_ins}}
+        return {**checked, **refs}
 
     def _params_json(self, values: dict[str, Any], template: Any) -> str:
         props = (template.parameters or {}).get("properties", {})
@@ -383,12 +401,13 @@ class _Planner:
         items = _env_items(self.pipeline.defaults.get("env_vars"))
         items += _env_items(node.params.get("env_vars"))
         # Elyra hands pipeline parameters over as environment variables.
-        items += [(n, f"{{{{ params.{n} }}}}") for n in self._listed(node)]
+        items += [(n, _mark(n)) for n in self._listed(node)]
         for name, value in items:
             task.env.pop(name, None)
             task.runtime_env.pop(name, None)
-            if _ANY_REF.search(value):
-                task.runtime_env[name] = _check_refs(node, value, f"env var {name!r}", self.known)
+            value = _resolve_refs(node, value, f"env var {name!r}", self.known)
+            if _MARK_RE.search(value):
+                task.runtime_env[name] = value
             else:
                 task.env[name] = value
         task.env["CUBE_NODE_ID"] = node.id
@@ -447,8 +466,10 @@ class _Planner:
                 f"{ANNOTATION_PREFIX}extra-limits."
             )
         if acc.scheduler:
-            self.note(f"{acc.display_name} needs schedulerName {acc.scheduler}, which KFP "
-                      "cannot set per task; make it the namespace's default scheduler.")  # fmt: skip
+            self.note(
+                f"{acc.display_name} needs schedulerName {acc.scheduler}, which KFP cannot "
+                "set per task; make it the namespace's default scheduler."
+            )
 
     def settings(self, node: Node, task: TaskPlan) -> None:
         task.retries = node.retries
@@ -493,12 +514,14 @@ def _kfp() -> Any:
         import kfp.compiler
         import kfp.dsl
     except ImportError:
-        raise InvalidInput("the kfp package is not installed", "pip install 'cube-lab[kfp]'")
+        raise InvalidInput(
+            "the kfp package is not installed", "pip install 'cube-lab[kfp]'"
+        ) from None
     return kfp
 
 
 def _render(text: str, inputs: dict[str, Any], output: Any, run_id: str) -> str:
-    text = _PARAM_REF.sub(lambda m: str(inputs[m.group(1)]), text)
+    text = _MARK_RE.sub(lambda m: str(inputs[m.group(1)]), text)
     text = text.replace(_RUN_ID_MARK, run_id)
     return text.replace(_OUTPUT_MARK, str(output.path)) if output is not None else text
 

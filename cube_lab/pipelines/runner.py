@@ -108,6 +108,7 @@ class LocalRunner:
         self.listeners = listeners or []
         self.kinds = node_kinds()
         self.cancelled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._procs: dict[str, asyncio.subprocess.Process] = {}
         self.states = {
             n.id: NodeState(n, i, getattr(self.kinds.get(n.op), "name", n.op),
@@ -119,6 +120,7 @@ class LocalRunner:
     # -- public --------------------------------------------------------------------------
 
     async def run(self) -> str:
+        self._loop = asyncio.get_running_loop()
         self.recorder.run_changed("running")
         for node_id, prior in self.plan.priors.items():
             self._reuse(self.states[node_id], prior, "reused")
@@ -162,12 +164,28 @@ class LocalRunner:
         return status
 
     def cancel(self) -> None:
-        """Stop the run: kill every node's process group; nothing new starts."""
+        """Stop the run: kill every node's process group; nothing new starts.
+
+        Safe to call from any thread (a REST handler's worker, a signal handler)."""
+        loop = self._loop
+        if loop is None:
+            self.cancelled = True
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._cancel_now()
+        else:
+            loop.call_soon_threadsafe(self._cancel_now)
+
+    def _cancel_now(self) -> None:
         self.cancelled = True
         for proc in list(self._procs.values()):
             _kill_group(proc, signal.SIGTERM)
-        loop = asyncio.get_running_loop()
-        loop.call_later(KILL_GRACE_S, self._kill_all)
+        assert self._loop is not None
+        self._loop.call_later(KILL_GRACE_S, self._kill_all)
 
     # -- one node --------------------------------------------------------------------------
 

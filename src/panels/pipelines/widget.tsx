@@ -456,8 +456,8 @@ export class PipelineEditorFactory extends ABCWidgetFactory<PipelineDocument> {
     }
   ) {
     super(options);
-    this._translator = options.translator;
-    this._contents = options.contents;
+    this._editorTranslator = options.translator;
+    this._editorContents = options.contents;
   }
 
   protected createNewWidget(
@@ -465,14 +465,14 @@ export class PipelineEditorFactory extends ABCWidgetFactory<PipelineDocument> {
   ): PipelineDocument {
     const content = new PipelineEditor({
       context,
-      translator: this._translator,
-      contents: this._contents
+      translator: this._editorTranslator,
+      contents: this._editorContents
     });
     const widget = new PipelineDocument({ content, context });
     widget.addClass('cube-PipelineDocument');
     return widget;
   }
 
-  private _translator: ITranslator;
-  private _contents?: Contents.IManager;
+  private _editorTranslator: ITranslator;
+  private _editorContents?: Contents.IManager;
 }
