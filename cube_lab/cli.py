@@ -343,6 +343,58 @@ def pipeline_cancel(ws: Workspace, caller: Caller, a: argparse.Namespace) -> Non
     print(f"run {run.id}: {run.status}")
 
 
+def pipeline_schedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    path = Path(a.path)
+    view = ws.schedules.create(
+        caller, path.resolve(), _pipeline_root(path), a.cron, name=a.name, project=a.project,
+        start_at=a.start, end_at=a.end, catchup=a.catchup, depends_on_past=a.depends_on_past,
+        max_active_runs=a.max_active, expire_after_s=a.expire_after,
+        params=parse_pairs(a.param, "param"),
+    )  # fmt: skip
+    if a.json:
+        _print_json(view)
+        return
+    upcoming = view.next_fire_at.isoformat() if view.next_fire_at else "never"
+    print(
+        f"schedule {view.id} ({view.name}): {view.cron}, next run {upcoming}; the JupyterLab "
+        "server fires it (make lab)"
+    )
+
+
+def pipeline_schedules(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    views = ws.schedules.list(caller)
+    if a.json:
+        _print_json(views)
+        return
+    _table([[str(v.id), v.name, v.cron, "on" if v.enabled else "paused",
+             v.next_fire_at.strftime("%Y-%m-%d %H:%M") if v.next_fire_at else "",
+             v.last_error or ""] for v in views],
+           ["ID", "NAME", "CRON", "STATE", "NEXT", "LAST ERROR"])  # fmt: skip
+
+
+def pipeline_unschedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    ws.schedules.delete(caller, a.id)
+    print(f"deleted schedule {a.id}")
+
+
+def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    from .pipelines import kfp_compiler
+
+    path = Path(a.path)
+    pipeline, problems = ws.pipelines.check(path, _pipeline_root(path))
+    if problems:
+        from .pipelines.validation import PipelineInvalid
+
+        raise PipelineInvalid(problems)
+    output = Path(a.output or path.with_suffix(".yaml"))
+    kfp_compiler.compile_pipeline(pipeline, ws.templates, output)
+    print(f"compiled {path} to {output} (Kubeflow Pipelines v2 IR)")
+    if a.submit:
+        if not a.host:
+            raise InvalidInput("--submit needs --host URL of the Kubeflow Pipelines API")
+        print(kfp_compiler.submit(output, a.host, params=parse_pairs(a.param, "param")))
+
+
 # -- parser --------------------------------------------------------------------------------
 
 
@@ -419,6 +471,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--follow", "-f", action="store_true")
     p = command(pipes, "cancel", pipeline_cancel, "cancel a run")
     p.add_argument("run")
+    p = command(pipes, "compile", pipeline_compile, "compile for Kubeflow Pipelines (KFP v2 IR)")
+    p.add_argument("path")
+    p.add_argument("--target", choices=["kfp"], default="kfp")
+    p.add_argument("--output", "-o", help="the YAML file (default: next to the pipeline)")
+    p.add_argument("--submit", action="store_true", help="also submit it with the KFP client")
+    p.add_argument("--host", help="the KFP API, e.g. http://ml-pipeline-ui.kubeflow")
+    p.add_argument("--param", action="append", metavar="K=V")
+    p = command(pipes, "schedule", pipeline_schedule, "run a pipeline on a cron schedule")
+    p.add_argument("path")
+    p.add_argument("--cron", required=True, help="e.g. '0 3 * * *' (03:00 UTC daily)")
+    p.add_argument("--name")
+    p.add_argument("--start", help="ISO date-time of the first interval (default: now)")
+    p.add_argument("--end", help="ISO date-time after which it stops")
+    p.add_argument("--catchup", action="store_true", help="backfill every missed interval")
+    p.add_argument(
+        "--depends-on-past", action="store_true", help="wait for the previous run to succeed"
+    )
+    p.add_argument("--max-active", type=int, default=1, help="runs at once (default 1)")
+    p.add_argument(
+        "--expire-after", type=int, metavar="SECONDS", help="delete finished runs older than this"
+    )
+    p.add_argument("--param", action="append", metavar="K=V")
+    command(pipes, "schedules", pipeline_schedules, "list schedules")
+    p = command(pipes, "unschedule", pipeline_unschedule, "delete a schedule")
+    p.add_argument("id", type=int)
 
     projects = groups.add_parser("project", help="projects and members").add_subparsers(
         dest="command", required=True

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,9 @@ def _register_parser() -> _Parser:
     p.add_argument("--flavor")
     p.add_argument("--description", default="")
     return p
+
+
+PIPELINE_COMMANDS = ("run", "validate", "runs", "logs", "cancel", "compile", "schedule")
 
 
 @magics_class
@@ -72,3 +78,34 @@ class CubeMagics(Magics):
             f"{version.size_bytes:,} bytes) in project {version.project}"
         )
         return version
+
+    @line_magic
+    def cube_pipeline(self, line: str) -> int:
+        """Run or check a pipeline with live per-node progress:
+        ``%cube_pipeline run flow.pipeline --parallel 4 --param lr=0.1``.
+
+        Runs ``cube-lab pipeline ...`` as a child process and streams its output, so the
+        kernel stays responsive to an interrupt, which cancels the run cleanly."""
+        args = shlex.split(line)
+        if not args or args[0] not in PIPELINE_COMMANDS:
+            raise UsageError(
+                f"usage: %cube_pipeline {'|'.join(PIPELINE_COMMANDS)} FILE.pipeline [options] "
+                "(see `cube-lab pipeline run --help`)"
+            )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cube_lab.cli", "pipeline", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        try:
+            for out in proc.stdout:
+                print(out, end="", flush=True)
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)  # the runner cancels every node on SIGINT
+            for out in proc.stdout:
+                print(out, end="", flush=True)
+            code = proc.wait()
+        if code != 0:
+            raise UsageError(f"cube-lab pipeline {args[0]} failed (exit code {code})")
+        return code

@@ -628,12 +628,7 @@ export type NodeRunStatus =
   | 'interrupted';
 
 export type RunStatus =
-  | 'queued'
-  | 'running'
-  | 'succeeded'
-  | 'failed'
-  | 'cancelled'
-  | 'interrupted';
+  'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
 
 export interface NodeRun {
   id: string;

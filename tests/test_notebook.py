@@ -75,3 +75,26 @@ def test_cube_register_magic_in_the_cube_lab_kernel(tmp_path: Path, settings: An
         {"max_iter": 500},
     )
     assert v1.lineage.source == "experiments/iris.ipynb" and detail.aliases == {"staging": 1}
+
+
+def test_cube_pipeline_magic_streams_progress(tmp_path: Path, settings: Any) -> None:
+    import json
+
+    (tmp_path / "step.py").write_text("print('step ran')\n")
+    doc = {"doc_type": "pipeline", "version": "3.0", "primary_pipeline": "primary",
+           "pipelines": [{"id": "primary", "app_data": {"version": 8, "properties": {}},
+                          "nodes": [{"id": "s", "type": "execution_node",
+                                     "op": "execute-python-node",
+                                     "app_data": {"label": "step",
+                                                  "component_parameters": {"filename": "step.py"}},
+                                     "inputs": [], "outputs": []}]}]}  # fmt: skip
+    (tmp_path / "flow.pipeline").write_text(json.dumps(doc))
+    env = {
+        "JUPYTER_PATH": str(REPO),
+        "CUBE_LAB_DATA_DIR": str(settings.data_dir),
+        "CUBE_LAB_USER": "alice",
+    }
+    nb = run_notebook(["%cube_pipeline run flow.pipeline", "%cube_pipeline explode"], tmp_path, env)
+    first, second = outputs(nb.cells[0]), outputs(nb.cells[1])
+    assert "ok step" in first and "succeeded in" in first, first
+    assert "usage: %cube_pipeline" in second

@@ -202,6 +202,14 @@ def _relative_file(node: Node, value: Any, where: str) -> PurePosixPath:
     return path
 
 
+def _json_type(prop: Any) -> str | None:
+    """A JSON-schema property's type; for ``[integer, "null"]`` the non-null one."""
+    kind = prop.get("type") if isinstance(prop, dict) else None
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    return kind if isinstance(kind, str) else None
+
+
 def _env_items(source: Any) -> list[tuple[str, str]]:
     return [
         (str(item["env_var"]), "" if item.get("value") is None else str(item["value"]))
@@ -356,7 +364,7 @@ class _Planner:
         for key, value in raw.items():
             if isinstance(value, str) and _ANY_REF.search(value):
                 refs[key] = _resolve_refs(node, value, f"template parameter {key!r}", self.known)
-                kind = props.get(key, {}).get("type")
+                kind = _json_type(props.get(key))
                 if kind == "boolean" or (kind in ("integer", "number")
                                          and not _PARAM_REF.fullmatch(value.strip())):  # fmt: skip
                     raise _node_error(
@@ -364,7 +372,10 @@ class _Planner:
                         f"template parameter {key!r} ({kind}) cannot take {value!r} in KFP",
                         "Only string parameters and whole-value number references compile.",
                     )
-                stand_ins[key] = {"integer": 0, "number": 0.0}.get(kind, "ref")
+                # the default passes the schema's bounds; the value itself comes at run time
+                default = (props.get(key) or {}).get("default")
+                stand_ins[key] = default if default is not None else (
+                    {"integer": 0, "number": 0.0}.get(kind or "", "ref"))  # fmt: skip
         try:
             checked = template.validate_params({**raw, **stand_ins})
         except CubeError as exc:
@@ -376,7 +387,7 @@ class _Planner:
         marks = {}
         shown = {}
         for key, value in values.items():
-            number_ref = isinstance(value, str) and props.get(key, {}).get("type") in (
+            number_ref = isinstance(value, str) and _json_type(props.get(key)) in (
                 "integer", "number")  # fmt: skip
             if number_ref:  # the reference must land unquoted in the JSON
                 marks[f"\x00{key}\x00"] = value.strip()

@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import socket
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -281,9 +282,10 @@ class PipelineService:
             runner.listeners.append(listener)
 
         async def main() -> str:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, runner.cancel)
+            if threading.current_thread() is threading.main_thread():
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, runner.cancel)
             return await self.execute(runner, recorder)
 
         return asyncio.run(main())

@@ -214,11 +214,7 @@ function buildNodes(
       data.statusLabel = labels[run.status] ?? run.status;
       data.elapsed = nodeElapsed(run, now);
       data.retries = Math.max(0, (run.attempts ?? 0) - 1);
-      data.retryLabel = trans._n(
-        '%1 retry',
-        '%1 retries',
-        data.retries ?? 0
-      );
+      data.retryLabel = trans._n('%1 retry', '%1 retries', data.retries ?? 0);
     }
     return {
       id: n.id,

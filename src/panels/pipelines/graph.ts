@@ -240,7 +240,13 @@ export function duplicate(
 /** Lay the graph out left to right (dagre). */
 export function autoLayout(graph: PipelineGraph): PipelineGraph {
   const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: 'LR', nodesep: 30, ranksep: 80, marginx: 20, marginy: 20 });
+  g.setGraph({
+    rankdir: 'LR',
+    nodesep: 30,
+    ranksep: 80,
+    marginx: 20,
+    marginy: 20
+  });
   g.setDefaultEdgeLabel(() => ({}));
   for (const node of graph.nodes) {
     g.setNode(node.id, { width: NODE_WIDTH, height: NODE_HEIGHT });

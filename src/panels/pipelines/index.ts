@@ -155,10 +155,17 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
     });
 
     if (launcher) {
-      launcher.add({ command: CommandIDs.newPipeline, category: CATEGORY, rank: 2 });
+      launcher.add({
+        command: CommandIDs.newPipeline,
+        category: CATEGORY,
+        rank: 2
+      });
     }
     if (mainMenu) {
-      mainMenu.fileMenu.newMenu.addGroup([{ command: CommandIDs.newPipeline }], 30);
+      mainMenu.fileMenu.newMenu.addGroup(
+        [{ command: CommandIDs.newPipeline }],
+        30
+      );
     }
     if (palette) {
       palette.addItem({ command: CommandIDs.newPipeline, category: CATEGORY });

@@ -16,12 +16,7 @@ import { History } from './graph';
 import { PipelineGraph } from './serializer';
 
 export type ChangeKind =
-  | 'graph'
-  | 'selection'
-  | 'problems'
-  | 'run'
-  | 'catalog'
-  | 'status';
+  'graph' | 'selection' | 'problems' | 'run' | 'catalog' | 'status';
 
 export class PipelineEditorModel {
   constructor(graph: PipelineGraph) {

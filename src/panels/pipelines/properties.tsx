@@ -124,7 +124,9 @@ export function Pairs(props: IPairsProps): JSX.Element {
             placeholder={props.keyPlaceholder}
             aria-label={props.keyPlaceholder}
             onChange={e =>
-              setRows(rows.map((r, j) => (j === i ? [e.target.value, r[1]] : r)))
+              setRows(
+                rows.map((r, j) => (j === i ? [e.target.value, r[1]] : r))
+              )
             }
             onBlur={() => commit(rows)}
           />
@@ -135,7 +137,9 @@ export function Pairs(props: IPairsProps): JSX.Element {
             placeholder={props.valuePlaceholder}
             aria-label={props.valuePlaceholder}
             onChange={e =>
-              setRows(rows.map((r, j) => (j === i ? [r[0], e.target.value] : r)))
+              setRows(
+                rows.map((r, j) => (j === i ? [r[0], e.target.value] : r))
+              )
             }
             onBlur={() => commit(rows)}
             onKeyDown={e => {
@@ -223,7 +227,11 @@ export function SchemaForm(props: {
   const required = new Set(schema.required ?? []);
   const entries = Object.entries(schema.properties ?? {});
   if (!entries.length) {
-    return <p className="cube-Muted">{trans.__('This template takes no parameters.')}</p>;
+    return (
+      <p className="cube-Muted">
+        {trans.__('This template takes no parameters.')}
+      </p>
+    );
   }
   return (
     <div className="cube-SchemaForm">
@@ -241,7 +249,9 @@ export function SchemaForm(props: {
             <label className="cube-Field" key={key}>
               <span className="cube-Field-label">
                 {label}
-                {required.has(key) ? <span className="cube-Field-required">*</span> : null}
+                {required.has(key) ? (
+                  <span className="cube-Field-required">*</span>
+                ) : null}
               </span>
               <select
                 className="jp-mod-styled cube-Field-input"
@@ -448,7 +458,9 @@ function NodeProperties(props: {
               setCube(
                 'parameters',
                 pairs.length
-                  ? Object.fromEntries(pairs.map(([k, v]) => [k, parseValue(v)]))
+                  ? Object.fromEntries(
+                      pairs.map(([k, v]) => [k, parseValue(v)])
+                    )
                   : undefined
               )
             }
@@ -473,7 +485,10 @@ function NodeProperties(props: {
             name="outputs"
             multiline
             hint={trans.__('Files the node writes, one per line')}
-            value={(Array.isArray(node.params.outputs) ? node.params.outputs : []).join('\n')}
+            value={(Array.isArray(node.params.outputs)
+              ? node.params.outputs
+              : []
+            ).join('\n')}
             error={problemFor(problems, 'outputs')}
             onCommit={v =>
               setParams(
@@ -569,12 +584,20 @@ function NodeProperties(props: {
               const parsed = JSON.parse(v);
               model.apply(g => updateNode(g, node.id, { params: parsed }));
             } catch {
-              model.setStatus(trans.__('Component parameters must be JSON.'), true);
+              model.setStatus(
+                trans.__('Component parameters must be JSON.'),
+                true
+              );
             }
           }}
         />
       ) : null}
-      <RunSettings node={node} setCube={setCube} problems={problems} trans={trans} />
+      <RunSettings
+        node={node}
+        setCube={setCube}
+        problems={problems}
+        trans={trans}
+      />
     </div>
   );
 }
@@ -591,7 +614,10 @@ function PipelineProperties(props: {
   const setParams = (parameters: PipelineParameter[]) =>
     model.apply(g => updatePipeline(g, { parameters }));
   return (
-    <div className="cube-Properties" aria-label={trans.__('Pipeline properties')}>
+    <div
+      className="cube-Properties"
+      aria-label={trans.__('Pipeline properties')}
+    >
       <div className="cube-Properties-kind">{trans.__('Pipeline')}</div>
       {problems.length ? (
         <ul className="cube-Problems">
@@ -612,7 +638,9 @@ function PipelineProperties(props: {
         label={trans.__('Parallelism')}
         name="parallelism"
         type="number"
-        hint={trans.__('How many nodes run at once (empty: the server default)')}
+        hint={trans.__(
+          'How many nodes run at once (empty: the server default)'
+        )}
         value={showValue(graph.cube.parallelism)}
         error={problemFor(problems, 'parallelism')}
         onCommit={v =>
@@ -623,11 +651,17 @@ function PipelineProperties(props: {
           )
         }
       />
-      <div className="cube-Field" role="group" aria-label={trans.__('Parameters')}>
+      <div
+        className="cube-Field"
+        role="group"
+        aria-label={trans.__('Parameters')}
+      >
         <span className="cube-Field-label">{trans.__('Parameters')}</span>
         {graph.parameters.map((p, i) => {
           const set = (patch: Partial<PipelineParameter>) =>
-            setParams(graph.parameters.map((q, j) => (j === i ? { ...q, ...patch } : q)));
+            setParams(
+              graph.parameters.map((q, j) => (j === i ? { ...q, ...patch } : q))
+            );
           return (
             <div className="cube-ParamRow" key={i}>
               <Field
@@ -671,7 +705,9 @@ function PipelineProperties(props: {
                 className="cube-IconButton"
                 title={trans.__('Remove parameter')}
                 aria-label={trans.__('Remove parameter')}
-                onClick={() => setParams(graph.parameters.filter((_, j) => j !== i))}
+                onClick={() =>
+                  setParams(graph.parameters.filter((_, j) => j !== i))
+                }
               >
                 ×
               </button>

@@ -106,7 +106,9 @@ export class PipelineRunsPanel extends ReactWidget {
         ...(typeof opts.parallelism === 'number'
           ? { parallelism: opts.parallelism }
           : {}),
-        ...(opts.params && typeof opts.params === 'object' && !Array.isArray(opts.params)
+        ...(opts.params &&
+        typeof opts.params === 'object' &&
+        !Array.isArray(opts.params)
           ? { params: opts.params as Record<string, any> }
           : {})
       });
@@ -182,7 +184,9 @@ function RunsView(props: {
       ) : null}
       {props.loaded && !runs.length && !props.error ? (
         <p className="cube-Muted cube-Runs-empty">
-          {trans.__('No pipeline runs yet. Open a .pipeline file and press Run.')}
+          {trans.__(
+            'No pipeline runs yet. Open a .pipeline file and press Run.'
+          )}
         </p>
       ) : null}
       {Array.from(groups.entries()).map(([path, list]) => (
@@ -205,7 +209,9 @@ function RunsView(props: {
               {list.map(run => (
                 <tr key={run.id} className="cube-Runs-row" data-run={run.id}>
                   <td>
-                    <span className={`cube-RunBadge cube-RunBadge-${run.status}`}>
+                    <span
+                      className={`cube-RunBadge cube-RunBadge-${run.status}`}
+                    >
                       {run.status}
                     </span>
                   </td>

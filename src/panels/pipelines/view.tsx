@@ -80,7 +80,9 @@ function ToolButton(props: {
       onClick={props.onClick}
     >
       {props.icon ? <props.icon.react tag="span" elementSize="normal" /> : null}
-      {props.text ? <span className="cube-ToolButton-text">{props.label}</span> : null}
+      {props.text ? (
+        <span className="cube-ToolButton-text">{props.label}</span>
+      ) : null}
     </button>
   );
 }
@@ -97,7 +99,11 @@ function Toolbar(props: {
   const running = model.run ? isRunActive(model.run) : false;
   const status = model.status;
   return (
-    <div className="cube-PipelineToolbar" role="toolbar" aria-label={trans.__('Pipeline')}>
+    <div
+      className="cube-PipelineToolbar"
+      role="toolbar"
+      aria-label={trans.__('Pipeline')}
+    >
       <ToolButton
         icon={saveIcon}
         label={trans.__('Save')}
@@ -124,8 +130,8 @@ function Toolbar(props: {
         text
         onClick={() => {
           model.apply(autoLayout);
-          window.requestAnimationFrame(() =>
-            void flow.fitView({ padding: 0.15, maxZoom: 1 })
+          window.requestAnimationFrame(
+            () => void flow.fitView({ padding: 0.15, maxZoom: 1 })
           );
         }}
       />
@@ -252,7 +258,9 @@ function Palette(props: {
         />
       </div>
       <p className="cube-Palette-hint">
-        {trans.__('Drag notebooks and scripts from the file browser, or these onto the canvas.')}
+        {trans.__(
+          'Drag notebooks and scripts from the file browser, or these onto the canvas.'
+        )}
       </p>
       {Array.from(groups.entries()).map(([category, items]) => {
         const shown = items.filter(
@@ -281,7 +289,9 @@ function Palette(props: {
                   e.dataTransfer.setData(NODE_MIME, JSON.stringify(item.spec));
                   e.dataTransfer.effectAllowed = 'copy';
                 }}
-                onDoubleClick={() => actions.dropSpec(JSON.stringify(item.spec), NaN, NaN)}
+                onDoubleClick={() =>
+                  actions.dropSpec(JSON.stringify(item.spec), NaN, NaN)
+                }
                 onKeyDown={e => {
                   if (e.key === 'Enter') {
                     actions.dropSpec(JSON.stringify(item.spec), NaN, NaN);
@@ -357,7 +367,11 @@ function NodeLog(props: {
         {done ? trans.__('Log (finished)') : trans.__('Log (following…)')}
         {error ? <span className="cube-Field-error"> {error}</span> : null}
       </div>
-      <pre className="cube-NodeLog-text" ref={ref} aria-label={trans.__('Node log')}>
+      <pre
+        className="cube-NodeLog-text"
+        ref={ref}
+        aria-label={trans.__('Node log')}
+      >
         {text || (done ? trans.__('(empty)') : '')}
       </pre>
     </div>
@@ -492,9 +506,7 @@ export function PipelineView(props: {
   const { model, actions, trans } = props;
   const onKeyDown = (e: React.KeyboardEvent) => {
     const target = e.target as HTMLElement;
-    if (
-      target.closest('input, textarea, select, [contenteditable="true"]')
-    ) {
+    if (target.closest('input, textarea, select, [contenteditable="true"]')) {
       return;
     }
     const mod = e.ctrlKey || e.metaKey;

@@ -272,13 +272,23 @@ export class PipelineEditor extends ReactWidget {
 
   protected onAfterAttach(msg: Message): void {
     super.onAfterAttach(msg);
-    for (const type of ['lm-dragenter', 'lm-dragleave', 'lm-dragover', 'lm-drop']) {
+    for (const type of [
+      'lm-dragenter',
+      'lm-dragleave',
+      'lm-dragover',
+      'lm-drop'
+    ]) {
       this.node.addEventListener(type, this);
     }
   }
 
   protected onBeforeDetach(msg: Message): void {
-    for (const type of ['lm-dragenter', 'lm-dragleave', 'lm-dragover', 'lm-drop']) {
+    for (const type of [
+      'lm-dragenter',
+      'lm-dragleave',
+      'lm-dragover',
+      'lm-drop'
+    ]) {
       this.node.removeEventListener(type, this);
     }
     super.onBeforeDetach(msg);
@@ -305,7 +315,10 @@ export class PipelineEditor extends ReactWidget {
     }
     if (this._projector) {
       const rect = this.node.getBoundingClientRect();
-      return this._projector(rect.left + rect.width / 2, rect.top + rect.height / 2);
+      return this._projector(
+        rect.left + rect.width / 2,
+        rect.top + rect.height / 2
+      );
     }
     return { x: 0, y: 0 };
   }
@@ -313,7 +326,10 @@ export class PipelineEditor extends ReactWidget {
   private _load(): void {
     const text = this.context.model.toString();
     try {
-      const graph = parse(text, PathExt.basename(this.context.localPath, '.pipeline'));
+      const graph = parse(
+        text,
+        PathExt.basename(this.context.localPath, '.pipeline')
+      );
       this._error = null;
       this._lastText = text;
       this.model.reset(graph);
@@ -375,7 +391,13 @@ export class PipelineEditor extends ReactWidget {
       n => !['pending', 'running'].includes(n.status)
     ).length;
     this.model.setStatus(
-      trans.__('Run %1: %2 (%3/%4 nodes done)', run.id.slice(0, 8), run.status, done, counts.length),
+      trans.__(
+        'Run %1: %2 (%3/%4 nodes done)',
+        run.id.slice(0, 8),
+        run.status,
+        done,
+        counts.length
+      ),
       run.status === 'failed'
     );
   }
@@ -404,7 +426,11 @@ export class PipelineEditor extends ReactWidget {
       this._projector = project;
     },
     dropSpec: (spec, x, y) => {
-      let parsed: { op: string; label: string; params?: Record<string, unknown> };
+      let parsed: {
+        op: string;
+        label: string;
+        params?: Record<string, unknown>;
+      };
       try {
         parsed = JSON.parse(spec);
       } catch {
@@ -432,8 +458,8 @@ export class PipelineEditor extends ReactWidget {
   private _writing = false;
   private _lastText = '';
   private _pollTimer = 0;
-  private _projector: ((x: number, y: number) => { x: number; y: number }) | null =
-    null;
+  private _projector:
+    ((x: number, y: number) => { x: number; y: number }) | null = null;
 }
 
 export namespace PipelineEditor {

@@ -1,0 +1,73 @@
+"""`cube-lab pipeline ...` and `%cube_pipeline` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pipeline_util import node, script, write_pipeline
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CUBE_LAB_USER": "alice"}
+    return subprocess.run([sys.executable, "-m", "cube_lab.cli", "pipeline", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_run_prints_progress_and_exit_codes(tmp_path: Path) -> None:
+    script(tmp_path, "a.py", "print('a')\n")
+    script(tmp_path, "b.py", "import os; print('lr', os.environ['lr'])\n")
+    params = [{"name": "lr", "default_value": {"type": "Float", "value": 0.1}}]
+    write_pipeline(
+        tmp_path,
+        [
+            node("a", filename="a.py", label="prepare"),
+            node("b", upstream=("a",), filename="b.py", label="train", pipeline_parameters=["lr"]),
+        ],
+        parameters=params,
+    )
+    out = cli("run", "p.pipeline", "--param", "lr=0.3", "--parallel", "2", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].endswith("test, 2 node(s), parallelism 2")
+    assert any("ok prepare" in line for line in lines)
+    assert any(" 2/2     ok train" in line for line in lines), out.stdout
+    assert "succeeded in" in lines[-1]
+    run_id = lines[-1].split()[1]
+    log = cli("logs", run_id, "train", cwd=tmp_path)
+    assert log.returncode == 0 and "lr 0.3" in log.stdout
+    runs = json.loads(cli("runs", "--json", cwd=tmp_path).stdout)
+    assert runs[0]["id"] == run_id and runs[0]["trigger"] == "cli"
+
+    script(tmp_path, "b.py", "raise SystemExit('bad data')\n")
+    failed = cli("run", "p.pipeline", cwd=tmp_path)
+    assert failed.returncode == 1 and "FAIL train" in failed.stdout
+    assert "bad data" in failed.stderr  # the failed node's log tail
+
+
+def test_validate_and_bad_input(tmp_path: Path) -> None:
+    write_pipeline(tmp_path, [node("a", filename="nope.py")])
+    out = cli("validate", "p.pipeline", cwd=tmp_path)
+    assert out.returncode == 1 and "node 'a': filename: file 'nope.py' not found" in out.stderr
+    out = cli("run", "missing.pipeline", cwd=tmp_path)
+    assert out.returncode == 2 and "not found" in out.stderr and "Traceback" not in out.stderr
+    script(tmp_path, "nope.py", "pass\n")
+    out = cli("run", "p.pipeline", "--only", "ghost", cwd=tmp_path)
+    assert out.returncode == 1 and "no node 'ghost'" in out.stderr
+
+
+def test_schedule_commands(tmp_path: Path) -> None:
+    script(tmp_path, "a.py", "pass\n")
+    write_pipeline(tmp_path, [node("a", filename="a.py")])
+    out = cli("schedule", "p.pipeline", "--cron", "30 2 * * *", "--max-active", "2", cwd=tmp_path)
+    assert out.returncode == 0 and "schedule 1 (p): 30 2 * * *" in out.stdout, out.stderr
+    listed = json.loads(cli("schedules", "--json", cwd=tmp_path).stdout)
+    assert listed[0]["max_active_runs"] == 2 and listed[0]["next_fire_at"].endswith(
+        "02:30:00+00:00"
+    )
+    assert cli("schedule", "p.pipeline", "--cron", "nightly", cwd=tmp_path).returncode == 2
+    assert cli("unschedule", "1", cwd=tmp_path).returncode == 0
+    assert json.loads(cli("schedules", "--json", cwd=tmp_path).stdout) == []
