@@ -286,6 +286,17 @@ def test_compiling_twice_gives_identical_yaml(tmp_path: Path) -> None:
         load(tmp_path / "again.pipeline"), TemplateCatalog(), tmp_path / "c.yaml"
     )
     assert third.read_text() == first
+    # and from another interpreter with another hash seed (no set or dict order leaks in)
+    code = (
+        "import sys; from pathlib import Path; from cube_lab.jobtemplates import TemplateCatalog;"
+        "from cube_lab.pipelines import elyra_format, kfp_compiler as k;"
+        "k.compile_pipeline(elyra_format.load(Path(sys.argv[1])), TemplateCatalog(), "
+        "Path(sys.argv[2]))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    args = [sys.executable, "-c", code, str(tmp_path / "p.pipeline"), str(tmp_path / "d.yaml")]
+    subprocess.run(args, env=env, check=True, capture_output=True, timeout=60)
+    assert (tmp_path / "d.yaml").read_text() == first
 
 
 def test_loaded_ir_is_usable_as_a_component_of_another_pipeline(tmp_path: Path) -> None:

@@ -1,0 +1,321 @@
+/**
+ * The pipeline editor against the real server: build a pipeline by dragging
+ * notebooks from the file browser, connect, set a parameter, save, run,
+ * watch the run on the canvas, read a node's log; and time a 200-node open.
+ */
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import type { APIRequestContext } from '@playwright/test';
+import * as path from 'path';
+
+const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+
+async function putText(
+  request: APIRequestContext,
+  baseURL: string,
+  filePath: string,
+  content: string
+): Promise<void> {
+  const response = await request.put(
+    `${baseURL}/api/contents/${filePath.split('/').map(encodeURIComponent).join('/')}`,
+    { data: { type: 'file', format: 'text', content } }
+  );
+  expect(response.ok(), await response.text()).toBeTruthy();
+}
+
+function notebook(source: string): string {
+  return JSON.stringify({
+    cells: [
+      {
+        cell_type: 'code',
+        id: 'c1',
+        metadata: {},
+        execution_count: null,
+        outputs: [],
+        source: [source]
+      }
+    ],
+    metadata: {
+      kernelspec: {
+        name: 'python3',
+        display_name: 'Python 3',
+        language: 'python'
+      }
+    },
+    nbformat: 4,
+    nbformat_minor: 5
+  });
+}
+
+/** Drag a file browser item onto a point with real mouse moves (a Lumino drag). */
+async function dragFile(
+  page: IJupyterLabPageFixture,
+  name: string,
+  x: number,
+  y: number
+): Promise<void> {
+  const item = page.locator(`.jp-DirListing-item[title^="Name: ${name}"]`);
+  await expect(item).toBeVisible();
+  const box = (await item.boundingBox())!;
+  await page.mouse.move(box.x + 30, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + 60, box.y + box.height / 2 + 10, { steps: 5 });
+  await page.mouse.move(x, y, { steps: 15 });
+  await page.mouse.up();
+}
+
+function pipelineNode(page: IJupyterLabPageFixture, label: string) {
+  return page.locator('.cube-PipelineEditor .react-flow__node', {
+    has: page.locator('.cube-PNode-label', { hasText: label })
+  });
+}
+
+test.describe('cube-lab pipeline editor', () => {
+  test.setTimeout(240 * 1000);
+
+  test('builds, saves and runs a pipeline of two notebooks', async ({
+    page,
+    request,
+    baseURL,
+    tmpPath
+  }) => {
+    const base = baseURL!;
+    await putText(
+      request,
+      base,
+      `${tmpPath}/prep.ipynb`,
+      notebook("print('hello from prep')")
+    );
+    await putText(
+      request,
+      base,
+      `${tmpPath}/train.ipynb`,
+      notebook("print('hello from train')")
+    );
+    await page.filebrowser.openDirectory(tmpPath);
+
+    await page.evaluate(async cwd => {
+      await (window as any).jupyterapp.commands.execute(
+        'cube-lab:new-pipeline',
+        { cwd }
+      );
+    }, tmpPath);
+    const editor = page.locator('.cube-PipelineEditor');
+    await expect(editor.locator('.react-flow')).toBeVisible();
+    const canvas = (await editor
+      .locator('.cube-PipelineEditor-canvas')
+      .boundingBox())!;
+
+    await dragFile(page, 'prep.ipynb', canvas.x + 120, canvas.y + 150);
+    await expect(pipelineNode(page, 'prep.ipynb')).toBeVisible();
+    await dragFile(page, 'train.ipynb', canvas.x + 420, canvas.y + 250);
+    await expect(pipelineNode(page, 'train.ipynb')).toBeVisible();
+
+    // Connect prep -> train by dragging between the handles.
+    const source = pipelineNode(page, 'prep.ipynb').locator(
+      '.react-flow__handle.source'
+    );
+    const target = pipelineNode(page, 'train.ipynb').locator(
+      '.react-flow__handle.target'
+    );
+    await source.hover();
+    await page.mouse.down();
+    const t = (await target.boundingBox())!;
+    await page.mouse.move(t.x + t.width / 2, t.y + t.height / 2, { steps: 10 });
+    await page.mouse.up();
+    await expect(editor.locator('.react-flow__edge')).toHaveCount(1);
+
+    // A parameter on the train node.
+    await pipelineNode(page, 'train.ipynb').click();
+    const props = editor.locator('.cube-SidePane');
+    await expect(props.locator('input[name="filename"]')).toHaveValue(
+      'train.ipynb'
+    );
+    const params = props.getByRole('group', { name: 'Parameters' });
+    await params.getByRole('button', { name: '+ Add' }).click();
+    await params.locator('input[name="node-param-key-0"]').fill('greeting');
+    await params.locator('input[name="node-param-value-0"]').fill('hi');
+    await params.locator('input[name="node-param-value-0"]').press('Enter');
+    await props.locator('input[name="retries"]').fill('1');
+    await props.locator('input[name="retries"]').press('Enter');
+
+    await expect(page.locator('.jp-mod-current.jp-mod-dirty')).toHaveCount(1);
+    await editor.getByRole('button', { name: 'Save', exact: true }).click();
+    await expect(page.locator('.jp-mod-current.jp-mod-dirty')).toHaveCount(0);
+
+    // The file on disk is an Elyra pipeline with the link and the settings.
+    const listing = await request.get(`${base}/api/contents/${tmpPath}`);
+    const file = (await listing.json()).content.find((f: any) =>
+      f.name.endsWith('.pipeline')
+    );
+    const saved = await request.get(
+      `${base}/api/contents/${tmpPath}/${file.name}?content=1`
+    );
+    const doc = JSON.parse((await saved.json()).content);
+    const nodes = doc.pipelines[0].nodes;
+    expect(nodes).toHaveLength(2);
+    const train = nodes.find(
+      (n: any) => n.app_data.component_parameters.filename === 'train.ipynb'
+    );
+    const prep = nodes.find(
+      (n: any) => n.app_data.component_parameters.filename === 'prep.ipynb'
+    );
+    expect(train.op).toBe('execute-notebook-node');
+    expect(train.inputs[0].links[0]).toMatchObject({
+      node_id_ref: prep.id,
+      port_id_ref: 'outPort'
+    });
+    expect(train.app_data.cube_lab).toEqual({
+      parameters: { greeting: 'hi' },
+      retries: 1
+    });
+    expect(doc.pipelines[0].app_data.version).toBe(8);
+
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'pipeline-editor-light.png')
+    });
+
+    // Run and watch both nodes turn green.
+    await editor.getByRole('button', { name: 'Run', exact: true }).click();
+    await expect(
+      pipelineNode(page, 'prep.ipynb').locator('.cube-PNode')
+    ).toHaveAttribute('data-status', 'succeeded', { timeout: 150 * 1000 });
+    await expect(
+      pipelineNode(page, 'train.ipynb').locator('.cube-PNode')
+    ).toHaveAttribute('data-status', 'succeeded', { timeout: 150 * 1000 });
+
+    // The node's log in the side pane.
+    await pipelineNode(page, 'prep.ipynb').click();
+    await editor.getByRole('tab', { name: 'Run' }).click();
+    await expect(editor.locator('.cube-NodeLog-text')).toContainText(
+      'hello from prep',
+      {
+        timeout: 30 * 1000
+      }
+    );
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'pipeline-run-light.png')
+    });
+
+    // The run in the sidebar's Pipeline runs section.
+    await page.sidebar.openTab('cube-lab-sidebar');
+    const runs = page.locator('#cube-lab-pipeline-runs');
+    await runs
+      .getByRole('button', { name: 'Refresh pipeline runs' })
+      .click()
+      .catch(() => undefined);
+    await expect(runs.locator('.cube-Runs-row').first()).toContainText(
+      'succeeded',
+      {
+        timeout: 30 * 1000
+      }
+    );
+
+    await page.theme.setDarkTheme();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'pipeline-run-dark.png')
+    });
+    await page.theme.setLightTheme();
+  });
+
+  test('opens a 200-node pipeline quickly', async ({
+    page,
+    request,
+    baseURL,
+    tmpPath
+  }) => {
+    const nodes = [];
+    const N = 200;
+    for (let i = 0; i < N; i++) {
+      const col = Math.floor(i / 10);
+      const row = i % 10;
+      nodes.push({
+        id: `n${i}`,
+        type: 'execution_node',
+        op: 'cube-lab:shell',
+        app_data: {
+          label: `step ${i}`,
+          component_parameters: { command: `echo ${i}` },
+          ui_data: { label: `step ${i}`, x_pos: col * 260, y_pos: row * 90 }
+        },
+        inputs: [
+          {
+            id: 'inPort',
+            links:
+              i >= 10
+                ? [
+                    {
+                      id: `l${i}`,
+                      node_id_ref: `n${i - 10}`,
+                      port_id_ref: 'outPort'
+                    }
+                  ]
+                : []
+          }
+        ],
+        outputs: [{ id: 'outPort' }]
+      });
+    }
+    const doc = {
+      doc_type: 'pipeline',
+      version: '3.0',
+      json_schema:
+        'http://api.dataplatform.ibm.com/schemas/common-pipeline/pipeline-flow/pipeline-flow-v3-schema.json',
+      id: 'elyra-auto-generated-pipeline',
+      primary_pipeline: 'primary',
+      pipelines: [
+        {
+          id: 'primary',
+          nodes,
+          app_data: {
+            ui_data: { comments: [] },
+            version: 8,
+            properties: {
+              name: 'big',
+              runtime: 'Generic',
+              pipeline_defaults: {},
+              pipeline_parameters: []
+            }
+          },
+          runtime_ref: ''
+        }
+      ],
+      schemas: []
+    };
+    const file = `${tmpPath}/big.pipeline`;
+    await putText(request, baseURL!, file, JSON.stringify(doc, null, 2));
+    // Warm up the editor code once so the figure is the open, not the first load.
+    await page.filebrowser.openDirectory(tmpPath);
+
+    const started = Date.now();
+    await page.evaluate(async p => {
+      await (window as any).jupyterapp.commands.execute('docmanager:open', {
+        path: p
+      });
+    }, file);
+    const first = page
+      .locator('.cube-PipelineEditor .react-flow__node')
+      .first();
+    await first.waitFor({ state: 'visible' });
+    await first.click();
+    await expect(
+      page.locator('.cube-PipelineEditor .cube-PNode.cube-mod-selected')
+    ).toHaveCount(1);
+    const elapsed = Date.now() - started;
+    const rendered = await page
+      .locator('.cube-PipelineEditor .react-flow__node')
+      .count();
+    console.log(
+      `200-node pipeline: open and interactive in ${elapsed} ms (${rendered} nodes rendered)`
+    );
+    test
+      .info()
+      .annotations.push({
+        type: '200-node open ms',
+        description: String(elapsed)
+      });
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'pipeline-200-light.png')
+    });
+    expect(elapsed).toBeLessThan(5000);
+  });
+});
