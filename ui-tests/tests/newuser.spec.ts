@@ -26,16 +26,23 @@ test('a model registered from a notebook appears in the Models section', async (
   );
   await page.notebook.runCell(0);
   await expect
-    .poll(async () => (await page.notebook.getCellTextOutput(0))?.join('\n') ?? '', {
-      timeout: 60_000
-    })
+    .poll(
+      async () => (await page.notebook.getCellTextOutput(0))?.join('\n') ?? '',
+      {
+        timeout: 60_000
+      }
+    )
     .toContain('Registered tour-model v1');
 
   await page.sidebar.openTab('cube-lab-sidebar');
   const models = page.locator('#cube-lab-models');
   await expect(models).toBeVisible();
-  await expect(models.getByText('tour-model').first()).toBeVisible({ timeout: 30_000 });
+  await expect(models.getByText('tour-model').first()).toBeVisible({
+    timeout: 30_000
+  });
   await models.getByText('tour-model').first().click();
   await expect(models.getByText('staging').first()).toBeVisible();
-  await page.screenshot({ path: path.join(SCREENSHOTS, 'tour-notebook-light.png') });
+  await page.screenshot({
+    path: path.join(SCREENSHOTS, 'tour-notebook-light.png')
+  });
 });
