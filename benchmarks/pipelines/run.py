@@ -69,6 +69,7 @@ def machine() -> dict:
         "cpu": cpu,
         "os": platform.platform(),
         "python": platform.python_version(),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -151,6 +152,7 @@ def run_once(runner: str, shape: str, nodes: int, parallel: int, timeout: float)
         env = runner_env(runner, isolated_env(tmp_path / "scratch"))
         cmd = command_for(runner, pipeline_file, parallel)
         log_path = tmp_path / "output.log"
+        load_before = round(os.getloadavg()[0], 2)
         with log_path.open("wb") as log:
             started = time.perf_counter()
             try:
@@ -172,6 +174,7 @@ def run_once(runner: str, shape: str, nodes: int, parallel: int, timeout: float)
             wall = time.perf_counter() - started
         output = log_path.read_text(errors="replace")
     result = {"runner": runner, "pipeline": shape, "nodes": count, "wall_s": round(wall, 3)}
+    result["load_before"] = load_before
     result["ok"] = rc == 0
     if not result["ok"]:
         result["error"] = f"exit {rc}"
@@ -323,7 +326,10 @@ def main() -> int:
         parser.error(f"unknown runner/pipeline: {', '.join(sorted(bad))}")
 
     info = machine()
-    print(f"machine: {info['cores']} cores, {info['cpu']}, {info['os']}, {info['date']}")
+    print(
+        f"machine: {info['cores']} cores, {info['cpu']}, {info['os']}, {info['date']}, "
+        f"load average {info['load_avg']}"
+    )
     notes: list[str] = []
     available = {}
     setup = {}
@@ -372,12 +378,21 @@ def main() -> int:
                 result = run_once(runner, shape, nodes, args.parallel, args.timeout)
                 runs.append(result)
                 if result["ok"]:
-                    print(f"  {result['wall_s']:.2f} s", flush=True)
+                    load = result["load_before"]
+                    print(f"  {result['wall_s']:.2f} s (load average before: {load})", flush=True)
                 else:
                     print(f"  FAILED ({result['error']}); output tail:", flush=True)
                     for line in result["tail"].splitlines()[-40:]:
                         print(f"    | {line}")
 
+    busy = [r for r in runs if r.get("load_before", 0) > 0.5 * (info["cores"] or 1)]
+    if busy:
+        worst = max(r["load_before"] for r in busy)
+        notes.append(
+            f"{len(busy)} of {len(runs)} runs started with a 1-min load average above half the "
+            f"core count (up to {worst}); other work on the machine slows every runner."
+        )
+        print(f"note: {notes[-1]}")
     for run in runs:
         if run["runner"] == "kfp" and run["pipeline"] == "chain" and run.get("ok"):
             run["note"] = f"shorter chain ({run['nodes']} nodes); compare per node"

@@ -208,14 +208,19 @@ class TemplateKind:
         # References to upstream values are checked when they resolve at run time.
         concrete = {k: v for k, v in raw.items() if not (isinstance(v, str) and "{{" in v)}
         try:
-            template.validate_params({**_placeholders(template, raw), **concrete})
+            checked = template.validate_params({**_placeholders(template, raw), **concrete})
         except CubeError as exc:
             return [
                 Problem(
                     node.id, "parameters", f"{exc.error}. {exc.detail or ''}".strip(), node.label
                 )
             ]
-        return []
+        problems: list[Problem] = []
+        for name in template.path_parameters():  # what a template reads or writes stays inside
+            value = checked.get(name) if name in concrete or name not in raw else None
+            if isinstance(value, str) and value:
+                problems.extend(safe_path(value, ctx, node, f"parameters.{name}")[1])
+        return problems
 
     def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
         template = self._template(node, ctx)
