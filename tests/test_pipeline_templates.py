@@ -6,12 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pipeline_util import node, write_pipeline
 from sklearn.datasets import load_iris
 
 from cube_lab.identity import Caller
 from cube_lab.pipelines.validation import PipelineInvalid
-
-from pipeline_util import node, write_pipeline
 
 ALICE = Caller("alice")
 T = "cube-lab:template"
