@@ -14,6 +14,7 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import time
@@ -382,17 +383,23 @@ def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
 
     path = Path(a.path)
     pipeline, problems = ws.pipelines.check(path, _pipeline_root(path))
+    # Nodes run in their images on the cluster: what this machine lacks (Rscript) is fine.
+    problems = [p for p in problems if not p.message.startswith("R nodes need Rscript")]
     if problems:
         from .pipelines.validation import PipelineInvalid
 
         raise PipelineInvalid(problems)
     output = Path(a.output or path.with_suffix(".yaml"))
+    for note in kfp_compiler.plan_pipeline(pipeline, ws.templates).notes:
+        print(f"note: {note}", file=sys.stderr)
+    logging.getLogger(kfp_compiler.__name__).setLevel(logging.ERROR)  # notes printed above
     kfp_compiler.compile_pipeline(pipeline, ws.templates, output)
     print(f"compiled {path} to {output} (Kubeflow Pipelines v2 IR)")
     if a.submit:
         if not a.host:
             raise InvalidInput("--submit needs --host URL of the Kubeflow Pipelines API")
-        print(kfp_compiler.submit(output, a.host, params=parse_pairs(a.param, "param")))
+        run_id = kfp_compiler.submit(output, a.host, params=parse_pairs(a.param, "param"))
+        print(f"submitted: KFP run {run_id}")
 
 
 # -- parser --------------------------------------------------------------------------------

@@ -71,3 +71,22 @@ def test_schedule_commands(tmp_path: Path) -> None:
     assert cli("schedule", "p.pipeline", "--cron", "nightly", cwd=tmp_path).returncode == 2
     assert cli("unschedule", "1", cwd=tmp_path).returncode == 0
     assert json.loads(cli("schedules", "--json", cwd=tmp_path).stdout) == []
+
+
+def test_compile_for_kubeflow(tmp_path: Path) -> None:
+    import yaml
+
+    script(tmp_path, "prep.py", "pass\n")
+    script(tmp_path, "train.py", "pass\n")
+    write_pipeline(tmp_path, [node("prep", filename="prep.py", label="prep"),
+                              node("train", upstream=("prep",), filename="train.py",
+                                   label="train", cpu=2, memory=4, gpu=1)])  # fmt: skip
+    out = cli("compile", "p.pipeline", "--target", "kfp", "-o", "p.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    ir = next(yaml.safe_load_all((tmp_path / "p.yaml").read_text()))
+    tasks = ir["root"]["dag"]["tasks"]
+    assert len(tasks) == 2
+    train = next(t for name, t in tasks.items() if "train" in name)
+    assert len(train["dependentTasks"]) == 1 and "prep" in train["dependentTasks"][0]
+    bad = cli("compile", "missing.pipeline", cwd=tmp_path)
+    assert bad.returncode == 2 and "not found" in bad.stderr
