@@ -228,8 +228,15 @@ def project_member(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
 
 # -- pipeline commands -------------------------------------------------------------------
 
-SYMBOLS = {"running": ">", "succeeded": "ok", "failed": "FAIL", "cached": "cached",
-           "reused": "reused", "skipped": "skip", "cancelled": "cancel"}  # fmt: skip
+SYMBOLS = {
+    "running": ">",
+    "succeeded": "ok",
+    "failed": "FAIL",
+    "cached": "cached",
+    "reused": "reused",
+    "skipped": "skip",
+    "cancelled": "cancel",
+}
 
 
 def _pipeline_root(path: Path) -> Path:
@@ -268,10 +275,17 @@ def pipeline_validate(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
 def pipeline_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     path = Path(a.path)
     runner, recorder = ws.pipelines.prepare(
-        caller, path, _pipeline_root(path), project=a.project,
-        params=parse_pairs(a.param, "param"), only=a.only, from_node=a.from_node,
-        cache=a.cache, parallelism=a.parallel, trigger="cli",
-    )  # fmt: skip
+        caller,
+        path,
+        _pipeline_root(path),
+        project=a.project,
+        params=parse_pairs(a.param, "param"),
+        only=a.only,
+        from_node=a.from_node,
+        cache=a.cache,
+        parallelism=a.parallel,
+        trigger="cli",
+    )
     started = time.monotonic()
     total = len(runner.plan.selected)
     finished: set[str] = set()
@@ -286,13 +300,19 @@ def pipeline_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         if state.finished_at and state.started_at:
             took = f" {(state.finished_at - state.started_at).total_seconds():.2f}s"
         error = f" - {state.error}" if state.error and state.status == "failed" else ""
-        print(f"[{time.monotonic() - started:7.2f}s] {len(finished):>3}/{total} "
-              f"{SYMBOLS.get(state.status, state.status):>6} {state.node.label}{attempt}{took}"
-              f"{error}", flush=True)  # fmt: skip
+        print(
+            f"[{time.monotonic() - started:7.2f}s] {len(finished):>3}/{total} "
+            f"{SYMBOLS.get(state.status, state.status):>6} {state.node.label}{attempt}{took}"
+            f"{error}",
+            flush=True,
+        )
 
     if not a.quiet:
-        print(f"run {runner.plan.run_id}: {runner.pipeline.name}, {total} node(s), "
-              f"parallelism {runner.plan.parallelism}", flush=True)  # fmt: skip
+        print(
+            f"run {runner.plan.run_id}: {runner.pipeline.name}, {total} node(s), "
+            f"parallelism {runner.plan.parallelism}",
+            flush=True,
+        )
     status = ws.pipelines.run_foreground(runner, recorder, progress)
     print(f"run {runner.plan.run_id} {status} in {time.monotonic() - started:.2f}s")
     if status != "succeeded":
@@ -314,10 +334,21 @@ def pipeline_runs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         _print_json(runs)
         return
-    _table([[r.id, r.pipeline, r.status, r.trigger, r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-             f"{r.duration_s:.1f}s" if r.duration_s is not None else "",
-             " ".join(f"{k}={v}" for k, v in sorted(r.counts.items()))] for r in runs],
-           ["RUN", "PIPELINE", "STATUS", "TRIGGER", "CREATED", "TOOK", "NODES"])  # fmt: skip
+    _table(
+        [
+            [
+                r.id,
+                r.pipeline,
+                r.status,
+                r.trigger,
+                r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                f"{r.duration_s:.1f}s" if r.duration_s is not None else "",
+                " ".join(f"{k}={v}" for k, v in sorted(r.counts.items())),
+            ]
+            for r in runs
+        ],
+        ["RUN", "PIPELINE", "STATUS", "TRIGGER", "CREATED", "TOOK", "NODES"],
+    )
 
 
 def pipeline_logs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -347,11 +378,20 @@ def pipeline_cancel(ws: Workspace, caller: Caller, a: argparse.Namespace) -> Non
 def pipeline_schedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     path = Path(a.path)
     view = ws.schedules.create(
-        caller, path.resolve(), _pipeline_root(path), a.cron, name=a.name, project=a.project,
-        start_at=a.start, end_at=a.end, catchup=a.catchup, depends_on_past=a.depends_on_past,
-        max_active_runs=a.max_active, expire_after_s=a.expire_after,
+        caller,
+        path.resolve(),
+        _pipeline_root(path),
+        a.cron,
+        name=a.name,
+        project=a.project,
+        start_at=a.start,
+        end_at=a.end,
+        catchup=a.catchup,
+        depends_on_past=a.depends_on_past,
+        max_active_runs=a.max_active,
+        expire_after_s=a.expire_after,
         params=parse_pairs(a.param, "param"),
-    )  # fmt: skip
+    )
     if a.json:
         _print_json(view)
         return
@@ -367,10 +407,20 @@ def pipeline_schedules(ws: Workspace, caller: Caller, a: argparse.Namespace) -> 
     if a.json:
         _print_json(views)
         return
-    _table([[str(v.id), v.name, v.cron, "on" if v.enabled else "paused",
-             v.next_fire_at.strftime("%Y-%m-%d %H:%M") if v.next_fire_at else "",
-             v.last_error or ""] for v in views],
-           ["ID", "NAME", "CRON", "STATE", "NEXT", "LAST ERROR"])  # fmt: skip
+    _table(
+        [
+            [
+                str(v.id),
+                v.name,
+                v.cron,
+                "on" if v.enabled else "paused",
+                v.next_fire_at.strftime("%Y-%m-%d %H:%M") if v.next_fire_at else "",
+                v.last_error or "",
+            ]
+            for v in views
+        ],
+        ["ID", "NAME", "CRON", "STATE", "NEXT", "LAST ERROR"],
+    )
 
 
 def pipeline_unschedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:

@@ -94,8 +94,10 @@ class CubeMagics(Magics):
             )
         proc = subprocess.Popen(
             [sys.executable, "-m", "cube_lab.cli", "pipeline", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         assert proc.stdout is not None
         try:
             for out in proc.stdout:

@@ -55,8 +55,15 @@ class Workspace:
         projects = ProjectService(store)
         templates = LazyCatalog()
         pipelines = PipelineService(store, projects, settings, templates)
-        return cls(settings, store, projects, RegistryService(store, projects, artifacts),
-                   templates, pipelines, ScheduleService(store, projects, pipelines))  # fmt: skip
+        return cls(
+            settings,
+            store,
+            projects,
+            RegistryService(store, projects, artifacts),
+            templates,
+            pipelines,
+            ScheduleService(store, projects, pipelines),
+        )
 
     def close(self) -> None:
         self.store.dispose()

@@ -25,12 +25,21 @@ def node(
     if cube:
         app["cube_lab"] = cube
     return {
-        "id": node_id, "type": "execution_node", "op": op, "app_data": app,
-        "inputs": [{"id": "inPort", "links": [
-            {"id": f"{u}-{node_id}", "node_id_ref": u, "port_id_ref": "outPort"}
-            for u in upstream]}],
+        "id": node_id,
+        "type": "execution_node",
+        "op": op,
+        "app_data": app,
+        "inputs": [
+            {
+                "id": "inPort",
+                "links": [
+                    {"id": f"{u}-{node_id}", "node_id_ref": u, "port_id_ref": "outPort"}
+                    for u in upstream
+                ],
+            }
+        ],
         "outputs": [{"id": "outPort"}],
-    }  # fmt: skip
+    }
 
 
 def script(folder: Path, name: str, code: str) -> str:

@@ -81,13 +81,30 @@ def test_cube_pipeline_magic_streams_progress(tmp_path: Path, settings: Any) -> 
     import json
 
     (tmp_path / "step.py").write_text("print('step ran')\n")
-    doc = {"doc_type": "pipeline", "version": "3.0", "primary_pipeline": "primary",
-           "pipelines": [{"id": "primary", "app_data": {"version": 8, "properties": {}},
-                          "nodes": [{"id": "s", "type": "execution_node",
-                                     "op": "execute-python-node",
-                                     "app_data": {"label": "step",
-                                                  "component_parameters": {"filename": "step.py"}},
-                                     "inputs": [], "outputs": []}]}]}  # fmt: skip
+    doc = {
+        "doc_type": "pipeline",
+        "version": "3.0",
+        "primary_pipeline": "primary",
+        "pipelines": [
+            {
+                "id": "primary",
+                "app_data": {"version": 8, "properties": {}},
+                "nodes": [
+                    {
+                        "id": "s",
+                        "type": "execution_node",
+                        "op": "execute-python-node",
+                        "app_data": {
+                            "label": "step",
+                            "component_parameters": {"filename": "step.py"},
+                        },
+                        "inputs": [],
+                        "outputs": [],
+                    }
+                ],
+            }
+        ],
+    }
     (tmp_path / "flow.pipeline").write_text(json.dumps(doc))
     env = {
         "JUPYTER_PATH": str(REPO),

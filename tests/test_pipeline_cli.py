@@ -13,8 +13,14 @@ from pipeline_util import node, script, write_pipeline
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CUBE_LAB_USER": "alice"}
-    return subprocess.run([sys.executable, "-m", "cube_lab.cli", "pipeline", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "cube_lab.cli", "pipeline", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_run_prints_progress_and_exit_codes(tmp_path: Path) -> None:
@@ -78,9 +84,21 @@ def test_compile_for_kubeflow(tmp_path: Path) -> None:
 
     script(tmp_path, "prep.py", "pass\n")
     script(tmp_path, "train.py", "pass\n")
-    write_pipeline(tmp_path, [node("prep", filename="prep.py", label="prep"),
-                              node("train", upstream=("prep",), filename="train.py",
-                                   label="train", cpu=2, memory=4, gpu=1)])  # fmt: skip
+    write_pipeline(
+        tmp_path,
+        [
+            node("prep", filename="prep.py", label="prep"),
+            node(
+                "train",
+                upstream=("prep",),
+                filename="train.py",
+                label="train",
+                cpu=2,
+                memory=4,
+                gpu=1,
+            ),
+        ],
+    )
     out = cli("compile", "p.pipeline", "--target", "kfp", "-o", "p.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     ir = next(yaml.safe_load_all((tmp_path / "p.yaml").read_text()))

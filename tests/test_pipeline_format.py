@@ -167,14 +167,37 @@ def test_malformed_documents_get_clear_errors(text: str, fragment: str) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(["id", "op", "type", "nodes", "pipelines", "app_data",
-                                       "inputs", "links", "node_id_ref", "version", "properties",
-                                       "component_parameters", "pipeline_parameters", "name",
-                                       "default_value", "env_vars", "cube_lab", "x"]),
-                      children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "id",
+                    "op",
+                    "type",
+                    "nodes",
+                    "pipelines",
+                    "app_data",
+                    "inputs",
+                    "links",
+                    "node_id_ref",
+                    "version",
+                    "properties",
+                    "component_parameters",
+                    "pipeline_parameters",
+                    "name",
+                    "default_value",
+                    "env_vars",
+                    "cube_lab",
+                    "x",
+                ]
+            ),
+            children,
+            max_size=5,
+        )
+    ),
     max_leaves=30,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

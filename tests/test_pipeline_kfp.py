@@ -38,28 +38,50 @@ def diamond(folder: Path) -> list[dict[str, Any]]:
     (folder / "nb" / "explore.ipynb").write_text("{}")
     return [
         node(
-            "n-prep", filename="prep.py", label="Prepare data", cpu=2, memory=4, gpu=1,
-            gpu_vendor="nvidia.com/gpu", runtime_image="python:3.12-slim",
-            env_vars=[{"env_var": "STAGE", "value": "prep"}], pipeline_parameters=["lr"],
+            "n-prep",
+            filename="prep.py",
+            label="Prepare data",
+            cpu=2,
+            memory=4,
+            gpu=1,
+            gpu_vendor="nvidia.com/gpu",
+            runtime_image="python:3.12-slim",
+            env_vars=[{"env_var": "STAGE", "value": "prep"}],
+            pipeline_parameters=["lr"],
             cube={"retries": 3, "retry_backoff_s": 5, "timeout_s": 89.5},
         ),
         node(
-            "n-explore", "execute-notebook-node", upstream=("n-prep",), label="Explore",
-            filename="nb/explore.ipynb", pipeline_parameters=["epochs"],
-            cube={"accelerator": "huawei.com/Ascend910", "accelerator_count": 2, "cache": False,
-                  "parameters": {"alpha": 0.5, "tag": "{{ params.dataset }}-v1"}},
+            "n-explore",
+            "execute-notebook-node",
+            upstream=("n-prep",),
+            label="Explore",
+            filename="nb/explore.ipynb",
+            pipeline_parameters=["epochs"],
+            cube={
+                "accelerator": "huawei.com/Ascend910",
+                "accelerator_count": 2,
+                "cache": False,
+                "parameters": {"alpha": 0.5, "tag": "{{ params.dataset }}-v1"},
+            },
         ),
         node(
-            "n-shell", "cube-lab:shell", upstream=("n-prep",), label="Count rows",
-            command='wc -l "data/$dataset.csv"', pipeline_parameters=["dataset"],
+            "n-shell",
+            "cube-lab:shell",
+            upstream=("n-prep",),
+            label="Count rows",
+            command='wc -l "data/$dataset.csv"',
+            pipeline_parameters=["dataset"],
             cube={"accelerator": "nvidia-mig-1g.10gb"},
         ),
         node(
-            "n-train", "cube-lab:template", upstream=("n-explore", "n-shell"), label="Train",
+            "n-train",
+            "cube-lab:template",
+            upstream=("n-explore", "n-shell"),
+            label="Train",
             template="train-sklearn",
             parameters={"train_path": "data/{{ params.dataset }}.csv", "target": "species"},
         ),
-    ]  # fmt: skip
+    ]
 
 
 def load(path: Path) -> Any:
@@ -67,9 +89,12 @@ def load(path: Path) -> Any:
 
 
 def compile_nodes(
-    folder: Path, nodes: list[dict[str, Any]], parameters: list[dict[str, Any]] | None = None,
-    out: str = "p.yaml", **kwargs: Any,
-) -> Path:  # fmt: skip
+    folder: Path,
+    nodes: list[dict[str, Any]],
+    parameters: list[dict[str, Any]] | None = None,
+    out: str = "p.yaml",
+    **kwargs: Any,
+) -> Path:
     path = write_pipeline(folder, nodes, name="Iris flow", parameters=parameters)
     return compile_pipeline(load(path), TemplateCatalog(), folder / out, **kwargs)
 
@@ -179,14 +204,19 @@ def test_pipeline_parameters_become_typed_inputs_passed_to_the_nodes_using_them(
     }
     # the SDK's own view of the loaded pipeline's interface
     assert {n: i.type for n, i in ir.component.component_spec.inputs.items()} == {
-        "lr": "Float", "epochs": "Integer", "dataset": "String", "verbose": "Boolean"
-    }  # fmt: skip
+        "lr": "Float",
+        "epochs": "Integer",
+        "dataset": "String",
+        "verbose": "Boolean",
+    }
 
     wired = {
-        label: {n: p["componentInputParameter"] for n, p in
-                ir.task(label).get("inputs", {}).get("parameters", {}).items()}
+        label: {
+            n: p["componentInputParameter"]
+            for n, p in ir.task(label).get("inputs", {}).get("parameters", {}).items()
+        }
         for label in ir.names
-    }  # fmt: skip
+    }
     assert wired == {
         "Prepare data": {"lr": "lr"},
         "Explore": {"epochs": "epochs", "dataset": "dataset"},
@@ -199,13 +229,20 @@ def test_pipeline_parameters_become_typed_inputs_passed_to_the_nodes_using_them(
     notebook = ir.container("Explore")["command"]
     at = notebook.index("papermill")
     assert notebook[at : at + 3] == [
-        "papermill", "explore.ipynb", "{{$.outputs.artifacts['executed_notebook'].path}}"
-    ]  # fmt: skip
+        "papermill",
+        "explore.ipynb",
+        "{{$.outputs.artifacts['executed_notebook'].path}}",
+    ]
     assert notebook[at + 3 :] == [
-        "-p", "epochs", "{{$.inputs.parameters['epochs']}}",
-        "-p", "tag", "{{$.inputs.parameters['dataset']}}-v1",
-        "-y", '{"alpha": 0.5}',
-    ]  # fmt: skip
+        "-p",
+        "epochs",
+        "{{$.inputs.parameters['epochs']}}",
+        "-p",
+        "tag",
+        "{{$.inputs.parameters['dataset']}}-v1",
+        "-y",
+        '{"alpha": 0.5}',
+    ]
     outputs = ir.spec["components"][ir.task("Explore")["componentRef"]["name"]]
     assert "executed_notebook" in outputs["outputDefinitions"]["artifacts"]
 
@@ -213,11 +250,17 @@ def test_pipeline_parameters_become_typed_inputs_passed_to_the_nodes_using_them(
 def test_template_parameters_json_is_valid_once_kfp_fills_it_in(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     nodes = [
-        node("split", "cube-lab:template", template="split-data",
-             parameters={"input_path": "data/{{ params.dataset }}.csv",
-                         "test_size": "{{ params.frac }}",
-                         "random_state": "{{ params.seed }}"}),
-    ]  # fmt: skip
+        node(
+            "split",
+            "cube-lab:template",
+            template="split-data",
+            parameters={
+                "input_path": "data/{{ params.dataset }}.csv",
+                "test_size": "{{ params.frac }}",
+                "random_state": "{{ params.seed }}",
+            },
+        ),
+    ]
     params = [
         *PARAMETERS,
         {"name": "frac", "default_value": {"type": "Float", "value": 0.3}},
@@ -242,15 +285,28 @@ def test_compiled_commands_really_run(tmp_path: Path) -> None:
     the node intact, quotes and all, without passing through a shell."""
     project = tmp_path / "project"
     (project / "jobs").mkdir(parents=True)
-    script(project / "jobs", "show.py", "import os, json\nprint(json.dumps({'cwd': os.getcwd(), "
-           "'dataset': os.environ['dataset'], 'stage': os.environ['STAGE'], "
-           "'run': os.environ['CUBE_RUN_ID'], 'node': os.environ['CUBE_NODE_ID']}))\n")  # fmt: skip
+    script(
+        project / "jobs",
+        "show.py",
+        "import os, json\nprint(json.dumps({'cwd': os.getcwd(), "
+        "'dataset': os.environ['dataset'], 'stage': os.environ['STAGE'], "
+        "'run': os.environ['CUBE_RUN_ID'], 'node': os.environ['CUBE_NODE_ID']}))\n",
+    )
     nodes = [
-        node("py", filename="jobs/show.py", pipeline_parameters=["dataset"],
-             env_vars=[{"env_var": "STAGE", "value": "{{ params.dataset }}!"}]),
-        node("sh", "cube-lab:shell", upstream=("py",), pipeline_parameters=["dataset"],
-             command='printf "%s|%s" "$dataset" "$(pwd)"'),
-    ]  # fmt: skip
+        node(
+            "py",
+            filename="jobs/show.py",
+            pipeline_parameters=["dataset"],
+            env_vars=[{"env_var": "STAGE", "value": "{{ params.dataset }}!"}],
+        ),
+        node(
+            "sh",
+            "cube-lab:shell",
+            upstream=("py",),
+            pipeline_parameters=["dataset"],
+            command='printf "%s|%s" "$dataset" "$(pwd)"',
+        ),
+    ]
     path = write_pipeline(project, nodes, parameters=PARAMETERS)
     ir = IR(compile_pipeline(load(path), None, tmp_path / "p.yaml", project_dir=str(project)))
     canary = tmp_path / "expanded"
@@ -268,8 +324,13 @@ def test_compiled_commands_really_run(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         outputs[label] = done.stdout
     shown = json.loads(outputs["py"])
-    assert shown == {"cwd": str(project / "jobs"), "dataset": value, "stage": f"{value}!",
-                     "run": "run-42", "node": "py"}  # fmt: skip
+    assert shown == {
+        "cwd": str(project / "jobs"),
+        "dataset": value,
+        "stage": f"{value}!",
+        "run": "run-42",
+        "node": "py",
+    }
     assert outputs["sh"] == f"{value}|{project}"
     assert not canary.exists()  # the value was never run through a shell
 
@@ -314,18 +375,27 @@ def test_loaded_ir_is_usable_as_a_component_of_another_pipeline(tmp_path: Path) 
 
 def test_hami_shares_the_ir_cannot_hold_are_recorded_not_dropped(tmp_path: Path) -> None:
     nodes = [
-        node("v", filename="v.py", label="vgpu", gpu=1,
-             cube={"accelerator": "hami-vgpu", "accelerator_memory_mib": 4096,
-                   "accelerator_cores_percent": 30}),
-    ]  # fmt: skip
+        node(
+            "v",
+            filename="v.py",
+            label="vgpu",
+            gpu=1,
+            cube={
+                "accelerator": "hami-vgpu",
+                "accelerator_memory_mib": 4096,
+                "accelerator_cores_percent": 30,
+            },
+        ),
+    ]
     script(tmp_path, "v.py", "")
     ir = IR(compile_nodes(tmp_path, nodes))
     accelerator = ir.container("vgpu")["resources"]["accelerator"]
     assert (accelerator["resourceType"], accelerator["resourceCount"]) == ("nvidia.com/gpu", "1")
     annotations = ir.kubernetes("vgpu")["podMetadata"]["annotations"]
     assert json.loads(annotations["cube-lab.io/extra-limits"]) == {
-        "nvidia.com/gpumem": "4096", "nvidia.com/gpucores": "30"
-    }  # fmt: skip
+        "nvidia.com/gpumem": "4096",
+        "nvidia.com/gpucores": "30",
+    }
     assert "nvidia.com/gpumem" in ir.spec["pipelineInfo"]["description"]
     plan = plan_pipeline(load(tmp_path / "p.pipeline"), None)
     assert any("nvidia.com/gpucores" in note for note in plan.notes)
@@ -334,13 +404,17 @@ def test_hami_shares_the_ir_cannot_hold_are_recorded_not_dropped(tmp_path: Path)
 def test_elyra_kubernetes_fields_reach_the_pod(tmp_path: Path) -> None:
     script(tmp_path, "k.py", "")
     nodes = [
-        node("k", filename="k.py",
-             kubernetes_tolerations=[{"key": "dedicated", "operator": "Equal", "value": "ml",
-                                      "effect": "NoSchedule"}],
-             kubernetes_pod_labels=[{"key": "team", "value": "vision"}],
-             kubernetes_pod_annotations=[{"key": "owner", "value": "alice"}],
-             mounted_volumes=[{"path": "/data", "pvc_name": "data"}]),
-    ]  # fmt: skip
+        node(
+            "k",
+            filename="k.py",
+            kubernetes_tolerations=[
+                {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+            ],
+            kubernetes_pod_labels=[{"key": "team", "value": "vision"}],
+            kubernetes_pod_annotations=[{"key": "owner", "value": "alice"}],
+            mounted_volumes=[{"path": "/data", "pvc_name": "data"}],
+        ),
+    ]
     ir = IR(compile_nodes(tmp_path, nodes))
     k8s = ir.kubernetes("k")
     assert k8s["tolerations"] == [
@@ -354,29 +428,57 @@ def test_elyra_kubernetes_fields_reach_the_pod(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        (node("x", filename="x.py", label="Fit", gpu=1, gpu_vendor="tpu.example.com/v4"),
-         "node 'Fit' (x): unknown accelerator type 'tpu.example.com/v4'"),
-        (node("x", filename="x.py", label="Fit", cube={"accelerator": "nvidia-gpu",
-                                                       "accelerator_count": -2}),
-         "node 'Fit' (x): the NVIDIA GPU count must be a whole number"),
-        (node("x", "cube-lab:pytorchjob", label="Fit"),
-         "node 'Fit' (x): node type 'cube-lab:pytorchjob' cannot be compiled"),
+        (
+            node("x", filename="x.py", label="Fit", gpu=1, gpu_vendor="tpu.example.com/v4"),
+            "node 'Fit' (x): unknown accelerator type 'tpu.example.com/v4'",
+        ),
+        (
+            node(
+                "x",
+                filename="x.py",
+                label="Fit",
+                cube={"accelerator": "nvidia-gpu", "accelerator_count": -2},
+            ),
+            "node 'Fit' (x): the NVIDIA GPU count must be a whole number",
+        ),
+        (
+            node("x", "cube-lab:pytorchjob", label="Fit"),
+            "node 'Fit' (x): node type 'cube-lab:pytorchjob' cannot be compiled",
+        ),
         (node("x", filename="/etc/passwd.py", label="Fit"), "node 'Fit' (x): filename"),
         (node("x", filename="../up.py", label="Fit"), "leaves the pipeline's folder"),
         (node("x", "execute-notebook-node", label="Fit"), "node 'Fit' (x): no filename given"),
         (node("x", "cube-lab:shell", label="Fit"), "node 'Fit' (x): no command given"),
         (node("x", filename="x.py", label="Fit", cpu="lots"), "node 'Fit' (x): KFP refused"),
-        (node("x", filename="x.py", label="Fit", pipeline_parameters=["nope"]),
-         "node 'Fit' (x): it uses unknown pipeline parameter 'nope'"),
-        (node("x", filename="x.py", label="Fit",
-              env_vars=[{"env_var": "A", "value": "{{ nodes.prep.values.n }}"}]),
-         "node 'Fit' (x): env var 'A' uses a value published by another node"),
-        (node("x", "cube-lab:template", label="Fit", template="no-such-template"),
-         "node 'Fit' (x): no job template named 'no-such-template'"),
-        (node("x", "cube-lab:template", label="Fit", template="split-data",
-              parameters={"test_size": 2}), "node 'Fit' (x): "),
+        (
+            node("x", filename="x.py", label="Fit", pipeline_parameters=["nope"]),
+            "node 'Fit' (x): it uses unknown pipeline parameter 'nope'",
+        ),
+        (
+            node(
+                "x",
+                filename="x.py",
+                label="Fit",
+                env_vars=[{"env_var": "A", "value": "{{ nodes.prep.values.n }}"}],
+            ),
+            "node 'Fit' (x): env var 'A' uses a value published by another node",
+        ),
+        (
+            node("x", "cube-lab:template", label="Fit", template="no-such-template"),
+            "node 'Fit' (x): no job template named 'no-such-template'",
+        ),
+        (
+            node(
+                "x",
+                "cube-lab:template",
+                label="Fit",
+                template="split-data",
+                parameters={"test_size": 2},
+            ),
+            "node 'Fit' (x): ",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_names_the_node(tmp_path: Path, bad: dict[str, Any], message: str) -> None:
     path = write_pipeline(tmp_path, [bad], parameters=PARAMETERS)
     with pytest.raises(InvalidInput) as info:
@@ -432,10 +534,16 @@ def test_submit_hands_the_package_and_arguments_to_the_kfp_client(
     FakeClient.calls = []
     run_id = submit(ir_path, "http://kfp.example", run_name="try-1", params={"lr": 0.5})
     assert run_id == "run-123"
-    assert FakeClient.calls == [{
-        "host": "http://kfp.example", "file": str(ir_path), "arguments": {"lr": 0.5},
-        "run_name": "try-1", "experiment_name": None, "namespace": None,
-    }]  # fmt: skip
+    assert FakeClient.calls == [
+        {
+            "host": "http://kfp.example",
+            "file": str(ir_path),
+            "arguments": {"lr": 0.5},
+            "run_name": "try-1",
+            "experiment_name": None,
+            "namespace": None,
+        }
+    ]
 
     with pytest.raises(InvalidInput, match="unknown pipeline parameters: depth") as info:
         submit(ir_path, "http://kfp.example", params={"depth": 3})

@@ -34,19 +34,31 @@ def _port() -> int:
 def _server(root: Path, data: Path, port: int, tmp: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "CUBE_LAB_USER": "alice", "JUPYTER_RUNTIME_DIR": str(tmp / "rt")}
     return subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
-         f"--CubeLab.data_dir={data}", "--no-browser", "--allow-root"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            f"--CubeLab.data_dir={data}",
+            "--no-browser",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _call(port: int, method: str, path: str, body: Any = None) -> Any:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/cube/api/v1/{path}", method=method,
+        f"http://127.0.0.1:{port}/cube/api/v1/{path}",
+        method=method,
         data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 

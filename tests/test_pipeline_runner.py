@@ -59,8 +59,10 @@ def test_parallelism_limit_is_respected(ws: Any, tmp_path: Path) -> None:
     nodes = [node(f"n{i}", filename=script(tmp_path, f"n{i}.py", code)) for i in range(4)]
     assert run(ws, write_pipeline(tmp_path, nodes), parallelism=2)[0] == "succeeded"
     view = ws.pipelines.get_run(ALICE, ws.pipelines.list_runs(ALICE, limit=1)[0].id)
-    spans = sorted(tuple(map(float, ws.pipelines.tail_log(ALICE, view.id, n.id).text.split()))
-                   for n in view.nodes)  # fmt: skip
+    spans = sorted(
+        tuple(map(float, ws.pipelines.tail_log(ALICE, view.id, n.id).text.split()))
+        for n in view.nodes
+    )
     for t, _ in spans:  # at no start time are more than 2 nodes running
         assert sum(1 for s, e in spans if s <= t < e) <= 2
 
@@ -222,11 +224,14 @@ def _counting_pipeline(tmp_path: Path) -> Path:
     )
     (tmp_path / "seed.txt").write_text("seed-")
     script(tmp_path, "step.py", counter)
-    return write_pipeline(tmp_path, [
-        node("a", filename="step.py", outputs=["a.out"], dependencies=["seed.txt"]),
-        node("b", upstream=("a",), filename="step.py", outputs=["b.out"]),
-        node("c", upstream=("b",), filename="step.py", outputs=["c.out"]),
-    ])  # fmt: skip
+    return write_pipeline(
+        tmp_path,
+        [
+            node("a", filename="step.py", outputs=["a.out"], dependencies=["seed.txt"]),
+            node("b", upstream=("a",), filename="step.py", outputs=["b.out"]),
+            node("c", upstream=("b",), filename="step.py", outputs=["c.out"]),
+        ],
+    )
 
 
 def runs_of(tmp_path: Path, name: str) -> int:

@@ -20,27 +20,74 @@ def test_iris_pipeline_from_templates(ws: Any, tmp_path: Path) -> None:
     (tmp_path / "raw").mkdir()
     load_iris(as_frame=True).frame.to_csv(tmp_path / "raw" / "iris.csv", index=False)
     nodes = [
-        node("read", T, template="read-data", label="read",
-             parameters={"input_path": "raw/iris.csv", "output_path": "data/iris.csv"}),
-        node("split", T, upstream=("read",), template="split-data", label="split",
-             parameters={"input_path": "data/iris.csv", "stratify": "target"}),
-        node("train", T, upstream=("split",), template="train-sklearn", label="train",
-             parameters={"train_path": "data/train.csv", "target": "target",
-                         "estimator": "random_forest",
-                         "hyperparameters": {"n_estimators": 20, "random_state": 0}}),
-        node("evaluate", T, upstream=("train",), template="evaluate", label="evaluate",
-             parameters={"model_path": "models/model.joblib", "test_path": "data/test.csv"}),
-        node("register", T, upstream=("evaluate",), template="register-model",
-             label="register", parameters={"model_path": "models/model.joblib",
-                                           "name": "iris-pipeline",
-                                           "metrics_path": "metrics/metrics.json"}),
-        node("predict", T, upstream=("train",), template="batch-predict", label="predict",
-             parameters={"model_path": "models/model.joblib", "input_path": "data/test.csv"}),
-        node("report", "cube-lab:shell", upstream=("evaluate", "register"), label="report",
-             command="echo accuracy=$ACC version=$VERSION",
-             env_vars=[{"env_var": "ACC", "value": "{{ nodes.evaluate.values.accuracy }}"},
-                       {"env_var": "VERSION", "value": "{{ nodes.register.values.version }}"}]),
-    ]  # fmt: skip
+        node(
+            "read",
+            T,
+            template="read-data",
+            label="read",
+            parameters={"input_path": "raw/iris.csv", "output_path": "data/iris.csv"},
+        ),
+        node(
+            "split",
+            T,
+            upstream=("read",),
+            template="split-data",
+            label="split",
+            parameters={"input_path": "data/iris.csv", "stratify": "target"},
+        ),
+        node(
+            "train",
+            T,
+            upstream=("split",),
+            template="train-sklearn",
+            label="train",
+            parameters={
+                "train_path": "data/train.csv",
+                "target": "target",
+                "estimator": "random_forest",
+                "hyperparameters": {"n_estimators": 20, "random_state": 0},
+            },
+        ),
+        node(
+            "evaluate",
+            T,
+            upstream=("train",),
+            template="evaluate",
+            label="evaluate",
+            parameters={"model_path": "models/model.joblib", "test_path": "data/test.csv"},
+        ),
+        node(
+            "register",
+            T,
+            upstream=("evaluate",),
+            template="register-model",
+            label="register",
+            parameters={
+                "model_path": "models/model.joblib",
+                "name": "iris-pipeline",
+                "metrics_path": "metrics/metrics.json",
+            },
+        ),
+        node(
+            "predict",
+            T,
+            upstream=("train",),
+            template="batch-predict",
+            label="predict",
+            parameters={"model_path": "models/model.joblib", "input_path": "data/test.csv"},
+        ),
+        node(
+            "report",
+            "cube-lab:shell",
+            upstream=("evaluate", "register"),
+            label="report",
+            command="echo accuracy=$ACC version=$VERSION",
+            env_vars=[
+                {"env_var": "ACC", "value": "{{ nodes.evaluate.values.accuracy }}"},
+                {"env_var": "VERSION", "value": "{{ nodes.register.values.version }}"},
+            ],
+        ),
+    ]
     path = write_pipeline(tmp_path, nodes, name="iris")
     runner, recorder = ws.pipelines.prepare(ALICE, path, tmp_path, parallelism=2)
     status = ws.pipelines.run_foreground(runner, recorder)

@@ -49,9 +49,14 @@ class RunsHandler(PipelineHandler):
     async def get(self) -> None:
         raw = self.get_query_argument("path", None)
         path = self.pipeline_path(raw) if raw else None
-        runs = await self.call(self.workspace.pipelines.list_runs, self.caller, path=path,
-                               project=self.get_query_argument("project", None), root=self.root,
-                               limit=self.query_int("limit", 50))  # fmt: skip
+        runs = await self.call(
+            self.workspace.pipelines.list_runs,
+            self.caller,
+            path=path,
+            project=self.get_query_argument("project", None),
+            root=self.root,
+            limit=self.query_int("limit", 50),
+        )
         self.reply({"runs": runs})
 
     @web.authenticated
@@ -70,10 +75,17 @@ class RunsHandler(PipelineHandler):
             raise InvalidInput("parallelism must be a whole number")
         service = self.workspace.pipelines
         runner, recorder = await self.call(
-            service.prepare, self.caller, self.pipeline_path(body.get("path")), self.root,
-            project=body.get("project"), params=params, only=body.get("only"),
-            from_node=body.get("from"), cache=bool(body.get("cache")), parallelism=parallelism,
-        )  # fmt: skip
+            service.prepare,
+            self.caller,
+            self.pipeline_path(body.get("path")),
+            self.root,
+            project=body.get("project"),
+            params=params,
+            only=body.get("only"),
+            from_node=body.get("from"),
+            cache=bool(body.get("cache")),
+            parallelism=parallelism,
+        )
         run_id = service.start(runner, recorder)
         self.reply(await self.call(service.get_run, self.caller, run_id, self.root), 201)
 
@@ -159,8 +171,17 @@ class NodeKindsHandler(CubeHandler):
         self.reply({"node_kinds": list(kinds.values())})
 
 
-SCHEDULE_FIELDS = ("name", "project", "start_at", "end_at", "catchup", "depends_on_past",
-                   "max_active_runs", "expire_after_s", "params")  # fmt: skip
+SCHEDULE_FIELDS = (
+    "name",
+    "project",
+    "start_at",
+    "end_at",
+    "catchup",
+    "depends_on_past",
+    "max_active_runs",
+    "expire_after_s",
+    "params",
+)
 
 
 def _schedule_id(raw: str) -> int:
@@ -183,9 +204,14 @@ class SchedulesHandler(PipelineHandler):
                 f"unknown fields {unknown}", f"Known: path, cron, {', '.join(SCHEDULE_FIELDS)}"
             )
         path = self.pipeline_path(body.get("path"))
-        view = await self.call(self.workspace.schedules.create, self.caller, path, self.root,
-                               body.get("cron"), **{k: body[k] for k in SCHEDULE_FIELDS
-                                                    if k in body})  # fmt: skip
+        view = await self.call(
+            self.workspace.schedules.create,
+            self.caller,
+            path,
+            self.root,
+            body.get("cron"),
+            **{k: body[k] for k in SCHEDULE_FIELDS if k in body},
+        )
         self.reply(view, 201)
 
 

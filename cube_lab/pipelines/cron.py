@@ -18,9 +18,11 @@ MAX_BACKFILL = 1000  # a typo like "* * * * *" from a year ago must not start 50
 
 def check_cron(expression: object) -> str:
     if not isinstance(expression, str) or not croniter.is_valid(expression):
-        raise InvalidInput(f"invalid cron expression {expression!r}",
-                           "Use five fields: minute hour day-of-month month day-of-week, "
-                           "e.g. '0 3 * * *' for 03:00 every day.")  # fmt: skip
+        raise InvalidInput(
+            f"invalid cron expression {expression!r}",
+            "Use five fields: minute hour day-of-month month day-of-week, "
+            "e.g. '0 3 * * *' for 03:00 every day.",
+        )
     return expression
 
 

@@ -24,9 +24,18 @@ SCHEMA_URL = (
 )
 # Before version 7 these sat directly in a node's app_data.
 _COMPONENT_KEYS = (
-    "filename", "runtime_image", "env_vars", "dependencies", "include_subdirectories",
-    "outputs", "cpu", "gpu", "memory", "kubernetes_secrets", "mounted_volumes",
-)  # fmt: skip
+    "filename",
+    "runtime_image",
+    "env_vars",
+    "dependencies",
+    "include_subdirectories",
+    "outputs",
+    "cpu",
+    "gpu",
+    "memory",
+    "kubernetes_secrets",
+    "mounted_volumes",
+)
 
 
 class PipelineFormatError(InvalidInput):
@@ -43,8 +52,15 @@ def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
 
 
 def _json_name(python_name: str) -> str:
-    names = {"dict": "object", "list": "array", "str": "string", "int": "number",
-             "float": "number", "bool": "boolean", "NoneType": "null"}  # fmt: skip
+    names = {
+        "dict": "object",
+        "list": "array",
+        "str": "string",
+        "int": "number",
+        "float": "number",
+        "bool": "boolean",
+        "NoneType": "null",
+    }
     return " or ".join(names.get(n.strip(), n) for n in python_name.split(" or "))
 
 
@@ -74,8 +90,14 @@ def from_document(doc: Any, path: Path | None = None) -> Pipeline:
     if not pipelines:
         raise PipelineFormatError("pipelines is empty", "A .pipeline file holds one pipeline.")
     primary_id = doc.get("primary_pipeline")
-    index = next((i for i, p in enumerate(pipelines) if isinstance(primary_id, str)
-                  and isinstance(p, dict) and p.get("id") == primary_id), 0)  # fmt: skip
+    index = next(
+        (
+            i
+            for i, p in enumerate(pipelines)
+            if isinstance(primary_id, str) and isinstance(p, dict) and p.get("id") == primary_id
+        ),
+        0,
+    )
     primary = _expect(pipelines[index], dict, f"pipelines[{index}]")
     app_data = _expect(primary.setdefault("app_data", {}), dict, "pipelines[0].app_data")
     migrated_from = _migrate(app_data, primary)
@@ -148,8 +170,9 @@ def _node(raw: Any, where: str) -> Node:
     if not isinstance(op, str) or not op:
         raise PipelineFormatError(f"{where}.op is missing", f"node {node_id!r} needs an op")
     app = _expect(raw.get("app_data") or {}, dict, f"{where}.app_data")
-    params = _expect(app.get("component_parameters") or {}, dict,
-                     f"{where}.app_data.component_parameters")  # fmt: skip
+    params = _expect(
+        app.get("component_parameters") or {}, dict, f"{where}.app_data.component_parameters"
+    )
     cube = _expect(app.get(CUBE_KEY) or {}, dict, f"{where}.app_data.{CUBE_KEY}")
     ui = app.get("ui_data") if isinstance(app.get("ui_data"), dict) else {}
     label = app.get("label") or ui.get("label") or params.get("filename") or node_id
@@ -179,11 +202,15 @@ def _parameters(raw: Any) -> list[Parameter]:
         if not isinstance(name, str) or not name:
             raise PipelineFormatError(f"pipeline_parameters[{i}].name is missing")
         default = item.get("default_value") if isinstance(item.get("default_value"), dict) else {}
-        out.append(Parameter(
-            name=name, type=str(default.get("type", "String")), default=default.get("value"),
-            required=bool(item.get("required", False)),
-            description=str(item.get("description", "")),
-        ))  # fmt: skip
+        out.append(
+            Parameter(
+                name=name,
+                type=str(default.get("type", "String")),
+                default=default.get("value"),
+                required=bool(item.get("required", False)),
+                description=str(item.get("description", "")),
+            )
+        )
     return out
 
 
@@ -206,19 +233,25 @@ def new_document(name: str) -> dict[str, Any]:
         "json_schema": SCHEMA_URL,
         "id": "elyra-auto-generated-pipeline",
         "primary_pipeline": "primary",
-        "pipelines": [{
-            "id": "primary",
-            "nodes": [],
-            "app_data": {
-                "ui_data": {"comments": []},
-                "version": ELYRA_VERSION,
-                "properties": {"name": name, "runtime": "Generic", "pipeline_defaults": {},
-                               "pipeline_parameters": []},
-            },
-            "runtime_ref": "",
-        }],
+        "pipelines": [
+            {
+                "id": "primary",
+                "nodes": [],
+                "app_data": {
+                    "ui_data": {"comments": []},
+                    "version": ELYRA_VERSION,
+                    "properties": {
+                        "name": name,
+                        "runtime": "Generic",
+                        "pipeline_defaults": {},
+                        "pipeline_parameters": [],
+                    },
+                },
+                "runtime_ref": "",
+            }
+        ],
         "schemas": [],
-    }  # fmt: skip
+    }
 
 
 def to_document(pipeline: Pipeline) -> dict[str, Any]:
@@ -231,10 +264,14 @@ def to_document(pipeline: Pipeline) -> dict[str, Any]:
     props["name"] = pipeline.name
     props["pipeline_defaults"] = pipeline.defaults
     props["pipeline_parameters"] = [
-        {"name": p.name, "description": p.description, "required": p.required,
-         "default_value": {"type": p.type, "value": p.default}}
+        {
+            "name": p.name,
+            "description": p.description,
+            "required": p.required,
+            "default_value": {"type": p.type, "value": p.default},
+        }
         for p in pipeline.parameters
-    ]  # fmt: skip
+    ]
     if pipeline.cube:
         props[CUBE_KEY] = pipeline.cube
     else:
@@ -245,11 +282,22 @@ def to_document(pipeline: Pipeline) -> dict[str, Any]:
 
 
 def _write_node(node: Node, previous: dict[str, Any] | None) -> dict[str, Any]:
-    raw = copy.deepcopy(previous) if previous else {
-        "id": node.id, "type": "execution_node",
-        "outputs": [{"id": "outPort", "app_data": {"ui_data": {
-            "cardinality": {"min": 0, "max": -1}, "label": "Output Port"}}}],
-    }  # fmt: skip
+    raw = (
+        copy.deepcopy(previous)
+        if previous
+        else {
+            "id": node.id,
+            "type": "execution_node",
+            "outputs": [
+                {
+                    "id": "outPort",
+                    "app_data": {
+                        "ui_data": {"cardinality": {"min": 0, "max": -1}, "label": "Output Port"}
+                    },
+                }
+            ],
+        }
+    )
     raw["op"] = node.op
     app = _dict_at(raw, "app_data")
     app["label"] = node.label
@@ -266,12 +314,20 @@ def _write_node(node: Node, previous: dict[str, Any] | None) -> dict[str, Any]:
         for link in port.get("links") or []
         if isinstance(link, dict)
     }
-    links = [old_links.get(up) or {"id": uuid.uuid4().hex, "node_id_ref": up,
-                                   "port_id_ref": "outPort"} for up in node.upstream]  # fmt: skip
+    links = [
+        old_links.get(up) or {"id": uuid.uuid4().hex, "node_id_ref": up, "port_id_ref": "outPort"}
+        for up in node.upstream
+    ]
     ports = [p for p in raw.get("inputs") or [] if isinstance(p, dict)]
     if not ports:
-        ports = [{"id": "inPort", "app_data": {"ui_data": {
-            "cardinality": {"min": 0, "max": -1}, "label": "Input Port"}}}]  # fmt: skip
+        ports = [
+            {
+                "id": "inPort",
+                "app_data": {
+                    "ui_data": {"cardinality": {"min": 0, "max": -1}, "label": "Input Port"}
+                },
+            }
+        ]
     for port in ports[1:]:  # cube-lab keeps every link on the first input port
         port["links"] = []
     ports[0]["links"] = links

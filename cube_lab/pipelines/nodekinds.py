@@ -147,8 +147,15 @@ class NotebookKind(FileNodeKind):
         path = self.file(node, ctx)
         assert ctx.run_dir is not None
         executed = ctx.run_dir / path.name  # a copy in the run folder, never the original
-        argv = [sys.executable, "-m", "cube_lab.pipelines.notebook_exec", str(path),
-                str(executed), "--parameters", json.dumps(ctx.params)]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "cube_lab.pipelines.notebook_exec",
+            str(path),
+            str(executed),
+            "--parameters",
+            json.dumps(ctx.params),
+        ]
         return NodeCommand(argv, path.parent, params=dict(ctx.params))
 
 
@@ -226,8 +233,7 @@ class TemplateKind:
         template = self._template(node, ctx)
         params = template.validate_params(dict(ctx.params))
         argv = template.command(params, python=sys.executable)
-        return NodeCommand(argv, ctx.folder, env={"CUBE_PARAMS": json.dumps(params)},
-                           params=params)  # fmt: skip
+        return NodeCommand(argv, ctx.folder, env={"CUBE_PARAMS": json.dumps(params)}, params=params)
 
     def inputs(self, node: Node, ctx: NodeContext) -> list[Path]:
         """The template's code and the files its parameters read."""
@@ -251,8 +257,13 @@ def _placeholders(template: Any, raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-BUILTIN_KINDS: tuple[Any, ...] = (NotebookKind(), PythonKind(), RKind(), ShellKind(),
-                                  TemplateKind())  # fmt: skip
+BUILTIN_KINDS: tuple[Any, ...] = (
+    NotebookKind(),
+    PythonKind(),
+    RKind(),
+    ShellKind(),
+    TemplateKind(),
+)
 
 
 @functools.cache

@@ -27,10 +27,15 @@ def main() -> int:
     print(f"executing {source.name} into {args.output}", flush=True)
     try:
         papermill.execute_notebook(
-            str(source), args.output, parameters=json.loads(args.parameters),
-            cwd=str(source.parent), log_output=True, progress_bar=False, stdout_file=sys.stdout,
+            str(source),
+            args.output,
+            parameters=json.loads(args.parameters),
+            cwd=str(source.parent),
+            log_output=True,
+            progress_bar=False,
+            stdout_file=sys.stdout,
             stderr_file=sys.stderr,
-        )  # fmt: skip
+        )
     except PapermillExecutionError as exc:
         print(f"cell {exc.exec_count} failed: {exc.ename}: {exc.evalue}", file=sys.stderr)
         return 1

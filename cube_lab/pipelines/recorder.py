@@ -23,18 +23,30 @@ class StoreRecorder:
         self.store = store
         self.run_id = run_id
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name=f"recorder-{run_id}",
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(target=self._loop, name=f"recorder-{run_id}", daemon=True)
         self._thread.start()
 
     def node_changed(self, state: NodeState) -> None:
-        self._queue.put(("node", state.node.id, {
-            "status": state.status, "attempts": state.attempts, "exit_code": state.exit_code,
-            "started_at": state.started_at, "finished_at": state.finished_at,
-            "values": dict(state.values), "error": state.error, "cache_key": state.cache_key,
-            "reused_from": state.reused_from,
-            "outputs": {"files": [{"path": o.path, "saved": o.saved} for o in state.outputs]},
-        }))  # fmt: skip
+        self._queue.put(
+            (
+                "node",
+                state.node.id,
+                {
+                    "status": state.status,
+                    "attempts": state.attempts,
+                    "exit_code": state.exit_code,
+                    "started_at": state.started_at,
+                    "finished_at": state.finished_at,
+                    "values": dict(state.values),
+                    "error": state.error,
+                    "cache_key": state.cache_key,
+                    "reused_from": state.reused_from,
+                    "outputs": {
+                        "files": [{"path": o.path, "saved": o.saved} for o in state.outputs]
+                    },
+                },
+            )
+        )
 
     def run_changed(self, status: str, error: str | None = None) -> None:
         fields: dict[str, Any] = {"status": status, "error": error}
@@ -69,8 +81,11 @@ class StoreRecorder:
     def _write(self, changes: dict[tuple[str, str], dict[str, Any]]) -> None:
         with self.store.write() as s:
             for (what, key), fields in changes.items():
-                row = (s.get(NodeRun, (self.run_id, key)) if what == "node"
-                       else s.get(PipelineRun, key))  # fmt: skip
+                row = (
+                    s.get(NodeRun, (self.run_id, key))
+                    if what == "node"
+                    else s.get(PipelineRun, key)
+                )
                 if row is None:
                     continue
                 for name, value in fields.items():

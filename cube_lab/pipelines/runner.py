@@ -111,10 +111,14 @@ class LocalRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._procs: dict[str, asyncio.subprocess.Process] = {}
         self.states = {
-            n.id: NodeState(n, i, getattr(self.kinds.get(n.op), "name", n.op),
-                            plan.run_dir / "nodes" / _safe(n.id) / "log.txt")
+            n.id: NodeState(
+                n,
+                i,
+                getattr(self.kinds.get(n.op), "name", n.op),
+                plan.run_dir / "nodes" / node_folder(n.id) / "log.txt",
+            )
             for i, n in enumerate(pipeline.nodes)
-        }  # fmt: skip
+        }
         self._in_scope = plan.selected | set(plan.priors)
 
     # -- public --------------------------------------------------------------------------
@@ -212,8 +216,13 @@ class LocalRunner:
         node_dir = state.log_path.parent
         node_dir.mkdir(parents=True, exist_ok=True)
         params = self._node_params(node)
-        ctx = NodeContext(self.pipeline.folder or self.plan.root, self.plan.root,
-                          self.plan.catalog, run_dir=node_dir, params=params)  # fmt: skip
+        ctx = NodeContext(
+            self.pipeline.folder or self.plan.root,
+            self.plan.root,
+            self.plan.catalog,
+            run_dir=node_dir,
+            params=params,
+        )
         kind = self.kinds[node.op]
         cmd = kind.command(node, ctx)
         env = self._env(node, cmd, node_dir)
@@ -247,8 +256,10 @@ class LocalRunner:
             state.error = error
             if attempt <= node.retries:
                 delay = backoff * 2 ** (attempt - 1)
-                _append(state.log_path, f"cube-lab: attempt {attempt} failed ({error}); "
-                        f"retrying in {delay:g} s\n")  # fmt: skip
+                _append(
+                    state.log_path,
+                    f"cube-lab: attempt {attempt} failed ({error}); retrying in {delay:g} s\n",
+                )
                 self._changed(state)
                 await asyncio.sleep(delay)
         self._finish(state, "failed", error=state.error)
@@ -266,9 +277,14 @@ class LocalRunner:
             if attempt > 1:
                 log.write(f"\n--- attempt {attempt} ---\n".encode())
             proc = await asyncio.create_subprocess_exec(
-                *cmd.argv, cwd=cmd.cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=log,
-                stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+                *cmd.argv,
+                cwd=cmd.cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
             self._procs[node_id] = proc
             try:
                 rc = await asyncio.wait_for(proc.wait(), timeout)
@@ -334,19 +350,28 @@ class LocalRunner:
             if name in self.plan.params:  # Elyra hands pipeline parameters over as env vars
                 env[str(name)] = str(self.plan.params[name])
         env.update(cmd.env)
-        env.update({"CUBE_RUN_ID": self.plan.run_id, "CUBE_NODE_ID": node.id,
-                    "CUBE_RUN_DIR": str(self.plan.run_dir),
-                    "CUBE_VALUES_FILE": str(node_dir / "values.json"),
-                    "PYTHONUNBUFFERED": "1"})  # fmt: skip
+        env.update(
+            {
+                "CUBE_RUN_ID": self.plan.run_id,
+                "CUBE_NODE_ID": node.id,
+                "CUBE_RUN_DIR": str(self.plan.run_dir),
+                "CUBE_VALUES_FILE": str(node_dir / "values.json"),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         return env
 
     def _output_paths(self, node: Node, cmd: NodeCommand) -> list[Path]:
         if node.op.endswith("template"):
             template = self.plan.catalog.get(node.params.get("template"))
-            names = [getattr(o, "parameter", None) or (o.get("parameter") if isinstance(o, dict)
-                     else None) for o in getattr(template, "outputs", [])]  # fmt: skip
-            return [(cmd.cwd / str(cmd.params[n])).resolve() for n in names
-                    if n and cmd.params.get(n)]  # fmt: skip
+            names = [
+                getattr(o, "parameter", None)
+                or (o.get("parameter") if isinstance(o, dict) else None)
+                for o in getattr(template, "outputs", [])
+            ]
+            return [
+                (cmd.cwd / str(cmd.params[n])).resolve() for n in names if n and cmd.params.get(n)
+            ]
         return [(cmd.cwd / o).resolve() for o in node.outputs]
 
     def _save_outputs(self, outputs: list[Path], node_dir: Path) -> list[SavedOutput]:
@@ -385,22 +410,31 @@ class LocalRunner:
         self, node: Node, cmd: NodeCommand, env: dict[str, str], inputs: list[Path]
     ) -> str:
         digest = hashlib.sha256()
-        node_env = {k: v for k, v in env.items() if k not in self.plan.base_env
-                    and not k.startswith("CUBE_")}  # fmt: skip
+        node_env = {
+            k: v
+            for k, v in env.items()
+            if k not in self.plan.base_env and not k.startswith("CUBE_")
+        }
         settings = {
             k: v
             for k, v in node.cube.items()
             if k not in ("retries", "timeout_s", "retry_backoff_s", "cache")
         }
-        digest.update(json.dumps([node.op, node.params, cmd.params, node_env, settings],
-                                 sort_keys=True, default=str).encode())  # fmt: skip
+        digest.update(
+            json.dumps(
+                [node.op, node.params, cmd.params, node_env, settings], sort_keys=True, default=str
+            ).encode()
+        )
         for path in inputs:
             digest.update(path.name.encode())
             digest.update(_file_hash(path).encode())
         for up in node.upstream:
             upstream = self.states[up]
-            digest.update(json.dumps([upstream.cache_key, upstream.values], sort_keys=True,
-                                     default=str).encode())  # fmt: skip
+            digest.update(
+                json.dumps(
+                    [upstream.cache_key, upstream.values], sort_keys=True, default=str
+                ).encode()
+            )
             for out in upstream.outputs:
                 digest.update(_file_hash(Path(out.path)).encode())
         return digest.hexdigest()
@@ -465,5 +499,6 @@ def _file_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _safe(node_id: str) -> str:
+def node_folder(node_id: str) -> str:
+    """A node's folder name inside its run folder (node ids are free text in Elyra)."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", node_id)[:100] or "node"

@@ -62,11 +62,25 @@ class ScheduleView:
         )
         if row.end_at and upcoming > aware(row.end_at):
             upcoming = None  # type: ignore[assignment]
-        return cls(row.id, project, row.name, row.pipeline_path, row.cron, aware(row.start_at),
-                   aware(row.end_at) if row.end_at else None, row.catchup, row.depends_on_past,
-                   row.max_active_runs, row.expire_after_s, dict(row.params or {}), row.enabled,
-                   aware(row.last_fire_at) if row.last_fire_at else None,
-                   upcoming if row.enabled else None, row.last_error, row.owner)  # fmt: skip
+        return cls(
+            row.id,
+            project,
+            row.name,
+            row.pipeline_path,
+            row.cron,
+            aware(row.start_at),
+            aware(row.end_at) if row.end_at else None,
+            row.catchup,
+            row.depends_on_past,
+            row.max_active_runs,
+            row.expire_after_s,
+            dict(row.params or {}),
+            row.enabled,
+            aware(row.last_fire_at) if row.last_fire_at else None,
+            upcoming if row.enabled else None,
+            row.last_error,
+            row.owner,
+        )
 
 
 @dataclass(frozen=True)
@@ -146,14 +160,21 @@ class ScheduleService:
         with self.store.write() as s:
             project_row = self.projects.resolve(s, caller, project)
             row = PipelineSchedule(
-                project_id=project_row.id, owner=caller.username, name=str(label),
-                pipeline_path=str(path.resolve()), root_dir=str(root.resolve()), cron=cron,
-                start_at=start, end_at=end, catchup=bool(catchup),
+                project_id=project_row.id,
+                owner=caller.username,
+                name=str(label),
+                pipeline_path=str(path.resolve()),
+                root_dir=str(root.resolve()),
+                cron=cron,
+                start_at=start,
+                end_at=end,
+                catchup=bool(catchup),
                 depends_on_past=bool(depends_on_past),
                 max_active_runs=_positive(max_active_runs, "max_active_runs"),
                 expire_after_s=_positive(expire_after_s, "expire_after_s", allow_none=True),
-                params=dict(params or {}), enabled=True,
-            )  # fmt: skip
+                params=dict(params or {}),
+                enabled=True,
+            )
             s.add(row)
             s.flush()
             return ScheduleView.of(row, project_row.name, now)
@@ -167,7 +188,7 @@ class ScheduleService:
                 .join(Project, Project.id == PipelineSchedule.project_id)
                 .where(PipelineSchedule.project_id.in_(self.projects.visible_ids(s, caller)))
                 .order_by(PipelineSchedule.id)
-            ).all()  # fmt: skip
+            ).all()
             return [ScheduleView.of(row, name, now) for row, name in rows]
 
     def _get(self, s: Session, caller: Caller, schedule_id: int) -> tuple[PipelineSchedule, str]:
@@ -175,9 +196,11 @@ class ScheduleService:
         row = s.execute(
             select(PipelineSchedule, Project.name)
             .join(Project, Project.id == PipelineSchedule.project_id)
-            .where(PipelineSchedule.id == schedule_id,
-                   PipelineSchedule.project_id.in_(self.projects.visible_ids(s, caller)))
-        ).first()  # fmt: skip
+            .where(
+                PipelineSchedule.id == schedule_id,
+                PipelineSchedule.project_id.in_(self.projects.visible_ids(s, caller)),
+            )
+        ).first()
         if row is None:
             raise NotFound(f"schedule {schedule_id} not found")
         return row[0], row[1]
@@ -189,8 +212,7 @@ class ScheduleService:
             row, project = self._get(s, caller, schedule_id)
             row.enabled = enabled
             if enabled and not row.catchup:  # resuming does not replay the paused period
-                row.last_fire_at = max(aware(row.last_fire_at or row.start_at),
-                                       datetime.now(UTC))  # fmt: skip
+                row.last_fire_at = max(aware(row.last_fire_at or row.start_at), datetime.now(UTC))
             return ScheduleView.of(row, project, datetime.now(UTC))
 
     def delete(self, caller: Caller, schedule_id: int) -> None:
@@ -208,8 +230,9 @@ class ScheduleService:
             rows = s.execute(
                 select(PipelineSchedule, Project.name)
                 .join(Project, Project.id == PipelineSchedule.project_id)
-                .where(PipelineSchedule.enabled.is_(True)).with_for_update()
-            ).all()  # fmt: skip
+                .where(PipelineSchedule.enabled.is_(True))
+                .with_for_update()
+            ).all()
             for row, project in rows:
                 last = aware(row.last_fire_at) if row.last_fire_at else None
                 end = aware(row.end_at) if row.end_at else None
@@ -254,10 +277,15 @@ class ScheduleService:
         """Build a claimed run; a failure (the file changed, say) is kept on the schedule."""
         try:
             prepared = self.pipelines.prepare(
-                Caller(claim.owner), claim.path, claim.root, project=claim.project,
-                params=claim.params, trigger="schedule", schedule_id=claim.schedule_id,
+                Caller(claim.owner),
+                claim.path,
+                claim.root,
+                project=claim.project,
+                params=claim.params,
+                trigger="schedule",
+                schedule_id=claim.schedule_id,
                 logical_date=claim.logical_date.isoformat(),
-            )  # fmt: skip
+            )
         except CubeError as exc:
             self._note_error(claim.schedule_id, f"{claim.logical_date:%Y-%m-%d %H:%M}: {exc.error}")
             return None

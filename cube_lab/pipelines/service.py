@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -35,13 +36,24 @@ from . import elyra_format, validation
 from .model import Pipeline
 from .nodekinds import NodeContext, Problem, node_kinds
 from .recorder import StoreRecorder
-from .runner import OK, LocalRunner, NodeState, Prior, RunPlan, SavedOutput
+from .runner import OK, LocalRunner, NodeState, Prior, RunPlan, SavedOutput, node_folder
 from .views import LogChunk, ResultFile, RunView
 
 ACTIVE = ("queued", "running")
-RESULT_KINDS = {".png": "image", ".jpg": "image", ".jpeg": "image", ".gif": "image",
-                ".svg": "image", ".csv": "table", ".tsv": "table", ".json": "json",
-                ".ipynb": "notebook", ".txt": "text", ".log": "text", ".md": "text"}  # fmt: skip
+RESULT_KINDS = {
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".gif": "image",
+    ".svg": "image",
+    ".csv": "table",
+    ".tsv": "table",
+    ".json": "json",
+    ".ipynb": "notebook",
+    ".txt": "text",
+    ".log": "text",
+    ".md": "text",
+}
 LOG_CHUNK = 64 * 1024
 
 
@@ -157,34 +169,62 @@ class PipelineService:
         selected = self._select(pipeline, only, from_node)
         self.projects.ensure_personal(caller)
         run_id = _new_run_id()
-        options = {"params": values, "only": only, "from": from_node, "cache": cache,
-                   "parallelism": width, "logical_date": logical_date}  # fmt: skip
+        options = {
+            "params": values,
+            "only": only,
+            "from": from_node,
+            "cache": cache,
+            "parallelism": width,
+            "logical_date": logical_date,
+        }
         kinds = node_kinds()
         with self.store.write() as s:
             project_row = self.projects.resolve(s, caller, project)
             needed = pipeline.upstream_closure(selected)
-            priors = {nid: self._prior(s, project_row.id, str(path), nid, pipeline)
-                      for nid in needed}  # fmt: skip
+            priors = {
+                nid: self._prior(s, project_row.id, str(path), nid, pipeline) for nid in needed
+            }
             run = PipelineRun(
-                id=run_id, project_id=project_row.id, owner=caller.username,
-                pipeline_path=str(path), pipeline_name=pipeline.name, status="queued",
-                trigger=trigger, schedule_id=schedule_id, options=options,
-                run_dir=str(self.runs_root / run_id), runner_pid=os.getpid(),
+                id=run_id,
+                project_id=project_row.id,
+                owner=caller.username,
+                pipeline_path=str(path),
+                pipeline_name=pipeline.name,
+                status="queued",
+                trigger=trigger,
+                schedule_id=schedule_id,
+                options=options,
+                run_dir=str(self.runs_root / run_id),
+                runner_pid=os.getpid(),
                 runner_host=socket.gethostname(),
-            )  # fmt: skip
-            run.nodes = [NodeRun(node_id=n.id, position=i, label=n.label,
-                                 kind=getattr(kinds.get(n.op), "name", n.op), status="pending",
-                                 attempts=0, values={}, outputs={})
-                         for i, n in enumerate(pipeline.nodes)]  # fmt: skip
+            )
+            run.nodes = [
+                NodeRun(
+                    node_id=n.id,
+                    position=i,
+                    label=n.label,
+                    kind=getattr(kinds.get(n.op), "name", n.op),
+                    status="pending",
+                    attempts=0,
+                    values={},
+                    outputs={},
+                )
+                for i, n in enumerate(pipeline.nodes)
+            ]
             s.add(run)
             project_id = project_row.id
         plan = RunPlan(
-            run_id=run_id, runs_root=self.runs_root, root=root, parallelism=width,
-            selected=selected, priors=priors, params=values,
+            run_id=run_id,
+            runs_root=self.runs_root,
+            root=root,
+            parallelism=width,
+            selected=selected,
+            priors=priors,
+            params=values,
             base_env=self._env(caller, root, logical_date),
             catalog=self.catalog,
             cache_lookup=(lambda key: self._cached(project_id, key)) if cache else None,
-        )  # fmt: skip
+        )
         (self.runs_root / run_id).mkdir(parents=True)
         elyra_format.save(pipeline, self.runs_root / run_id / "pipeline.json")
         recorder = StoreRecorder(self.store, run_id)
@@ -208,10 +248,15 @@ class PipelineService:
         row = s.execute(
             select(NodeRun, PipelineRun.id)
             .join(PipelineRun, PipelineRun.id == NodeRun.run_id)
-            .where(PipelineRun.project_id == project_id, PipelineRun.pipeline_path == path,
-                   NodeRun.node_id == node_id, NodeRun.status.in_(sorted(OK)))
-            .order_by(NodeRun.finished_at.desc()).limit(1)
-        ).first()  # fmt: skip
+            .where(
+                PipelineRun.project_id == project_id,
+                PipelineRun.pipeline_path == path,
+                NodeRun.node_id == node_id,
+                NodeRun.status.in_(sorted(OK)),
+            )
+            .order_by(NodeRun.finished_at.desc())
+            .limit(1)
+        ).first()
         if row is None:
             label = pipeline.node(node_id).label
             raise Conflict(
@@ -226,10 +271,14 @@ class PipelineService:
             row = s.execute(
                 select(NodeRun, PipelineRun.id)
                 .join(PipelineRun, PipelineRun.id == NodeRun.run_id)
-                .where(PipelineRun.project_id == project_id, NodeRun.cache_key == key,
-                       NodeRun.status.in_(("succeeded", "cached")))
-                .order_by(NodeRun.finished_at.desc()).limit(1)
-            ).first()  # fmt: skip
+                .where(
+                    PipelineRun.project_id == project_id,
+                    NodeRun.cache_key == key,
+                    NodeRun.status.in_(("succeeded", "cached")),
+                )
+                .order_by(NodeRun.finished_at.desc())
+                .limit(1)
+            ).first()
             return self._to_prior(row[0], row[1]) if row else None
 
     @staticmethod
@@ -244,8 +293,14 @@ class PipelineService:
 
     def _env(self, caller: Caller, root: Path, logical_date: str | None) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({ENV_DATA_DIR: str(self.settings.data_dir), ENV_DB_URL: self.settings.db_url,
-                    ENV_USER: caller.username, ENV_ROOT_DIR: str(root)})  # fmt: skip
+        env.update(
+            {
+                ENV_DATA_DIR: str(self.settings.data_dir),
+                ENV_DB_URL: self.settings.db_url,
+                ENV_USER: caller.username,
+                ENV_ROOT_DIR: str(root),
+            }
+        )
         if logical_date:  # the cron time a scheduled run stands for
             env["CUBE_LOGICAL_DATE"] = logical_date
         return env
@@ -311,17 +366,25 @@ class PipelineService:
             raise InvalidInput("limit must be between 1 and 500", f"got {limit}")
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            ids = ([self.projects.resolve(s, caller, project).id] if project
-                   else self.projects.visible_ids(s, caller))  # fmt: skip
-            query = (select(PipelineRun, Project.name)
-                     .join(Project, Project.id == PipelineRun.project_id)
-                     .where(PipelineRun.project_id.in_(ids))
-                     .options(selectinload(PipelineRun.nodes))
-                     .order_by(PipelineRun.created_at.desc()).limit(limit))  # fmt: skip
+            ids = (
+                [self.projects.resolve(s, caller, project).id]
+                if project
+                else self.projects.visible_ids(s, caller)
+            )
+            query = (
+                select(PipelineRun, Project.name)
+                .join(Project, Project.id == PipelineRun.project_id)
+                .where(PipelineRun.project_id.in_(ids))
+                .options(selectinload(PipelineRun.nodes))
+                .order_by(PipelineRun.created_at.desc())
+                .limit(limit)
+            )
             if path is not None:
                 query = query.where(PipelineRun.pipeline_path == str(path.resolve()))
-            return [RunView.of(run, name, _display(run.pipeline_path, root))
-                    for run, name in s.execute(query)]  # fmt: skip
+            return [
+                RunView.of(run, name, _display(run.pipeline_path, root))
+                for run, name in s.execute(query)
+            ]
 
     def get_run(self, caller: Caller, run_id: str, root: Path | None = None) -> RunView:
         with self.store.read() as s:
@@ -331,11 +394,14 @@ class PipelineService:
     def _run(self, s: Session, caller: Caller, run_id: str) -> tuple[PipelineRun, str]:
         self.projects.ensure_personal(caller)
         row = s.execute(
-            select(PipelineRun, Project.name).join(Project, Project.id == PipelineRun.project_id)
-            .where(PipelineRun.id == run_id,
-                   PipelineRun.project_id.in_(self.projects.visible_ids(s, caller)))
+            select(PipelineRun, Project.name)
+            .join(Project, Project.id == PipelineRun.project_id)
+            .where(
+                PipelineRun.id == run_id,
+                PipelineRun.project_id.in_(self.projects.visible_ids(s, caller)),
+            )
             .options(selectinload(PipelineRun.nodes))
-        ).first()  # fmt: skip
+        ).first()
         if row is None:
             raise NotFound(
                 f"run {run_id!r} not found",
@@ -361,7 +427,7 @@ class PipelineService:
         with self.store.read() as s:
             run, node = self._node(s, caller, run_id, node_id)
             done = node.status not in ("pending", "running")
-            path = Path(run.run_dir) / "nodes" / _safe_id(node_id) / "log.txt"
+            path = Path(run.run_dir) / "nodes" / node_folder(node_id) / "log.txt"
         if not path.exists():
             return LogChunk("", 0, 0, done)
         size = path.stat().st_size
@@ -370,15 +436,19 @@ class PipelineService:
         with open(path, "rb") as fh:
             fh.seek(min(offset, size))
             data = fh.read(min(limit, LOG_CHUNK * 4))
-        return LogChunk(data.decode("utf-8", "replace"), offset + len(data), size,
-                        done and offset + len(data) >= size)  # fmt: skip
+        return LogChunk(
+            data.decode("utf-8", "replace"),
+            offset + len(data),
+            size,
+            done and offset + len(data) >= size,
+        )
 
     def results(self, caller: Caller, run_id: str, node_id: str) -> list[ResultFile]:
         """Files worth showing for a node: saved outputs, the executed notebook, values."""
         with self.store.read() as s:
             run, node = self._node(s, caller, run_id, node_id)
             saved = [f["saved"] for f in (node.outputs or {}).get("files", [])]
-            node_dir = Path(run.run_dir) / "nodes" / _safe_id(node_id)
+            node_dir = Path(run.run_dir) / "nodes" / node_folder(node_id)
         files = [self.runs_root / rel for rel in saved]
         if node_dir.is_dir():
             files += [p for p in sorted(node_dir.iterdir()) if p.is_file() and p.name != "log.txt"]
@@ -386,8 +456,14 @@ class PipelineService:
         for path in files:
             for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
                 if file.is_file():
-                    out.append(ResultFile(file.name, file.relative_to(self.runs_root).as_posix(),
-                                          _result_kind(file), file.stat().st_size))  # fmt: skip
+                    out.append(
+                        ResultFile(
+                            file.name,
+                            file.relative_to(self.runs_root).as_posix(),
+                            _result_kind(file),
+                            file.stat().st_size,
+                        )
+                    )
         return out
 
     def result_path(self, caller: Caller, run_id: str, node_id: str, rel: str) -> Path:
@@ -417,10 +493,18 @@ class PipelineService:
         """Mark runs whose runner process died (a crash, a kill) as interrupted."""
         host = socket.gethostname()
         with self.store.read() as s:
-            runs = s.execute(select(PipelineRun.id, PipelineRun.runner_pid, PipelineRun.runner_host)
-                             .where(PipelineRun.status.in_(ACTIVE))).all()  # fmt: skip
-        dead = [r.id for r in runs if r.runner_host == host and r.id not in self._runners
-                and (r.runner_pid == os.getpid() or not _pid_alive(r.runner_pid))]  # fmt: skip
+            runs = s.execute(
+                select(PipelineRun.id, PipelineRun.runner_pid, PipelineRun.runner_host).where(
+                    PipelineRun.status.in_(ACTIVE)
+                )
+            ).all()
+        dead = [
+            r.id
+            for r in runs
+            if r.runner_host == host
+            and r.id not in self._runners
+            and (r.runner_pid == os.getpid() or not _pid_alive(r.runner_pid))
+        ]
         if dead:
             self._mark_interrupted(dead, "the process running it stopped before it finished")
         return dead
@@ -428,8 +512,11 @@ class PipelineService:
     def _mark_interrupted(self, run_ids: list[str], why: str) -> None:
         stamp = datetime.now(UTC)
         with self.store.write() as s:
-            for run in s.scalars(select(PipelineRun).where(PipelineRun.id.in_(run_ids))
-                                 .options(selectinload(PipelineRun.nodes))):  # fmt: skip
+            for run in s.scalars(
+                select(PipelineRun)
+                .where(PipelineRun.id.in_(run_ids))
+                .options(selectinload(PipelineRun.nodes))
+            ):
                 run.status, run.error, run.finished_at = "interrupted", why, stamp
                 for node in run.nodes:
                     if node.status in ("pending", "running"):
@@ -455,18 +542,10 @@ def _display(path: str, root: Path | None) -> str:
     return path
 
 
-def _safe_id(node_id: str) -> str:
-    from .runner import _safe
-
-    return _safe(node_id)
-
-
 def _result_kind(path: Path) -> str:
     kind = RESULT_KINDS.get(path.suffix.lower(), "file")
     if kind == "json" and path.stat().st_size < 2_000_000:
         with contextlib.suppress(ValueError, OSError):
-            import json
-
             doc = json.loads(path.read_text())
             if isinstance(doc, dict) and "series" in doc:
                 return "echarts"  # an ECharts option object

@@ -15,8 +15,10 @@ class PipelineInvalid(InvalidInput):
         first = problems[0]
         where = f"node {first.node_label or first.node_id!r}, " if first.node_id else ""
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        super().__init__(f"invalid pipeline: {where}{first.field}: {first.message}{more}",
-                         [asdict(p) for p in problems])  # fmt: skip
+        super().__init__(
+            f"invalid pipeline: {where}{first.field}: {first.message}{more}",
+            [asdict(p) for p in problems],
+        )
         self.problems = problems
 
 
@@ -64,16 +66,28 @@ def check(pipeline: Pipeline, ctx: NodeContext) -> list[Problem]:
                 )
         kind = kinds.get(node.op)
         if kind is None:
-            problems.append(Problem(node.id, "op", f"unknown node type {node.op!r}; known: "
-                                    f"{', '.join(sorted(kinds))}", node.label))  # fmt: skip
+            problems.append(
+                Problem(
+                    node.id,
+                    "op",
+                    f"unknown node type {node.op!r}; known: {', '.join(sorted(kinds))}",
+                    node.label,
+                )
+            )
         else:
             problems.extend(kind.check(node, ctx))
         problems.extend(_check_cube_settings(node.id, node.label, node.cube))
     cycle = find_cycle(pipeline)
     if cycle:
         labels = {n.id: n.label for n in pipeline.nodes}
-        problems.append(Problem(cycle[0], "inputs", "cycle: " + " -> ".join(
-            labels.get(c, c) for c in cycle), labels.get(cycle[0])))  # fmt: skip
+        problems.append(
+            Problem(
+                cycle[0],
+                "inputs",
+                "cycle: " + " -> ".join(labels.get(c, c) for c in cycle),
+                labels.get(cycle[0]),
+            )
+        )
     parallelism = pipeline.cube.get("parallelism")
     if parallelism is not None and (
         isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1
@@ -81,8 +95,9 @@ def check(pipeline: Pipeline, ctx: NodeContext) -> list[Problem]:
         problems.append(Problem(None, "parallelism", "must be a whole number of at least 1"))
     names = [p.name for p in pipeline.parameters]
     for name in {n for n in names if names.count(n) > 1}:
-        problems.append(Problem(None, "pipeline_parameters", f"parameter {name!r} is defined "
-                                "twice"))  # fmt: skip
+        problems.append(
+            Problem(None, "pipeline_parameters", f"parameter {name!r} is defined twice")
+        )
     return problems
 
 

@@ -13,8 +13,10 @@ from ..store.models import NodeRun, PipelineRun
 def _duration(start: datetime | None, end: datetime | None) -> float | None:
     if start is None:
         return None
-    return round(((aware(end) if end else datetime.now(aware(start).tzinfo)) - aware(start))
-                 .total_seconds(), 3)  # fmt: skip
+    return round(
+        ((aware(end) if end else datetime.now(aware(start).tzinfo)) - aware(start)).total_seconds(),
+        3,
+    )
 
 
 @dataclass(frozen=True)
@@ -36,12 +38,21 @@ class NodeRunView:
     @classmethod
     def of(cls, row: NodeRun) -> NodeRunView:
         files = (row.outputs or {}).get("files", [])
-        return cls(row.node_id, row.label, row.kind, row.status, row.attempts, row.exit_code,
-                   aware(row.started_at) if row.started_at else None,
-                   aware(row.finished_at) if row.finished_at else None,
-                   _duration(row.started_at, row.finished_at) if row.status != "pending" else None,
-                   dict(row.values or {}), [f["path"] for f in files], row.reused_from,
-                   row.error)  # fmt: skip
+        return cls(
+            row.node_id,
+            row.label,
+            row.kind,
+            row.status,
+            row.attempts,
+            row.exit_code,
+            aware(row.started_at) if row.started_at else None,
+            aware(row.finished_at) if row.finished_at else None,
+            _duration(row.started_at, row.finished_at) if row.status != "pending" else None,
+            dict(row.values or {}),
+            [f["path"] for f in files],
+            row.reused_from,
+            row.error,
+        )
 
 
 @dataclass(frozen=True)
@@ -69,12 +80,23 @@ class RunView:
         counts: dict[str, int] = {}
         for node in row.nodes:
             counts[node.status] = counts.get(node.status, 0) + 1
-        return cls(row.id, project, row.pipeline_name, display_path, row.status, row.trigger,
-                   row.owner, dict(row.options or {}), row.error, aware(row.created_at),
-                   aware(row.started_at) if row.started_at else None,
-                   aware(row.finished_at) if row.finished_at else None,
-                   _duration(row.started_at, row.finished_at), counts,
-                   [NodeRunView.of(n) for n in row.nodes] if with_nodes else None)  # fmt: skip
+        return cls(
+            row.id,
+            project,
+            row.pipeline_name,
+            display_path,
+            row.status,
+            row.trigger,
+            row.owner,
+            dict(row.options or {}),
+            row.error,
+            aware(row.created_at),
+            aware(row.started_at) if row.started_at else None,
+            aware(row.finished_at) if row.finished_at else None,
+            _duration(row.started_at, row.finished_at),
+            counts,
+            [NodeRunView.of(n) for n in row.nodes] if with_nodes else None,
+        )
 
 
 @dataclass(frozen=True)
