@@ -7,6 +7,9 @@ JLPM := $(BIN)/jlpm
 STAMP := $(VENV)/.cube-lab-installed
 TEST_STAMP := $(VENV)/.cube-lab-test-installed
 UI_STAMP := ui-tests/node_modules/.cube-lab-installed
+# An editable install writes install.json through the `labextension develop` link into
+# cube_lab/labextension; the next install or wheel would then add it twice.
+STRAY := rm -f cube_lab/labextension/install.json
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export MLFLOW_DISABLE_TELEMETRY := true
@@ -25,6 +28,7 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml package.json
 	$(PY) -m pip install -q "hatchling>=1.5" "hatch-jupyter-builder>=0.5" \
 		"hatch-nodejs-version>=0.3.2" editables "jupyterlab>=4.2,<5"
+	$(STRAY)
 	$(PY) -m pip install -q -e . --no-build-isolation
 	$(BIN)/jupyter labextension develop --overwrite . >/dev/null
 	$(BIN)/jupyter kernelspec install kernels/cube-lab --sys-prefix --name cube-lab >/dev/null
@@ -32,6 +36,7 @@ $(STAMP): $(PY) pyproject.toml package.json
 
 # Test tools (pytest, torch CPU, scikit-learn, ...): only `make test` needs them.
 $(TEST_STAMP): $(STAMP)
+	$(STRAY)
 	$(PY) -m pip install -q -e ".[test]" --no-build-isolation
 	@touch $(TEST_STAMP)
 
@@ -77,9 +82,12 @@ ui-test: install-test chromium $(UI_STAMP)
 
 # The wheel must carry the built lab extension, so `pip install` needs no Node.
 wheel: install-test
-	rm -rf dist && $(PY) -m build --wheel --no-isolation >/dev/null
+	rm -rf dist && $(STRAY)
+	$(PY) -m build --wheel --no-isolation >/dev/null
 	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "labextensions/cube-lab/static/style.js"
 	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "jupyter_server_config.d/cube_lab.json"
+	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "kernels/cube-lab/kernel.json"
+	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "share/cube-lab/templates/train-sklearn"
 	@echo "wheel OK: $$(ls dist/*.whl)"
 
 test: lint pytest jest wheel ui-test
