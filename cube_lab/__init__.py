@@ -20,6 +20,13 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     return [{"module": "cube_lab", "app": CubeLab}]
 
 
+def report(step: int | None = None, **metrics: Any) -> None:
+    """Record training metrics from a job: ``cube_lab.report(step=3, loss=0.12)``."""
+    from .training.metrics import report as _report
+
+    _report(step, **metrics)
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext cube_lab``: registers the cube-lab magics."""
     from .magics import CubeMagics

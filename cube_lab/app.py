@@ -67,6 +67,9 @@ class CubeLab(ExtensionApp):
         interrupted = workspace.pipelines.recover()
         if interrupted:
             self.log.warning("cube-lab: marked %d pipeline run(s) interrupted", len(interrupted))
+        jobs = workspace.training.recover()
+        if jobs:
+            self.log.warning("cube-lab: marked %d training job(s) interrupted", len(jobs))
         root_dir = Path(self.serverapp.root_dir).expanduser().resolve()
         local_user = None
         if type(self.serverapp.identity_provider) in _ANONYMOUS_PROVIDERS:

@@ -452,6 +452,137 @@ def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
         print(f"submitted: KFP run {run_id}")
 
 
+# -- training commands -------------------------------------------------------------------
+
+
+def _train_spec(a: argparse.Namespace) -> dict[str, Any]:
+    script, args = a.script, list(a.args)
+    command: list[str] = []
+    if a.framework == "plain" and not script.endswith(".py"):
+        command, script, args = [script, *args], None, []
+    resources: dict[str, Any] = {"gpus": a.gpus, "cpu": a.cpu, "memory": a.memory}
+    if a.gpu_type:
+        resources["gpu_type"] = a.gpu_type
+    return {
+        "framework": a.framework,
+        "script": script,
+        "command": command,
+        "args": args,
+        "env": {k: str(v) for k, v in parse_pairs(a.env, "env").items()},
+        "working_dir": a.workdir,
+        "workers": a.workers,
+        "nproc_per_worker": a.nproc,
+        "resources": resources,
+        "retries": a.retries,
+        "timeout_s": a.timeout,
+        "project": a.project,
+        "name": a.name,
+        "image": a.image,
+        "backend": a.backend,
+        "output_dir": a.output_dir,
+        "gang": a.gang,
+        "queue": a.queue,
+        "shm_size": a.shm_size,
+        "rdma": a.rdma,
+    }
+
+
+def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    """Run a training job here, streaming every rank's output; exit with its status."""
+    spec = ws.training.parse(_train_spec(a))
+    if spec.backend == "kubernetes":
+        if not a.dry_run:
+            raise InvalidInput(
+                "submitting to Kubernetes from the CLI is not wired in yet",
+                "Add --dry-run to print the manifest, then kubectl apply -f it.",
+            )
+        import yaml
+
+        from .training import kubernetes
+
+        name = spec.name or Path(spec.argv()[0]).stem
+        docs = kubernetes.manifests(spec, name, namespace=a.namespace, kind=a.kind)
+        print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+        return
+    if a.dry_run:
+        for line in ws.training.dry_run(spec):
+            print(line)
+        return
+
+    def echo(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    job = ws.training.prepare(caller, spec, None, on_line=None if a.quiet else echo)
+    job_id = job.plan.job_id
+    if not a.quiet:
+        gpus = f", GPUs {job.plan.gpus}" if job.plan.gpus else ""
+        print(f"job {job_id}: {spec.framework}, {spec.processes} process(es){gpus}", flush=True)
+    status = ws.training.run_foreground(job)
+    view = ws.training.get(caller, job_id)
+    if a.json:
+        _print_json(view)
+    else:
+        error = f" ({view.error})" if view.error else ""
+        took = f" in {view.duration_s:.1f}s" if view.duration_s is not None else ""
+        print(f"job {job_id} {status}{took}{error}", file=sys.stderr)
+    if status != "succeeded":
+        raise SystemExit(130 if status == "cancelled" else 1)
+
+
+def training_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    jobs = ws.training.list(caller, project=a.project, limit=a.limit)
+    if a.json:
+        _print_json(jobs)
+        return
+    _table(
+        [
+            [
+                j.id,
+                j.name,
+                j.framework,
+                j.status,
+                str(j.workers * j.nproc_per_worker),
+                f"{j.duration_s:.1f}s" if j.duration_s is not None else "",
+                j.command,
+            ]
+            for j in jobs
+        ],
+        ["JOB", "NAME", "FRAMEWORK", "STATUS", "PROCS", "TOOK", "COMMAND"],
+    )
+
+
+def training_logs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    offset = 0
+    while True:
+        chunk = ws.training.tail_log(caller, a.job, offset)
+        sys.stdout.write(chunk.text)
+        sys.stdout.flush()
+        offset = chunk.offset
+        if chunk.done or not a.follow:
+            return
+        time.sleep(0.5)
+
+
+def training_stop(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    print(f"job {a.job}: {ws.training.stop(caller, a.job).status}")
+
+
+def training_metrics(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    found = ws.training.metrics(caller, a.job)
+    if a.json:
+        _print_json(found)
+        return
+    for key, points in found.series.items():
+        print(f"{key}: {len(points)} points, last {points[-1][1]:g} at step {points[-1][0]:g}")
+
+
+def training_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    path = str(Path(a.path).resolve()) if a.path else None
+    v = ws.training.register_model(caller, a.job, a.name, path, project=a.project)
+    print(f"Registered {v.model} v{v.version} from job {a.job} in project {v.project}")
+
+
 # -- parser --------------------------------------------------------------------------------
 
 
@@ -553,6 +684,53 @@ def build_parser() -> argparse.ArgumentParser:
     command(pipes, "schedules", pipeline_schedules, "list schedules")
     p = command(pipes, "unschedule", pipeline_unschedule, "delete a schedule")
     p.add_argument("id", type=int)
+
+    p = command(groups, "train", train_run, "run a distributed training job, streaming its logs")
+    p.add_argument(
+        "--framework",
+        choices=["pytorch", "deepspeed", "tensorflow", "mpi", "plain"],
+        default="pytorch",
+    )
+    p.add_argument("--workers", type=int, default=1, help="nodes (pods on a cluster)")
+    p.add_argument("--nproc", type=int, default=1, help="processes per worker")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs per worker")
+    p.add_argument("--gpu-type", help="accelerator table key (default nvidia-gpu)")
+    p.add_argument("--cpu", help="CPU per worker (cluster), e.g. 4")
+    p.add_argument("--memory", help="memory per worker (cluster), e.g. 16Gi")
+    p.add_argument("--backend", choices=["local", "kubernetes"], default="local")
+    p.add_argument("--dry-run", action="store_true", help="print the commands or manifest")
+    p.add_argument("--env", action="append", metavar="K=V")
+    p.add_argument("--workdir", help="working directory (default: here)")
+    p.add_argument("--output-dir", help="checkpoint folder ($CUBE_OUTPUT_DIR)")
+    p.add_argument("--retries", type=int, default=0)
+    p.add_argument("--timeout", type=int, metavar="SECONDS")
+    p.add_argument("--name")
+    p.add_argument("--image", help="container image (kubernetes)")
+    p.add_argument("--kind", choices=["pytorchjob", "tfjob", "mpijob", "trainjob"])
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--gang", action="store_true", help="Volcano gang scheduling")
+    p.add_argument("--queue", help="Volcano queue")
+    p.add_argument("--shm-size", help="a memory-backed /dev/shm of this size (kubernetes)")
+    p.add_argument("--rdma", action="store_true", help="request an RDMA device (kubernetes)")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("script", help="the training script (or, for plain, a program)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    jobs = groups.add_parser("training", help="training jobs").add_subparsers(
+        dest="command", required=True
+    )
+    p = command(jobs, "list", training_list, "list training jobs")
+    p.add_argument("--limit", type=int, default=20)
+    p = command(jobs, "logs", training_logs, "print a job's log (every rank)")
+    p.add_argument("job")
+    p.add_argument("--follow", "-f", action="store_true")
+    p = command(jobs, "stop", training_stop, "stop a job")
+    p.add_argument("job")
+    p = command(jobs, "metrics", training_metrics, "a job's metric series")
+    p.add_argument("job")
+    p = command(jobs, "register", training_register, "register a job's checkpoint as a model")
+    p.add_argument("job")
+    p.add_argument("--name", required=True)
+    p.add_argument("--path", help="what to register (default: the last checkpoint)")
 
     projects = groups.add_parser("project", help="projects and members").add_subparsers(
         dest="command", required=True

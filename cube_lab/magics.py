@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import shlex
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from .cli_args import parse_pairs
 from .errors import CubeError
@@ -111,3 +112,53 @@ class CubeMagics(Magics):
         if code != 0:
             raise UsageError(f"cube-lab pipeline {args[0]} failed (exit code {code})")
         return code
+
+    @line_magic("cube_train")
+    def cube_train_line(self, line: str) -> int:
+        """Run a distributed training job, streaming every rank's output:
+        ``%cube_train --nproc 2 train.py --epochs 3`` (options as ``cube-lab train``)."""
+        args = shlex.split(line)
+        if not args:
+            raise UsageError(
+                "usage: %cube_train [--framework F] [--workers N] [--nproc N] [--gpus N] "
+                "SCRIPT [ARGS...] (see `cube-lab train --help`)"
+            )
+        return _stream_cli(["train", *args], "cube-lab train")
+
+    @cell_magic("cube_train")
+    def cube_train_cell(self, line: str, cell: str) -> int:
+        """The cell becomes the training script: ``%%cube_train --nproc 2 [-- SCRIPT ARGS]``."""
+        options, _, script_args = line.partition(" -- ")
+        if options.strip() == "--":
+            options, script_args = "", ""
+        from .config import Settings
+
+        folder = Settings.resolve().data_dir / "training" / "cells"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"cell_{hashlib.sha256(cell.encode()).hexdigest()[:12]}.py"
+        path.write_text(cell)
+        args = [*shlex.split(options), str(path), *shlex.split(script_args)]
+        return _stream_cli(["train", *args], "cube-lab train")
+
+
+def _stream_cli(args: list[str], what: str) -> int:
+    """Run ``cube-lab ARGS`` as a child and print its output live; an interrupt stops it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cube_lab.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    try:
+        for out in proc.stdout:
+            print(out, end="", flush=True)
+        code = proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)  # the CLI stops every process of the job on SIGINT
+        for out in proc.stdout:
+            print(out, end="", flush=True)
+        code = proc.wait()
+    if code != 0:
+        raise UsageError(f"{what} failed (exit code {code})")
+    return code

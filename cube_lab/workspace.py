@@ -17,6 +17,7 @@ from .projects import ProjectService
 from .registry.artifacts import ArtifactStore
 from .registry.service import RegistryService
 from .store import Store
+from .training.service import TrainingService
 
 
 class LazyCatalog:
@@ -45,6 +46,7 @@ class Workspace:
     templates: Any  # a LazyCatalog over cube_lab.jobtemplates.TemplateCatalog
     pipelines: PipelineService
     schedules: ScheduleService
+    training: TrainingService
 
     @classmethod
     def open(cls, settings: Settings) -> Workspace:
@@ -55,14 +57,16 @@ class Workspace:
         projects = ProjectService(store)
         templates = LazyCatalog()
         pipelines = PipelineService(store, projects, settings, templates)
+        registry = RegistryService(store, projects, artifacts)
         return cls(
             settings,
             store,
             projects,
-            RegistryService(store, projects, artifacts),
+            registry,
             templates,
             pipelines,
             ScheduleService(store, projects, pipelines),
+            TrainingService(store, projects, settings, registry),
         )
 
     def close(self) -> None:

@@ -124,7 +124,7 @@ def _register(url: str, data_dir: str, source: str, count: int) -> list[int]:
 
 
 def test_migrations_and_registry_on_postgres(pg_ws: Workspace, tmp_path: Path) -> None:
-    assert pg_ws.store.current_revision() == "0003_pipelines"
+    assert pg_ws.store.current_revision() == "0004_training"
     pg_ws.store.migrate()  # a second start is a no-op
     source = tmp_path / "w.bin"
     source.write_bytes(b"x" * 10)

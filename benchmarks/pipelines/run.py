@@ -73,6 +73,15 @@ def machine() -> dict:
     }
 
 
+def python_label() -> str:
+    """How the command was started, e.g. `.venv/bin/python`, for the report."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(REPO))
+    except ValueError:
+        return exe.name
+
+
 def isolated_env(scratch: Path) -> dict:
     """Environment for one run: temporary HOME and Jupyter/IPython/cube-lab folders."""
     dirs = {
@@ -237,68 +246,84 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def markdown_section(report: dict) -> str:
+INTRO = """\
+Side-by-side local runs of the same generated Elyra-format pipelines (Python-script nodes,
+scripts beside the `.pipeline` file): cube-lab's runner (`cube-lab pipeline run`) vs Elyra
+4.1.1's local runtime (`elyra-pipeline run`) vs `kfp.local` (SubprocessRunner,
+`use_venv=False`, kfp's default lightweight component, which `pip install`s kfp before every
+task). Wall clock = subprocess start to exit, each run in a fresh temp folder with its own
+HOME/Jupyter dirs. Ratio = peer time per node / cube-lab time per node (the wall ratio when
+both ran the same number of nodes); above 1 means cube-lab is faster. Elyra and kfp.local run
+one node at a time. kfp.local runs a shorter chain (over a second a node) and is compared per
+node. Targets (issue 3): wide <= 5.0 s, chain <= 25 ms a node.
+
+Command: `.venv/bin/python benchmarks/pipelines/run.py [--skip-setup] [--repeat N]
+[--write-results]`. Peer venvs: `benchmarks/.peers/{elyra,kfp}` (git-ignored), created by
+`benchmarks/pipelines/setup_peers.py` when missing. Newest run first.
+"""
+
+
+def markdown_block(report: dict) -> str:
+    """One `###` block for a benchmark run: machine, command, table, notes."""
     m = report["machine"]
-    rows = report["rows"]
+    load = ", ".join(f"{x:g}" for x in m["load_avg"])
     lines = [
-        "## Pipelines",
+        f"### {m['date']}",
         "",
-        "Side-by-side local pipeline runs (issue 3, Speed): cube-lab's runner vs Elyra 4.1.1's "
-        "local runtime (`elyra-pipeline run`) vs `kfp.local` (SubprocessRunner), all on the same "
-        "generated Elyra-format pipelines (Python-script nodes; scripts beside the `.pipeline` "
-        "file). Wall clock = subprocess start to exit, median of "
-        f"{report['repeat']} run(s).",
-        "",
-        f"- Date: {m['date']}",
-        f"- Machine: {m['cores']} cores, {m['cpu']}, {m['os']}, Python {m['python']}",
-        f"- Command: `{report['command']}`",
-        f"- cube-lab ran with `--parallel {report['parallel']}`; Elyra and kfp.local have no "
-        "parallel option for local runs (both run one node at a time).",
-        f"- kfp.local ran the chain with {report['kfp_chain_nodes']} nodes (over a second a "
-        "node); its ratio is per node. It runs with `SubprocessRunner(use_venv=False)` and "
-        "kfp's default lightweight component, which `pip install`s kfp before every task.",
-        "- Ratio = peer time per node / cube-lab time per node (= wall ratio for equal node "
-        "counts); above 1 means cube-lab is faster.",
+        f"- Machine: {m['cores']} cores, {m['cpu']}, {m['os']}, Python {m['python']}; "
+        f"load average at start {load}",
+        f"- Command: `{report['command']}` (median of {report['repeat']} run(s); cube-lab "
+        f"`--parallel {report['parallel']}`)",
+    ]
+    setup = report.get("setup") or {}
+    if setup:
+        parts = [f"{name} {rec.get('setup_s', '?')} s" for name, rec in setup.items()]
+        lines.append("- Peer venv setup (one-off): " + ", ".join(parts))
+    lines += [
         "",
         "| pipeline | runner | nodes | wall s | per-node ms | peer / cube-lab | target |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
-    for row in rows:
+    for row in report["rows"]:
         ratio = row.get("ratio_vs_cube_lab")
         wall = f"{row['wall_s']:.2f}" if "wall_s" in row else f"failed ({row.get('error')})"
         per_node = f"{row['per_node_ms']:.1f}" if "per_node_ms" in row else "-"
-        target = TARGETS[row["pipeline"]] if row["runner"] == "cube-lab" else ""
+        target = ""
+        if row["runner"] == "cube-lab" and "wall_s" in row:
+            met = row["wall_s"] <= 5.0 if row["pipeline"] == "wide" else row["per_node_ms"] <= 25.0
+            target = f"{TARGETS[row['pipeline']]}: {'met' if met else 'NOT met'}"
+        ratio_text = f"{ratio:.2f}x" if ratio is not None and row["runner"] != "cube-lab" else ""
         lines.append(
             f"| {row['pipeline']} | {row['runner']} | {row['nodes']} | {wall} | {per_node} | "
-            f"{f'{ratio:.2f}x' if ratio is not None else '-'} | {target} |"
+            f"{ratio_text} | {target} |"
         )
     notes = report.get("notes") or []
     if notes:
         lines += ["", *[f"- {note}" for note in notes]]
-    setup = report.get("setup") or {}
-    if setup:
-        parts = [f"{name} {rec.get('setup_s', '?')} s" for name, rec in setup.items()]
-        lines += [
-            "",
-            "Peer venvs: `benchmarks/.peers/{elyra,kfp}` (git-ignored), created by "
-            "`benchmarks/pipelines/setup_peers.py` when missing; setup took "
-            + ", ".join(parts)
-            + ".",
-        ]
     return "\n".join(lines) + "\n"
 
 
-def write_results(section: str) -> None:
-    """Replace (or append) the `## Pipelines` section of benchmarks/RESULTS.md."""
+def write_results(block: str, keep: int = 6) -> None:
+    """Put `block` first in the `## Pipelines` section of RESULTS.md, keeping older blocks."""
     if RESULTS.exists():
         text = RESULTS.read_text()
     else:
-        text = (
-            "# cube-lab benchmark results\n\nFigures measured with the scripts in `benchmarks/`.\n"
-        )
+        text = "# Benchmark results\n\nFigures measured with the scripts in `benchmarks/`.\n"
     pattern = re.compile(r"^## Pipelines\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text, count=1).rstrip("\n") + "\n"
+    found = pattern.search(text)
+    old_blocks: list[str] = []
+    if found:
+        body = found.group(0)
+        first = body.find("\n### ")
+        if first != -1:
+            old_blocks = [
+                "### " + b.strip() + "\n" for b in body[first + 1 :].split("### ") if b.strip()
+            ]
+    blocks = [block, *old_blocks][:keep]
+    section = "## Pipelines\n\n" + INTRO + "\n" + "\n".join(blocks)
+    if found:
+        text = text[: found.start()] + section + "\n" + text[found.end() :]
+        text = text.rstrip("\n") + "\n"
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text)
@@ -355,26 +380,24 @@ def main() -> int:
         print(f"note: {note}")
 
     runs: list[dict] = []
-    for shape in shapes:
-        for runner in runners:
-            if not available.get(runner):
+    for runner in runners:
+        if not available.get(runner):
+            for shape in shapes:
                 runs.append(
-                    {
-                        "runner": runner,
-                        "pipeline": shape,
-                        "nodes": 0,
-                        "ok": False,
-                        "error": "unavailable",
-                    }
+                    {"runner": runner, "pipeline": shape, "nodes": 0, "ok": False}
+                    | {"error": "unavailable"}
                 )
-                continue
-            nodes = args.chain_nodes
-            if shape == "chain" and runner == "kfp":
-                nodes = args.kfp_chain_nodes
-            for attempt in range(args.repeat):
-                print(
-                    f"running {shape} with {runner} ({attempt + 1}/{args.repeat}) ...", flush=True
-                )
+    # Repeats outermost and runners interleaved, so background load hits all runners alike.
+    for attempt in range(args.repeat):
+        for shape in shapes:
+            for runner in runners:
+                if not available.get(runner):
+                    continue
+                nodes = args.chain_nodes
+                if shape == "chain" and runner == "kfp":
+                    nodes = args.kfp_chain_nodes
+                label = f"{shape} with {runner} ({attempt + 1}/{args.repeat})"
+                print(f"running {label} ...", flush=True)
                 result = run_once(runner, shape, nodes, args.parallel, args.timeout)
                 runs.append(result)
                 if result["ok"]:
@@ -407,7 +430,7 @@ def main() -> int:
     report = {
         "benchmark": "pipelines",
         "machine": info,
-        "command": " ".join(["python", "benchmarks/pipelines/run.py", *sys.argv[1:]]),
+        "command": " ".join([python_label(), "benchmarks/pipelines/run.py", *sys.argv[1:]]),
         "repeat": args.repeat,
         "parallel": args.parallel,
         "chain_nodes": args.chain_nodes,
@@ -419,7 +442,7 @@ def main() -> int:
     }
     print("BENCH_JSON " + json.dumps(report, separators=(",", ":")))
     if args.write_results:
-        write_results(markdown_section(report))
+        write_results(markdown_block(report))
         print(f"wrote the Pipelines section of {RESULTS.relative_to(REPO)}")
     return 0 if all(r["ok"] for r in runs) else 1
 

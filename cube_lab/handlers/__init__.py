@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import models, openapi, pipelines, projects
+from . import models, openapi, pipelines, projects, training
 
 API = "/cube/api/v1"
 _SEG = r"([^/]+)"
 _MODEL = rf"/projects/{_SEG}/models/{_SEG}"
 _RUN = rf"/pipelines/runs/{_SEG}"
+_JOB = rf"/training/jobs/{_SEG}"
 
 
 def routes() -> list[tuple[str, type[Any]]]:
@@ -38,5 +39,12 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_RUN}/nodes/{_SEG}/log", pipelines.LogHandler),
         (rf"{_RUN}/nodes/{_SEG}/results", pipelines.ResultsHandler),
         (rf"{_RUN}/nodes/{_SEG}/results/(.+)", pipelines.ResultFileHandler),
+        ("/training/jobs", training.JobsHandler),
+        (_JOB, training.JobHandler),
+        (rf"{_JOB}/stop", training.StopHandler),
+        (rf"{_JOB}/rerun", training.RerunHandler),
+        (rf"{_JOB}/log", training.LogHandler),
+        (rf"{_JOB}/metrics", training.MetricsHandler),
+        (rf"{_JOB}/register", training.RegisterHandler),
     ]
     return [(API + pattern, handler) for pattern, handler in table]

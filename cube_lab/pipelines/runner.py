@@ -8,19 +8,19 @@ tails. Nothing here touches the database: a ``Recorder`` persists state changes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
-import os
 import re
 import shutil
 import signal
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import processes
 from ..errors import CubeError
 from .model import Node, Pipeline
 from .nodekinds import NodeCommand, NodeContext, node_kinds
@@ -109,7 +109,7 @@ class LocalRunner:
         self.kinds = node_kinds()
         self.cancelled = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._procs: dict[str, asyncio.subprocess.Process] = {}
+        self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self.states = {
             n.id: NodeState(
                 n,
@@ -187,7 +187,7 @@ class LocalRunner:
     def _cancel_now(self) -> None:
         self.cancelled = True
         for proc in list(self._procs.values()):
-            _kill_group(proc, signal.SIGTERM)
+            processes.kill_group(proc, signal.SIGTERM)
         assert self._loop is not None
         self._loop.call_later(KILL_GRACE_S, self._kill_all)
 
@@ -276,27 +276,18 @@ class LocalRunner:
         with open(log_path, "ab", buffering=0) as log:
             if attempt > 1:
                 log.write(f"\n--- attempt {attempt} ---\n".encode())
-            proc = await asyncio.create_subprocess_exec(
-                *cmd.argv,
-                cwd=cmd.cwd,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-            )
+            proc = processes.start(cmd.argv, cmd.cwd, env, log)
             self._procs[node_id] = proc
             try:
-                rc = await asyncio.wait_for(proc.wait(), timeout)
+                rc: int | None = await asyncio.wait_for(processes.wait(proc), timeout)
             except TimeoutError:
-                _kill_group(proc, signal.SIGKILL)
-                await proc.wait()
+                processes.kill_group(proc, signal.SIGKILL)
+                await processes.wait(proc)
                 log.write(f"\ncube-lab: timed out after {timeout:g} s\n".encode())
                 return None, f"timed out after {timeout:g} s"
             finally:
                 self._procs.pop(node_id, None)
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)  # leave no stray children behind
+                processes.kill_group(proc, signal.SIGKILL)  # leave no stray children behind
         return rc, (None if rc == 0 else f"exit code {rc}")
 
     # -- helpers ----------------------------------------------------------------------------
@@ -452,12 +443,7 @@ class LocalRunner:
 
     def _kill_all(self) -> None:
         for proc in list(self._procs.values()):
-            _kill_group(proc, signal.SIGKILL)
-
-
-def _kill_group(proc: asyncio.subprocess.Process, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
+            processes.kill_group(proc, signal.SIGKILL)
 
 
 def _append(path: Path, text: str) -> None:

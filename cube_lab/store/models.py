@@ -207,3 +207,30 @@ class PipelineSchedule(Base):
     last_fire_at: Mapped[datetime | None] = mapped_column(nullable=True)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class TrainingJob(Base):
+    """One training job; ``runner_pid`` tells a live job from one a crash left behind."""
+
+    __tablename__ = "training_jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(255))
+    framework: Mapped[str] = mapped_column(String(16))
+    backend: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(default=dict)  # JobSpec.to_dict()
+    info: Mapped[dict[str, Any]] = mapped_column(default=dict)  # gpus, cwd, launch, checkpoint
+    job_dir: Mapped[str] = mapped_column(String(1024))
+    runner_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    runner_host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)

@@ -1,0 +1,103 @@
+"""Training REST handlers: jobs (list, submit), one job, stop, rerun, log, metrics, register."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tornado import web
+
+from ..errors import InvalidInput
+from .base import ROOT_DIR, CubeHandler
+
+
+class TrainingHandler(CubeHandler):
+    @property
+    def root(self) -> Path:
+        return Path(self.settings[ROOT_DIR])
+
+
+class JobsHandler(TrainingHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        jobs = await self.call(
+            self.workspace.training.list,
+            self.caller,
+            project=self.get_query_argument("project", None),
+            limit=self.query_int("limit", 50),
+        )
+        self.reply({"jobs": jobs})
+
+    @web.authenticated
+    async def post(self) -> None:
+        service = self.workspace.training
+        job = await self.call(service.prepare, self.caller, self.json_body(), self.root)
+        job_id = service.start(job)
+        self.reply(await self.call(service.get, self.caller, job_id), 201)
+
+
+class JobHandler(TrainingHandler):
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        self.reply(await self.call(self.workspace.training.get, self.caller, job_id))
+
+
+class StopHandler(TrainingHandler):
+    @web.authenticated
+    async def post(self, job_id: str) -> None:
+        self.reply(await self.call(self.workspace.training.stop, self.caller, job_id))
+
+
+class RerunHandler(TrainingHandler):
+    @web.authenticated
+    async def post(self, job_id: str) -> None:
+        service = self.workspace.training
+        job = await self.call(service.rerun, self.caller, job_id, self.root)
+        new_id = service.start(job)
+        self.reply(await self.call(service.get, self.caller, new_id), 201)
+
+
+class LogHandler(TrainingHandler):
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        self.reply(
+            await self.call(
+                self.workspace.training.tail_log,
+                self.caller,
+                job_id,
+                self.query_int("offset", 0),
+            )
+        )
+
+
+class MetricsHandler(TrainingHandler):
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        self.reply(await self.call(self.workspace.training.metrics, self.caller, job_id))
+
+
+class RegisterHandler(TrainingHandler):
+    @web.authenticated
+    async def post(self, job_id: str) -> None:
+        body = self.json_body()
+        unknown = sorted(set(body) - {"name", "path", "project", "description"})
+        if unknown:
+            raise InvalidInput(
+                f"unknown fields {unknown}", "Known: name, path, project, description"
+            )
+        path = body.get("path")
+        if path is not None and not isinstance(path, str):
+            raise InvalidInput("path must be a string")
+        if path and not Path(path).is_absolute():
+            path = str(self.root / path)
+        if path and not Path(path).resolve().is_relative_to(self.root.resolve()):
+            raise InvalidInput(f"{path!r} is outside the server root")
+        version = await self.call(
+            self.workspace.training.register_model,
+            self.caller,
+            job_id,
+            body.get("name"),
+            path,
+            project=body.get("project"),
+            description=body.get("description") or "",
+        )
+        self.reply(version, 201)

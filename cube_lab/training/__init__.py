@@ -1,0 +1,1 @@
+"""Distributed training: job specs, the local launcher, Kubernetes manifests, metrics."""

@@ -1,0 +1,536 @@
+"""Training jobs as a service: submit, list, get, follow logs and metrics, stop, rerun, register.
+
+A job is a record (``training_jobs``) and a folder ``<data_dir>/training/<job id>/``
+holding ``log.txt`` (every rank, prefixed), ``ranks/`` (torchrun's per-rank files),
+``metrics.jsonl`` and ``output/`` (``$CUBE_OUTPUT_DIR``, for checkpoints). The job runs
+in the process that submitted it (the server, or ``cube-lab train``); that pid is
+recorded so a job whose process died is marked ``interrupted`` at the next server start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
+from ..errors import Conflict, InvalidInput, NotFound
+from ..identity import Caller
+from ..projects import ProjectService
+from ..serialize import aware
+from ..store import Store
+from ..store.models import Project, TrainingJob
+from . import gpus, metrics
+from .local import LocalJob, build_plan, check_local, kill_marked
+from .spec import JobSpec
+
+ACTIVE = ("queued", "running")
+LOG_CHUNK = 64 * 1024
+MAX_LOG_PARSE = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class JobView:
+    id: str
+    name: str
+    project: str
+    owner: str
+    framework: str
+    backend: str
+    status: str
+    workers: int
+    nproc_per_worker: int
+    gpus: list[int]
+    attempts: int
+    exit_code: int | None
+    error: str | None
+    working_dir: str | None
+    output_dir: str | None
+    last_checkpoint: str | None
+    command: str
+    spec: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_s: float | None
+
+    @classmethod
+    def of(cls, job: TrainingJob, project: str) -> JobView:
+        spec, info = job.spec or {}, job.info or {}
+        end = job.finished_at or (datetime.now(UTC) if job.started_at else None)
+        duration = (
+            (aware(end) - aware(job.started_at)).total_seconds() if end and job.started_at else None
+        )
+        return cls(
+            job.id,
+            job.name,
+            project,
+            job.owner,
+            job.framework,
+            job.backend,
+            job.status,
+            int(spec.get("workers", 1)),
+            int(spec.get("nproc_per_worker", 1)),
+            list(info.get("gpus") or []),
+            job.attempts,
+            job.exit_code,
+            job.error,
+            info.get("cwd"),
+            info.get("output_dir"),
+            info.get("last_checkpoint"),
+            " ".join([*(spec.get("command") or [spec.get("script") or ""]), *spec.get("args", [])]),
+            spec,
+            job.created_at,
+            job.started_at,
+            job.finished_at,
+            duration,
+        )
+
+
+@dataclass(frozen=True)
+class LogChunk:
+    text: str
+    offset: int
+    size: int
+    done: bool
+
+
+@dataclass(frozen=True)
+class MetricsView:
+    job_id: str
+    source: str  # "report" (cube_lab.report) | "log" (key=value lines) | "none"
+    series: dict[str, list[list[float]]]
+    last: dict[str, float]
+    last_checkpoint: str | None
+
+
+def _new_job_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class TrainingService:
+    def __init__(
+        self, store: Store, projects: ProjectService, settings: Settings, registry: Any
+    ) -> None:
+        self.store = store
+        self.projects = projects
+        self.settings = settings
+        self.registry = registry
+        self.jobs_root = settings.data_dir / "training"
+        self._running: dict[str, LocalJob] = {}
+        self._tasks: dict[str, asyncio.Task[str]] = {}
+
+    # -- submitting ------------------------------------------------------------------------
+
+    def parse(self, data: JobSpec | dict[str, Any]) -> JobSpec:
+        return data if isinstance(data, JobSpec) else JobSpec.from_dict(data)
+
+    def prepare(
+        self,
+        caller: Caller,
+        data: JobSpec | dict[str, Any],
+        root: Path | None = None,
+        *,
+        cwd: Path | None = None,
+        on_line: Callable[[str], None] | None = None,
+    ) -> LocalJob:
+        """Check the spec, write the record, hold GPUs; the returned job is not started.
+
+        ``root``: the folder the job may not leave (the server's root; None for the CLI).
+        ``cwd``: where a relative working_dir starts (default: root, else this process')."""
+        spec = self.parse(data)
+        if spec.backend != "local":
+            raise InvalidInput(
+                "this server runs training jobs locally",
+                "Submitting to Kubernetes is not wired in yet: take the manifest from "
+                "`cube-lab train --backend kubernetes --dry-run` and kubectl apply it.",
+            )
+        check_local(spec)
+        workdir, script = self._resolve_paths(spec, root, cwd)
+        self.projects.ensure_personal(caller)
+        job_id = _new_job_id()
+        job_dir = self.jobs_root / job_id
+        held = gpus.assign(job_id, spec.gpus_total)
+        try:
+            plan = build_plan(spec, job_id, job_dir, workdir, self._env(caller), held)
+            with self.store.write() as s:
+                project = self.projects.resolve(s, caller, spec.project)
+                s.add(
+                    TrainingJob(
+                        id=job_id,
+                        project_id=project.id,
+                        owner=caller.username,
+                        name=spec.name or Path(script or spec.argv()[0]).stem,
+                        framework=spec.framework,
+                        backend=spec.backend,
+                        status="queued",
+                        spec=spec.to_dict(),
+                        info={
+                            "gpus": held,
+                            "cwd": str(workdir),
+                            "root": str(root) if root else None,
+                            "output_dir": plan.procs[0].env["CUBE_OUTPUT_DIR"],
+                            "launch": plan.describe(),
+                        },
+                        job_dir=str(job_dir),
+                        runner_pid=os.getpid(),
+                        runner_host=socket.gethostname(),
+                        attempts=0,
+                    )
+                )
+        except BaseException:
+            gpus.release(job_id)
+            raise
+        job_dir.mkdir(parents=True, exist_ok=True)
+        Path(plan.procs[0].env["CUBE_OUTPUT_DIR"]).mkdir(parents=True, exist_ok=True)
+        return LocalJob(
+            plan,
+            retries=spec.retries,
+            timeout_s=spec.timeout_s,
+            on_line=on_line,
+            on_attempt=lambda n: self._update(job_id, status="running", attempts=n),
+        )
+
+    def dry_run(self, data: JobSpec | dict[str, Any], cwd: Path | None = None) -> list[str]:
+        """The command lines a local job would run, without recording or starting it."""
+        spec = self.parse(data)
+        check_local(spec)
+        workdir, _ = self._resolve_paths(spec, None, cwd)
+        fake = list(range(spec.gpus_total))  # what assignment would hand out, at best
+        plan = build_plan(spec, "dry-run", self.jobs_root / "dry-run", workdir, {}, fake)
+        return [shlex.join(p.argv) for p in plan.procs]
+
+    def _resolve_paths(
+        self, spec: JobSpec, root: Path | None, cwd: Path | None
+    ) -> tuple[Path, str | None]:
+        base = (cwd or root or Path.cwd()).resolve()
+        workdir = (base / spec.working_dir).resolve() if spec.working_dir else base
+        if root is not None and not workdir.is_relative_to(root.resolve()):
+            raise InvalidInput(f"working_dir {spec.working_dir!r} is outside {root}")
+        if not workdir.is_dir():
+            raise InvalidInput(f"working_dir {workdir} does not exist")
+        script = spec.script
+        if script and (spec.framework != "plain" or script.endswith(".py")):
+            path = (workdir / script).resolve()
+            if root is not None and not path.is_relative_to(root.resolve()):
+                raise InvalidInput(f"script {script!r} is outside {root}")
+            if not path.is_file():
+                raise InvalidInput(
+                    f"script {script!r} not found",
+                    f"Looked for {path}; give a path relative to the working directory.",
+                )
+        return workdir, script
+
+    def _env(self, caller: Caller) -> dict[str, str]:
+        env = dict(os.environ)
+        for key in [k for k in env if k.startswith(("TORCHELASTIC_", "CUBE_TRAINING_"))]:
+            env.pop(key)  # a job started from inside another job is a job of its own
+        env.update(
+            {
+                ENV_DATA_DIR: str(self.settings.data_dir),
+                ENV_DB_URL: self.settings.db_url,
+                ENV_USER: caller.username,
+            }
+        )
+        return env
+
+    async def execute(self, job: LocalJob) -> str:
+        """Run to the end; the record is final when this returns."""
+        job_id = job.plan.job_id
+        self._running[job_id] = job
+        await asyncio.to_thread(self._update, job_id, status="running", started=True)
+        status = "failed"
+        try:
+            status = await job.run()
+            return status
+        except BaseException as exc:
+            job.cancel()
+            job.error = f"the launcher stopped: {type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self._running.pop(job_id, None)
+            gpus.release(job_id)
+            await asyncio.to_thread(self._finish, job, status)
+
+    def start(self, job: LocalJob) -> str:
+        """Run in the background of the current event loop (the server's)."""
+        job_id = job.plan.job_id
+        self._running[job_id] = job  # a stop before the task first runs must still find it
+        task = asyncio.get_running_loop().create_task(self.execute(job))
+        self._tasks[job_id] = task
+        task.add_done_callback(lambda _t: self._tasks.pop(job_id, None))
+        return job_id
+
+    def run_foreground(self, job: LocalJob) -> str:
+        """Run in this process (the CLI); Ctrl-C or SIGTERM stop the job cleanly."""
+
+        async def main() -> str:
+            loop = asyncio.get_running_loop()
+            if threading.current_thread() is threading.main_thread():
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, job.cancel)
+            return await self.execute(job)
+
+        return asyncio.run(main())
+
+    async def wait(self, job_id: str) -> str | None:
+        task = self._tasks.get(job_id)
+        return await task if task else None
+
+    def _update(self, job_id: str, *, started: bool = False, **fields: Any) -> None:
+        with self.store.write() as s:
+            job = s.get(TrainingJob, job_id)
+            if job is None:
+                return
+            if started:
+                job.started_at = datetime.now(UTC)
+            for key, value in fields.items():
+                setattr(job, key, value)
+
+    def _finish(self, job: LocalJob, status: str) -> None:
+        job_dir = job.plan.job_dir
+        reports = metrics.read_reports(job_dir / "metrics.jsonl")
+        with self.store.write() as s:
+            row = s.get(TrainingJob, job.plan.job_id)
+            if row is None:
+                return
+            info = dict(row.info or {})
+            info["last_checkpoint"] = metrics.last_checkpoint(reports) or _newest(
+                Path(info.get("output_dir") or job_dir / "output")
+            )
+            if job.first_output_at is not None:
+                info["had_output"] = True
+            row.info = info
+            row.status = status
+            row.attempts = job.attempts
+            row.exit_code = job.exit_code
+            row.error = None if status == "succeeded" else job.error
+            row.finished_at = datetime.now(UTC)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def list(self, caller: Caller, *, project: str | None = None, limit: int = 50) -> list[JobView]:
+        if not 1 <= limit <= 500:
+            raise InvalidInput("limit must be between 1 and 500", f"got {limit}")
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            ids = (
+                [self.projects.resolve(s, caller, project).id]
+                if project
+                else self.projects.visible_ids(s, caller)
+            )
+            rows = s.execute(
+                select(TrainingJob, Project.name)
+                .join(Project, Project.id == TrainingJob.project_id)
+                .where(TrainingJob.project_id.in_(ids))
+                .order_by(TrainingJob.created_at.desc())
+                .limit(limit)
+            )
+            return [JobView.of(job, name) for job, name in rows]
+
+    def get(self, caller: Caller, job_id: str) -> JobView:
+        with self.store.read() as s:
+            job, project = self._job(s, caller, job_id)
+            return JobView.of(job, project)
+
+    def _job(self, s: Session, caller: Caller, job_id: str) -> tuple[TrainingJob, str]:
+        self.projects.ensure_personal(caller)
+        row = s.execute(
+            select(TrainingJob, Project.name)
+            .join(Project, Project.id == TrainingJob.project_id)
+            .where(
+                TrainingJob.id == job_id,
+                TrainingJob.project_id.in_(self.projects.visible_ids(s, caller)),
+            )
+        ).first()
+        if row is None:
+            raise NotFound(
+                f"training job {job_id!r} not found",
+                "GET /cube/api/v1/training/jobs lists the jobs you can see.",
+            )
+        return row[0], row[1]
+
+    def tail_log(
+        self, caller: Caller, job_id: str, offset: int = 0, limit: int = LOG_CHUNK
+    ) -> LogChunk:
+        """The aggregated log from ``offset``; call again with the returned offset to follow."""
+        if offset < 0:
+            raise InvalidInput("offset must be 0 or more")
+        with self.store.read() as s:
+            job, _ = self._job(s, caller, job_id)
+            done = job.status not in ACTIVE
+            path = Path(job.job_dir) / "log.txt"
+        if not path.exists():
+            return LogChunk("", 0, 0, done)
+        size = path.stat().st_size
+        if offset == 0 and size > limit:
+            offset = size - limit  # a first look shows the tail
+        with open(path, "rb") as fh:
+            fh.seek(min(offset, size))
+            data = fh.read(min(limit, LOG_CHUNK * 4))
+        return LogChunk(
+            data.decode("utf-8", "replace"),
+            offset + len(data),
+            size,
+            done and offset + len(data) >= size,
+        )
+
+    def metrics(self, caller: Caller, job_id: str) -> MetricsView:
+        """Series for charts: what the job reported, else what its log printed."""
+        with self.store.read() as s:
+            job, _ = self._job(s, caller, job_id)
+            job_dir, info = Path(job.job_dir), dict(job.info or {})
+        records = metrics.read_reports(job_dir / "metrics.jsonl")
+        source = "report"
+        if not records:
+            records, source = self._log_records(job_dir / "log.txt"), "log"
+        found = metrics.series(records)
+        return MetricsView(
+            job_id,
+            source if found else "none",
+            found,
+            {k: v[-1][1] for k, v in found.items()},
+            metrics.last_checkpoint(records) or info.get("last_checkpoint"),
+        )
+
+    @staticmethod
+    def _log_records(path: Path) -> list[dict[str, Any]]:
+        if not path.is_file():
+            return []
+        with open(path, "rb") as fh:
+            size = path.stat().st_size
+            fh.seek(max(0, size - MAX_LOG_PARSE))
+            text = fh.read().decode("utf-8", "replace")
+        return metrics.parse_log(text.splitlines())
+
+    # -- stopping, re-running, recovering -----------------------------------------------------
+
+    def stop(self, caller: Caller, job_id: str) -> JobView:
+        with self.store.read() as s:
+            job, _ = self._job(s, caller, job_id)
+            status, pid, host = job.status, job.runner_pid, job.runner_host
+        if status not in ACTIVE:
+            raise Conflict(f"job {job_id} already ended ({status})")
+        local = self._running.get(job_id)
+        if local is not None:
+            local.cancel()
+        elif host == socket.gethostname() and _pid_alive(pid) and pid != os.getpid():
+            os.kill(pid, signal.SIGTERM)  # `cube-lab train` stops its job on SIGTERM
+        else:
+            kill_marked(job_id)
+            self._mark_interrupted([job_id], "its launcher is gone; marked when stopped")
+        return self.get(caller, job_id)
+
+    def rerun(self, caller: Caller, job_id: str, root: Path | None = None) -> LocalJob:
+        """A new job with the same spec (and the same working directory)."""
+        with self.store.read() as s:
+            job, _ = self._job(s, caller, job_id)
+            spec, info = dict(job.spec), dict(job.info or {})
+        parsed = JobSpec.from_dict(_spec_input(spec))
+        cwd = Path(info["cwd"]) if info.get("cwd") else None
+        return self.prepare(caller, replace(parsed, working_dir=None), root, cwd=cwd)
+
+    def recover(self) -> list[str]:
+        """Mark jobs whose launcher died (a crash, a restart) as interrupted; kill leftovers."""
+        host = socket.gethostname()
+        with self.store.read() as s:
+            rows = s.execute(
+                select(TrainingJob.id, TrainingJob.runner_pid, TrainingJob.runner_host).where(
+                    TrainingJob.status.in_(ACTIVE)
+                )
+            ).all()
+        dead = [
+            r.id
+            for r in rows
+            if r.runner_host == host
+            and r.id not in self._running
+            and (r.runner_pid == os.getpid() or not _pid_alive(r.runner_pid))
+        ]
+        for job_id in dead:
+            kill_marked(job_id)  # ranks orphaned by the launcher's death
+        if dead:
+            self._mark_interrupted(dead, "the process running it stopped before it finished")
+        return dead
+
+    def _mark_interrupted(self, job_ids: list[str], why: str) -> None:
+        with self.store.write() as s:
+            for job in s.scalars(select(TrainingJob).where(TrainingJob.id.in_(job_ids))):
+                job.status, job.error, job.finished_at = "interrupted", why, datetime.now(UTC)
+
+    # -- the model registry ----------------------------------------------------------------
+
+    def register_model(
+        self,
+        caller: Caller,
+        job_id: str,
+        name: str,
+        path: str | None = None,
+        *,
+        project: str | None = None,
+        description: str = "",
+    ) -> Any:
+        """Register the job's checkpoint (or ``path``) with the job id in its lineage."""
+        job = self.get(caller, job_id)
+        if job.status != "succeeded":
+            raise Conflict(f"job {job_id} has not succeeded ({job.status})")
+        target = path or job.last_checkpoint or job.output_dir
+        if not target:
+            raise InvalidInput("the job recorded no checkpoint", "Give the path to register.")
+        resolved = Path(target)
+        if not resolved.is_absolute():
+            resolved = Path(job.working_dir or ".") / resolved
+        if not resolved.exists():
+            raise InvalidInput(f"{resolved} does not exist", "Give the path to register.")
+        found = self.metrics(caller, job_id)
+        return self.registry.register(
+            caller,
+            name=name,
+            path=resolved,
+            project=project or job.project,
+            description=description,
+            metrics=found.last,
+            params={"framework": job.framework, "processes": job.workers * job.nproc_per_worker},
+            source=job.spec.get("script") or job.command,
+            training_job_id=job.id,
+        )
+
+
+def _spec_input(spec: dict[str, Any]) -> dict[str, Any]:
+    """A stored spec back into ``JobSpec.from_dict`` input (empty optionals dropped)."""
+    out = {k: v for k, v in spec.items() if v not in (None, [], {})}
+    out["resources"] = {k: v for k, v in (spec.get("resources") or {}).items() if v is not None}
+    return out
+
+
+def _newest(folder: Path) -> str | None:
+    """The newest entry of the output folder: the last checkpoint, as a rule."""
+    if not folder.is_dir():
+        return None
+    entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    if not entries:
+        return None
+    return str(max(entries, key=lambda p: p.stat().st_mtime))
