@@ -20,15 +20,17 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cli_args import parse_pairs, split_ref
 from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
 from .identity import Caller
-from .pipelines.runner import NodeState
 from .serialize import to_jsonable
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .pipelines.runner import NodeState
 
 
 def _print_json(value: Any) -> None:

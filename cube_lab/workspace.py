@@ -7,17 +7,17 @@ they share one data dir, one database and the same rules.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .pipelines.schedules import ScheduleService
-from .pipelines.service import PipelineService
 from .projects import ProjectService
-from .registry.artifacts import ArtifactStore
-from .registry.service import RegistryService
 from .store import Store
-from .training.service import TrainingService
+
+if TYPE_CHECKING:
+    from .pipelines.schedules import ScheduleService
+    from .pipelines.service import PipelineService
+    from .registry.service import RegistryService
+    from .training.service import TrainingService
 
 
 class LazyCatalog:
@@ -37,37 +37,48 @@ class LazyCatalog:
         return name in self._catalog
 
 
-@dataclass
 class Workspace:
-    settings: Settings
-    store: Store
-    projects: ProjectService
-    registry: RegistryService
-    templates: Any  # a LazyCatalog over cube_lab.jobtemplates.TemplateCatalog
-    pipelines: PipelineService
-    schedules: ScheduleService
-    training: TrainingService
+    """The store and the services. Services are built (and their modules imported) on
+    first use, so a CLI command pays only for the capability it touches."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self.projects = ProjectService(store)
+        self.templates: Any = LazyCatalog()
 
     @classmethod
     def open(cls, settings: Settings) -> Workspace:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = Store(settings.db_url)
         store.migrate()
-        artifacts = ArtifactStore(settings.artifacts_dir)
-        projects = ProjectService(store)
-        templates = LazyCatalog()
-        pipelines = PipelineService(store, projects, settings, templates)
-        registry = RegistryService(store, projects, artifacts)
-        return cls(
-            settings,
-            store,
-            projects,
-            registry,
-            templates,
-            pipelines,
-            ScheduleService(store, projects, pipelines),
-            TrainingService(store, projects, settings, registry),
-        )
+        return cls(settings, store)
+
+    @functools.cached_property
+    def registry(self) -> RegistryService:
+        from .registry.artifacts import ArtifactStore
+        from .registry.service import RegistryService
+
+        artifacts = ArtifactStore(self.settings.artifacts_dir)
+        return RegistryService(self.store, self.projects, artifacts)
+
+    @functools.cached_property
+    def pipelines(self) -> PipelineService:
+        from .pipelines.service import PipelineService
+
+        return PipelineService(self.store, self.projects, self.settings, self.templates)
+
+    @functools.cached_property
+    def schedules(self) -> ScheduleService:
+        from .pipelines.schedules import ScheduleService
+
+        return ScheduleService(self.store, self.projects, self.pipelines)
+
+    @functools.cached_property
+    def training(self) -> TrainingService:
+        from .training.service import TrainingService
+
+        return TrainingService(self.store, self.projects, self.settings, self.registry)
 
     def close(self) -> None:
         self.store.dispose()

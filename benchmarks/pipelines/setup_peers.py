@@ -1,6 +1,6 @@
 """Create the peer venvs for the pipeline benchmark (outside cube-lab's own venv).
 
-- ``benchmarks/.peers/elyra``: Elyra 4.1.1 (``elyra-pipeline run``); takes ~4.5 min, pulls
+- ``benchmarks/.peers/elyra``: Elyra 4.1.1 (``elyra-pipeline run``); 4.5-9 min to install, pulls
   jupyter-ai, langchain, dask, ... which is why it never goes into cube-lab's venv.
 - ``benchmarks/.peers/kfp``: the kfp SDK (``kfp.local``); about a minute.
 

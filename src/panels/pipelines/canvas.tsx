@@ -31,6 +31,8 @@ import {
   disconnect,
   edges as graphEdges,
   moveNodes,
+  NODE_HEIGHT,
+  NODE_WIDTH,
   removeNodes
 } from './graph';
 import { PipelineEditorModel } from './model';
@@ -220,6 +222,10 @@ function buildNodes(
       id: n.id,
       type: 'cube',
       position: { x: n.x, y: n.y },
+      // Known sizes: React Flow can place edges and fit the view before
+      // measuring every node.
+      width: NODE_WIDTH,
+      height: NODE_HEIGHT,
       data,
       selected: selected.has(n.id)
     };
