@@ -50,7 +50,7 @@ PIPELINE_COMMANDS = ("run", "validate", "runs", "logs", "cancel", "compile", "sc
 @magics_class
 class CubeMagics(Magics):
     @line_magic
-    def cube_register(self, line: str) -> Any:
+    def cube_register(self, line: str) -> None:
         """Register a model version: ``%cube_register iris-rf model.pkl --metric acc=0.9``."""
         from .registry import register
 
@@ -78,10 +78,9 @@ class CubeMagics(Magics):
             f"Registered {version.model} v{version.version} ({version.flavor}, "
             f"{version.size_bytes:,} bytes) in project {version.project}"
         )
-        return version
 
     @line_magic
-    def cube_pipeline(self, line: str) -> int:
+    def cube_pipeline(self, line: str) -> None:
         """Run or check a pipeline with live per-node progress:
         ``%cube_pipeline run flow.pipeline --parallel 4 --param lr=0.1``.
 
@@ -93,28 +92,10 @@ class CubeMagics(Magics):
                 f"usage: %cube_pipeline {'|'.join(PIPELINE_COMMANDS)} FILE.pipeline [options] "
                 "(see `cube-lab pipeline run --help`)"
             )
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cube_lab.cli", "pipeline", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        assert proc.stdout is not None
-        try:
-            for out in proc.stdout:
-                print(out, end="", flush=True)
-            code = proc.wait()
-        except KeyboardInterrupt:
-            proc.send_signal(signal.SIGINT)  # the runner cancels every node on SIGINT
-            for out in proc.stdout:
-                print(out, end="", flush=True)
-            code = proc.wait()
-        if code != 0:
-            raise UsageError(f"cube-lab pipeline {args[0]} failed (exit code {code})")
-        return code
+        _stream_cli(["pipeline", *args], f"cube-lab pipeline {args[0]}")
 
     @line_magic("cube_train")
-    def cube_train_line(self, line: str) -> int:
+    def cube_train_line(self, line: str) -> None:
         """Run a distributed training job, streaming every rank's output:
         ``%cube_train --nproc 2 train.py --epochs 3`` (options as ``cube-lab train``)."""
         args = shlex.split(line)
@@ -123,10 +104,10 @@ class CubeMagics(Magics):
                 "usage: %cube_train [--framework F] [--workers N] [--nproc N] [--gpus N] "
                 "SCRIPT [ARGS...] (see `cube-lab train --help`)"
             )
-        return _stream_cli(["train", *args], "cube-lab train")
+        _stream_cli(["train", *args], "cube-lab train")
 
     @cell_magic("cube_train")
-    def cube_train_cell(self, line: str, cell: str) -> int:
+    def cube_train_cell(self, line: str, cell: str) -> None:
         """The cell becomes the training script: ``%%cube_train --nproc 2 [-- SCRIPT ARGS]``."""
         options, _, script_args = line.partition(" -- ")
         if options.strip() == "--":
@@ -138,10 +119,10 @@ class CubeMagics(Magics):
         path = folder / f"cell_{hashlib.sha256(cell.encode()).hexdigest()[:12]}.py"
         path.write_text(cell)
         args = [*shlex.split(options), str(path), *shlex.split(script_args)]
-        return _stream_cli(["train", *args], "cube-lab train")
+        _stream_cli(["train", *args], "cube-lab train")
 
 
-def _stream_cli(args: list[str], what: str) -> int:
+def _stream_cli(args: list[str], what: str) -> None:
     """Run ``cube-lab ARGS`` as a child and print its output live; an interrupt stops it."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "cube_lab.cli", *args],
@@ -161,4 +142,3 @@ def _stream_cli(args: list[str], what: str) -> int:
         code = proc.wait()
     if code != 0:
         raise UsageError(f"{what} failed (exit code {code})")
-    return code

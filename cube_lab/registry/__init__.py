@@ -20,6 +20,10 @@ def _current_source() -> str | None:
     """The notebook (jupyter-server tells kernels its path) or the script that is running."""
     notebook = os.environ.get("JPY_SESSION_NAME")
     if notebook:
+        root = os.environ.get("CUBE_LAB_ROOT_DIR")  # shown relative to the server root
+        path = Path(notebook)
+        if root and path.is_absolute() and path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
         return notebook
     script = sys.argv[0] if sys.argv else ""
     return script if script.endswith((".py", ".ipynb")) else None
