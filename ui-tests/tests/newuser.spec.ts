@@ -15,9 +15,12 @@ test('a model registered from a notebook appears in the Models section', async (
 }) => {
   // Galata opens each test in its own folder (tmpPath): the kernel starts there.
   const weights = Buffer.from('tour weights '.repeat(20)).toString('base64');
-  const upload = await request.put(`${baseURL}/api/contents/${tmpPath}/tour-weights.bin`, {
-    data: { type: 'file', format: 'base64', content: weights }
-  });
+  const upload = await request.put(
+    `${baseURL}/api/contents/${tmpPath}/tour-weights.bin`,
+    {
+      data: { type: 'file', format: 'base64', content: weights }
+    }
+  );
   expect(upload.ok(), await upload.text()).toBeTruthy();
 
   await page.notebook.createNew('tour.ipynb', { kernel: 'cube-lab' });
