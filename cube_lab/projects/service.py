@@ -109,6 +109,14 @@ class ProjectService:
         """Create the personal project once; later calls cost nothing (no write lock taken)."""
         if caller.username in self._ensured:
             return
+        with self.store.read() as s:  # usually it exists: don't queue for the write lock
+            if s.scalar(
+                select(Project.id).where(
+                    Project.kind == "personal", Project.created_by == caller.username
+                )
+            ):
+                self._ensured.add(caller.username)
+                return
         for _ in range(3):  # two first requests of a new user may race on the insert
             try:
                 with self.store.write() as s:
