@@ -1,5 +1,7 @@
-"""Start a child process and await its end without a thread per child.
+"""Child processes: start one, await its end, kill its group, and tell whether a
+recorded runner process is still alive (for marking crashed runs and jobs).
 
+Why not asyncio's subprocesses:
 ``asyncio.create_subprocess_exec`` costs a few milliseconds per process here
 (transports, and on Python 3.11 a watcher thread per child); for pipelines of
 hundreds of short nodes that is most of the overhead. A plain ``Popen`` plus a
@@ -11,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import subprocess
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 def start(
@@ -51,3 +54,30 @@ async def wait(proc: subprocess.Popen[bytes]) -> int:
 def kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def orphaned(rows: list[Any], in_hand: set[str] | dict[str, Any]) -> list[str]:
+    """Ids of records (``id, runner_pid, runner_host``) whose runner process is gone.
+
+    Only this machine's records are judged; a record this process started but no longer
+    holds (``in_hand``) means it was left behind by an earlier process with our pid."""
+    host = socket.gethostname()
+    return [
+        r.id
+        for r in rows
+        if r.runner_host == host
+        and r.id not in in_hand
+        and (r.runner_pid == os.getpid() or not pid_alive(r.runner_pid))
+    ]

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, selectinload
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
+from ..processes import orphaned, pid_alive
 from ..projects import ProjectService
 from ..store import Store
 from ..store.models import NodeRun, PipelineRun, Project
@@ -59,18 +60,6 @@ LOG_CHUNK = 64 * 1024
 
 def _new_run_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def coerce_params(pipeline: Pipeline, given: dict[str, Any]) -> dict[str, Any]:
@@ -483,7 +472,7 @@ class PipelineService:
         runner = self._runners.get(run_id)
         if runner is not None:
             runner.cancel()
-        elif host == socket.gethostname() and _pid_alive(pid) and pid != os.getpid():
+        elif host == socket.gethostname() and pid_alive(pid) and pid != os.getpid():
             os.kill(pid, signal.SIGTERM)  # the CLI that runs it cancels on SIGTERM
         else:
             self._mark_interrupted([run_id], "its runner is gone; marked when cancelled")
@@ -491,20 +480,13 @@ class PipelineService:
 
     def recover(self) -> list[str]:
         """Mark runs whose runner process died (a crash, a kill) as interrupted."""
-        host = socket.gethostname()
         with self.store.read() as s:
             runs = s.execute(
                 select(PipelineRun.id, PipelineRun.runner_pid, PipelineRun.runner_host).where(
                     PipelineRun.status.in_(ACTIVE)
                 )
             ).all()
-        dead = [
-            r.id
-            for r in runs
-            if r.runner_host == host
-            and r.id not in self._runners
-            and (r.runner_pid == os.getpid() or not _pid_alive(r.runner_pid))
-        ]
+        dead = orphaned(runs, self._runners)
         if dead:
             self._mark_interrupted(dead, "the process running it stopped before it finished")
         return dead

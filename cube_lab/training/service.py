@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
+from ..processes import orphaned, pid_alive
 from ..projects import ProjectService
 from ..serialize import aware
 from ..store import Store
@@ -118,18 +119,6 @@ class MetricsView:
 
 def _new_job_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class TrainingService:
@@ -438,7 +427,7 @@ class TrainingService:
         local = self._running.get(job_id)
         if local is not None:
             local.cancel()
-        elif host == socket.gethostname() and _pid_alive(pid) and pid != os.getpid():
+        elif host == socket.gethostname() and pid_alive(pid) and pid != os.getpid():
             os.kill(pid, signal.SIGTERM)  # `cube-lab train` stops its job on SIGTERM
         else:
             kill_marked(job_id)
@@ -456,20 +445,13 @@ class TrainingService:
 
     def recover(self) -> list[str]:
         """Mark jobs whose launcher died (a crash, a restart) as interrupted; kill leftovers."""
-        host = socket.gethostname()
         with self.store.read() as s:
             rows = s.execute(
                 select(TrainingJob.id, TrainingJob.runner_pid, TrainingJob.runner_host).where(
                     TrainingJob.status.in_(ACTIVE)
                 )
             ).all()
-        dead = [
-            r.id
-            for r in rows
-            if r.runner_host == host
-            and r.id not in self._running
-            and (r.runner_pid == os.getpid() or not _pid_alive(r.runner_pid))
-        ]
+        dead = orphaned(rows, self._running)
         for job_id in dead:
             kill_marked(job_id)  # ranks orphaned by the launcher's death
         if dead:
