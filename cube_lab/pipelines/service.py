@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import socket
-import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -328,7 +327,6 @@ class PipelineService:
 
         async def main() -> str:
             loop = asyncio.get_running_loop()
-            _use_pidfd_watcher(loop)
             if threading.current_thread() is threading.main_thread():
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.add_signal_handler(sig, runner.cancel)
@@ -503,19 +501,6 @@ class PipelineService:
                 for node in run.nodes:
                     if node.status in ("pending", "running"):
                         node.status, node.finished_at = "interrupted", stamp
-
-
-def _use_pidfd_watcher(loop: asyncio.AbstractEventLoop) -> None:
-    """Python 3.11 waits for each child in a thread of its own; a pidfd in the event loop
-    is cheaper per node (3.12 does this by itself). Only in processes we own (the CLI)."""
-    if sys.version_info >= (3, 12) or not hasattr(asyncio, "PidfdChildWatcher"):
-        return
-    try:
-        watcher = asyncio.PidfdChildWatcher()
-        watcher.attach_loop(loop)
-        asyncio.set_child_watcher(watcher)
-    except (OSError, RuntimeError):  # no pidfd_open on this kernel: keep the default
-        return
 
 
 def _display(path: str, root: Path | None) -> str:
