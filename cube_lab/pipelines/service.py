@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, selectinload
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
+from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import orphaned, pid_alive
 from ..projects import ProjectService
 from ..store import Store
@@ -37,7 +38,7 @@ from .model import Pipeline
 from .nodekinds import NodeContext, Problem, node_kinds
 from .recorder import StoreRecorder
 from .runner import OK, LocalRunner, NodeState, Prior, RunPlan, SavedOutput, node_folder
-from .views import LogChunk, ResultFile, RunView
+from .views import ResultFile, RunView
 
 ACTIVE = ("queued", "running")
 RESULT_KINDS = {
@@ -54,7 +55,6 @@ RESULT_KINDS = {
     ".log": "text",
     ".md": "text",
 }
-LOG_CHUNK = 64 * 1024
 
 
 def _new_run_id() -> str:
@@ -415,20 +415,7 @@ class PipelineService:
             run, node = self._node(s, caller, run_id, node_id)
             done = node.status not in ("pending", "running")
             path = Path(run.run_dir) / "nodes" / node_folder(node_id) / "log.txt"
-        if not path.exists():
-            return LogChunk("", 0, 0, done)
-        size = path.stat().st_size
-        if offset == 0 and size > limit:
-            offset = size - limit  # a first look shows the tail
-        with open(path, "rb") as fh:
-            fh.seek(min(offset, size))
-            data = fh.read(min(limit, LOG_CHUNK * 4))
-        return LogChunk(
-            data.decode("utf-8", "replace"),
-            offset + len(data),
-            size,
-            done and offset + len(data) >= size,
-        )
+        return read_chunk(path, offset, limit, done)
 
     def results(self, caller: Caller, run_id: str, node_id: str) -> list[ResultFile]:
         """Files worth showing for a node: saved outputs, the executed notebook, values."""

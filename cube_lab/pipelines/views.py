@@ -100,14 +100,6 @@ class RunView:
 
 
 @dataclass(frozen=True)
-class LogChunk:
-    text: str
-    offset: int  # pass it back to read on from here
-    size: int
-    done: bool  # the node has finished: no more will come
-
-
-@dataclass(frozen=True)
 class ResultFile:
     name: str
     path: str  # relative to the node's run folder

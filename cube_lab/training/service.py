@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
+from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import orphaned, pid_alive
 from ..projects import ProjectService
 from ..serialize import aware
@@ -38,7 +39,6 @@ from .local import LocalJob, build_plan, check_local, kill_marked
 from .spec import JobSpec
 
 ACTIVE = ("queued", "running")
-LOG_CHUNK = 64 * 1024
 MAX_LOG_PARSE = 16 * 1024 * 1024
 
 
@@ -98,14 +98,6 @@ class JobView:
             job.finished_at,
             duration,
         )
-
-
-@dataclass(frozen=True)
-class LogChunk:
-    text: str
-    offset: int
-    size: int
-    done: bool
 
 
 @dataclass(frozen=True)
@@ -373,20 +365,7 @@ class TrainingService:
             job, _ = self._job(s, caller, job_id)
             done = job.status not in ACTIVE
             path = Path(job.job_dir) / "log.txt"
-        if not path.exists():
-            return LogChunk("", 0, 0, done)
-        size = path.stat().st_size
-        if offset == 0 and size > limit:
-            offset = size - limit  # a first look shows the tail
-        with open(path, "rb") as fh:
-            fh.seek(min(offset, size))
-            data = fh.read(min(limit, LOG_CHUNK * 4))
-        return LogChunk(
-            data.decode("utf-8", "replace"),
-            offset + len(data),
-            size,
-            done and offset + len(data) >= size,
-        )
+        return read_chunk(path, offset, limit, done)
 
     def metrics(self, caller: Caller, job_id: str) -> MetricsView:
         """Series for charts: what the job reported, else what its log printed."""
