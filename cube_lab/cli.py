@@ -275,19 +275,36 @@ def pipeline_validate(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
 
 
 def pipeline_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    from .pipelines import launch
+    from .pipelines.recorder import StoreRecorder
+
     path = Path(a.path)
-    runner, recorder = ws.pipelines.prepare(
-        caller,
-        path,
-        _pipeline_root(path),
-        project=a.project,
-        params=parse_pairs(a.param, "param"),
-        only=a.only,
-        from_node=a.from_node,
-        cache=a.cache,
-        parallelism=a.parallel,
-        trigger="cli",
-    )
+    root = _pipeline_root(path)
+    params = parse_pairs(a.param, "param")
+    if a.only or a.from_node or a.cache or a.project:
+        # These look things up in the store (earlier runs, the project) before starting.
+        runner, recorder = ws.pipelines.prepare(
+            caller,
+            path,
+            root,
+            project=a.project,
+            params=params,
+            only=a.only,
+            from_node=a.from_node,
+            cache=a.cache,
+            parallelism=a.parallel,
+            trigger="cli",
+        )
+    else:
+        # Nothing to look up: nodes start while the recorder's thread opens the store
+        # and writes the run record (SQLAlchemy's import alone is a third of a second).
+        plan = launch.plan_launch(path, root, ws.templates, params=params, parallelism=a.parallel)
+        recorder = StoreRecorder(
+            lambda: ws.store,
+            plan.run_id,
+            setup=lambda: ws.pipelines.record(caller, plan, None, "cli"),
+        )
+        runner = launch.build_runner(plan, ws.settings, caller, ws.templates, recorder)
     started = time.monotonic()
     total = len(runner.plan.selected)
     finished: set[str] = set()
@@ -315,7 +332,7 @@ def pipeline_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             f"parallelism {runner.plan.parallelism}",
             flush=True,
         )
-    status = ws.pipelines.run_foreground(runner, recorder, progress)
+    status = launch.run_foreground(runner, recorder, progress)
     print(f"run {runner.plan.run_id} {status} in {time.monotonic() - started:.2f}s")
     if status != "succeeded":
         failed = [s for s in runner.states.values() if s.status == "failed"]
@@ -752,7 +769,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        ws = Workspace.open(Settings.resolve(args.data_dir, args.db_url))
+        ws = Workspace(Settings.resolve(args.data_dir, args.db_url))
         try:
             args.fn(ws, Caller(local_username()), args)
         finally:

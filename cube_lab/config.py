@@ -61,3 +61,8 @@ class Settings:
     @property
     def artifacts_dir(self) -> Path:
         return self.data_dir / "artifacts"
+
+    @property
+    def runs_dir(self) -> Path:
+        """Every pipeline run's folder."""
+        return self.data_dir / "runs"

@@ -37,3 +37,9 @@ class Forbidden(CubeError):
 
 class Conflict(CubeError):
     status = 409
+
+
+class StoreUnavailable(CubeError):
+    """The database cannot be opened (a bad URL, a server down, a folder not writable)."""
+
+    status = 503

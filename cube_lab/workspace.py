@@ -7,16 +7,18 @@ they share one data dir, one database and the same rules.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .projects import ProjectService
-from .store import Store
+from .errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from .pipelines.schedules import ScheduleService
     from .pipelines.service import PipelineService
+    from .projects import ProjectService
     from .registry.service import RegistryService
+    from .store import Store
     from .training.service import TrainingService
 
 
@@ -38,21 +40,35 @@ class LazyCatalog:
 
 
 class Workspace:
-    """The store and the services. Services are built (and their modules imported) on
-    first use, so a CLI command pays only for the capability it touches."""
+    """The store and the services. The store and the services are built (and their
+    modules imported) on first use, so a CLI command pays only for what it touches: a
+    plain ``pipeline run`` starts its first nodes while another thread opens the store."""
 
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.store = store
-        self.projects = ProjectService(store)
         self.templates: Any = LazyCatalog()
+        self._store: Store | None = None
+        self._store_lock = threading.Lock()  # the CLI may open it from a recorder thread
 
     @classmethod
     def open(cls, settings: Settings) -> Workspace:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        store = Store(settings.db_url)
-        store.migrate()
-        return cls(settings, store)
+        """A workspace whose store is opened (and migrated) now."""
+        ws = cls(settings)
+        ws.store  # noqa: B018 - open it now, so errors surface here
+        return ws
+
+    @property
+    def store(self) -> Store:
+        with self._store_lock:
+            if self._store is None:
+                self._store = _open_store(self.settings)
+            return self._store
+
+    @functools.cached_property
+    def projects(self) -> ProjectService:
+        from .projects import ProjectService
+
+        return ProjectService(self.store)
 
     @functools.cached_property
     def registry(self) -> RegistryService:
@@ -81,7 +97,25 @@ class Workspace:
         return TrainingService(self.store, self.projects, self.settings, self.registry)
 
     def close(self) -> None:
-        self.store.dispose()
+        if self._store is not None:
+            self._store.dispose()
+
+
+def _open_store(settings: Settings) -> Store:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from .store import Store
+
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        store = Store(settings.db_url)
+        store.migrate()
+    except (OSError, SQLAlchemyError) as exc:
+        raise StoreUnavailable(
+            f"cannot open the cube-lab database {settings.store_label}: {exc}",
+            "Check --db-url / CUBE_LAB_DB_URL and --data-dir / CUBE_LAB_DATA_DIR.",
+        ) from exc
+    return store
 
 
 @functools.cache

@@ -11,8 +11,10 @@ from pathlib import Path
 from pipeline_util import node, script, write_pipeline
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path, db_url: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CUBE_LAB_USER": "alice"}
+    if db_url:
+        env["CUBE_LAB_DB_URL"] = db_url
     return subprocess.run(
         [sys.executable, "-m", "cube_lab.cli", "pipeline", *args],
         cwd=cwd,
@@ -108,3 +110,20 @@ def test_compile_for_kubeflow(tmp_path: Path) -> None:
     assert len(train["dependentTasks"]) == 1 and "prep" in train["dependentTasks"][0]
     bad = cli("compile", "missing.pipeline", cwd=tmp_path)
     assert bad.returncode == 2 and "not found" in bad.stderr
+
+
+def test_a_run_that_cannot_be_recorded_is_cancelled_with_a_clear_error(tmp_path: Path) -> None:
+    # A plain run starts nodes before the store is open; if the store then cannot be
+    # opened, the run stops and the user is told why (no traceback, non-zero exit).
+    script(tmp_path, "a.py", "print('a')\n")
+    script(tmp_path, "b.py", "import time; time.sleep(30)\n")
+    write_pipeline(
+        tmp_path, [node("a", filename="a.py"), node("b", upstream=("a",), filename="b.py")]
+    )
+    (tmp_path / "not-a-folder").write_text("")
+    out = cli(
+        "run", "p.pipeline", cwd=tmp_path, db_url=f"sqlite:///{tmp_path}/not-a-folder/cube.db"
+    )
+    assert out.returncode == 1
+    assert "cube-lab: error: cannot open the cube-lab database" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from pipeline_util import node, script, write_pipeline
 
-from cube_lab.errors import Conflict, InvalidInput
+from cube_lab.errors import Conflict, InvalidInput, NotFound
 from cube_lab.identity import Caller
 from cube_lab.pipelines.validation import PipelineInvalid
 
@@ -353,7 +353,14 @@ def test_killed_runner_leaves_an_interrupted_run(ws: Any, tmp_path: Path) -> Non
     first = proc.stdout.readline()
     run_id = first.split()[1].rstrip(":")
     deadline = time.time() + 30
-    while ws.pipelines.get_run(ALICE, run_id).status != "running" and time.time() < deadline:
+
+    def status() -> str | None:  # the CLI writes the record while its first nodes start
+        try:
+            return str(ws.pipelines.get_run(ALICE, run_id).status)
+        except NotFound:
+            return None
+
+    while status() != "running" and time.time() < deadline:
         time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)  # a crash: no chance to record anything
     proc.wait()

@@ -79,11 +79,16 @@ def loads(text: str, path: Path | None = None) -> Pipeline:
         doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise PipelineFormatError("the pipeline file is not valid JSON", str(exc)) from None
-    return from_document(doc, path)
+    return _from_own_document(_expect(doc, dict, "the pipeline document"), path)
 
 
 def from_document(doc: Any, path: Path | None = None) -> Pipeline:
-    doc = copy.deepcopy(_expect(doc, dict, "the pipeline document"))
+    """A pipeline from a parsed document; the document itself is left as it was."""
+    return _from_own_document(copy.deepcopy(_expect(doc, dict, "the pipeline document")), path)
+
+
+def _from_own_document(doc: dict[str, Any], path: Path | None) -> Pipeline:
+    """Like from_document, but takes over ``doc`` (migration edits it in place)."""
     if doc.get("doc_type", "pipeline") != "pipeline":
         raise PipelineFormatError(f"doc_type is {doc.get('doc_type')!r}, not 'pipeline'")
     pipelines = _expect(doc.get("pipelines"), list, "pipelines")

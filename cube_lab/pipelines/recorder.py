@@ -3,27 +3,48 @@
 The runner's critical path (a node ends, the next starts) never waits for the
 database: changes are queued, coalesced per node, and written in one transaction
 per batch. ``close()`` drains the queue, so a finished run is fully on disk.
+
+The thread also opens the store, and may write the run record first (``setup``):
+the CLI starts nodes while this thread imports SQLAlchemy and migrates the store.
+Changes queued before then are written once the record exists.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from ..store import Store
-from ..store.models import NodeRun, PipelineRun
 from .runner import NodeState, now
 
+if TYPE_CHECKING:
+    from ..store import Store
+
 _STOP = object()
+BATCH_WINDOW_S = 0.1
 
 
 class StoreRecorder:
-    def __init__(self, store: Store, run_id: str) -> None:
-        self.store = store
+    def __init__(
+        self,
+        open_store: Callable[[], Store],
+        run_id: str,
+        setup: Callable[[], object] | None = None,
+    ) -> None:
         self.run_id = run_id
+        self.error: BaseException | None = None  # why nothing could be recorded
+        self._open_store = open_store
+        self._setup = setup
+        self._on_error: Callable[[BaseException], None] | None = None
         self._queue: queue.Queue[Any] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name=f"recorder-{run_id}", daemon=True)
+
+    def start(self, on_error: Callable[[BaseException], None] | None = None) -> None:
+        """Start the thread; ``on_error`` is called from it if the store cannot be opened or
+        the run record cannot be written."""
+        self._on_error = on_error
         self._thread.start()
 
     def node_changed(self, state: NodeState) -> None:
@@ -57,15 +78,32 @@ class StoreRecorder:
         self._queue.put(("run", self.run_id, fields))
 
     def close(self) -> None:
+        if self._thread.ident is None:  # never started: still write what was queued
+            self._thread.start()
         self._queue.put(_STOP)
         self._thread.join()
 
     def _loop(self) -> None:
+        try:
+            self.store = self._open_store()
+            if self._setup:
+                self._setup()
+        except Exception as exc:
+            self.error = exc
+            if self._on_error:
+                self._on_error(exc)
+            while self._queue.get() is not _STOP:  # nothing can be written: drop changes
+                pass
+            return
         while True:
             batch = [self._queue.get()]
-            while True:
+            # Gather what else arrives within the window: one transaction per window, not
+            # per change (a chain of short nodes would otherwise write every few ms, and
+            # this thread's ORM work takes the GIL from the runner starting nodes).
+            deadline = time.monotonic() + BATCH_WINDOW_S
+            while batch[-1] is not _STOP:
                 try:
-                    batch.append(self._queue.get_nowait())
+                    batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
             stop = any(item is _STOP for item in batch)
@@ -79,14 +117,14 @@ class StoreRecorder:
                 return
 
     def _write(self, changes: dict[tuple[str, str], dict[str, Any]]) -> None:
+        from sqlalchemy import update
+
+        from ..store.models import NodeRun, PipelineRun
+
         with self.store.write() as s:
             for (what, key), fields in changes.items():
-                row = (
-                    s.get(NodeRun, (self.run_id, key))
-                    if what == "node"
-                    else s.get(PipelineRun, key)
-                )
-                if row is None:
-                    continue
-                for name, value in fields.items():
-                    setattr(row, name, value)
+                if what == "node":
+                    where = (NodeRun.run_id == self.run_id) & (NodeRun.node_id == key)
+                    s.execute(update(NodeRun).where(where).values(**fields))
+                else:
+                    s.execute(update(PipelineRun).where(PipelineRun.id == key).values(**fields))

@@ -136,25 +136,37 @@ class LocalRunner:
         sem = asyncio.Semaphore(max(1, self.plan.parallelism))
         pending = set(self.plan.selected)
         running: dict[asyncio.Task[None], str] = {}
-        while pending or running:
-            for node_id in sorted(pending, key=lambda i: self.states[i].position):
+        children: dict[str, list[str]] = {node_id: [] for node_id in self.states}
+        for state in self.states.values():
+            for up in state.node.upstream:
+                children[up].append(state.node.id)
+
+        def settle(candidates: set[str]) -> None:
+            """Start (in file order) or skip each candidate whose upstream nodes are final.
+            Only nodes downstream of what just finished are looked at: a 200-node chain
+            would otherwise rescan every pending node after every node."""
+            queue = sorted(candidates & pending, key=lambda i: self.states[i].position)
+            while queue:
+                node_id = queue.pop(0)
                 ups = [self.states[u] for u in self.states[node_id].node.upstream]
-                if any(u.status in FINAL - OK for u in ups) or self.cancelled:
+                if self.cancelled or any(u.status in FINAL - OK for u in ups):
                     pending.discard(node_id)
                     self._finish(
                         self.states[node_id],
                         "cancelled" if self.cancelled else "skipped",
                         error="an upstream node did not succeed",
                     )
+                    queue.extend(c for c in children[node_id] if c in pending)
                 elif all(u.status in OK for u in ups):
                     pending.discard(node_id)
                     task = asyncio.create_task(self._guarded(self.states[node_id], sem))
                     running[task] = node_id
-            if not running:
-                break
+
+        settle(pending)
+        while running:
             done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                running.pop(task)
+            finished = {running.pop(task) for task in done}
+            settle(set(pending) if self.cancelled else {c for f in finished for c in children[f]})
         statuses = [s.status for s in self.states.values() if s.node.id in self.plan.selected]
         if self.cancelled:
             status = "cancelled"

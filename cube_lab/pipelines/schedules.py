@@ -146,7 +146,7 @@ class ScheduleService:
             from .validation import PipelineInvalid
 
             raise PipelineInvalid(problems)
-        from .service import coerce_params
+        from .launch import coerce_params
 
         coerce_params(pipeline, params or {})  # refuse bad parameters now, not at 3 a.m.
         label = name if name is not None else path.stem

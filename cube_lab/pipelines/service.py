@@ -15,8 +15,6 @@ import json
 import os
 import signal
 import socket
-import threading
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
+from ..config import Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
@@ -33,11 +31,20 @@ from ..processes import orphaned, pid_alive
 from ..projects import ProjectService
 from ..store import Store
 from ..store.models import NodeRun, PipelineRun, Project
-from . import elyra_format, validation
+from . import validation
+from .launch import (
+    Launch,
+    build_runner,
+    execute,
+    node_context,
+    open_pipeline,
+    plan_launch,
+    run_foreground,
+)
 from .model import Pipeline
-from .nodekinds import NodeContext, Problem, node_kinds
+from .nodekinds import Problem, node_kinds
 from .recorder import StoreRecorder
-from .runner import OK, LocalRunner, NodeState, Prior, RunPlan, SavedOutput, node_folder
+from .runner import OK, LocalRunner, NodeState, Prior, SavedOutput, node_folder
 from .views import ResultFile, RunView
 
 ACTIVE = ("queued", "running")
@@ -57,47 +64,6 @@ RESULT_KINDS = {
 }
 
 
-def _new_run_id() -> str:
-    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-
-
-def coerce_params(pipeline: Pipeline, given: dict[str, Any]) -> dict[str, Any]:
-    """Pipeline parameters: defaults, then overrides, converted to their declared types."""
-    known = {p.name: p for p in pipeline.parameters}
-    unknown = sorted(set(given) - set(known))
-    if unknown:
-        raise InvalidInput(
-            f"unknown pipeline parameters {unknown}",
-            f"This pipeline declares: {', '.join(known) or 'none'}.",
-        )
-    out: dict[str, Any] = {}
-    for name, param in known.items():
-        value = given.get(name, param.default)
-        if value is None or value == "":
-            if param.required:
-                raise InvalidInput(
-                    f"pipeline parameter {name!r} is required",
-                    f"Pass it with --param {name}=VALUE.",
-                )
-            out[name] = value
-            continue
-        try:
-            if param.type == "Integer":
-                value = int(value)
-            elif param.type == "Float":
-                value = float(value)
-            elif param.type == "Bool" and isinstance(value, str):
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError(value)
-                value = value.lower() in ("true", "1", "yes")
-        except (TypeError, ValueError):
-            raise InvalidInput(
-                f"pipeline parameter {name!r} must be {param.type}", f"got {value!r}"
-            ) from None
-        out[name] = value
-    return out
-
-
 class PipelineService:
     def __init__(
         self, store: Store, projects: ProjectService, settings: Settings, catalog: Any
@@ -106,25 +72,16 @@ class PipelineService:
         self.projects = projects
         self.settings = settings
         self.catalog = catalog
-        self.runs_root = settings.data_dir / "runs"
+        self.runs_root = settings.runs_dir
         self.runs_root.mkdir(parents=True, exist_ok=True)
         self._runners: dict[str, LocalRunner] = {}
         self._tasks: dict[str, asyncio.Task[str]] = {}
 
     # -- reading and checking ---------------------------------------------------------------
 
-    def open(self, path: Path, root: Path) -> Pipeline:
-        path = path.resolve()
-        if not path.is_relative_to(root.resolve()):
-            raise InvalidInput(f"{path} is outside the project folder {root}")
-        return elyra_format.load(path)
-
-    def context(self, pipeline: Pipeline, root: Path) -> NodeContext:
-        return NodeContext(pipeline.folder or root, root, self.catalog)
-
     def check(self, path: Path, root: Path) -> tuple[Pipeline, list[Problem]]:
-        pipeline = self.open(path, root)
-        return pipeline, validation.check(pipeline, self.context(pipeline, root))
+        pipeline = open_pipeline(path, root)
+        return pipeline, validation.check(pipeline, node_context(pipeline, root, self.catalog))
 
     # -- starting runs ------------------------------------------------------------------------
 
@@ -145,44 +102,56 @@ class PipelineService:
         logical_date: str | None = None,
     ) -> tuple[LocalRunner, StoreRecorder]:
         """Validate, write the run record, and build (not start) its runner."""
-        pipeline, problems = self.check(path, root)
-        if problems:
-            raise validation.PipelineInvalid(problems)
-        if only and from_node:
-            raise InvalidInput("give --only or --from, not both")
-        values = coerce_params(pipeline, params or {})
-        width = parallelism or pipeline.parallelism or os.cpu_count() or 1
-        if width < 1:
-            raise InvalidInput("parallelism must be at least 1", f"got {width}")
-        selected = self._select(pipeline, only, from_node)
+        launch = plan_launch(
+            path,
+            root,
+            self.catalog,
+            params=params,
+            only=only,
+            from_node=from_node,
+            cache=cache,
+            parallelism=parallelism,
+            logical_date=logical_date,
+        )
+        priors, project_id = self.record(caller, launch, project, trigger, schedule_id)
+        recorder = StoreRecorder(lambda: self.store, launch.run_id)
+        cache_lookup = (lambda key: self._cached(project_id, key)) if cache else None
+        runner = build_runner(
+            launch, self.settings, caller, self.catalog, recorder, priors, cache_lookup
+        )
+        return runner, recorder
+
+    def record(
+        self,
+        caller: Caller,
+        launch: Launch,
+        project: str | None,
+        trigger: str,
+        schedule_id: int | None = None,
+    ) -> tuple[dict[str, Prior], int]:
+        """Write the run record (status queued, every node pending) and find the outputs a
+        partial run reuses. Returns those and the run's project id."""
+        pipeline = launch.pipeline
         self.projects.ensure_personal(caller)
-        run_id = _new_run_id()
-        options = {
-            "params": values,
-            "only": only,
-            "from": from_node,
-            "cache": cache,
-            "parallelism": width,
-            "logical_date": logical_date,
-        }
         kinds = node_kinds()
         with self.store.write() as s:
             project_row = self.projects.resolve(s, caller, project)
-            needed = pipeline.upstream_closure(selected)
+            needed = pipeline.upstream_closure(launch.selected)
             priors = {
-                nid: self._prior(s, project_row.id, str(path), nid, pipeline) for nid in needed
+                nid: self._prior(s, project_row.id, str(launch.path), nid, pipeline)
+                for nid in needed
             }
             run = PipelineRun(
-                id=run_id,
+                id=launch.run_id,
                 project_id=project_row.id,
                 owner=caller.username,
-                pipeline_path=str(path),
+                pipeline_path=str(launch.path),
                 pipeline_name=pipeline.name,
                 status="queued",
                 trigger=trigger,
                 schedule_id=schedule_id,
-                options=options,
-                run_dir=str(self.runs_root / run_id),
+                options=launch.options,
+                run_dir=str(self.runs_root / launch.run_id),
                 runner_pid=os.getpid(),
                 runner_host=socket.gethostname(),
             )
@@ -200,35 +169,7 @@ class PipelineService:
                 for i, n in enumerate(pipeline.nodes)
             ]
             s.add(run)
-            project_id = project_row.id
-        plan = RunPlan(
-            run_id=run_id,
-            runs_root=self.runs_root,
-            root=root,
-            parallelism=width,
-            selected=selected,
-            priors=priors,
-            params=values,
-            base_env=self._env(caller, root, logical_date),
-            catalog=self.catalog,
-            cache_lookup=(lambda key: self._cached(project_id, key)) if cache else None,
-        )
-        (self.runs_root / run_id).mkdir(parents=True)
-        elyra_format.save(pipeline, self.runs_root / run_id / "pipeline.json")
-        recorder = StoreRecorder(self.store, run_id)
-        return LocalRunner(pipeline, plan, recorder), recorder
-
-    def _select(self, pipeline: Pipeline, only: str | None, from_node: str | None) -> set[str]:
-        ref = only or from_node
-        if not ref:
-            return {n.id for n in pipeline.nodes}
-        node = pipeline.find(ref)
-        if node is None:
-            raise NotFound(
-                f"no node {ref!r} in pipeline {pipeline.name!r}",
-                "Give a node id, or a label that only one node has.",
-            )
-        return {node.id} if only else pipeline.downstream(node.id)
+            return priors, project_row.id
 
     def _prior(
         self, s: Session, project_id: int, path: str, node_id: str, pipeline: Pipeline
@@ -279,33 +220,14 @@ class PipelineService:
             node.cache_key,
         )
 
-    def _env(self, caller: Caller, root: Path, logical_date: str | None) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            {
-                ENV_DATA_DIR: str(self.settings.data_dir),
-                ENV_DB_URL: self.settings.db_url,
-                ENV_USER: caller.username,
-                ENV_ROOT_DIR: str(root),
-            }
-        )
-        if logical_date:  # the cron time a scheduled run stands for
-            env["CUBE_LOGICAL_DATE"] = logical_date
-        return env
-
     async def execute(self, runner: LocalRunner, recorder: StoreRecorder) -> str:
         """Run to the end; the record is complete on disk when this returns."""
         run_id = runner.plan.run_id
         self._runners[run_id] = runner
         try:
-            return await runner.run()
-        except BaseException as exc:
-            runner.cancel()
-            recorder.run_changed("failed", f"the runner stopped: {type(exc).__name__}: {exc}")
-            raise
+            return await execute(runner, recorder)
         finally:
             self._runners.pop(run_id, None)
-            await asyncio.to_thread(recorder.close)
 
     def start(self, runner: LocalRunner, recorder: StoreRecorder) -> str:
         """Run in the background of the current event loop (the server's)."""
@@ -322,17 +244,7 @@ class PipelineService:
         listener: Callable[[NodeState], None] | None = None,
     ) -> str:
         """Run in this process (the CLI); Ctrl-C or SIGTERM cancel the run cleanly."""
-        if listener:
-            runner.listeners.append(listener)
-
-        async def main() -> str:
-            loop = asyncio.get_running_loop()
-            if threading.current_thread() is threading.main_thread():
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.add_signal_handler(sig, runner.cancel)
-            return await self.execute(runner, recorder)
-
-        return asyncio.run(main())
+        return run_foreground(runner, recorder, listener, self.execute)
 
     async def wait(self, run_id: str) -> str | None:
         task = self._tasks.get(run_id)
