@@ -167,7 +167,12 @@ class NodeKindsHandler(CubeHandler):
     async def get(self) -> None:
         kinds: dict[str, Any] = {}
         for op, kind in node_kinds().items():
-            kinds[op] = {"op": op, "name": kind.name, "display_name": kind.display_name}
+            kinds[op] = {
+                "op": op,
+                "name": kind.name,
+                "display_name": kind.display_name,
+                "schema": getattr(kind, "schema", None),  # a form for plug-in kinds' parameters
+            }
         self.reply({"node_kinds": list(kinds.values())})
 
 

@@ -266,13 +266,13 @@ BUILTIN_KINDS: tuple[Any, ...] = (
 )
 
 
+_BUILTIN_BY_OP: dict[str, Any] = {op: kind for kind in BUILTIN_KINDS for op in kind.ops}
+
+
 @functools.cache
 def node_kinds() -> dict[str, Any]:
     """op -> kind, built-ins first, then what installed packages register."""
-    kinds: dict[str, Any] = {}
-    for kind in BUILTIN_KINDS:
-        for op in kind.ops:
-            kinds[op] = kind
+    kinds = dict(_BUILTIN_BY_OP)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded = ep.load()
@@ -282,3 +282,13 @@ def node_kinds() -> dict[str, Any]:
         except Exception as exc:  # a broken plug-in must not break every pipeline
             print(f"cube-lab: node kind {ep.name!r} failed to load: {exc}", file=sys.stderr)
     return kinds
+
+
+def kind_for(op: str) -> Any | None:
+    """The kind of ``op``. Built-in ops skip the entry-point scan (tens of milliseconds
+    on every CLI run: it reads every installed package's metadata)."""
+    return _BUILTIN_BY_OP.get(op) or node_kinds().get(op)
+
+
+def kind_name(op: str) -> str:
+    return str(getattr(kind_for(op), "name", op))

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from .. import processes
 from ..errors import CubeError
 from .model import Node, Pipeline
-from .nodekinds import NodeCommand, NodeContext, node_kinds
+from .nodekinds import NodeCommand, NodeContext, kind_for, kind_name
 
 OK = frozenset({"succeeded", "cached", "reused"})
 FINAL = OK | {"failed", "cancelled", "skipped", "interrupted"}
@@ -106,7 +106,6 @@ class LocalRunner:
         self.plan = plan
         self.recorder = recorder
         self.listeners = listeners or []
-        self.kinds = node_kinds()
         self.cancelled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -114,7 +113,7 @@ class LocalRunner:
             n.id: NodeState(
                 n,
                 i,
-                getattr(self.kinds.get(n.op), "name", n.op),
+                kind_name(n.op),
                 plan.run_dir / "nodes" / node_folder(n.id) / "log.txt",
             )
             for i, n in enumerate(pipeline.nodes)
@@ -235,7 +234,7 @@ class LocalRunner:
             run_dir=node_dir,
             params=params,
         )
-        kind = self.kinds[node.op]
+        kind = kind_for(node.op)
         cmd = kind.command(node, ctx)
         env = self._env(node, cmd, node_dir)
         outputs = self._output_paths(node, cmd)

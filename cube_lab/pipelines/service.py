@@ -42,7 +42,7 @@ from .launch import (
     run_foreground,
 )
 from .model import Pipeline
-from .nodekinds import Problem, node_kinds
+from .nodekinds import Problem, kind_name
 from .recorder import StoreRecorder
 from .runner import OK, LocalRunner, NodeState, Prior, SavedOutput, node_folder
 from .views import ResultFile, RunView
@@ -133,7 +133,6 @@ class PipelineService:
         partial run reuses. Returns those and the run's project id."""
         pipeline = launch.pipeline
         self.projects.ensure_personal(caller)
-        kinds = node_kinds()
         with self.store.write() as s:
             project_row = self.projects.resolve(s, caller, project)
             needed = pipeline.upstream_closure(launch.selected)
@@ -160,7 +159,7 @@ class PipelineService:
                     node_id=n.id,
                     position=i,
                     label=n.label,
-                    kind=getattr(kinds.get(n.op), "name", n.op),
+                    kind=kind_name(n.op),
                     status="pending",
                     attempts=0,
                     values={},

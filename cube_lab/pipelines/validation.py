@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from .model import Pipeline
-from .nodekinds import NodeContext, Problem, node_kinds
+from .nodekinds import NodeContext, Problem, kind_for, node_kinds
 
 
 class PipelineInvalid(InvalidInput):
@@ -57,20 +57,19 @@ def check(pipeline: Pipeline, ctx: NodeContext) -> list[Problem]:
         if node.id in ids:
             problems.append(Problem(node.id, "id", "duplicate node id", node.label))
         ids.add(node.id)
-    kinds = node_kinds()
     for node in pipeline.nodes:
         for up in node.upstream:
             if up not in ids:
                 problems.append(
                     Problem(node.id, "inputs", f"link from unknown node {up!r}", node.label)
                 )
-        kind = kinds.get(node.op)
+        kind = kind_for(node.op)
         if kind is None:
             problems.append(
                 Problem(
                     node.id,
                     "op",
-                    f"unknown node type {node.op!r}; known: {', '.join(sorted(kinds))}",
+                    f"unknown node type {node.op!r}; known: {', '.join(sorted(node_kinds()))}",
                     node.label,
                 )
             )
