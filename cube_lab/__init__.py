@@ -27,6 +27,13 @@ def report(step: int | None = None, **metrics: Any) -> None:
     _report(step, **metrics)
 
 
+def tune(config: Any, base_dir: Any = None, **overrides: Any) -> dict[str, Any]:
+    """Run a hyperparameter search (an NNI-style config file or dict); the best trial."""
+    from .tuning.api import tune as _tune
+
+    return _tune(config, base_dir, **overrides)
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext cube_lab``: registers the cube-lab magics."""
     from .magics import CubeMagics

@@ -70,6 +70,12 @@ class CubeLab(ExtensionApp):
         jobs = workspace.training.recover()
         if jobs:
             self.log.warning("cube-lab: marked %d training job(s) interrupted", len(jobs))
+        experiments = workspace.tuning.recover()
+        if experiments:
+            self.log.warning("cube-lab: marked %d experiment(s) interrupted", len(experiments))
+        served = workspace.serving.recover()
+        if served["adopted"] or served["dead"]:
+            self.log.warning("cube-lab: deployments adopted %s, dead %s", *served.values())
         root_dir = Path(self.serverapp.root_dir).expanduser().resolve()
         local_user = None
         if type(self.serverapp.identity_provider) in _ANONYMOUS_PROVIDERS:
@@ -99,6 +105,7 @@ class CubeLab(ExtensionApp):
         """Runs inside the server's event loop: start the pipeline scheduler there."""
         workspace: Workspace = self.settings[WORKSPACE]
         self._scheduler = asyncio.get_running_loop().create_task(workspace.schedules.run_forever())
+        workspace.training.resume_cluster_jobs()  # cluster jobs found by recover(), if any
 
     async def stop_extension(self) -> None:
         if getattr(self, "_scheduler", None) is not None:

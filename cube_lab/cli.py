@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import cli_tuning
 from .cli_args import parse_pairs, split_ref
 from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
@@ -503,6 +504,7 @@ def _train_spec(a: argparse.Namespace) -> dict[str, Any]:
         "queue": a.queue,
         "shm_size": a.shm_size,
         "rdma": a.rdma,
+        "kind": a.kind,
     }
 
 
@@ -510,19 +512,21 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     """Run a training job here, streaming every rank's output; exit with its status."""
     spec = ws.training.parse(_train_spec(a))
     if spec.backend == "kubernetes":
-        if not a.dry_run:
-            raise InvalidInput(
-                "submitting to Kubernetes from the CLI is not wired in yet",
-                "Add --dry-run to print the manifest, then kubectl apply -f it.",
-            )
-        import yaml
+        from .k8s import ClusterConfig
 
-        from .training import kubernetes
+        cluster = ClusterConfig.from_env(
+            kubeconfig=a.kubeconfig, context=a.kube_context, namespace=a.namespace
+        )
+        if a.dry_run:
+            import yaml
 
-        name = spec.name or Path(spec.argv()[0]).stem
-        docs = kubernetes.manifests(spec, name, namespace=a.namespace, kind=a.kind)
-        print(yaml.safe_dump_all(docs, sort_keys=False), end="")
-        return
+            from .training import kubernetes
+
+            name = spec.name or Path(spec.argv()[0]).stem
+            namespace = cluster.default_namespace()
+            docs = kubernetes.manifests(spec, name, namespace=namespace, kind=a.kind)
+            print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+            return
     if a.dry_run:
         for line in ws.training.dry_run(spec):
             print(line)
@@ -532,11 +536,19 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    job = ws.training.prepare(caller, spec, None, on_line=None if a.quiet else echo)
-    job_id = job.plan.job_id
-    if not a.quiet:
-        gpus = f", GPUs {job.plan.gpus}" if job.plan.gpus else ""
-        print(f"job {job_id}: {spec.framework}, {spec.processes} process(es){gpus}", flush=True)
+    on_line = None if a.quiet else echo
+    if spec.backend == "kubernetes":
+        job = ws.training.prepare(caller, spec, None, on_line=on_line, cluster=cluster)
+        job_id = job.job_id
+        if not a.quiet:
+            where = f"{job.kind} {job.namespace}/{job.name} on {job.config.describe()}"
+            print(f"job {job_id}: {where}; Ctrl-C deletes it", flush=True)
+    else:
+        job = ws.training.prepare(caller, spec, None, on_line=on_line)
+        job_id = job.plan.job_id
+        if not a.quiet:
+            gpus = f", GPUs {job.plan.gpus}" if job.plan.gpus else ""
+            print(f"job {job_id}: {spec.framework}, {spec.processes} process(es){gpus}", flush=True)
     status = ws.training.run_foreground(job)
     view = ws.training.get(caller, job_id)
     if a.json:
@@ -600,6 +612,128 @@ def training_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
     path = str(Path(a.path).resolve()) if a.path else None
     v = ws.training.register_model(caller, a.job, a.name, path, project=a.project)
     print(f"Registered {v.model} v{v.version} from job {a.job} in project {v.project}")
+
+
+# -- serving commands ----------------------------------------------------------------------
+
+
+def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    """Deploy NAME:VERSION (or change a running deployment's traffic); the last line printed
+    is the endpoint's base URL."""
+    if a.backend == "kubernetes":
+        if not a.dry_run:
+            raise InvalidInput(
+                "submitting to KServe from the CLI is not wired in yet",
+                "Add --dry-run to print the InferenceService, then kubectl apply -f it.",
+            )
+        import yaml
+
+        doc = ws.serving.manifest(
+            caller,
+            a.ref,
+            name=a.name,
+            project=a.project,
+            storage_uri=a.storage_uri,
+            namespace=a.namespace,
+            min_replicas=a.replicas if a.min_replicas is None else a.min_replicas,
+            max_replicas=a.max_replicas,
+            canary_percent=None if a.canary is None else int(a.canary),
+            cpu=a.cpu,
+            memory=a.memory,
+            gpus=a.gpus,
+            gpu_type=a.gpu_type or "nvidia-gpu",
+        )
+        print(yaml.safe_dump(doc, sort_keys=False), end="")
+        return
+    if a.dry_run:
+        raise InvalidInput("--dry-run goes with --backend kubernetes")
+    name = a.name or split_ref(a.ref)[0]
+    if a.switch:
+        view = ws.serving.switch(caller, name, split_ref(a.ref)[1], project=a.project)
+    elif a.canary is not None:
+        view = ws.serving.canary(caller, name, split_ref(a.ref)[1], a.canary, project=a.project)
+    elif a.shadow:
+        view = ws.serving.shadow(caller, name, split_ref(a.ref)[1], project=a.project)
+    else:
+        started = time.monotonic()
+        view = ws.serving.deploy(
+            caller, a.ref, name=a.name, project=a.project, replicas=a.replicas, port=a.port
+        )
+        if not a.json:
+            print(
+                f"deployed {view.model} v{view.version} as {view.name} "
+                f"({view.replicas} replica(s)) in {time.monotonic() - started:.1f}s",
+                file=sys.stderr,
+            )
+    if a.json:
+        _print_json(view)
+        return
+    traffic = ", ".join(
+        f"v{t['version']} {'shadow' if t['shadow'] else format(t['weight'], 'g') + '%'}"
+        for t in view.traffic
+    )
+    print(f"{view.name}: {view.status}, traffic {traffic}", file=sys.stderr)
+    print(view.endpoint)
+
+
+def deployments_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    found = ws.serving.list(caller, project=a.project)
+    if a.json:
+        _print_json(found)
+        return
+    _table(
+        [
+            [
+                d.name,
+                d.project,
+                f"{d.model}:{d.version}",
+                d.status,
+                str(d.replicas),
+                " ".join(
+                    f"v{t['version']}={'shadow' if t['shadow'] else format(t['weight'], 'g')}"
+                    for t in d.traffic
+                ),
+                d.endpoint or "",
+            ]
+            for d in found
+        ],
+        ["NAME", "PROJECT", "MODEL", "STATUS", "REPLICAS", "TRAFFIC", "ENDPOINT"],
+    )
+
+
+def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    if a.forget:
+        ws.serving.delete(caller, a.name, project=a.project)
+        print(f"{a.name}: undeployed and forgotten")
+        return
+    print(f"{a.name}: {ws.serving.undeploy(caller, a.name, project=a.project).status}")
+
+
+def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    service = ws.serving
+    if a.command == "logs":
+        offset = 0
+        while True:
+            chunk = service.tail_log(caller, a.name, offset, project=a.project)
+            sys.stdout.write(chunk.text)
+            sys.stdout.flush()
+            offset = chunk.offset
+            if chunk.done or not a.follow:
+                return
+            time.sleep(0.5)
+    if a.command == "metrics":
+        print(service.metrics(caller, a.name, a.project), end="")
+        return
+    if a.command == "traffic":
+        view = service.set_traffic(caller, a.name, a.percent, project=a.project)
+    elif a.command == "promote":
+        view = service.promote(caller, a.name, project=a.project)
+    else:
+        view = service.rollback(caller, a.name, project=a.project)
+    if a.json:
+        _print_json(view)
+        return
+    print(", ".join(f"v{t['version']} {t['weight']:g}%" for t in view.traffic))
 
 
 # -- parser --------------------------------------------------------------------------------
@@ -726,7 +860,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name")
     p.add_argument("--image", help="container image (kubernetes)")
     p.add_argument("--kind", choices=["pytorchjob", "tfjob", "mpijob", "trainjob"])
-    p.add_argument("--namespace", default="default")
+    p.add_argument("--namespace", help="kubernetes namespace (default: the context's)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--kube-context", help="kubeconfig context (default: the current one)")
     p.add_argument("--gang", action="store_true", help="Volcano gang scheduling")
     p.add_argument("--queue", help="Volcano queue")
     p.add_argument("--shm-size", help="a memory-backed /dev/shm of this size (kubernetes)")
@@ -751,6 +887,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", required=True)
     p.add_argument("--path", help="what to register (default: the last checkpoint)")
 
+    p = command(groups, "deploy", deploy, "serve a registered model version (OIP v2 over REST)")
+    p.add_argument("ref", metavar="NAME[:VERSION|ALIAS]")
+    p.add_argument("--name", help="deployment name (default: the model name)")
+    p.add_argument("--replicas", type=int, default=1, help="model server processes")
+    p.add_argument("--port", type=int, help="the endpoint's port (default: a free one)")
+    change = p.add_mutually_exclusive_group()
+    change.add_argument("--switch", action="store_true", help="a running deployment: serve this")
+    change.add_argument("--canary", type=float, metavar="PERCENT", help="send PERCENT to this")
+    change.add_argument("--shadow", action="store_true", help="mirror traffic to this version")
+    p.add_argument("--backend", choices=["local", "kubernetes"], default="local")
+    p.add_argument("--dry-run", action="store_true", help="print the KServe InferenceService")
+    p.add_argument("--namespace", default="default")
+    p.add_argument("--storage-uri", help="where the cluster finds the model (kubernetes)")
+    p.add_argument("--min-replicas", type=int)
+    p.add_argument("--max-replicas", type=int)
+    p.add_argument("--gpus", type=int, default=0, help="accelerators per replica (kubernetes)")
+    p.add_argument("--gpu-type", help="accelerator table key (default nvidia-gpu)")
+    p.add_argument("--cpu", help="CPU per replica (kubernetes), e.g. 2")
+    p.add_argument("--memory", help="memory per replica (kubernetes), e.g. 4Gi")
+    command(groups, "deployments", deployments_list, "list deployments")
+    p = command(groups, "undeploy", undeploy, "stop a deployment")
+    p.add_argument("name")
+    p.add_argument("--forget", action="store_true", help="also delete its record and folder")
+    serving = groups.add_parser("deployment", help="a deployment's traffic, logs, metrics")
+    actions = serving.add_subparsers(dest="command", required=True)
+    for action, help_ in (
+        ("promote", "the canary or shadow version takes all traffic"),
+        ("rollback", "drop the canary or shadow, else go back to the previous version"),
+        ("traffic", "move the canary's share"),
+        ("logs", "print the processes' output"),
+        ("metrics", "print the Prometheus metrics"),
+    ):
+        p = command(actions, action, deployment_action, help_)
+        p.add_argument("name")
+        if action == "traffic":
+            p.add_argument("percent", type=float, help="percent to the canary")
+        if action == "logs":
+            p.add_argument("--follow", "-f", action="store_true")
+
     projects = groups.add_parser("project", help="projects and members").add_subparsers(
         dest="command", required=True
     )
@@ -763,6 +938,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("username")
     p.add_argument("--role", default="member", choices=["owner", "member"])
     p.add_argument("--remove", action="store_true")
+    cli_tuning.add_commands(groups, command)
     return parser
 
 

@@ -1,6 +1,7 @@
 """Notebook magics: thin callers of the same services as the REST API.
 
 ``%cube_register NAME PATH_OR_VARIABLE [--metric k=v ...] [--param k=v ...]``
+``%cube_deploy NAME[:VERSION] [--replicas N]``
 """
 
 from __future__ import annotations
@@ -120,6 +121,27 @@ class CubeMagics(Magics):
         path.write_text(cell)
         args = [*shlex.split(options), str(path), *shlex.split(script_args)]
         _stream_cli(["train", *args], "cube-lab train")
+
+    @line_magic
+    def cube_tune(self, line: str) -> None:
+        """Run a hyperparameter search, one line per trial, ending with the best:
+        ``%cube_tune config.yml [--max-trials N]`` (NNI-style config; see `cube-lab tune`)."""
+        args = shlex.split(line)
+        if not args:
+            raise UsageError("usage: %cube_tune CONFIG.yml [--max-trials N] [--concurrency N]")
+        _stream_cli(["tune", *args], "cube-lab tune")
+
+    @line_magic
+    def cube_deploy(self, line: str) -> None:
+        """Serve a registered model version and print its endpoint:
+        ``%cube_deploy iris:3 --replicas 2`` (options as ``cube-lab deploy``)."""
+        args = shlex.split(line)
+        if not args:
+            raise UsageError(
+                "usage: %cube_deploy NAME[:VERSION|ALIAS] [--replicas N] [--port P] "
+                "[--switch | --canary PERCENT | --shadow] (see `cube-lab deploy --help`)"
+            )
+        _stream_cli(["deploy", *args], "cube-lab deploy")
 
 
 def _stream_cli(args: list[str], what: str) -> None:

@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from .pipelines.service import PipelineService
     from .projects import ProjectService
     from .registry.service import RegistryService
+    from .serving.service import DeploymentService
     from .store import Store
     from .training.service import TrainingService
+    from .tuning.service import TuningService
 
 
 class LazyCatalog:
@@ -95,6 +97,18 @@ class Workspace:
         from .training.service import TrainingService
 
         return TrainingService(self.store, self.projects, self.settings, self.registry)
+
+    @functools.cached_property
+    def serving(self) -> DeploymentService:
+        from .serving.service import DeploymentService
+
+        return DeploymentService(self.store, self.projects, self.settings, self.registry)
+
+    @functools.cached_property
+    def tuning(self) -> TuningService:
+        from .tuning.service import TuningService
+
+        return TuningService(self.store, self.projects, self.settings)
 
     def close(self) -> None:
         if self._store is not None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ TOKENS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Nothing a test does may touch $HOME or a real Jupyter/MLflow folder."""
     home = tmp_path / "home"
     home.mkdir()
@@ -33,9 +35,14 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(var, str(tmp_path / sub))
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     monkeypatch.setenv(ENV_DATA_DIR, str(tmp_path / "cube-data"))
-    for var in (ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, "JUPYTERHUB_USER"):
+    leaky = (ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, "JUPYTERHUB_USER")
+    for var in leaky:
         monkeypatch.delenv(var, raising=False)
-    return tmp_path
+    yield tmp_path
+    # An in-process server exports these for its kernels (app.py); a later test must not
+    # inherit this test's database.
+    for var in leaky:
+        os.environ.pop(var, None)
 
 
 @pytest.fixture

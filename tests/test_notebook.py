@@ -115,3 +115,29 @@ def test_cube_pipeline_magic_streams_progress(tmp_path: Path, settings: Any) -> 
     first, second = outputs(nb.cells[0]), outputs(nb.cells[1])
     assert "ok step" in first and "succeeded in" in first, first
     assert "usage: %cube_pipeline" in second
+
+
+def test_cube_tune_magic_and_the_python_api_in_a_notebook(tmp_path: Path, settings: Any) -> None:
+    (tmp_path / "trial.py").write_text(
+        "import nni\nx = nni.get_next_parameter()['x']\nnni.report_final_result(-(x - 1) ** 2)\n"
+    )
+    (tmp_path / "config.yml").write_text(
+        "searchSpace: {x: {_type: uniform, _value: [-2, 2]}}\n"
+        "trialCommand: python3 trial.py\n"
+        "trialConcurrency: 2\nmaxTrialNumber: 3\n"
+        "tuner: {name: Random, classArgs: {seed: 1}}\n"
+    )
+    env = {
+        "JUPYTER_PATH": str(REPO),
+        "CUBE_LAB_DATA_DIR": str(settings.data_dir),
+        "CUBE_LAB_USER": "alice",
+    }
+    cells = [
+        "%cube_tune config.yml",
+        "import cube_lab\nbest = cube_lab.tune('config.yml', maxTrialNumber=2)\n"
+        "print('BEST', best['trials'], sorted(best['parameters']), best['status'])",
+    ]
+    nb = run_notebook(cells, tmp_path, env)
+    first, second = outputs(nb.cells[0]), outputs(nb.cells[1])
+    assert "3/3 succeeded" in first and "best: trial" in first, first
+    assert "BEST 2 ['x'] done" in second, second

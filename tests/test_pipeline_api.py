@@ -161,3 +161,64 @@ async def test_schedules_api(api: Any, jp_root_dir: Path) -> None:
     assert status == 400 and "invalid cron" in err["error"]
     assert (await api("alice", "DELETE", f"pipelines/schedules/{sched['id']}"))[0] == 204
     assert (await api("alice", "GET", "pipelines/schedules"))[1]["schedules"] == []
+
+
+async def test_compile_for_kubeflow_pipelines(api: Any, jp_root_dir: Path) -> None:
+    import yaml
+
+    folder = jp_root_dir / "kfp"
+    folder.mkdir()
+    script(folder, "prep.py", "print('prep')\n")
+    script(folder, "train.py", "print('train')\n")
+    write_pipeline(
+        folder,
+        [
+            node("prep", filename="prep.py"),
+            node("train", upstream=("prep",), filename="train.py", cpu=2),
+        ],
+        name="two-steps",
+        parameters=[
+            {"name": "lr", "default_value": {"type": "Float", "value": 0.1}, "required": False}
+        ],
+    )
+    status, body = await api("alice", "POST", "pipelines/compile", {"path": "kfp/p.pipeline"})
+    assert status == 200, body
+    assert body["filename"] == "p.yaml" and body["name"] == "two-steps"
+    spec = next(yaml.safe_load_all(body["yaml"]))
+    tasks = spec["root"]["dag"]["tasks"]
+    assert len(tasks) == 2
+    downstream = next(t for t in tasks.values() if t.get("dependentTasks"))
+    assert downstream["taskInfo"]["name"] == "train"
+    assert spec["root"]["inputDefinitions"]["parameters"]["lr"]["defaultValue"] == 0.1
+    assert isinstance(body["notes"], list)
+    # Nothing is left next to the pipeline: the IR only travels in the answer.
+    assert sorted(p.name for p in folder.iterdir()) == ["p.pipeline", "prep.py", "train.py"]
+
+    # An invalid pipeline names the node and the field, like a run does.
+    write_pipeline(folder, [node("a", filename="missing.py")], filename="bad.pipeline")
+    status, err = await api("alice", "POST", "pipelines/compile", {"path": "kfp/bad.pipeline"})
+    assert status == 400 and err["detail"][0]["field"] == "filename"
+    for body_in, fragment in [
+        ({"path": "kfp/p.pipeline", "target": "argo"}, "unknown target"),
+        ({"path": "kfp/prep.py"}, "not a .pipeline file"),
+        ({"path": "../x.pipeline"}, "outside the server root"),
+    ]:
+        status, err = await api("alice", "POST", "pipelines/compile", body_in)
+        assert status == 400 and fragment in err["error"], (body_in, err)
+
+
+async def test_schedules_of_one_pipeline(api: Any, jp_root_dir: Path) -> None:
+    script(jp_root_dir, "a.py", "pass\n")
+    write_pipeline(jp_root_dir, [node("a", filename="a.py")], filename="one.pipeline")
+    write_pipeline(jp_root_dir, [node("a", filename="a.py")], filename="two.pipeline")
+    for name in ("one", "two"):
+        status, _ = await api(
+            "alice",
+            "POST",
+            "pipelines/schedules",
+            {"path": f"{name}.pipeline", "cron": "0 3 * * *"},
+        )
+        assert status == 201
+    status, body = await api("alice", "GET", "pipelines/schedules", params={"path": "one.pipeline"})
+    assert status == 200 and [s["name"] for s in body["schedules"]] == ["one"]
+    assert len((await api("alice", "GET", "pipelines/schedules"))[1]["schedules"]) == 2

@@ -21,6 +21,7 @@ import pytest
 from cube_lab.config import Settings
 from cube_lab.errors import Conflict
 from cube_lab.identity import Caller
+from cube_lab.store.db import HEAD_REVISION
 from cube_lab.workspace import Workspace
 
 
@@ -124,7 +125,7 @@ def _register(url: str, data_dir: str, source: str, count: int) -> list[int]:
 
 
 def test_migrations_and_registry_on_postgres(pg_ws: Workspace, tmp_path: Path) -> None:
-    assert pg_ws.store.current_revision() == "0004_training"
+    assert pg_ws.store.current_revision() == HEAD_REVISION
     pg_ws.store.migrate()  # a second start is a no-op
     source = tmp_path / "w.bin"
     source.write_bytes(b"x" * 10)

@@ -17,7 +17,7 @@ from cube_lab.store.models import Base
 def test_migrate_empty_database_reaches_head(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
     store.migrate()
-    assert store.current_revision() == "0004_training"
+    assert store.current_revision() == HEAD_REVISION
     with sqlite3.connect(tmp_path / "db.sqlite") as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -44,7 +44,7 @@ def test_migrate_existing_database_keeps_rows(tmp_path: Path) -> None:
     assert store.current_revision() == "0001_projects"
     Store(url).migrate()
     Store(url).migrate()  # a second start is a no-op
-    assert store.current_revision() == "0004_training"
+    assert store.current_revision() == HEAD_REVISION
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT name FROM projects").scalar() == "alice"
 

@@ -101,7 +101,7 @@ async def test_stop_over_rest(api: Any, jp_root_dir: Path) -> None:
         ({"script": "t.py", "workers": 0}, "workers must be"),
         ({"script": "t.py", "resources": {"gpus": 1, "gpu_type": "tpu"}}, "unknown accelerator"),
         ({"script": "../t.py"}, "outside"),
-        ({"script": "t.py", "backend": "kubernetes"}, "runs training jobs locally"),
+        ({"script": "t.py", "backend": "kubernetes"}, "image is required on Kubernetes"),
     ],
 )
 async def test_bad_submissions(api: Any, jp_root_dir: Path, body: Any, fragment: str) -> None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import models, openapi, pipelines, projects, training
+from . import models, openapi, pipelines, projects, serving, training, tuning
 
 API = "/cube/api/v1"
 _SEG = r"([^/]+)"
 _MODEL = rf"/projects/{_SEG}/models/{_SEG}"
 _RUN = rf"/pipelines/runs/{_SEG}"
 _JOB = rf"/training/jobs/{_SEG}"
+_DEP = rf"/projects/{_SEG}/deployments/{_SEG}"
+_EXP = rf"/tuning/experiments/{_SEG}"
 
 
 def routes() -> list[tuple[str, type[Any]]]:
@@ -29,6 +31,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_MODEL}/compare", models.CompareHandler),
         (rf"{_MODEL}/aliases/{_SEG}", models.AliasHandler),
         ("/pipelines/validate", pipelines.ValidateHandler),
+        ("/pipelines/compile", pipelines.CompileHandler),
         ("/pipelines/templates", pipelines.TemplatesHandler),
         ("/pipelines/node-kinds", pipelines.NodeKindsHandler),
         ("/pipelines/schedules", pipelines.SchedulesHandler),
@@ -46,5 +49,18 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_JOB}/log", training.LogHandler),
         (rf"{_JOB}/metrics", training.MetricsHandler),
         (rf"{_JOB}/register", training.RegisterHandler),
+        ("/deployments", serving.DeploymentsHandler),
+        (_DEP, serving.DeploymentHandler),
+        (rf"{_DEP}/traffic", serving.TrafficHandler),
+        (rf"{_DEP}/log", serving.DeploymentLogHandler),
+        (rf"{_DEP}/metrics", serving.DeploymentMetricsHandler),
+        (rf"{_DEP}/shadow", serving.ShadowHandler),
+        (rf"{_DEP}/infer", serving.InferHandler),
+        ("/tuning/algorithms", tuning.AlgorithmsHandler),
+        ("/tuning/experiments", tuning.ExperimentsHandler),
+        (_EXP, tuning.ExperimentHandler),
+        (rf"{_EXP}/stop", tuning.StopHandler),
+        (rf"{_EXP}/resume", tuning.ResumeHandler),
+        (rf"{_EXP}/trials/{_SEG}/log", tuning.TrialLogHandler),
     ]
     return [(API + pattern, handler) for pattern, handler in table]

@@ -1,8 +1,10 @@
-"""Pipeline REST handlers: validate, runs, logs, results, templates, node kinds."""
+"""Pipeline REST handlers: validate, compile, runs, logs, results, templates, node kinds."""
 
 from __future__ import annotations
 
+import logging
 import mimetypes
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,41 @@ class ValidateHandler(PipelineHandler):
                 "migrated_from": pipeline.migrated_from,
             }
         )
+
+
+# Nodes run in their images on the cluster: a tool this machine lacks (Rscript) is fine.
+_LOCAL_ONLY_PROBLEMS = ("R nodes need Rscript",)
+
+
+def compile_kfp(workspace: Any, path: Path, root: Path) -> dict[str, Any]:
+    """KFP v2 IR YAML for a saved pipeline, with what the IR could not hold (notes)."""
+    from ..pipelines import kfp_compiler
+    from ..pipelines.validation import PipelineInvalid
+
+    pipeline, problems = workspace.pipelines.check(path, root)
+    problems = [p for p in problems if not p.message.startswith(_LOCAL_ONLY_PROBLEMS)]
+    if problems:
+        raise PipelineInvalid(problems)
+    notes = kfp_compiler.plan_pipeline(pipeline, workspace.templates).notes
+    # The notes go back in the answer; compile_pipeline would log them once more.
+    logging.getLogger(kfp_compiler.__name__).setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
+        output = kfp_compiler.compile_pipeline(
+            pipeline, workspace.templates, Path(tmp) / f"{path.stem}.yaml"
+        )
+        text = output.read_text(encoding="utf-8")
+    return {"name": pipeline.name, "filename": f"{path.stem}.yaml", "yaml": text, "notes": notes}
+
+
+class CompileHandler(PipelineHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        body = self.json_body()
+        target = body.get("target", "kfp")
+        if target != "kfp":
+            raise InvalidInput(f"unknown target {target!r}", "The only target is 'kfp'.")
+        path = self.pipeline_path(body.get("path"))
+        self.reply(await self.call(compile_kfp, self.workspace, path, self.root))
 
 
 class RunsHandler(PipelineHandler):
@@ -198,7 +235,12 @@ def _schedule_id(raw: str) -> int:
 class SchedulesHandler(PipelineHandler):
     @web.authenticated
     async def get(self) -> None:
-        self.reply({"schedules": await self.call(self.workspace.schedules.list, self.caller)})
+        schedules = await self.call(self.workspace.schedules.list, self.caller)
+        raw = self.get_query_argument("path", None)
+        if raw:  # only this pipeline's (the editor's Schedule dialog)
+            wanted = str(self.pipeline_path(raw).resolve())
+            schedules = [s for s in schedules if s.pipeline_path == wanted]
+        self.reply({"schedules": schedules})
 
     @web.authenticated
     async def post(self) -> None:

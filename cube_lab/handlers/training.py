@@ -31,7 +31,7 @@ class JobsHandler(TrainingHandler):
     async def post(self) -> None:
         service = self.workspace.training
         job = await self.call(service.prepare, self.caller, self.json_body(), self.root)
-        job_id = service.start(job)
+        job_id = await service.launch(job)  # a cluster job is submitted before the reply
         self.reply(await self.call(service.get, self.caller, job_id), 201)
 
 
@@ -52,7 +52,7 @@ class RerunHandler(TrainingHandler):
     async def post(self, job_id: str) -> None:
         service = self.workspace.training
         job = await self.call(service.rerun, self.caller, job_id, self.root)
-        new_id = service.start(job)
+        new_id = await service.launch(job)
         self.reply(await self.call(service.get, self.caller, new_id), 201)
 
 

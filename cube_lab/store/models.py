@@ -14,6 +14,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Integer,
     String,
@@ -234,3 +235,78 @@ class TrainingJob(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class Deployment(Base):
+    """A model served as a service: a router process and model server processes (local), or
+    an InferenceService (kubernetes). ``info`` holds the pids, ports and the routing table."""
+
+    __tablename__ = "deployments"
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_deployment_project_name"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(128))
+    model_name: Mapped[str] = mapped_column(String(128))
+    version: Mapped[int] = mapped_column(Integer)  # the primary version
+    backend: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    replicas: Mapped[int] = mapped_column(Integer, default=1)
+    host: Mapped[str] = mapped_column(String(255))
+    port: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    router_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    runner_host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    info: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    stopped_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class TuningExperiment(Base):
+    """A hyperparameter search; ``runner_pid`` tells a live one from one a crash left."""
+
+    __tablename__ = "tuning_experiments"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(default=dict)  # ExperimentSpec.to_dict()
+    folder: Mapped[str] = mapped_column(String(1024))
+    runner_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    runner_host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    trials: Mapped[list[TuningTrial]] = relationship(
+        back_populates="experiment", cascade="all, delete-orphan", order_by="TuningTrial.seq"
+    )
+
+
+class TuningTrial(Base):
+    __tablename__ = "tuning_trials"
+
+    id: Mapped[str] = mapped_column(String(48), primary_key=True)
+    experiment_id: Mapped[str] = mapped_column(
+        ForeignKey("tuning_experiments.id", ondelete="CASCADE"), index=True
+    )
+    seq: Mapped[int] = mapped_column(Integer)
+    parameter_id: Mapped[int] = mapped_column(Integer)
+    parameters: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(16))
+    intermediate: Mapped[list[float]] = mapped_column(JSON, default=list)
+    final: Mapped[float | None] = mapped_column(Float, nullable=True)
+    final_raw: Mapped[Any] = mapped_column(JSON, nullable=True)  # what the trial reported
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    experiment: Mapped[TuningExperiment] = relationship(back_populates="trials")

@@ -14,13 +14,13 @@
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 from ..errors import InvalidInput
-from .spec import JobSpec
+from ..k8s.names import k8s_name
+from .spec import CLUSTER_KINDS, JobSpec
 
-KINDS = ("pytorchjob", "tfjob", "mpijob", "trainjob")
+KINDS = CLUSTER_KINDS
 RDMA_RESOURCE = "rdma/rdma_shared_device_a"  # the NVIDIA network operator's default name
 TRAINJOB_RUNTIMES = {"pytorch": "torch-distributed", "deepspeed": "deepspeed-distributed"}
 _CONTAINER = {"pytorchjob": "pytorch", "tfjob": "tensorflow", "mpijob": "mpi"}
@@ -28,11 +28,6 @@ _CONTAINER = {"pytorchjob": "pytorch", "tfjob": "tensorflow", "mpijob": "mpi"}
 
 def default_kind(framework: str) -> str:
     return {"tensorflow": "tfjob", "mpi": "mpijob"}.get(framework, "pytorchjob")
-
-
-def k8s_name(text: str) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:50].strip("-")
-    return name if name and name[0].isalpha() else f"job-{name}"[:50].strip("-")
 
 
 def manifests(
@@ -44,7 +39,7 @@ def manifests(
     labels: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The objects to apply, in order (a PodGroup first where one is needed)."""
-    kind = (kind or default_kind(spec.framework)).lower()
+    kind = (kind or spec.kind or default_kind(spec.framework)).lower()
     if kind not in KINDS:
         raise InvalidInput(f"unknown job kind {kind!r}", f"Use one of {', '.join(KINDS)}.")
     if not spec.image:

@@ -33,7 +33,7 @@ def main() -> int:
     except CubeError as exc:
         print(f"cube-lab: error: {exc.error}\n  {exc.detail or ''}", file=sys.stderr)
         return 2
-    job_id = job.plan.job_id
+    job_id = job.job_id if hasattr(job, "job_id") else job.plan.job_id  # cluster or local
     print(f"cube-lab: training job {job_id} ({spec.framework}, {spec.processes} process(es))")
     status = ws.training.run_foreground(job)
     view = ws.training.get(caller, job_id)

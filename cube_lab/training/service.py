@@ -5,6 +5,14 @@ holding ``log.txt`` (every rank, prefixed), ``ranks/`` (torchrun's per-rank file
 ``metrics.jsonl`` and ``output/`` (``$CUBE_OUTPUT_DIR``, for checkpoints). The job runs
 in the process that submitted it (the server, or ``cube-lab train``); that pid is
 recorded so a job whose process died is marked ``interrupted`` at the next server start.
+
+A job with backend ``kubernetes`` is the same record; its objects are created on the
+cluster (``cluster.py``), and the process that submitted it follows their status and
+appends their pods' logs to ``log.txt``. Its state lives in the cluster, so a server that
+starts again follows such jobs again instead of marking them interrupted.
+
+Before anything is recorded, ``admission`` (a callable, by default allowing everything)
+may refuse a job by raising a ``CubeError``: the hub's quota check plugs in there.
 """
 
 from __future__ import annotations
@@ -15,8 +23,9 @@ import shlex
 import signal
 import socket
 import threading
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,18 +37,28 @@ from sqlalchemy.orm import Session
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
+from ..k8s import ClusterConfig, k8s_name, require
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import orphaned, pid_alive
 from ..projects import ProjectService
 from ..serialize import aware
 from ..store import Store
 from ..store.models import Project, TrainingJob
-from . import gpus, metrics
+from . import gpus, kubernetes, metrics
+from .cluster import POLL_S, TERMINAL, ClusterJob, delete_objects, object_refs
 from .local import LocalJob, build_plan, check_local, kill_marked
 from .spec import JobSpec
 
 ACTIVE = ("queued", "running")
 MAX_LOG_PARSE = 16 * 1024 * 1024
+
+AdmissionHook = Callable[[Caller, str, JobSpec], None]
+"""Called with (caller, project name, spec) before a job is recorded or submitted;
+raise a ``CubeError`` (e.g. ``Forbidden`` "GPU quota exceeded") to refuse it."""
+
+
+def admit_all(caller: Caller, project: str, spec: JobSpec) -> None:
+    """The default admission: every job may start (the hub's quota service replaces it)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,7 @@ class JobView:
     started_at: datetime | None
     finished_at: datetime | None
     duration_s: float | None
+    cluster: dict[str, str] | None  # kubernetes jobs: namespace, kind, name, server
 
     @classmethod
     def of(cls, job: TrainingJob, project: str) -> JobView:
@@ -97,6 +117,7 @@ class JobView:
             job.started_at,
             job.finished_at,
             duration,
+            info.get("cluster"),
         )
 
 
@@ -122,13 +143,27 @@ class TrainingService:
         self.settings = settings
         self.registry = registry
         self.jobs_root = settings.data_dir / "training"
+        self.admission: AdmissionHook = admit_all
+        self.cluster_config: ClusterConfig | None = None  # None: from the environment
+        self.cluster_poll_s = POLL_S
         self._running: dict[str, LocalJob] = {}
+        self._cluster: dict[str, ClusterJob] = {}
+        self._orphans: list[str] = []  # cluster jobs whose follower died: follow them again
         self._tasks: dict[str, asyncio.Task[str]] = {}
+
+    @property
+    def cluster(self) -> ClusterConfig:
+        return self.cluster_config or ClusterConfig.from_env()
 
     # -- submitting ------------------------------------------------------------------------
 
     def parse(self, data: JobSpec | dict[str, Any]) -> JobSpec:
-        return data if isinstance(data, JobSpec) else JobSpec.from_dict(data)
+        """A spec; one that names no backend runs where the server is configured to."""
+        if isinstance(data, JobSpec):
+            return data
+        if isinstance(data, dict) and not data.get("backend"):
+            data = {**data, "backend": self.settings.backend}
+        return JobSpec.from_dict(data)
 
     def prepare(
         self,
@@ -138,21 +173,19 @@ class TrainingService:
         *,
         cwd: Path | None = None,
         on_line: Callable[[str], None] | None = None,
-    ) -> LocalJob:
+        cluster: ClusterConfig | None = None,
+    ) -> LocalJob | ClusterJob:
         """Check the spec, write the record, hold GPUs; the returned job is not started.
 
         ``root``: the folder the job may not leave (the server's root; None for the CLI).
-        ``cwd``: where a relative working_dir starts (default: root, else this process')."""
+        ``cwd``: where a relative working_dir starts (default: root, else this process').
+        A kubernetes job is checked and recorded here; ``launch`` submits it."""
         spec = self.parse(data)
-        if spec.backend != "local":
-            raise InvalidInput(
-                "this server runs training jobs locally",
-                "Submitting to Kubernetes is not wired in yet: take the manifest from "
-                "`cube-lab train --backend kubernetes --dry-run` and kubectl apply it.",
-            )
+        if spec.backend == "kubernetes":
+            return self._prepare_cluster(caller, spec, on_line=on_line, cluster=cluster)
         check_local(spec)
         workdir, script = self._resolve_paths(spec, root, cwd)
-        self.projects.ensure_personal(caller)
+        self._admit(caller, spec)
         job_id = _new_job_id()
         job_dir = self.jobs_root / job_id
         held = gpus.assign(job_id, spec.gpus_total)
@@ -204,6 +237,152 @@ class TrainingService:
         fake = list(range(spec.gpus_total))  # what assignment would hand out, at best
         plan = build_plan(spec, "dry-run", self.jobs_root / "dry-run", workdir, {}, fake)
         return [shlex.join(p.argv) for p in plan.procs]
+
+    def _admit(self, caller: Caller, spec: JobSpec) -> None:
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            project = self.projects.resolve(s, caller, spec.project).name
+        self.admission(caller, project, spec)
+
+    def _prepare_cluster(
+        self,
+        caller: Caller,
+        spec: JobSpec,
+        *,
+        on_line: Callable[[str], None] | None,
+        cluster: ClusterConfig | None,
+        unique: bool = False,
+    ) -> ClusterJob:
+        require()  # a clear error if the extra is missing; and the slow import off the loop
+        config = cluster or self.cluster
+        job_id = _new_job_id()
+        display = spec.name or Path(spec.argv()[0]).stem
+        # a given name names the object (so a clash is the user's to see); else it is unique
+        base = spec.name if spec.name and not unique else k8s_name(display, 40)
+        object_name = base if spec.name and not unique else f"{base}-{job_id[-6:]}"
+        labels = {"cube-lab.io/job-id": job_id, "cube-lab.io/owner": k8s_name(caller.username)}
+        docs = kubernetes.manifests(
+            spec, object_name, namespace=config.default_namespace(), labels=labels
+        )
+        self._admit(caller, spec)
+        job_dir = self.jobs_root / job_id
+        refs = object_refs(docs)
+        with self.store.write() as s:
+            project = self.projects.resolve(s, caller, spec.project)
+            s.add(
+                TrainingJob(
+                    id=job_id,
+                    project_id=project.id,
+                    owner=caller.username,
+                    name=display,
+                    framework=spec.framework,
+                    backend=spec.backend,
+                    status="queued",
+                    spec=spec.to_dict(),
+                    info={
+                        "gpus": [],
+                        "cluster": {
+                            "namespace": refs[-1]["namespace"],
+                            "kind": refs[-1]["kind"],
+                            "name": refs[-1]["name"],
+                            "server": config.describe(),
+                        },
+                        "objects": refs,
+                    },
+                    job_dir=str(job_dir),
+                    runner_pid=os.getpid(),
+                    runner_host=socket.gethostname(),
+                    attempts=0,
+                )
+            )
+        return self._cluster_job(job_id, job_dir, refs, config, docs, on_line)
+
+    def _cluster_job(
+        self,
+        job_id: str,
+        job_dir: Path,
+        refs: list[dict[str, str]],
+        config: ClusterConfig,
+        manifests: list[dict[str, Any]] | None = None,
+        on_line: Callable[[str], None] | None = None,
+        logs_since_s: int | None = None,
+    ) -> ClusterJob:
+        return ClusterJob(
+            job_id,
+            job_dir,
+            refs,
+            config,
+            manifests=manifests,
+            on_line=on_line,
+            on_status=lambda status, error: self._cluster_status(job_id, status, error),
+            poll_s=self.cluster_poll_s,
+            logs_since_s=logs_since_s,
+        )
+
+    async def submit(self, job: ClusterJob) -> None:
+        """Create the job's objects on the cluster; on failure the record goes away too."""
+        try:
+            await job.submit()
+        except BaseException:
+            await asyncio.to_thread(self._discard, job.job_id)
+            raise
+
+    async def launch(self, job: LocalJob | ClusterJob) -> str:
+        """Start a prepared job in the background of this event loop (the server's):
+        a cluster job is submitted first, so its errors reach the caller."""
+        if isinstance(job, ClusterJob):
+            await self.submit(job)
+        return self.start(job)
+
+    def _discard(self, job_id: str) -> None:
+        with self.store.write() as s:
+            row = s.get(TrainingJob, job_id)
+            if row is not None:
+                s.delete(row)
+
+    def _cluster_status(self, job_id: str, status: str, error: str | None) -> None:
+        """What the cluster says, into the record (never over an ended job's)."""
+        with self.store.write() as s:
+            row = s.get(TrainingJob, job_id)
+            if row is None or row.status not in ACTIVE:
+                return
+            row.status = status
+            if status == "running" and row.started_at is None:
+                row.started_at = datetime.now(UTC)
+                row.attempts = max(1, row.attempts)
+            if status in TERMINAL:
+                row.finished_at = datetime.now(UTC)
+                row.error = None if status == "succeeded" else error
+
+    async def _follow(self, job: ClusterJob) -> str:
+        self._cluster[job.job_id] = job
+        try:
+            return await job.follow()
+        except Exception as exc:
+            why = f"following the job stopped: {type(exc).__name__}: {exc}"
+            await asyncio.to_thread(self._cluster_status, job.job_id, "interrupted", why)
+            raise
+        finally:
+            self._cluster.pop(job.job_id, None)
+
+    def resume_cluster_jobs(self) -> list[str]:
+        """Follow again the cluster jobs ``recover`` found without a follower (call it in
+        the server's event loop). Their log goes on from the log file's last change."""
+        ids, self._orphans = self._orphans, []
+        if not ids:
+            return []
+        with self.store.write() as s:
+            rows = list(s.scalars(select(TrainingJob).where(TrainingJob.id.in_(ids))))
+            for row in rows:
+                row.runner_pid, row.runner_host = os.getpid(), socket.gethostname()
+            found = [
+                (r.id, Path(r.job_dir), list((r.info or {}).get("objects") or [])) for r in rows
+            ]
+        for job_id, job_dir, refs in found:
+            log = job_dir / "log.txt"
+            since = max(1, int(time.time() - log.stat().st_mtime)) if log.exists() else None
+            self.start(self._cluster_job(job_id, job_dir, refs, self.cluster, logs_since_s=since))
+        return [job_id for job_id, _, _ in found]
 
     def _resolve_paths(
         self, spec: JobSpec, root: Path | None, cwd: Path | None
@@ -257,23 +436,34 @@ class TrainingService:
             gpus.release(job_id)
             await asyncio.to_thread(self._finish, job, status)
 
-    def start(self, job: LocalJob) -> str:
-        """Run in the background of the current event loop (the server's)."""
-        job_id = job.plan.job_id
-        self._running[job_id] = job  # a stop before the task first runs must still find it
-        task = asyncio.get_running_loop().create_task(self.execute(job))
+    def start(self, job: LocalJob | ClusterJob) -> str:
+        """Run in the background of the current event loop (the server's); a cluster job
+        must have been submitted (``launch`` does both)."""
+        loop = asyncio.get_running_loop()
+        if isinstance(job, ClusterJob):
+            job_id = job.job_id
+            self._cluster[job_id] = job
+            task = loop.create_task(self._follow(job))
+        else:
+            job_id = job.plan.job_id
+            self._running[job_id] = job  # a stop before the task first runs must still find it
+            task = loop.create_task(self.execute(job))
         self._tasks[job_id] = task
         task.add_done_callback(lambda _t: self._tasks.pop(job_id, None))
         return job_id
 
-    def run_foreground(self, job: LocalJob) -> str:
-        """Run in this process (the CLI); Ctrl-C or SIGTERM stop the job cleanly."""
+    def run_foreground(self, job: LocalJob | ClusterJob) -> str:
+        """Run in this process (the CLI); Ctrl-C or SIGTERM stop the job cleanly (a cluster
+        job is submitted, followed, and deleted on Ctrl-C)."""
 
         async def main() -> str:
             loop = asyncio.get_running_loop()
             if threading.current_thread() is threading.main_thread():
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.add_signal_handler(sig, job.cancel)
+            if isinstance(job, ClusterJob):
+                await self.submit(job)
+                return await self._follow(job)
             return await self.execute(job)
 
         return asyncio.run(main())
@@ -401,8 +591,16 @@ class TrainingService:
         with self.store.read() as s:
             job, _ = self._job(s, caller, job_id)
             status, pid, host = job.status, job.runner_pid, job.runner_host
+            backend, refs = job.backend, list((job.info or {}).get("objects") or [])
         if status not in ACTIVE:
             raise Conflict(f"job {job_id} already ended ({status})")
+        if backend == "kubernetes":
+            following = self._cluster.get(job_id)
+            if following is not None:
+                following.cancelled = True
+            _run(delete_objects(self.cluster, refs))  # a refusal reaches the caller
+            self._cluster_status(job_id, "cancelled", "stopped")
+            return self.get(caller, job_id)
         local = self._running.get(job_id)
         if local is not None:
             local.cancel()
@@ -413,12 +611,14 @@ class TrainingService:
             self._mark_interrupted([job_id], "its launcher is gone; marked when stopped")
         return self.get(caller, job_id)
 
-    def rerun(self, caller: Caller, job_id: str, root: Path | None = None) -> LocalJob:
+    def rerun(self, caller: Caller, job_id: str, root: Path | None = None) -> LocalJob | ClusterJob:
         """A new job with the same spec (and the same working directory)."""
         with self.store.read() as s:
             job, _ = self._job(s, caller, job_id)
             spec, info = dict(job.spec), dict(job.info or {})
         parsed = JobSpec.from_dict(_spec_input(spec))
+        if parsed.backend == "kubernetes":  # the old object may still be there: a new name
+            return self._prepare_cluster(caller, parsed, on_line=None, cluster=None, unique=True)
         cwd = Path(info["cwd"]) if info.get("cwd") else None
         return self.prepare(caller, replace(parsed, working_dir=None), root, cwd=cwd)
 
@@ -426,11 +626,17 @@ class TrainingService:
         """Mark jobs whose launcher died (a crash, a restart) as interrupted; kill leftovers."""
         with self.store.read() as s:
             rows = s.execute(
-                select(TrainingJob.id, TrainingJob.runner_pid, TrainingJob.runner_host).where(
-                    TrainingJob.status.in_(ACTIVE)
-                )
+                select(
+                    TrainingJob.id,
+                    TrainingJob.runner_pid,
+                    TrainingJob.runner_host,
+                    TrainingJob.backend,
+                ).where(TrainingJob.status.in_(ACTIVE))
             ).all()
-        dead = orphaned(rows, self._running)
+        gone = set(orphaned(rows, {**self._running, **self._cluster}))
+        # a cluster job runs on without its follower: resume_cluster_jobs follows it again
+        self._orphans = [r.id for r in rows if r.id in gone and r.backend == "kubernetes"]
+        dead = [r.id for r in rows if r.id in gone and r.backend != "kubernetes"]
         for job_id in dead:
             kill_marked(job_id)  # ranks orphaned by the launcher's death
         if dead:
@@ -495,3 +701,26 @@ def _newest(folder: Path) -> str | None:
     if not entries:
         return None
     return str(max(entries, key=lambda p: p.stat().st_mtime))
+
+
+def _run(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Await ``coro`` from synchronous code, also where this thread runs an event loop
+    (a kernel): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="cube-lab-k8s")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

@@ -17,6 +17,7 @@ from ..errors import InvalidInput
 
 FRAMEWORKS = ("pytorch", "deepspeed", "tensorflow", "mpi", "plain")
 BACKENDS = ("local", "kubernetes")
+CLUSTER_KINDS = ("pytorchjob", "tfjob", "mpijob", "trainjob")
 MAX_PROCESSES = 1024
 _QUANTITY = re.compile(r"^(\d+(\.\d+)?|\.\d+)([KMGTPE]i|[numkMGTPE])?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -143,6 +144,7 @@ class JobSpec:
     queue: str | None = None  # the Volcano queue
     shm_size: str | None = None  # a /dev/shm of this size (PyTorch data loaders need one)
     rdma: bool = False  # request an RDMA device and let NCCL use InfiniBand/RoCE
+    kind: str | None = None  # the cluster object: pytorchjob, tfjob, mpijob, trainjob
 
     @property
     def processes(self) -> int:
@@ -197,6 +199,11 @@ class JobSpec:
                 f"name {name!r} is not a valid job name",
                 "Use up to 42 lower-case letters, digits and '-' (it names Kubernetes objects).",
             )
+        kind = _str(data.get("kind"), "kind")
+        if kind is not None and kind.lower() not in CLUSTER_KINDS:
+            raise InvalidInput(
+                f"kind {kind!r} is unknown", f"Use one of {', '.join(CLUSTER_KINDS)}."
+            )
         return cls(
             framework=framework,
             script=script,
@@ -219,6 +226,7 @@ class JobSpec:
             queue=_str(data.get("queue"), "queue"),
             shm_size=_quantity(data.get("shm_size"), "shm_size"),
             rdma=bool(data.get("rdma")),
+            kind=kind.lower() if kind else None,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,183 @@
+"""Serving REST handlers: deployments (list, deploy), one deployment (get, undeploy), traffic
+(switch, canary, shadow, promote, rollback, split), log, metrics, shadow answers, test infer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tornado import web
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+from ..errors import Conflict, InvalidInput
+from .base import CubeHandler
+
+_DEPLOY_FIELDS = {"model", "name", "project", "replicas", "port", "backend"}
+_TRAFFIC_ACTIONS = ("switch", "canary", "shadow", "promote", "rollback", "split")
+
+
+class DeploymentsHandler(CubeHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        found = await self.call(
+            self.workspace.serving.list,
+            self.caller,
+            project=self.get_query_argument("project", None),
+        )
+        self.reply({"deployments": found})
+
+    @web.authenticated
+    async def post(self) -> None:
+        body = self.json_body()
+        unknown = sorted(set(body) - _DEPLOY_FIELDS)
+        if unknown:
+            raise InvalidInput(f"unknown fields {unknown}", f"Known: {sorted(_DEPLOY_FIELDS)}")
+        if body.get("backend", "local") != "local":
+            raise InvalidInput(
+                "this server deploys locally",
+                "For KServe take the manifest from "
+                "`cube-lab deploy NAME:VERSION --backend kubernetes --dry-run`.",
+            )
+        view = await self.call(
+            self.workspace.serving.deploy,
+            self.caller,
+            body.get("model"),
+            name=body.get("name"),
+            project=body.get("project"),
+            replicas=body.get("replicas", 1),
+            port=body.get("port"),
+        )
+        self.reply(view, 201)
+
+
+class DeploymentHandler(CubeHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        self.reply(await self.call(self.workspace.serving.get, self.caller, name, project))
+
+    @web.authenticated
+    async def delete(self, project: str, name: str) -> None:
+        service = self.workspace.serving
+        if self.query_bool("forget"):
+            await self.call(service.delete, self.caller, name, project=project)
+            self.set_status(204)
+            self.finish()
+            return
+        self.reply(await self.call(service.undeploy, self.caller, name, project=project))
+
+
+class TrafficHandler(CubeHandler):
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        body = self.json_body()
+        action = body.get("action")
+        service = self.workspace.serving
+        caller = self.caller
+        if action not in _TRAFFIC_ACTIONS:
+            raise InvalidInput(
+                f"unknown action {action!r}", f"Use one of {list(_TRAFFIC_ACTIONS)}."
+            )
+        version = body.get("version")
+        if action in ("switch", "canary", "shadow") and version in (None, ""):
+            raise InvalidInput(f"{action} needs a version", '{"version": 3} or an alias')
+        ref = str(version)
+        if action == "switch":
+            view = await self.call(service.switch, caller, name, ref, project=project)
+        elif action == "canary":
+            view = await self.call(
+                service.canary, caller, name, ref, body.get("percent", 10), project=project
+            )
+        elif action == "shadow":
+            view = await self.call(service.shadow, caller, name, ref, project=project)
+        elif action == "promote":
+            view = await self.call(service.promote, caller, name, project=project)
+        elif action == "rollback":
+            view = await self.call(service.rollback, caller, name, project=project)
+        else:
+            view = await self.call(
+                service.set_traffic, caller, name, body.get("percent"), project=project
+            )
+        self.reply(view)
+
+
+class DeploymentLogHandler(CubeHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        self.reply(
+            await self.call(
+                self.workspace.serving.tail_log,
+                self.caller,
+                name,
+                self.query_int("offset", 0),
+                project=project,
+            )
+        )
+
+
+class DeploymentMetricsHandler(CubeHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        text = await self.call(self.workspace.serving.metrics, self.caller, name, project)
+        self.finish(text, set_content_type="text/plain; version=0.0.4")
+
+
+class ShadowHandler(CubeHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        records = await self.call(
+            self.workspace.serving.shadow_log,
+            self.caller,
+            name,
+            self.query_int("limit", 100),
+            project=project,
+        )
+        self.reply({"records": records})
+
+
+class InferHandler(CubeHandler):
+    """The test form's request, passed to the deployment (the browser may not reach its port)."""
+
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        """The served model's OIP v2 metadata (input names, datatypes, shapes) for the form."""
+        view = await self.call(self.workspace.serving.get, self.caller, name, project)
+        if not view.endpoint:
+            raise Conflict(f"deployment {name!r} is not running ({view.status})")
+        await self._forward(name, f"{view.endpoint}/v2/models/{view.model}", "GET", None)
+
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        view = await self.call(self.workspace.serving.get, self.caller, name, project)
+        if not view.endpoint:
+            raise Conflict(f"deployment {name!r} is not running ({view.status})")
+        self.json_body()  # a clear 400 for a body that is not a JSON object
+        route = self.get_query_argument("route", "infer")
+        if route not in ("infer", "predict"):
+            raise InvalidInput("route must be infer or predict")
+        url = (
+            f"{view.endpoint}/v2/models/{view.model}/infer"
+            if route == "infer"
+            else f"{view.endpoint}/predict"
+        )
+        await self._forward(name, url, "POST", self.request.body)
+
+    async def _forward(self, name: str, url: str, method: str, body: bytes | None) -> None:
+        try:
+            resp = await AsyncHTTPClient().fetch(
+                url,
+                method=method,
+                body=body,
+                headers={"Content-Type": "application/json"},
+                request_timeout=60,
+                raise_error=False,
+            )
+        except (OSError, HTTPClientError) as exc:
+            raise Conflict(f"deployment {name!r} does not answer: {exc}") from None
+        answer: Any
+        try:
+            answer = json.loads(resp.body or b"null")
+        except ValueError:
+            answer = (resp.body or b"").decode("utf-8", "replace")
+        self.reply(
+            {"status": resp.code, "version": resp.headers.get("X-Cube-Version"), "body": answer}
+        )

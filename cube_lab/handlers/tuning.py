@@ -1,0 +1,108 @@
+"""Tuning REST handlers: experiments (list, create), one experiment, stop, resume, a
+trial's log, and what the experiment form offers (tuners, assessors, search-space types)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tornado import web
+
+from ..errors import InvalidInput
+from .base import ROOT_DIR, CubeHandler
+
+
+class TuningHandler(CubeHandler):
+    def folder(self, body: dict[str, Any]) -> Path:
+        """Where the config's relative paths start: a folder under the server root."""
+        root = Path(self.settings[ROOT_DIR]).resolve()
+        rel = body.get("folder") or ""
+        if not isinstance(rel, str):
+            raise InvalidInput("folder must be a string (a path under the server root)")
+        folder = (root / rel).resolve()
+        if not folder.is_relative_to(root):
+            raise InvalidInput(f"folder {rel!r} is outside the server root")
+        return folder
+
+
+class ExperimentsHandler(TuningHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        views = await self.call(
+            self.workspace.tuning.list,
+            self.caller,
+            project=self.get_query_argument("project", None),
+            limit=self.query_int("limit", 50),
+        )
+        self.reply({"experiments": views})
+
+    @web.authenticated
+    async def post(self) -> None:
+        body = self.json_body()
+        unknown = sorted(set(body) - {"config", "folder", "project"})
+        if unknown:
+            raise InvalidInput(f"unknown fields {unknown}", "Known: config, folder, project")
+        config = body.get("config")
+        if not isinstance(config, dict):
+            raise InvalidInput("config must be an object (an NNI experiment config)")
+        if body.get("project"):
+            config = {**config, "project": body["project"]}
+        folder = self.folder(body)
+        service = self.workspace.tuning
+        spec = await self.call(service.parse, config, folder)
+        if not Path(spec.code_dir).is_relative_to(Path(self.settings[ROOT_DIR]).resolve()):
+            raise InvalidInput("trialCodeDirectory is outside the server root")
+        engine = await self.call(service.prepare, self.caller, spec)
+        service.start(engine)
+        self.reply(await self.call(service.get, self.caller, engine.experiment_id), 201)
+
+
+class ExperimentHandler(TuningHandler):
+    @web.authenticated
+    async def get(self, experiment_id: str) -> None:
+        self.reply(await self.call(self.workspace.tuning.get, self.caller, experiment_id))
+
+
+class StopHandler(TuningHandler):
+    @web.authenticated
+    async def post(self, experiment_id: str) -> None:
+        self.reply(await self.call(self.workspace.tuning.stop, self.caller, experiment_id))
+
+
+class ResumeHandler(TuningHandler):
+    @web.authenticated
+    async def post(self, experiment_id: str) -> None:
+        service = self.workspace.tuning
+        engine = await self.call(service.resume, self.caller, experiment_id)
+        service.start(engine)
+        self.reply(await self.call(service.get, self.caller, experiment_id))
+
+
+class TrialLogHandler(TuningHandler):
+    @web.authenticated
+    async def get(self, experiment_id: str, trial_id: str) -> None:
+        self.reply(
+            await self.call(
+                self.workspace.tuning.tail_log,
+                self.caller,
+                experiment_id,
+                trial_id,
+                self.query_int("offset", 0),
+            )
+        )
+
+
+class AlgorithmsHandler(TuningHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        from ..tuning import searchspace
+        from ..tuning.spec import ASSESSORS, TUNERS
+
+        self.reply(
+            {
+                "tuners": list(TUNERS),
+                "assessors": list(ASSESSORS),
+                "search_space_types": searchspace.SHAPES,
+                "example": searchspace.EXAMPLE,
+            }
+        )

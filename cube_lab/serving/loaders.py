@@ -1,0 +1,394 @@
+"""Load a registered model artifact for serving, one loader per flavor.
+
+Each loader imports only what its flavor needs (a scikit-learn server never imports torch,
+and never MLflow: ``import mlflow`` alone costs seconds here, most of a deploy's budget).
+Every loaded model is a ``Predictor``: OIP v2 tensors in, tensors out, plus the plain
+``predict`` route's JSON rows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .protocol import InferError, Tensor, datatype_of, tensor_meta
+
+FLAVORS = ("sklearn", "pyfunc", "pytorch", "onnx", "transformers", "custom")
+
+
+class LoadError(Exception):
+    """The artifact cannot be served; the message says why and what to install or change."""
+
+
+class Predictor:
+    """The interface the server calls. Subclasses set ``platform`` and implement ``infer``."""
+
+    platform = "python"
+
+    def inputs(self) -> list[dict[str, Any]]:
+        return []
+
+    def outputs(self) -> list[dict[str, Any]]:
+        return []
+
+    def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
+        """``wanted``: the output names the request asked for (None: the default ones)."""
+        raise NotImplementedError
+
+    def predict_rows(self, rows: Any) -> Any:
+        """The plain ``POST /predict`` route: ``instances`` in, ``predictions`` out."""
+        array = np.asarray(rows)
+        name = self.inputs()[0]["name"] if self.inputs() else "input-0"
+        outputs = self.infer([(name, array)])
+        return outputs[0][1].tolist() if len(outputs) == 1 else {n: a.tolist() for n, a in outputs}
+
+
+def _mlmodel(path: Path) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load((path / "MLmodel").read_text()) or {}
+
+
+def _single(inputs: list[Tensor], what: str) -> np.ndarray:
+    if len(inputs) != 1:
+        raise InferError(
+            f"{what} takes one input tensor, got {len(inputs)}",
+            "Send the feature rows as one 2-D tensor, e.g. shape [n_rows, n_features].",
+        )
+    return inputs[0][1]
+
+
+# -- scikit-learn ----------------------------------------------------------------------------------
+
+
+class SklearnPredictor(Predictor):
+    platform = "sklearn"
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.n_features = getattr(model, "n_features_in_", None)
+        # predict_proba is what callers ask for by output name; predict is the default
+        self.has_proba = hasattr(model, "predict_proba")
+
+    def inputs(self) -> list[dict[str, Any]]:
+        return [tensor_meta("input-0", "FP64", [-1, self.n_features or -1])]
+
+    def outputs(self) -> list[dict[str, Any]]:
+        out = [tensor_meta("predict", "FP64", [-1])]
+        if self.has_proba:
+            out.append(tensor_meta("predict_proba", "FP64", [-1, -1]))
+        return out
+
+    def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
+        x = _single(inputs, "a scikit-learn model")
+        if x.ndim == 1:
+            x = x.reshape(1, -1)
+        if x.ndim != 2:
+            raise InferError(f"a scikit-learn model takes a 2-D input, got shape {list(x.shape)}")
+        if self.n_features is not None and x.shape[1] != self.n_features:
+            raise InferError(
+                f"the model expects {self.n_features} features per row, got {x.shape[1]}",
+                f"Send shape [n_rows, {self.n_features}].",
+            )
+        try:
+            out: list[Tensor] = []
+            for name in wanted or ["predict"]:
+                if name == "predict":
+                    out.append(("predict", self.model.predict(x)))
+                elif name == "predict_proba" and self.has_proba:
+                    out.append(("predict_proba", self.model.predict_proba(x)))
+                else:
+                    raise InferError(
+                        f"unknown output {name!r}",
+                        f"Outputs: {', '.join(o['name'] for o in self.outputs())}.",
+                    )
+            return out
+        except (ValueError, TypeError) as exc:  # bad values for this model: the caller's fault
+            raise InferError(f"the model rejected the input: {exc}") from None
+
+
+def load_sklearn(path: Path) -> Predictor:
+    if path.is_dir():
+        spec = (_mlmodel(path).get("flavors") or {}).get("sklearn") or {}
+        file = path / spec.get("pickled_model", "model.pkl")
+        fmt = spec.get("serialization_format", "cloudpickle")
+        if fmt == "skops":
+            import skops.io
+
+            model = skops.io.load(file, trusted=spec.get("skops_trusted_types") or None)
+        else:
+            with open(file, "rb") as fh:
+                model = pickle.load(fh)  # cloudpickle files load with plain pickle
+        return SklearnPredictor(model)
+    if path.suffix == ".skops":
+        import skops.io
+
+        return SklearnPredictor(
+            skops.io.load(path, trusted=skops.io.get_untrusted_types(file=path))
+        )
+    if path.suffix == ".joblib":
+        import joblib
+
+        return SklearnPredictor(joblib.load(path))
+    with open(path, "rb") as fh:
+        return SklearnPredictor(pickle.load(fh))
+
+
+# -- MLflow pyfunc ---------------------------------------------------------------------------------
+
+
+class PyfuncPredictor(Predictor):
+    platform = "mlflow"
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def inputs(self) -> list[dict[str, Any]]:
+        return [tensor_meta("input-0", "FP64", [-1, -1])]
+
+    def outputs(self) -> list[dict[str, Any]]:
+        return [tensor_meta("output-0", "FP64", [-1])]
+
+    def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
+        if len(inputs) == 1:
+            data: Any = inputs[0][1]
+        else:  # named columns, one tensor each
+            import pandas as pd
+
+            data = pd.DataFrame({n: a.reshape(-1) for n, a in inputs})
+        result = self.model.predict(data)
+        if hasattr(result, "to_numpy"):
+            result = result.to_numpy()
+        return [("output-0", np.asarray(result))]
+
+
+def load_pyfunc(path: Path) -> Predictor:
+    import mlflow.pyfunc
+
+    return PyfuncPredictor(mlflow.pyfunc.load_model(str(path)))
+
+
+# -- PyTorch ---------------------------------------------------------------------------------------
+
+
+class TorchPredictor(Predictor):
+    platform = "pytorch"
+
+    def __init__(self, model: Any) -> None:
+        import torch
+
+        self.torch = torch
+        self.model = model.eval()
+
+    def inputs(self) -> list[dict[str, Any]]:
+        return [tensor_meta("input-0", "FP32", [-1, -1])]
+
+    def outputs(self) -> list[dict[str, Any]]:
+        return [tensor_meta("output-0", "FP32", [-1, -1])]
+
+    def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
+        torch = self.torch
+        tensors = []
+        for _, a in inputs:
+            if a.dtype == object:
+                raise InferError("a PyTorch model takes numeric tensors, not BYTES")
+            tensors.append(torch.from_numpy(np.ascontiguousarray(a)))
+        try:
+            with torch.inference_mode():
+                result = self.model(*tensors)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise InferError(f"the model rejected the input: {exc}") from None
+        results = result if isinstance(result, tuple | list) else (result,)
+        return [(f"output-{i}", r.detach().cpu().numpy()) for i, r in enumerate(results)]
+
+
+def load_pytorch(path: Path) -> Predictor:
+    import torch
+
+    if path.is_dir():
+        spec = (_mlmodel(path).get("flavors") or {}).get("pytorch") or {}
+        data = path / spec.get("model_data", "data")
+        file = data / "model.pth" if data.is_dir() else data
+        return TorchPredictor(torch.load(file, weights_only=False, map_location="cpu"))
+    try:
+        return TorchPredictor(torch.jit.load(str(path), map_location="cpu"))
+    except RuntimeError:  # not TorchScript: a pickled module
+        return TorchPredictor(torch.load(path, weights_only=False, map_location="cpu"))
+
+
+# -- ONNX ------------------------------------------------------------------------------------------
+
+_ONNX_TYPES = {
+    "tensor(float)": "FP32",
+    "tensor(double)": "FP64",
+    "tensor(int64)": "INT64",
+    "tensor(int32)": "INT32",
+    "tensor(bool)": "BOOL",
+    "tensor(string)": "BYTES",
+}
+
+
+class OnnxPredictor(Predictor):
+    platform = "onnxruntime"
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    @staticmethod
+    def _meta(args: Any) -> list[dict[str, Any]]:
+        return [
+            tensor_meta(
+                a.name,
+                _ONNX_TYPES.get(a.type, "FP32"),
+                [d if isinstance(d, int) else -1 for d in a.shape],
+            )
+            for a in args
+        ]
+
+    def inputs(self) -> list[dict[str, Any]]:
+        return self._meta(self.session.get_inputs())
+
+    def outputs(self) -> list[dict[str, Any]]:
+        return self._meta(self.session.get_outputs())
+
+    def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
+        declared = self.session.get_inputs()
+        feeds = dict(inputs)
+        if len(inputs) == 1 and len(declared) == 1:
+            feeds = {declared[0].name: inputs[0][1]}
+        try:
+            results = self.session.run(wanted or None, feeds)
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise InferError(f"the model rejected the input: {exc}") from None
+        names = wanted or [o.name for o in self.session.get_outputs()]
+        return list(zip(names, [np.asarray(r) for r in results], strict=True))
+
+
+def load_onnx(path: Path) -> Predictor:
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise LoadError("serving an ONNX model needs onnxruntime: pip install onnxruntime")
+    import onnxruntime
+
+    file = path
+    if path.is_dir():
+        spec = (_mlmodel(path).get("flavors") or {}).get("onnx") or {}
+        file = path / spec.get("data", "model.onnx")
+    return OnnxPredictor(
+        onnxruntime.InferenceSession(str(file), providers=["CPUExecutionProvider"])
+    )
+
+
+# -- transformers ----------------------------------------------------------------------------------
+
+
+class TextPipelinePredictor(Predictor):
+    platform = "transformers"
+
+    def __init__(self, pipeline: Any) -> None:
+        self.pipeline = pipeline
+
+    def inputs(self) -> list[dict[str, Any]]:
+        return [tensor_meta("text", "BYTES", [-1])]
+
+    def outputs(self) -> list[dict[str, Any]]:
+        return [tensor_meta("output", "BYTES", [-1])]
+
+    def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
+        import json
+
+        texts = [str(t) for t in _single(inputs, "a text pipeline").reshape(-1)]
+        results = self.pipeline(texts)
+        return [("output", np.array([json.dumps(r) for r in results], dtype=object))]
+
+    def predict_rows(self, rows: Any) -> Any:
+        return self.pipeline([str(r) for r in rows])
+
+
+def load_transformers(path: Path) -> Predictor:
+    if importlib.util.find_spec("transformers") is None:
+        raise LoadError("serving a transformers model needs transformers: pip install transformers")
+    if (path / "MLmodel").is_file():
+        import mlflow.transformers
+
+        return TextPipelinePredictor(mlflow.transformers.load_model(str(path)))
+    import transformers
+
+    return TextPipelinePredictor(transformers.pipeline(model=str(path)))
+
+
+# -- a custom predictor class ----------------------------------------------------------------------
+
+
+class CustomPredictor(Predictor):
+    """Wraps a user class with ``predict(inputs: dict[str, np.ndarray])``."""
+
+    platform = "custom"
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def inputs(self) -> list[dict[str, Any]]:
+        return list(getattr(self.obj, "inputs", []) or [])
+
+    def outputs(self) -> list[dict[str, Any]]:
+        return list(getattr(self.obj, "outputs", []) or [])
+
+    def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
+        result = self.obj.predict(dict(inputs))
+        if isinstance(result, dict):
+            return [(str(k), np.asarray(v)) for k, v in result.items()]
+        return [("output-0", np.asarray(result))]
+
+
+def load_custom(path: Path, class_name: str = "Predictor") -> Predictor:
+    """``predictor.py`` in the artifact folder (or the artifact file itself) defines the class;
+    it is built with the artifact folder as its only argument."""
+    folder = path if path.is_dir() else path.parent
+    file = path / "predictor.py" if path.is_dir() else path
+    if not file.is_file():
+        raise LoadError(
+            f"a custom predictor needs {file}: a class {class_name}(path) with predict()"
+        )
+    module_name = f"cube_predictor_{abs(hash(str(file)))}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(folder))  # helpers next to predictor.py import as usual
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise LoadError(f"{file} defines no class {class_name!r}")
+    return CustomPredictor(cls(str(folder)))
+
+
+def load(path: Path, flavor: str, predictor_class: str = "Predictor") -> Predictor:
+    if not path.exists():
+        raise LoadError(f"the model artifact {path} does not exist")
+    if flavor == "generic" and (path / "predictor.py").is_file():
+        flavor = "custom"
+    loaders = {
+        "sklearn": load_sklearn,
+        "pyfunc": load_pyfunc,
+        "pytorch": load_pytorch,
+        "onnx": load_onnx,
+        "transformers": load_transformers,
+    }
+    if flavor == "custom":
+        return load_custom(path, predictor_class)
+    loader = loaders.get(flavor)
+    if loader is None:
+        raise LoadError(
+            f"cannot serve flavor {flavor!r}: add a predictor.py with a class Predictor(path) "
+            "that has predict(inputs) to the artifact folder, or register a supported flavor "
+            f"({', '.join(FLAVORS)})"
+        )
+    return loader(path)
+
+
+__all__ = ["FLAVORS", "LoadError", "Predictor", "datatype_of", "load"]

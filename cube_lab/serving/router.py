@@ -1,0 +1,408 @@
+"""The deployment's front door: one process on the deployment's port that spreads requests
+over the model server processes, splits traffic between versions, mirrors to a shadow and
+counts everything for Prometheus.
+
+    python -m cube_lab.serving.router --name iris --port 8500 --config config.json \\
+        --ready-file ready.json            (admin token in $CUBE_ROUTER_TOKEN)
+
+The deployment service changes the routing table with ``POST /_cube/admin/config`` (token
+in ``X-Cube-Token``); a switch is one assignment, so no request sees half a table. Backends
+left out of a new table are *retired*: they get no new requests, the ones in flight finish,
+and ``GET /_cube/admin/state`` shows when their count reaches zero (then they may be stopped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .http import Request, Response, error_response, json_response, serve
+from .metrics import Metrics
+
+TOKEN_ENV = "CUBE_ROUTER_TOKEN"
+DOWN_FOR_S = 1.0  # a backend that refused a connection is skipped this long
+SHADOW_BODY_LIMIT = 4096
+
+
+class BackendConnection(asyncio.Protocol):
+    """One keep-alive connection to a model server; one request at a time."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future[tuple[int, str, bytes]] | None = None
+        self.open = True
+        self.got_bytes = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.open = False
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(
+                ConnectionResetError("the model server closed the connection")
+            )
+
+    def data_received(self, data: bytes) -> None:
+        self.got_bytes = True
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
+        status = int(head[0].split(" ", 2)[1])
+        length, ctype = 0, "application/json"
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            key = name.strip().lower()
+            if key == "content-length":
+                length = int(value)
+            elif key == "content-type":
+                ctype = value.strip()
+            elif key == "connection" and value.strip().lower() == "close":
+                self.open = False
+        if len(self.buffer) < end + 4 + length:
+            return
+        body = bytes(self.buffer[end + 4 : end + 4 + length])
+        del self.buffer[: end + 4 + length]
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result((status, ctype, body))
+
+    async def request(self, data: bytes) -> tuple[int, str, bytes]:
+        assert self.transport is not None
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.got_bytes = False
+        self.transport.write(data)
+        try:
+            return await self.waiter
+        finally:
+            self.waiter = None
+
+
+@dataclass(eq=False)
+class Backend:
+    host: str
+    port: int
+    version: str
+    in_flight: int = 0
+    served: int = 0
+    down_until: float = 0.0
+    retired: bool = False
+    idle: list[BackendConnection] = field(default_factory=list)
+
+    async def call(self, data: bytes) -> tuple[int, str, bytes]:
+        """Send one request; a stale pooled connection is replaced once, transparently."""
+        while self.idle:
+            conn = self.idle.pop()
+            if not conn.open:
+                continue
+            try:
+                result = await conn.request(data)
+            except ConnectionError:
+                if conn.got_bytes:
+                    raise
+                continue  # the server had closed it meanwhile: nothing was processed
+            self._release(conn)
+            return result
+        loop = asyncio.get_running_loop()
+        _, conn = await loop.create_connection(BackendConnection, self.host, self.port)
+        result = await conn.request(data)
+        self._release(conn)
+        return result
+
+    def _release(self, conn: BackendConnection) -> None:
+        if conn.open and not self.retired:
+            self.idle.append(conn)
+        elif conn.transport is not None:
+            conn.transport.close()
+
+    def close_idle(self) -> None:
+        for conn in self.idle:
+            if conn.transport is not None:
+                conn.transport.close()
+        self.idle.clear()
+
+
+@dataclass
+class Group:
+    version: str
+    weight: float
+    backends: list[Backend]
+    shadow: bool = False
+
+
+class Router:
+    def __init__(self, name: str, token: str) -> None:
+        self.name = name
+        self.token = token
+        self.groups: list[Group] = []
+        self.primary: list[Group] = []  # groups that take live traffic (weight > 0)
+        self.shadows: list[Group] = []
+        self.backends: dict[tuple[str, int], Backend] = {}
+        self.shadow_log: Path | None = None
+        self.metrics = Metrics(name)
+        self.rr = 0
+        self.shadow_tasks: set[asyncio.Task[None]] = set()
+
+    # -- configuration --------------------------------------------------------------------
+
+    def configure(self, config: dict[str, Any]) -> None:
+        groups: list[Group] = []
+        seen: dict[tuple[str, int], Backend] = {}
+        for g in config.get("groups") or []:
+            version = str(g["version"])
+            members = []
+            for b in g.get("backends") or []:
+                key = (str(b.get("host", "127.0.0.1")), int(b["port"]))
+                backend = self.backends.get(key) or Backend(key[0], key[1], version)
+                backend.version, backend.retired = version, False
+                seen[key] = backend
+                members.append(backend)
+            groups.append(Group(version, float(g.get("weight", 0)), members, bool(g.get("shadow"))))
+        for key, backend in self.backends.items():
+            if key not in seen:
+                backend.retired = True
+                backend.close_idle()
+        self.backends = {**{k: b for k, b in self.backends.items() if b.in_flight}, **seen}
+        log = config.get("shadow_log")
+        self.shadow_log = Path(log) if log else None
+        # one assignment each: a request in progress keeps the table it started with
+        self.groups = groups
+        self.primary = [g for g in groups if not g.shadow and g.weight > 0 and g.backends]
+        self.shadows = [g for g in groups if g.shadow and g.backends]
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "groups": [
+                {
+                    "version": g.version,
+                    "weight": g.weight,
+                    "shadow": g.shadow,
+                    "backends": [f"{b.host}:{b.port}" for b in g.backends],
+                }
+                for g in self.groups
+            ],
+            "backends": [
+                {
+                    "host": b.host,
+                    "port": b.port,
+                    "version": b.version,
+                    "in_flight": b.in_flight,
+                    "served": b.served,
+                    "retired": b.retired,
+                }
+                for b in self.backends.values()
+            ],
+        }
+
+    # -- routing ------------------------------------------------------------------------------
+
+    def __call__(self, req: Request) -> Response | Any:
+        path = req.path
+        if path.startswith("/v2/models/") or path == "/predict":
+            return self.forward(req)
+        if path == "/metrics":
+            return Response(200, self.metrics.render().encode(), "text/plain; version=0.0.4")
+        if path == "/v2/health/live":
+            return json_response(200, {"live": True})
+        if path == "/v2/health/ready":
+            ready = any(self._usable(g) for g in self.primary)
+            return json_response(200 if ready else 503, {"ready": ready})
+        if path.startswith("/_cube/admin/"):
+            return self.admin(req)
+        if path == "/v2" and self.primary:
+            return self.forward(req)
+        return error_response(404, f"no route {req.method} {path}")
+
+    def admin(self, req: Request) -> Response:
+        if not self.token or req.headers.get("x-cube-token") != self.token:
+            return error_response(403, "the admin routes need the deployment's token")
+        if req.path == "/_cube/admin/state":
+            return json_response(200, self.state())
+        if req.path == "/_cube/admin/config" and req.method == "POST":
+            try:
+                self.configure(json.loads(req.body))
+            except (ValueError, KeyError, TypeError) as exc:
+                return error_response(400, f"bad routing table: {exc}")
+            return json_response(200, self.state())
+        return error_response(404, f"no admin route {req.path}")
+
+    @staticmethod
+    def _usable(group: Group) -> bool:
+        now = time.monotonic()
+        return any(b.down_until <= now for b in group.backends)
+
+    def _pick_group(self, req: Request) -> tuple[Group | None, Response | None]:
+        parts = req.path.split("/")
+        if len(parts) > 5 and parts[4] == "versions":  # /v2/models/{name}/versions/{v}/...
+            wanted = parts[5]
+            for g in self.groups:
+                if g.version == wanted and g.backends:
+                    return g, None
+            served = sorted({g.version for g in self.groups})
+            return None, error_response(
+                404,
+                f"version {wanted!r} of {self.name!r} is not deployed",
+                f"Deployed versions: {', '.join(served) or 'none'}.",
+            )
+        primary = self.primary
+        if not primary:
+            return None, error_response(503, "no model version is ready to serve", None)
+        if len(primary) == 1:
+            return primary[0], None
+        pick = random.random() * sum(g.weight for g in primary)
+        for g in primary:
+            pick -= g.weight
+            if pick < 0:
+                return g, None
+        return primary[-1], None
+
+    def _pick_backend(self, group: Group, avoid: set[Backend]) -> Backend | None:
+        """The least busy live backend; round robin among equals."""
+        now = time.monotonic()
+        best: Backend | None = None
+        n = len(group.backends)
+        self.rr += 1
+        for i in range(n):
+            b = group.backends[(self.rr + i) % n]
+            if b in avoid or b.down_until > now:
+                continue
+            if best is None or b.in_flight < best.in_flight:
+                best = b
+        return best
+
+    @staticmethod
+    def _encode(req: Request, target: str) -> bytes:
+        head = (
+            f"{req.method} {target} HTTP/1.1\r\nHost: backend\r\n"
+            f"Content-Type: {req.headers.get('content-type', 'application/json')}\r\n"
+            f"Content-Length: {len(req.body)}\r\n"
+        )
+        extra = req.headers.get("inference-header-content-length")
+        if extra is not None:
+            head += f"Inference-Header-Content-Length: {extra}\r\n"
+        return (head + "\r\n").encode("latin-1") + req.body
+
+    async def forward(self, req: Request) -> Response:
+        start = time.perf_counter()
+        group, refusal = self._pick_group(req)
+        if group is None:
+            assert refusal is not None
+            self.metrics.observe("none", refusal.status, time.perf_counter() - start)
+            return refusal
+        data = self._encode(req, req.target)
+        tried: set[Backend] = set()
+        self.metrics.in_flight += 1
+        try:
+            while True:
+                backend = self._pick_backend(group, tried)
+                if backend is None:
+                    resp = error_response(
+                        503,
+                        f"no model server of version {group.version} is answering",
+                        "See the deployment's log; `cube-lab deployments` shows its status.",
+                    )
+                    break
+                tried.add(backend)
+                backend.in_flight += 1
+                try:
+                    status, ctype, body = await backend.call(data)
+                except OSError:  # refused or reset before an answer: try another replica
+                    backend.down_until = time.monotonic() + DOWN_FOR_S
+                    continue
+                finally:
+                    backend.in_flight -= 1
+                    if backend.retired and not backend.in_flight:
+                        backend.close_idle()
+                backend.served += 1
+                resp = Response(status, body, ctype, [("X-Cube-Version", group.version)])
+                break
+        finally:
+            self.metrics.in_flight -= 1
+        self.metrics.observe(group.version, resp.status, time.perf_counter() - start)
+        if self.shadows and req.method == "POST" and resp.status < 500:
+            self._mirror(req, group.version, resp)
+        return resp
+
+    # -- shadow traffic ----------------------------------------------------------------------
+
+    def _mirror(self, req: Request, version: str, primary: Response) -> None:
+        for group in self.shadows:
+            backend = self._pick_backend(group, set())
+            if backend is None:
+                continue
+            task = asyncio.ensure_future(self._shadow_call(req, version, primary, group, backend))
+            self.shadow_tasks.add(task)
+            task.add_done_callback(self.shadow_tasks.discard)
+
+    async def _shadow_call(
+        self, req: Request, version: str, primary: Response, group: Group, backend: Backend
+    ) -> None:
+        # the shadow serves the same model name: drop a pinned version from the path
+        parts = req.target.split("/")
+        if len(parts) > 5 and parts[4] == "versions":
+            del parts[4:6]
+        start = time.perf_counter()
+        backend.in_flight += 1
+        try:
+            status, _, body = await backend.call(self._encode(req, "/".join(parts)))
+        except OSError as exc:
+            status, body = 502, str(exc).encode()
+        finally:
+            backend.in_flight -= 1
+        took = time.perf_counter() - start
+        self.metrics.observe_shadow(group.version, status, took)
+        if self.shadow_log is not None:
+            record = {
+                "ts": time.time(),
+                "path": req.path,
+                "request": req.body[:SHADOW_BODY_LIMIT].decode("utf-8", "replace"),
+                "primary": {
+                    "version": version,
+                    "status": primary.status,
+                    "body": primary.body[:SHADOW_BODY_LIMIT].decode("utf-8", "replace"),
+                },
+                "shadow": {
+                    "version": group.version,
+                    "status": status,
+                    "body": body[:SHADOW_BODY_LIMIT].decode("utf-8", "replace"),
+                    "latency_ms": round(took * 1000, 3),
+                },
+            }
+            with open(self.shadow_log, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m cube_lab.serving.router")
+    p.add_argument("--name", required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--config", help="the routing table to start with (JSON)")
+    p.add_argument("--ready-file")
+    a = p.parse_args(argv)
+    router = Router(a.name, os.environ.get(TOKEN_ENV, ""))
+    if a.config and Path(a.config).is_file():
+        router.configure(json.loads(Path(a.config).read_text()))
+    try:
+        asyncio.run(
+            serve(router, a.host, a.port, Path(a.ready_file) if a.ready_file else None, "router")
+        )
+    except OSError as exc:  # the port is taken
+        print(f"cube-lab router: cannot listen on {a.host}:{a.port}: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

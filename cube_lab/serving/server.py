@@ -1,0 +1,177 @@
+"""The model server process: one model version, the Open Inference Protocol v2 over REST.
+
+    python -m cube_lab.serving.server --name iris --version 3 --flavor sklearn \\
+        --path /data/artifacts/models/1/3/model --port 0 --ready-file /tmp/ready.json
+
+The model is loaded before the socket opens, so "listening" means "ready"; the ready
+file (port and pid, written atomically) tells the deployment service the port it got.
+Routes: /v2/health/live|ready, /v2, /v2/models/{name}[/versions/{v}][/ready|/infer] and a
+plain JSON ``POST /predict`` (``{"instances": [...]}`` -> ``{"predictions": [...]}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .http import Request, Response, error_response, json_response, serve
+from .loaders import LoadError, Predictor, load
+from .protocol import InferError, decode_inputs, encode_output
+
+_LIVE = json_response(200, {"live": True})
+_READY = json_response(200, {"ready": True})
+
+
+class ModelApp:
+    """Routes requests for one model version to its ``Predictor``."""
+
+    def __init__(self, name: str, version: str, predictor: Predictor) -> None:
+        self.name = name
+        self.version = version
+        self.predictor = predictor
+        base = f"/v2/models/{name}"
+        versioned = f"{base}/versions/{version}"
+        self.metadata = {
+            "name": name,
+            "versions": [version],
+            "platform": predictor.platform,
+            "inputs": predictor.inputs(),
+            "outputs": predictor.outputs(),
+        }
+        meta = json_response(200, self.metadata)
+        ready = json_response(200, {"name": name, "ready": True})
+        self.gets: dict[str, Response] = {
+            "/v2/health/live": _LIVE,
+            "/v2/health/ready": _READY,
+            "/v2": json_response(
+                200, {"name": "cube-lab", "version": "1", "extensions": ["predict"]}
+            ),
+            base: meta,
+            versioned: meta,
+            f"{base}/ready": ready,
+            f"{versioned}/ready": ready,
+        }
+        self.infer_paths = {f"{base}/infer", f"{versioned}/infer"}
+
+    def __call__(self, req: Request) -> Response:
+        if req.method == "POST":
+            if req.path in self.infer_paths:
+                return self.infer(req)
+            if req.path == "/predict":
+                return self.predict(req)
+        elif req.method in ("GET", "HEAD"):
+            found = self.gets.get(req.path)
+            if found is not None:
+                return found
+        return self.not_found(req)
+
+    def not_found(self, req: Request) -> Response:
+        parts = req.path.strip("/").split("/")
+        if len(parts) >= 3 and parts[:2] == ["v2", "models"]:
+            if parts[2] != self.name:
+                return error_response(
+                    404,
+                    f"model {parts[2]!r} is not served here",
+                    f"This server serves {self.name!r}.",
+                )
+            if len(parts) >= 5 and parts[3] == "versions" and parts[4] != self.version:
+                return error_response(
+                    404,
+                    f"version {parts[4]!r} of {self.name!r} is not served here",
+                    f"This server serves version {self.version}.",
+                )
+        known = sorted({*self.gets, *self.infer_paths, "/predict"})
+        if req.path in known:
+            return error_response(405, f"{req.method} is not allowed on {req.path}")
+        return error_response(404, f"no route {req.method} {req.path}", f"Routes: {known}")
+
+    @staticmethod
+    def _json(req: Request) -> Any:
+        if "inference-header-content-length" in req.headers:
+            raise InferError(
+                "the binary tensor extension is not supported",
+                "Send tensors as JSON 'data' (tritonclient: binary_data=False).",
+            )
+        try:
+            return json.loads(req.body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InferError("the request body is not valid JSON", str(exc)) from None
+
+    def infer(self, req: Request) -> Response:
+        try:
+            payload = self._json(req)
+            inputs = decode_inputs(payload)
+            wanted = _wanted_outputs(payload.get("outputs"))
+            results = self.predictor.infer(inputs, wanted)
+        except InferError as exc:
+            return error_response(400, exc.error, exc.detail)
+        body: dict[str, Any] = {
+            "model_name": self.name,
+            "model_version": self.version,
+            "outputs": [encode_output(n, a) for n, a in results],
+        }
+        if isinstance(payload.get("id"), str):
+            body["id"] = payload["id"]
+        return json_response(200, body)
+
+    def predict(self, req: Request) -> Response:
+        try:
+            payload = self._json(req)
+            rows = (
+                payload.get("instances", payload.get("inputs"))
+                if isinstance(payload, dict)
+                else None
+            )
+            if not isinstance(rows, list) or not rows:
+                raise InferError(
+                    "the body must be an object with a non-empty 'instances' list",
+                    'e.g. {"instances": [[5.1, 3.5, 1.4, 0.2]]}',
+                )
+            predictions = self.predictor.predict_rows(rows)
+        except InferError as exc:
+            return error_response(400, exc.error, exc.detail)
+        except (ValueError, TypeError) as exc:
+            return error_response(400, f"the model rejected the input: {exc}")
+        return json_response(
+            200,
+            {"predictions": predictions, "model_name": self.name, "model_version": self.version},
+        )
+
+
+def _wanted_outputs(outputs: Any) -> list[str] | None:
+    if outputs is None:
+        return None
+    if not isinstance(outputs, list) or not all(
+        isinstance(o, dict) and isinstance(o.get("name"), str) for o in outputs
+    ):
+        raise InferError("'outputs' must be a list of objects with a name", '[{"name": "predict"}]')
+    return [o["name"] for o in outputs] or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m cube_lab.serving.server")
+    p.add_argument("--name", required=True)
+    p.add_argument("--version", required=True)
+    p.add_argument("--flavor", required=True)
+    p.add_argument("--path", required=True)
+    p.add_argument("--predictor-class", default="Predictor")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--ready-file")
+    a = p.parse_args(argv)
+    try:
+        predictor = load(Path(a.path), a.flavor, a.predictor_class)
+    except LoadError as exc:
+        print(f"cube-lab model server: cannot load the model: {exc}", file=sys.stderr, flush=True)
+        return 3
+    app = ModelApp(a.name, str(a.version), predictor)
+    asyncio.run(serve(app, a.host, a.port, Path(a.ready_file) if a.ready_file else None))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,831 @@
+"""Deployments as a service: deploy a registered model version, list, undeploy, and change
+traffic (canary split, shadow, promote, roll back, switch versions without dropping a request).
+
+A local deployment is a folder ``<data_dir>/serving/<id>/`` (``log.txt`` with every
+process' output, ``config.json`` the routing table, ``ready/`` the port files) and a group of
+background processes, each in its own session so they outlive whoever started them (the
+server, ``cube-lab deploy``): one router on the deployment's port and one model server per
+replica and version. Their pids and ports are recorded, so a restarted server adopts the
+deployments still answering and marks the others dead.
+
+Plain Python and synchronous: the REST handlers call it in a worker thread, the CLI directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import http.client
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..config import Settings
+from ..errors import Conflict, CubeError, InvalidInput, NotFound
+from ..identity import Caller, check_name
+from ..logtail import LOG_CHUNK, LogChunk, read_chunk
+from ..processes import pid_alive, start
+from ..projects import ProjectService
+from ..serialize import aware
+from ..store import Store
+from ..store.models import Deployment, Project
+from .router import TOKEN_ENV
+
+ACTIVE = ("starting", "running", "updating")
+MAX_REPLICAS = 16
+READY_TIMEOUT_S = 120.0
+DRAIN_TIMEOUT_S = 30.0
+STOP_GRACE_S = 5.0
+
+
+class DeploymentFailed(CubeError):
+    """The model server or router did not come up; ``detail`` holds the log's tail."""
+
+    status = 500
+
+
+@dataclass(frozen=True)
+class DeploymentView:
+    id: str
+    name: str
+    project: str
+    owner: str
+    model: str
+    version: int
+    backend: str
+    status: str
+    replicas: int
+    endpoint: str | None  # the base URL: <endpoint>/v2/models/<model>/infer
+    traffic: list[dict[str, Any]]  # [{"version": 3, "weight": 90, "shadow": false}, ...]
+    previous_version: int | None
+    processes: list[dict[str, Any]]
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    stopped_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Deployment, project: str) -> DeploymentView:
+        info = row.info or {}
+        running = row.status in ACTIVE and row.port
+        processes = []
+        if info.get("router"):
+            processes.append({"role": "router", **info["router"]})
+        processes += [{"role": "server", **s} for s in info.get("servers", [])]
+        return cls(
+            row.id,
+            row.name,
+            project,
+            row.owner,
+            row.model_name,
+            row.version,
+            row.backend,
+            row.status,
+            row.replicas,
+            f"http://{row.host}:{row.port}" if running else None,
+            list(info.get("traffic", [])),
+            info.get("previous_version"),
+            processes,
+            row.error,
+            aware(row.created_at),
+            aware(row.updated_at),
+            aware(row.stopped_at) if row.stopped_at else None,
+        )
+
+
+def _new_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def _check_percent(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise InvalidInput("percent must be a number from 0 to 100", f"got {value!r}")
+    return float(value)
+
+
+class RouterClient:
+    """The router's admin routes over loopback (stdlib only: the CLI pays no import)."""
+
+    def __init__(self, host: str, port: int, token: str) -> None:
+        self.host, self.port, self.token = host, port, token
+
+    def call(self, method: str, path: str, body: Any = None, timeout: float = 5.0) -> Any:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            conn.request(method, path, data, {"X-Cube-Token": self.token})
+            resp = conn.getresponse()
+            payload = resp.read()
+            if resp.status >= 400:
+                raise OSError(f"router answered {resp.status}: {payload[:200]!r}")
+            ctype = resp.getheader("Content-Type", "")
+            return json.loads(payload) if ctype.startswith("application/json") else payload
+        finally:
+            conn.close()
+
+    def state(self) -> dict[str, Any]:
+        return self.call("GET", "/_cube/admin/state")
+
+    def configure(self, table: dict[str, Any]) -> dict[str, Any]:
+        return self.call("POST", "/_cube/admin/config", table)
+
+    def metrics(self) -> str:
+        return self.call("GET", "/metrics").decode()
+
+
+class DeploymentService:
+    def __init__(
+        self, store: Store, projects: ProjectService, settings: Settings, registry: Any
+    ) -> None:
+        self.store = store
+        self.projects = projects
+        self.settings = settings
+        self.registry = registry
+        self.root = settings.data_dir / "serving"
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
+
+    # -- deploy ------------------------------------------------------------------------------------
+
+    def deploy(
+        self,
+        caller: Caller,
+        ref: str,
+        *,
+        name: str | None = None,
+        project: str | None = None,
+        replicas: int = 1,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+    ) -> DeploymentView:
+        """Serve ``MODEL[:VERSION|ALIAS]``; returns once every process answers ready."""
+        model, version_ref = _split(ref)
+        name = check_name(name or model, "deployment name")
+        replicas = _check_replicas(replicas)
+        if port is not None and (
+            isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
+        ):
+            raise InvalidInput("port must be a number from 0 to 65535 (0: any free port)")
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            project_name = self.projects.resolve(s, caller, project).name
+        version = self.registry.get_version(caller, project_name, model, version_ref)
+        artifact = self.registry.download(caller, project_name, model, version.version).path
+        dep_id = _new_id()
+        folder = self.root / dep_id
+        info: dict[str, Any] = {
+            "dir": str(folder),
+            "token": secrets.token_urlsafe(24),
+            "creator_pid": os.getpid(),
+            "servers": [],
+            "traffic": [{"version": version.version, "weight": 100.0, "shadow": False}],
+            "previous_version": None,
+        }
+        with self.store.write() as s:
+            proj = self.projects.resolve(s, caller, project_name)
+            old = s.scalars(
+                select(Deployment).where(Deployment.project_id == proj.id, Deployment.name == name)
+            ).first()
+            if old is not None:
+                if old.status in ACTIVE and self._router_alive(old):
+                    raise Conflict(
+                        f"deployment {name!r} is already running (v{old.version})",
+                        "Switch its version (cube-lab deploy --switch), or undeploy it first.",
+                    )
+                self._kill_all(old.info or {})
+                s.delete(old)
+                s.flush()
+            s.add(
+                Deployment(
+                    id=dep_id,
+                    project_id=proj.id,
+                    owner=caller.username,
+                    name=name,
+                    model_name=model,
+                    version=version.version,
+                    backend="local",
+                    status="starting",
+                    replicas=replicas,
+                    host=host,
+                    port=None,
+                    runner_host=socket.gethostname(),
+                    info=info,
+                )
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "ready").mkdir(exist_ok=True)
+        try:
+            # the router and the model servers start side by side: the import of the
+            # model's library is most of the wait, the router's start hides behind it
+            router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
+            info["router"] = {"pid": router_proc.pid, "port": None}
+            spawned = self._spawn_servers(
+                folder, model, version.version, version.flavor, artifact, replicas
+            )
+            info["servers"] = [{"version": version.version, "pid": p.pid} for p, _ in spawned]
+            found = self._wait_ready([(router_proc, router_ready), *spawned], folder)
+            info["router"]["port"] = found[0]["port"]
+            info["servers"] = _servers(version.version, spawned, found[1:])
+            self._set(dep_id, info=info, port=found[0]["port"], router_pid=router_proc.pid)
+            self._apply(host, found[0]["port"], info, model)
+        except BaseException as exc:
+            self._kill_all(info)
+            self._set(
+                dep_id,
+                status="failed",
+                info=info,
+                error=getattr(exc, "error", None) or str(exc),
+                stopped_at=datetime.now(UTC),
+            )
+            raise
+        self._set(dep_id, status="running", info=info)
+        return self.get(caller, name, project_name)
+
+    def manifest(
+        self,
+        caller: Caller,
+        ref: str,
+        *,
+        name: str | None = None,
+        project: str | None = None,
+        storage_uri: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """The KServe InferenceService for ``MODEL[:VERSION]`` (nothing is submitted).
+
+        Without ``storage_uri`` the artifact is addressed on the ``cube-lab-artifacts`` volume
+        claim, the data dir's artifacts folder as the cluster shape mounts it."""
+        from . import kserve
+
+        model, version_ref = _split(ref)
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            project_name = self.projects.resolve(s, caller, project).name
+        version = self.registry.get_version(caller, project_name, model, version_ref)
+        if storage_uri is None:
+            path = self.registry.download(caller, project_name, model, version.version).path
+            relative = path.relative_to(self.settings.artifacts_dir).as_posix()
+            storage_uri = f"pvc://cube-lab-artifacts/{relative}"
+        return kserve.inference_service(
+            name or model,
+            version.flavor,
+            storage_uri,
+            labels={
+                "cube-lab/project": kserve.k8s_name(project_name),
+                "cube-lab/model": kserve.k8s_name(model),
+                "cube-lab/version": str(version.version),
+            },
+            **options,
+        )
+
+    def _spawn_router(
+        self, name: str, folder: Path, token: str, host: str, port: int | None
+    ) -> tuple[Any, Path]:
+        ready = folder / "ready" / "router.json"
+        argv = [
+            sys.executable,
+            "-m",
+            "cube_lab.serving.router",
+            "--name",
+            name,
+            "--host",
+            host,
+            "--port",
+            str(port or 0),
+            "--config",
+            str(folder / "config.json"),
+            "--ready-file",
+            str(ready),
+        ]
+        return self._spawn(argv, folder, {TOKEN_ENV: token}), ready
+
+    def _spawn_servers(
+        self, folder: Path, model: str, version: int, flavor: str, artifact: Path, replicas: int
+    ) -> list[tuple[Any, Path]]:
+        started = []
+        for _ in range(replicas):
+            ready = folder / "ready" / f"server-{uuid.uuid4().hex[:8]}.json"
+            argv = [
+                sys.executable,
+                "-m",
+                "cube_lab.serving.server",
+                "--name",
+                model,
+                "--version",
+                str(version),
+                "--flavor",
+                flavor,
+                "--path",
+                str(artifact),
+                "--ready-file",
+                str(ready),
+            ]
+            started.append((self._spawn(argv, folder, {}), ready))
+        return started
+
+    def _start_servers(
+        self, folder: Path, model: str, version: int, flavor: str, artifact: Path, replicas: int
+    ) -> list[dict[str, Any]]:
+        """Start ``replicas`` model servers at once and wait until each has loaded the model."""
+        started: list[tuple[Any, Path]] = []
+        try:
+            started = self._spawn_servers(folder, model, version, flavor, artifact, replicas)
+            return _servers(version, started, self._wait_ready(started, folder))
+        except BaseException:
+            for proc, _ in started:
+                self._kill_pid(proc.pid)
+            raise
+
+    def _spawn(self, argv: list[str], folder: Path, extra: dict[str, str]) -> Any:
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env.update(extra)
+        with open(folder / "log.txt", "ab") as log:
+            proc = start(argv, folder, env, log)
+        self._procs[proc.pid] = proc
+        return proc
+
+    def _wait_ready(self, started: list[tuple[Any, Path]], folder: Path) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        found: dict[int, dict[str, Any]] = {}
+        while len(found) < len(started):
+            for i, (proc, ready) in enumerate(started):
+                if i in found:
+                    continue
+                if ready.is_file():
+                    found[i] = json.loads(ready.read_text())
+                elif proc.poll() is not None:
+                    raise DeploymentFailed(
+                        f"a serving process exited with code {proc.returncode} before it was ready",
+                        _tail(folder / "log.txt"),
+                    )
+            if time.monotonic() > deadline:
+                raise DeploymentFailed(
+                    f"not ready after {READY_TIMEOUT_S:.0f} s", _tail(folder / "log.txt")
+                )
+            if len(found) < len(started):
+                time.sleep(0.01)
+        return [found[i] for i in range(len(started))]
+
+    def _table(self, info: dict[str, Any]) -> dict[str, Any]:
+        """The router's routing table from the recorded traffic and servers."""
+        groups = []
+        for t in info["traffic"]:
+            backends = [
+                {"host": "127.0.0.1", "port": s["port"]}
+                for s in info["servers"]
+                if s["version"] == t["version"]
+            ]
+            groups.append(
+                {
+                    "version": str(t["version"]),
+                    "weight": t["weight"],
+                    "shadow": t.get("shadow", False),
+                    "backends": backends,
+                }
+            )
+        return {"groups": groups, "shadow_log": str(Path(info["dir"]) / "shadow.jsonl")}
+
+    def _apply(self, host: str, port: int, info: dict[str, Any], model: str) -> None:
+        """Write the routing table (a restarted router reads it) and hand it to the router."""
+        table = self._table(info)
+        folder = Path(info["dir"])
+        tmp = folder / "config.json.tmp"
+        tmp.write_text(json.dumps(table))
+        os.replace(tmp, folder / "config.json")
+        RouterClient(_loopback(host), port, info["token"]).configure(table)
+
+    # -- traffic -----------------------------------------------------------------------------------
+
+    def switch(
+        self, caller: Caller, name: str, ref: str, *, project: str | None = None
+    ) -> DeploymentView:
+        """Serve another version with no request dropped: start it, wait until it is ready,
+        switch the router, let the old servers finish what they hold, then stop them."""
+        return self._change(caller, name, project, ref, "switch")
+
+    def canary(
+        self, caller: Caller, name: str, ref: str, percent: float, *, project: str | None = None
+    ) -> DeploymentView:
+        """Send ``percent`` of the traffic to another version, the rest to the primary."""
+        return self._change(caller, name, project, ref, "canary", _check_percent(percent))
+
+    def shadow(
+        self, caller: Caller, name: str, ref: str, *, project: str | None = None
+    ) -> DeploymentView:
+        """Mirror every request to another version; its answers go to ``shadow.jsonl`` only."""
+        return self._change(caller, name, project, ref, "shadow")
+
+    def set_traffic(
+        self, caller: Caller, name: str, percent: float, *, project: str | None = None
+    ) -> DeploymentView:
+        """Move the canary's share of the traffic (the slider)."""
+        percent = _check_percent(percent)
+        with self._locked(caller, name, project) as (dep_id, row):
+            info = row["info"]
+            if len(info["traffic"]) < 2 or info["traffic"][1].get("shadow"):
+                raise Conflict(f"deployment {name!r} has no canary", "Start one with a version.")
+            info["traffic"][0]["weight"] = 100.0 - percent
+            info["traffic"][1]["weight"] = percent
+            self._apply(row["host"], row["port"], info, row["model"])
+            self._set(dep_id, info=info)
+        return self.get(caller, name, project)
+
+    def promote(self, caller: Caller, name: str, *, project: str | None = None) -> DeploymentView:
+        """The canary or shadow version takes all the traffic; the old primary is stopped."""
+        with self._locked(caller, name, project) as (dep_id, row):
+            info = row["info"]
+            if len(info["traffic"]) < 2:
+                raise Conflict(f"deployment {name!r} has no canary or shadow to promote")
+            old, new = info["traffic"][0]["version"], info["traffic"][1]["version"]
+            info["traffic"] = [{"version": new, "weight": 100.0, "shadow": False}]
+            self._cut_over(row, info, keep={new})
+            info["previous_version"] = old
+            self._set(dep_id, info=info, version=new)
+        return self.get(caller, name, project)
+
+    def rollback(self, caller: Caller, name: str, *, project: str | None = None) -> DeploymentView:
+        """Drop a canary or shadow; without one, switch back to the previous version."""
+        with self._locked(caller, name, project) as (dep_id, row):
+            info = row["info"]
+            primary = info["traffic"][0]["version"]
+            if len(info["traffic"]) >= 2:
+                info["traffic"] = [{"version": primary, "weight": 100.0, "shadow": False}]
+                self._cut_over(row, info, keep={primary})
+                self._set(dep_id, info=info)
+                return self.get(caller, name, project)
+            previous = info.get("previous_version")
+        if previous is None:
+            raise Conflict(f"deployment {name!r} has no previous version to roll back to")
+        return self._change(caller, name, project, str(previous), "switch")
+
+    def _change(
+        self,
+        caller: Caller,
+        name: str,
+        project: str | None,
+        ref: str,
+        mode: str,
+        percent: float = 0.0,
+    ) -> DeploymentView:
+        with self._locked(caller, name, project) as (dep_id, row):
+            info = row["info"]
+            version = self.registry.get_version(caller, row["project"], row["model"], ref)
+            artifact = self.registry.download(
+                caller, row["project"], row["model"], version.version
+            ).path
+            primary = info["traffic"][0]["version"]
+            if version.version == primary:
+                raise Conflict(f"deployment {name!r} already serves v{primary}")
+            self._set(dep_id, status="updating")
+            try:
+                # a candidate already running for this version is reused, others are replaced
+                have = [s for s in info["servers"] if s["version"] == version.version]
+                if not have:
+                    have = self._start_servers(
+                        Path(info["dir"]),
+                        row["model"],
+                        version.version,
+                        version.flavor,
+                        artifact,
+                        row["replicas"],
+                    )
+                    info["servers"] = info["servers"] + have
+                if mode == "switch":
+                    info["traffic"] = [
+                        {"version": version.version, "weight": 100.0, "shadow": False}
+                    ]
+                    info["previous_version"] = primary
+                    self._cut_over(row, info, keep={version.version})
+                    self._set(dep_id, info=info, version=version.version, status="running")
+                else:
+                    info["traffic"] = [
+                        {"version": primary, "weight": 100.0 - percent, "shadow": False},
+                        {
+                            "version": version.version,
+                            "weight": 0.0 if mode == "shadow" else percent,
+                            "shadow": mode == "shadow",
+                        },
+                    ]
+                    self._cut_over(row, info, keep={primary, version.version})
+                    self._set(dep_id, info=info, status="running")
+            except BaseException:
+                self._set(dep_id, status="running")
+                raise
+        return self.get(caller, name, project)
+
+    def _cut_over(self, row: dict[str, Any], info: dict[str, Any], keep: set[int]) -> None:
+        """Route by the new table, wait for the servers left out to drain, then stop them."""
+        retired = [s for s in info["servers"] if s["version"] not in keep]
+        info["servers"] = [s for s in info["servers"] if s["version"] in keep]
+        self._apply(row["host"], row["port"], info, row["model"])
+        client = RouterClient(_loopback(row["host"]), row["port"], info["token"])
+        ports = {s["port"] for s in retired}
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        while ports and time.monotonic() < deadline:
+            busy = [
+                b for b in client.state()["backends"] if b["port"] in ports and b["in_flight"] > 0
+            ]
+            if not busy:
+                break
+            time.sleep(0.02)
+        for server in retired:
+            self._kill_pid(server["pid"])
+
+    # -- read --------------------------------------------------------------------------------------
+
+    def list(self, caller: Caller, *, project: str | None = None) -> list[DeploymentView]:
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            ids = (
+                [self.projects.resolve(s, caller, project).id]
+                if project
+                else self.projects.visible_ids(s, caller)
+            )
+            rows = s.execute(
+                select(Deployment, Project.name)
+                .join(Project, Project.id == Deployment.project_id)
+                .where(Deployment.project_id.in_(ids))
+                .order_by(Deployment.created_at.desc())
+            ).all()
+            views = [
+                ((row.id, row.runner_host, row.router_pid), DeploymentView.of(row, name))
+                for row, name in rows
+            ]
+        here = socket.gethostname()
+        dead = [
+            dep_id
+            for (dep_id, runner_host, pid), view in views
+            if view.status == "running" and runner_host == here and not self._alive(pid)
+        ]
+        if dead:
+            self._mark_dead(dead, "its router process is gone")
+            return self.list(caller, project=project)
+        return [view for _, view in views]
+
+    def get(self, caller: Caller, name: str, project: str | None = None) -> DeploymentView:
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            row, project_name = self._row(s, caller, name, project)
+            return DeploymentView.of(row, project_name)
+
+    def _row(
+        self, s: Session, caller: Caller, name: str, project: str | None
+    ) -> tuple[Deployment, str]:
+        proj = self.projects.resolve(s, caller, project)
+        row = s.scalars(
+            select(Deployment).where(Deployment.project_id == proj.id, Deployment.name == name)
+        ).first()
+        if row is None:
+            raise NotFound(
+                f"deployment {name!r} not found in project {proj.name!r}",
+                "GET /cube/api/v1/deployments lists the deployments you can see.",
+            )
+        return row, proj.name
+
+    def tail_log(
+        self,
+        caller: Caller,
+        name: str,
+        offset: int = 0,
+        limit: int = LOG_CHUNK,
+        project: str | None = None,
+    ) -> LogChunk:
+        if offset < 0:
+            raise InvalidInput("offset must be 0 or more")
+        view, folder = self._folder(caller, name, project)
+        return read_chunk(folder / "log.txt", offset, limit, view.status not in ACTIVE)
+
+    def shadow_log(
+        self, caller: Caller, name: str, limit: int = 100, project: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The latest mirrored requests: the primary's and the shadow's answers side by side."""
+        _, folder = self._folder(caller, name, project)
+        path = folder / "shadow.jsonl"
+        if not path.is_file():
+            return []
+        lines = read_chunk(path, 0, LOG_CHUNK * 4, True).text.splitlines()
+        out = []
+        for line in lines[-limit:]:
+            with contextlib.suppress(ValueError):
+                out.append(json.loads(line))
+        return out
+
+    def metrics(self, caller: Caller, name: str, project: str | None = None) -> str:
+        """The router's Prometheus text (its /metrics)."""
+        with self.store.read() as s:
+            row, _ = self._row(s, caller, name, project)
+            host, port, status, token = (
+                row.host,
+                row.port,
+                row.status,
+                (row.info or {}).get("token"),
+            )
+        if status not in ACTIVE or not port:
+            raise Conflict(f"deployment {name!r} is not running ({status})")
+        try:
+            return RouterClient(_loopback(host), port, token or "").metrics()
+        except OSError as exc:
+            raise Conflict(f"deployment {name!r} does not answer: {exc}") from None
+
+    def _folder(self, caller: Caller, name: str, project: str | None) -> tuple[Any, Path]:
+        with self.store.read() as s:
+            row, project_name = self._row(s, caller, name, project)
+            return DeploymentView.of(row, project_name), Path((row.info or {}).get("dir", ""))
+
+    # -- stop, recover -----------------------------------------------------------------------------
+
+    def undeploy(self, caller: Caller, name: str, *, project: str | None = None) -> DeploymentView:
+        with self._locked(caller, name, project, active=False) as (dep_id, row):
+            self._kill_all(row["info"])
+            if row["status"] in ACTIVE:
+                self._set(dep_id, status="stopped", stopped_at=datetime.now(UTC))
+        return self.get(caller, name, project)
+
+    def delete(self, caller: Caller, name: str, *, project: str | None = None) -> None:
+        """Undeploy and forget: the record and the folder go."""
+        self.undeploy(caller, name, project=project)
+        with self.store.write() as s:
+            row, _ = self._row(s, caller, name, project)
+            folder = (row.info or {}).get("dir")
+            s.delete(row)
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def recover(self) -> dict[str, list[str]]:
+        """At server start: adopt deployments whose router still answers, mark the rest dead."""
+        host = socket.gethostname()
+        with self.store.read() as s:
+            rows = s.scalars(
+                select(Deployment).where(
+                    Deployment.status.in_(ACTIVE), Deployment.backend == "local"
+                )
+            ).all()
+            found = [(r.id, r.name, r.status, dict(r.info or {}), r.runner_host) for r in rows]
+            routers = {r.id: (r.host, r.port, r.router_pid) for r in rows}
+        adopted, dead = [], []
+        for dep_id, name, status, info, runner_host in found:
+            if runner_host != host:
+                continue
+            creator = info.get("creator_pid")
+            if status == "starting" and creator != os.getpid() and pid_alive(creator):
+                continue  # a CLI is deploying it right now
+            rhost, rport, rpid = routers[dep_id]
+            if self._answers(rhost, rport, rpid, info, name):
+                adopted.append(name)
+                continue
+            self._kill_all(info)
+            dead.append(dep_id)
+        if dead:
+            self._mark_dead(dead, "its processes were gone when the server started")
+        return {"adopted": adopted, "dead": dead}
+
+    def _answers(
+        self, host: str, port: int | None, pid: int | None, info: dict[str, Any], name: str
+    ) -> bool:
+        if not port or not self._alive(pid):
+            return False
+        try:
+            state = RouterClient(_loopback(host), port, info.get("token", "")).state()
+        except (OSError, ValueError):
+            return False
+        return state.get("name") == name  # the port may since belong to another program
+
+    def _mark_dead(self, ids: list[str], why: str) -> None:
+        with self.store.write() as s:
+            for row in s.scalars(select(Deployment).where(Deployment.id.in_(ids))):
+                if row.status in ACTIVE:
+                    row.status, row.error = "dead", why
+                    row.stopped_at = row.updated_at = datetime.now(UTC)
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(
+        self, caller: Caller, name: str, project: str | None, active: bool = True
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The deployment's record, with a file lock so the server and the CLI take turns."""
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            row, project_name = self._row(s, caller, name, project)
+            folder = Path((row.info or {}).get("dir") or self.root / row.id)
+            dep_id = row.id
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with self.store.read() as s:  # re-read: someone may have changed it meanwhile
+                row = s.get(Deployment, dep_id)
+                if row is None:
+                    raise NotFound(f"deployment {name!r} was removed meanwhile")
+                if active and row.status not in ACTIVE:
+                    raise Conflict(
+                        f"deployment {name!r} is not running ({row.status})",
+                        f"Deploy it again: cube-lab deploy {row.model_name}:{row.version}",
+                    )
+                snapshot = {
+                    "project": project_name,
+                    "model": row.model_name,
+                    "host": row.host,
+                    "port": row.port,
+                    "replicas": row.replicas,
+                    "status": row.status,
+                    "info": json.loads(json.dumps(row.info or {})),
+                }
+            yield dep_id, snapshot
+
+    def _set(self, dep_id: str, **fields: Any) -> None:
+        with self.store.write() as s:
+            row = s.get(Deployment, dep_id)
+            if row is None:
+                return
+            for key, value in fields.items():
+                setattr(row, key, value)
+            row.updated_at = datetime.now(UTC)
+
+    def _router_alive(self, row: Deployment) -> bool:
+        return row.runner_host == socket.gethostname() and self._alive(row.router_pid)
+
+    def _alive(self, pid: int | None) -> bool:
+        proc = self._procs.get(pid or 0)
+        if proc is not None:
+            return proc.poll() is None  # our child: a zombie is not alive
+        return pid_alive(pid)
+
+    def _kill_all(self, info: dict[str, Any]) -> None:
+        pids = [s["pid"] for s in info.get("servers", [])]
+        if info.get("router"):
+            pids.insert(0, info["router"]["pid"])
+        for pid in pids:
+            self._signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while any(self._alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for pid in pids:
+            if self._alive(pid):
+                self._signal(pid, signal.SIGKILL)
+            self._reap(pid)
+
+    def _kill_pid(self, pid: int) -> None:
+        self._kill_all({"servers": [{"pid": pid}]})
+
+    def _signal(self, pid: int, sig: int) -> None:
+        # each process leads its own session: the group holds it and anything it started
+        if not self._alive(pid):
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+
+    def _reap(self, pid: int) -> None:
+        proc = self._procs.pop(pid, None)
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=1)
+
+
+def _servers(
+    version: int, started: list[tuple[Any, Path]], found: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    return [
+        {"version": version, "pid": proc.pid, "port": f["port"]}
+        for (proc, _), f in zip(started, found, strict=True)
+    ]
+
+
+def _split(ref: str) -> tuple[str, str]:
+    if not isinstance(ref, str) or not ref.strip():
+        raise InvalidInput("give the model to deploy as NAME[:VERSION|ALIAS]", "e.g. iris:3")
+    model, _, version = ref.strip().partition(":")
+    check_name(model, "model name")
+    return model, version or "latest"
+
+
+def _check_replicas(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLICAS:
+        raise InvalidInput(f"replicas must be a whole number from 1 to {MAX_REPLICAS}")
+    return value
+
+
+def _loopback(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    if not path.is_file():
+        return ""
+    text = read_chunk(path, 0, 16 * 1024, True).text
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,403 @@
+"""Tuning experiments as a service: record, run (in the server or the CLI), watch, stop,
+resume, recover.
+
+An experiment is a record (``tuning_experiments`` + ``tuning_trials``) and a folder under
+``<data_dir>/experiments/<id>/`` holding each trial's NNI system folder (parameters, log,
+output). The engine runs in the process that started it; trial changes reach the store
+through a background writer, so a trial's start never waits for the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
+from ..errors import Conflict, InvalidInput, NotFound
+from ..identity import Caller
+from ..logtail import LOG_CHUNK, LogChunk, read_chunk
+from ..processes import orphaned, pid_alive
+from ..projects import ProjectService
+from ..store import Store
+from ..store.models import Project, TuningExperiment, TuningTrial
+from . import spec as specs
+from .engine import Engine, Trial
+from .spec import ExperimentSpec
+
+ACTIVE = ("queued", "running")
+WRITE_WINDOW_S = 0.1
+
+
+def _stamp(t: float | None) -> datetime | None:
+    return datetime.fromtimestamp(t, UTC) if t is not None else None
+
+
+@dataclass
+class TrialView:
+    id: str
+    seq: int
+    parameters: dict[str, Any]
+    status: str
+    intermediate: list[float]
+    final: float | None
+    exit_code: int | None
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_s: float | None
+
+
+@dataclass
+class ExperimentView:
+    id: str
+    name: str
+    project: str
+    owner: str
+    status: str
+    error: str | None
+    spec: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    trial_count: int
+    best: TrialView | None
+    trials: list[TrialView] | None = None
+
+
+class _TrialWriter:
+    """Writes trial snapshots from a thread, one transaction per window."""
+
+    def __init__(self, store: Store, experiment_id: str) -> None:
+        self.store = store
+        self.experiment_id = experiment_id
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="tuning-writer")
+        self._thread.start()
+
+    def put(self, trial: Trial) -> None:
+        self._queue.put(
+            {
+                "id": trial.id,
+                "seq": trial.seq,
+                "parameter_id": trial.parameter_id,
+                "parameters": dict(trial.parameters),
+                "status": trial.status,
+                "intermediate": list(trial.intermediate),
+                "final": trial.final,
+                "final_raw": trial.final_raw,
+                "exit_code": trial.exit_code,
+                "error": trial.error,
+                "started_at": _stamp(trial.started_at),
+                "finished_at": _stamp(trial.finished_at),
+            }
+        )
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            try:
+                while True:
+                    batch.append(self._queue.get(timeout=WRITE_WINDOW_S))
+                    if batch[-1] is None:
+                        break
+            except queue.Empty:
+                pass
+            stop = None in batch
+            latest = {item["id"]: item for item in batch if item is not None}
+            if latest:
+                with self.store.write() as s:
+                    for fields in latest.values():
+                        row = s.get(TuningTrial, fields["id"])
+                        if row is None:
+                            s.add(TuningTrial(experiment_id=self.experiment_id, **fields))
+                        else:
+                            for key, value in fields.items():
+                                setattr(row, key, value)
+
+
+class TuningService:
+    def __init__(self, store: Store, projects: ProjectService, settings: Settings) -> None:
+        self.store = store
+        self.projects = projects
+        self.settings = settings
+        self.root = settings.data_dir / "experiments"
+        self._engines: dict[str, Engine] = {}
+        self._tasks: dict[str, asyncio.Task[str]] = {}
+
+    # -- starting -------------------------------------------------------------------------
+
+    def parse(self, config: Any, base_dir: Path) -> ExperimentSpec:
+        return specs.parse(config, base_dir)
+
+    def prepare(self, caller: Caller, spec: ExperimentSpec, resume_of: str | None = None) -> Engine:
+        """Record the experiment (or take over one to resume) and build its engine."""
+        self.projects.ensure_personal(caller)
+        done: list[Trial] = []
+        with self.store.write() as s:
+            if resume_of:
+                row, _ = self._experiment(s, caller, resume_of)
+                if row.status in ACTIVE and pid_alive(row.runner_pid):
+                    raise Conflict(f"experiment {resume_of} is still running")
+                done = [_trial(t) for t in row.trials if t.final is not None]
+                for t in list(row.trials):  # unfinished trials are tried again
+                    if t.final is None:
+                        s.delete(t)
+                row.status, row.error, row.finished_at = "queued", None, None
+            else:
+                project = self.projects.resolve(s, caller, spec.project)
+                stamp = datetime.now(UTC)
+                row = TuningExperiment(
+                    id=f"exp-{stamp:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}",
+                    project_id=project.id,
+                    owner=caller.username,
+                    name=spec.name,
+                    status="queued",
+                    spec=spec.to_dict(),
+                    folder="",
+                )
+                row.folder = str(self.root / row.id)
+                s.add(row)
+            row.runner_pid, row.runner_host = os.getpid(), socket.gethostname()
+            experiment_id, folder = row.id, Path(row.folder)
+            if resume_of:
+                spec = ExperimentSpec.from_stored(row.spec)
+        folder.mkdir(parents=True, exist_ok=True)
+        env = {
+            **os.environ,
+            ENV_DATA_DIR: str(self.settings.data_dir),
+            ENV_DB_URL: self.settings.db_url,
+            ENV_USER: caller.username,
+        }
+        return Engine(spec, folder, experiment_id, done=done, base_env=env)
+
+    async def execute(
+        self, engine: Engine, listener: Callable[[Trial | None], None] | None = None
+    ) -> str:
+        """Run to the end; the record is complete when this returns."""
+        writer = _TrialWriter(self.store, engine.experiment_id)
+
+        def changed(trial: Trial | None) -> None:
+            if trial is not None:
+                writer.put(trial)
+            if listener:
+                listener(trial)
+
+        engine.on_change = changed
+        self._engines[engine.experiment_id] = engine
+        await asyncio.to_thread(self._set_status, engine.experiment_id, "running")
+        status, error = "failed", None
+        try:
+            status = await engine.run()
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self._engines.pop(engine.experiment_id, None)
+            await asyncio.to_thread(writer.close)
+            await asyncio.to_thread(self._set_status, engine.experiment_id, status, error)
+        return status
+
+    def start(self, engine: Engine) -> str:
+        """Run in the background of the current event loop (the server's)."""
+        task = asyncio.get_running_loop().create_task(self.execute(engine))
+        self._tasks[engine.experiment_id] = task
+        task.add_done_callback(lambda _t: self._tasks.pop(engine.experiment_id, None))
+        return engine.experiment_id
+
+    def run_foreground(
+        self, engine: Engine, listener: Callable[[Trial | None], None] | None = None
+    ) -> str:
+        """Run in this process (the CLI); Ctrl-C or SIGTERM stop it cleanly."""
+
+        async def main() -> str:
+            loop = asyncio.get_running_loop()
+            if threading.current_thread() is threading.main_thread():
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, engine.stop)
+            return await self.execute(engine, listener)
+
+        return asyncio.run(main())
+
+    def _set_status(self, experiment_id: str, status: str, error: str | None = None) -> None:
+        with self.store.write() as s:
+            row = s.get(TuningExperiment, experiment_id)
+            if row is None:
+                return
+            row.status, row.error = status, error
+            if status == "running":
+                row.started_at = datetime.now(UTC)
+            else:
+                row.finished_at = datetime.now(UTC)
+
+    # -- reading --------------------------------------------------------------------------
+
+    def list(
+        self, caller: Caller, project: str | None = None, limit: int = 50
+    ) -> list[ExperimentView]:
+        if not 1 <= limit <= 500:
+            raise InvalidInput("limit must be between 1 and 500", f"got {limit}")
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            ids = (
+                [self.projects.resolve(s, caller, project).id]
+                if project
+                else self.projects.visible_ids(s, caller)
+            )
+            rows = s.execute(
+                select(TuningExperiment, Project.name)
+                .join(Project, Project.id == TuningExperiment.project_id)
+                .where(TuningExperiment.project_id.in_(ids))
+                .options(selectinload(TuningExperiment.trials))
+                .order_by(TuningExperiment.created_at.desc())
+                .limit(limit)
+            ).all()
+            return [self._view(row, name, with_trials=False) for row, name in rows]
+
+    def get(self, caller: Caller, experiment_id: str) -> ExperimentView:
+        with self.store.read() as s:
+            row, project = self._experiment(s, caller, experiment_id)
+            return self._view(row, project, with_trials=True)
+
+    def tail_log(self, caller: Caller, experiment_id: str, trial_id: str, offset: int) -> LogChunk:
+        """A trial's output from ``offset``: call again with the returned offset to follow."""
+        if offset < 0:
+            raise InvalidInput("offset must be 0 or more")
+        path = self.trial_log(caller, experiment_id, trial_id)
+        with self.store.read() as s:
+            trial = s.get(TuningTrial, trial_id)
+            finished = trial is not None and trial.status not in ("waiting", "running")
+        return read_chunk(path, offset, LOG_CHUNK, finished)
+
+    def resume(self, caller: Caller, experiment_id: str) -> Engine:
+        """An engine that goes on with a stopped or interrupted experiment."""
+        spec = ExperimentSpec.from_stored(self.get(caller, experiment_id).spec)
+        return self.prepare(caller, spec, resume_of=experiment_id)
+
+    def trial_log(self, caller: Caller, experiment_id: str, trial_id: str) -> Path:
+        with self.store.read() as s:
+            row, _ = self._experiment(s, caller, experiment_id)
+            if not any(t.id == trial_id for t in row.trials):
+                raise NotFound(f"no trial {trial_id!r} in experiment {experiment_id}")
+            return Path(row.folder) / "trials" / trial_id / "log.txt"
+
+    def _experiment(
+        self, s: Session, caller: Caller, experiment_id: str
+    ) -> tuple[TuningExperiment, str]:
+        found = s.execute(
+            select(TuningExperiment, Project.name)
+            .join(Project, Project.id == TuningExperiment.project_id)
+            .where(
+                TuningExperiment.id == experiment_id,
+                TuningExperiment.project_id.in_(self.projects.visible_ids(s, caller)),
+            )
+            .options(selectinload(TuningExperiment.trials))
+        ).first()
+        if found is None:
+            raise NotFound(
+                f"experiment {experiment_id!r} not found", "`cube-lab tuning list` lists yours."
+            )
+        return found[0], found[1]
+
+    def _view(self, row: TuningExperiment, project: str, with_trials: bool) -> ExperimentView:
+        trials = [_trial_view(t) for t in row.trials]
+        mode = (row.spec or {}).get("mode", "maximize")
+        scored = [t for t in trials if t.final is not None]
+        pick = max if mode == "maximize" else min
+        best = pick(scored, key=lambda t: t.final) if scored else None  # type: ignore[arg-type,return-value]
+        return ExperimentView(
+            row.id,
+            row.name,
+            project,
+            row.owner,
+            row.status,
+            row.error,
+            dict(row.spec or {}),
+            row.created_at,
+            row.started_at,
+            row.finished_at,
+            len(trials),
+            best,
+            trials if with_trials else None,
+        )
+
+    # -- stopping, resuming, recovering ----------------------------------------------------
+
+    def stop(self, caller: Caller, experiment_id: str) -> ExperimentView:
+        with self.store.read() as s:
+            row, _ = self._experiment(s, caller, experiment_id)
+            pid, active = row.runner_pid, row.status in ACTIVE
+        engine = self._engines.get(experiment_id)
+        if engine is not None:
+            engine.stop()
+        elif active and pid and pid_alive(pid) and pid != os.getpid():
+            os.kill(pid, signal.SIGTERM)  # `cube-lab tune` stops its trials on SIGTERM
+        return self.get(caller, experiment_id)
+
+    def recover(self) -> list[str]:
+        """Mark experiments whose engine died (a crash, a restart) as interrupted."""
+        with self.store.read() as s:
+            rows = s.execute(
+                select(
+                    TuningExperiment.id, TuningExperiment.runner_pid, TuningExperiment.runner_host
+                ).where(TuningExperiment.status.in_(ACTIVE))
+            ).all()
+        dead = orphaned(rows, self._engines)
+        if dead:
+            with self.store.write() as s:
+                for row in s.scalars(select(TuningExperiment).where(TuningExperiment.id.in_(dead))):
+                    row.status, row.finished_at = "interrupted", datetime.now(UTC)
+                    row.error = "the process running it stopped; resume it to go on"
+        return dead
+
+
+def _trial(row: TuningTrial) -> Trial:
+    return Trial(
+        row.id,
+        row.seq,
+        row.parameter_id,
+        dict(row.parameters),
+        row.status,
+        list(row.intermediate or []),
+        row.final,
+        row.final_raw,
+        row.exit_code,
+    )
+
+
+def _trial_view(row: TuningTrial) -> TrialView:
+    duration = (
+        (row.finished_at - row.started_at).total_seconds()
+        if row.started_at and row.finished_at
+        else None
+    )
+    return TrialView(
+        row.id,
+        row.seq,
+        dict(row.parameters),
+        row.status,
+        list(row.intermediate or []),
+        row.final,
+        row.exit_code,
+        row.error,
+        row.started_at,
+        row.finished_at,
+        duration,
+    )

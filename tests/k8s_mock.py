@@ -1,0 +1,67 @@
+"""A Kubernetes API server for tests: kmock's emulator (a real HTTP server), answering the
+way a real API server does where kmock 0.8 differs from one, for the real client.
+
+- ``POST`` (create) answers ``201 Created``, as the API server does (kmock: 200, which
+  kubernetes_asyncio's generated client then reads as no body at all);
+- ``?watch=True`` (how kubernetes_asyncio spells it; the API server parses it with Go's
+  ``strconv.ParseBool``) is a watch (kmock only knows ``watch=true``);
+- lists honour ``labelSelector`` (``a=b`` and ``a!=b`` terms), as the API server does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp.web
+import kmock
+
+RESOURCES = (
+    "kubeflow.org/v1/pytorchjobs",
+    "kubeflow.org/v1/tfjobs",
+    "kubeflow.org/v2beta1/mpijobs",
+    "trainer.kubeflow.org/v1alpha1/trainjobs",
+    "scheduling.volcano.sh/v1beta1/podgroups",
+    "kubeflow.org/v1beta1/experiments",
+    "v1/pods",
+)
+
+
+def selected(obj: dict[str, Any], selector: str) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in filter(None, selector.split(",")):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key) == value:
+                return False
+        else:
+            key, value = term.split("=", 1)
+            if labels.get(key) != value.lstrip("="):
+                return False
+    return True
+
+
+class ApiServer(kmock.KubernetesEmulator):
+    async def __call__(self, raw: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        if raw.query.get("watch") in ("True", "1"):
+            raw = raw.clone(rel_url=raw.rel_url.update_query(watch="true"))
+        response = await super().__call__(raw)
+        if raw.method == "POST" and response.status == 200 and not response.prepared:
+            response.set_status(201)
+        return response
+
+    async def _serve_list(self, request: kmock.Request) -> Any:
+        found = await super()._serve_list(request)
+        selector = (request.params or {}).get("labelSelector")
+        if selector:
+            found["items"] = [o for o in found["items"] if selected(o, selector)]
+        return found
+
+
+@contextlib.asynccontextmanager
+async def api_server() -> AsyncIterator[ApiServer]:
+    async with ApiServer() as server, kmock.Server(server):
+        for resource in RESOURCES:
+            server.resources[resource] = {}
+        yield server
