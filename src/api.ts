@@ -814,3 +814,677 @@ export function resultUrl(
   );
   return s.token ? `${url}${queryString({ token: s.token })}` : url;
 }
+
+/* -------------------------------------------------------------------------- */
+/* Training                                                                   */
+/* -------------------------------------------------------------------------- */
+
+export type TrainingFramework =
+  'pytorch' | 'deepspeed' | 'tensorflow' | 'mpi' | 'plain';
+
+export type TrainingStatus =
+  'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+
+/** What each worker asks for; GPU types are keys of the accelerator table. */
+export interface TrainingResources {
+  cpu?: string;
+  memory?: string;
+  gpus?: number;
+  gpu_type?: string;
+  gpu_memory_mib?: number;
+  gpu_cores_percent?: number;
+}
+
+/** `POST /training/jobs`: exactly one of `script` or `command`. */
+export interface TrainingJobRequest {
+  framework?: TrainingFramework;
+  script?: string;
+  command?: string[];
+  args?: string[];
+  env?: Record<string, string>;
+  /** Relative to the server root; script paths are relative to it. */
+  working_dir?: string;
+  workers?: number;
+  nproc_per_worker?: number;
+  resources?: TrainingResources;
+  retries?: number;
+  timeout_s?: number;
+  project?: string;
+  name?: string;
+  image?: string;
+  backend?: 'local' | 'kubernetes';
+  output_dir?: string;
+  /** The cluster object (default: by framework). */
+  kind?: 'pytorchjob' | 'tfjob' | 'mpijob' | 'trainjob';
+}
+
+/** Where a Kubernetes job's object is. */
+export interface TrainingCluster {
+  namespace: string;
+  kind: string;
+  name: string;
+  server?: string;
+}
+
+export interface TrainingJob {
+  id: string;
+  name: string;
+  project: string;
+  owner: string;
+  framework: TrainingFramework;
+  backend: 'local' | 'kubernetes';
+  status: TrainingStatus;
+  workers: number;
+  nproc_per_worker: number;
+  /** CUDA_VISIBLE_DEVICES given to the job. */
+  gpus: number[];
+  attempts: number;
+  exit_code: number | null;
+  error: string | null;
+  working_dir: string | null;
+  output_dir: string | null;
+  last_checkpoint: string | null;
+  command: string;
+  spec: Record<string, JSONValue>;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_s: number | null;
+  /** Kubernetes jobs: where the job object is. */
+  cluster?: TrainingCluster | null;
+}
+
+/** Series per metric: `[step, value]` pairs of the lowest rank that reported. */
+export interface TrainingMetrics {
+  job_id: string;
+  source: 'report' | 'log' | 'none';
+  series: Record<string, [number, number][]>;
+  last: Record<string, number>;
+  last_checkpoint: string | null;
+}
+
+export interface RegisterFromJobRequest {
+  name: string;
+  /** Relative to the server root (default: the job's last checkpoint). */
+  path?: string;
+  project?: string;
+  description?: string;
+}
+
+/** True while a training job may still change. */
+export function isJobActive(job: Pick<TrainingJob, 'status'>): boolean {
+  return job.status === 'queued' || job.status === 'running';
+}
+
+function jobPath(jobId: string, ...rest: string[]): string {
+  return encodePath('training', 'jobs', jobId, ...rest);
+}
+
+export function listTrainingJobs(
+  options: { project?: string; limit?: number } = {},
+  settings?: ServerConnection.ISettings
+): Promise<{ jobs: TrainingJob[] }> {
+  const query = queryString({
+    project: options.project,
+    limit: options.limit
+  });
+  return requestAPI<{ jobs: TrainingJob[] }>(
+    `training/jobs${query}`,
+    {},
+    settings
+  );
+}
+
+export function submitTrainingJob(
+  body: TrainingJobRequest,
+  settings?: ServerConnection.ISettings
+): Promise<TrainingJob> {
+  return requestAPI<TrainingJob>(
+    'training/jobs',
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function getTrainingJob(
+  jobId: string,
+  settings?: ServerConnection.ISettings
+): Promise<TrainingJob> {
+  return requestAPI<TrainingJob>(jobPath(jobId), {}, settings);
+}
+
+export function stopTrainingJob(
+  jobId: string,
+  settings?: ServerConnection.ISettings
+): Promise<TrainingJob> {
+  return requestAPI<TrainingJob>(
+    jobPath(jobId, 'stop'),
+    { method: 'POST' },
+    settings
+  );
+}
+
+/** Submit a new job with the same spec and working directory. */
+export function rerunTrainingJob(
+  jobId: string,
+  settings?: ServerConnection.ISettings
+): Promise<TrainingJob> {
+  return requestAPI<TrainingJob>(
+    jobPath(jobId, 'rerun'),
+    { method: 'POST' },
+    settings
+  );
+}
+
+/** Every rank's output (`[rank N] ` prefixed) from `offset`; call again to follow. */
+export function trainingJobLog(
+  jobId: string,
+  offset = 0,
+  settings?: ServerConnection.ISettings
+): Promise<LogChunk> {
+  return requestAPI<LogChunk>(
+    `${jobPath(jobId, 'log')}${queryString({ offset })}`,
+    {},
+    settings
+  );
+}
+
+export function trainingJobMetrics(
+  jobId: string,
+  settings?: ServerConnection.ISettings
+): Promise<TrainingMetrics> {
+  return requestAPI<TrainingMetrics>(jobPath(jobId, 'metrics'), {}, settings);
+}
+
+/** Register the job's last checkpoint (or `path`) as a model version. */
+export function registerModelFromJob(
+  jobId: string,
+  body: RegisterFromJobRequest,
+  settings?: ServerConnection.ISettings
+): Promise<ModelVersion> {
+  return requestAPI<ModelVersion>(
+    jobPath(jobId, 'register'),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+/* -------------------------------------------------------------------------- */
+/* Pipelines: editor toolbar (compile, schedules) and node results            */
+/* -------------------------------------------------------------------------- */
+
+export interface CompiledPipeline {
+  name: string;
+  /** A file name for the download, e.g. `flow.yaml`. */
+  filename: string;
+  /** Kubeflow Pipelines v2 IR (PipelineSpec) YAML. */
+  yaml: string;
+  /** What the IR could not hold. */
+  notes: string[];
+}
+
+/** Compile a saved `.pipeline` file (relative to the server root) to KFP IR. */
+export function compilePipeline(
+  path: string,
+  settings?: ServerConnection.ISettings
+): Promise<CompiledPipeline> {
+  return requestAPI<CompiledPipeline>(
+    'pipelines/compile',
+    { method: 'POST', body: { path, target: 'kfp' } },
+    settings
+  );
+}
+
+export interface PipelineSchedule {
+  id: number;
+  project: string;
+  name: string;
+  /** The pipeline file on the server (absolute). */
+  pipeline_path: string;
+  cron: string;
+  start_at: string;
+  end_at: string | null;
+  catchup: boolean;
+  depends_on_past: boolean;
+  max_active_runs: number;
+  expire_after_s: number | null;
+  params: Record<string, JSONValue>;
+  enabled: boolean;
+  last_fire_at: string | null;
+  next_fire_at: string | null;
+  last_error: string | null;
+  owner: string;
+}
+
+export interface CreateScheduleRequest {
+  path: string;
+  cron: string;
+  name?: string;
+  project?: string;
+  catchup?: boolean;
+  depends_on_past?: boolean;
+  max_active_runs?: number;
+  params?: Record<string, JSONValue>;
+}
+
+/** The caller's schedules, only those of `path` when given. */
+export function listSchedules(
+  path?: string,
+  settings?: ServerConnection.ISettings
+): Promise<{ schedules: PipelineSchedule[] }> {
+  return requestAPI<{ schedules: PipelineSchedule[] }>(
+    `pipelines/schedules${queryString({ path })}`,
+    {},
+    settings
+  );
+}
+
+export function createSchedule(
+  body: CreateScheduleRequest,
+  settings?: ServerConnection.ISettings
+): Promise<PipelineSchedule> {
+  return requestAPI<PipelineSchedule>(
+    'pipelines/schedules',
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function setScheduleEnabled(
+  id: number,
+  enabled: boolean,
+  settings?: ServerConnection.ISettings
+): Promise<PipelineSchedule> {
+  return requestAPI<PipelineSchedule>(
+    encodePath('pipelines', 'schedules', id),
+    { method: 'PATCH', body: { enabled } },
+    settings
+  );
+}
+
+export async function deleteSchedule(
+  id: number,
+  settings?: ServerConnection.ISettings
+): Promise<void> {
+  await requestAPI<void>(
+    encodePath('pipelines', 'schedules', id),
+    { method: 'DELETE' },
+    settings
+  );
+}
+
+/** A result file's text (CSV, JSON), at most `maxBytes` of it. */
+export async function resultText(
+  runId: string,
+  nodeId: string,
+  path: string,
+  maxBytes = 1024 * 1024,
+  settings?: ServerConnection.ISettings
+): Promise<string> {
+  const s = serverSettings(settings);
+  const response = await ServerConnection.makeRequest(
+    resultUrl(runId, nodeId, path, s),
+    {},
+    s
+  );
+  if (!response.ok) {
+    throw errorFromResponse(response.status, response.statusText, null);
+  }
+  const text = await response.text();
+  return text.length > maxBytes ? text.slice(0, maxBytes) : text;
+}
+
+/* ========================================================================== */
+/* Serving (issue 8): deployments, traffic, logs, metrics, test requests       */
+/* ========================================================================== */
+
+export type DeploymentStatus =
+  'starting' | 'running' | 'updating' | 'stopped' | 'failed' | 'dead';
+
+export interface TrafficShare {
+  version: number;
+  /** Percent of requests (0..100); a shadow's weight is not a share. */
+  weight: number;
+  shadow: boolean;
+}
+
+export interface Deployment {
+  id: string;
+  name: string;
+  project: string;
+  owner: string;
+  model: string;
+  /** The primary version. */
+  version: number;
+  backend: 'local' | 'kubernetes' | string;
+  status: DeploymentStatus | string;
+  replicas: number;
+  /** Base URL: OIP v2 under /v2, plain JSON at /predict; null when not running. */
+  endpoint: string | null;
+  traffic: TrafficShare[];
+  previous_version: number | null;
+  processes: Record<string, unknown>[];
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+  stopped_at: string | null;
+}
+
+export interface DeployRequest {
+  /** NAME[:VERSION|ALIAS], e.g. "iris:3". */
+  model: string;
+  name?: string;
+  project?: string;
+  replicas?: number;
+  port?: number;
+}
+
+export type TrafficAction =
+  | { action: 'switch'; version: VersionRef }
+  | { action: 'canary'; version: VersionRef; percent: number }
+  | { action: 'shadow'; version: VersionRef }
+  | { action: 'promote' }
+  | { action: 'rollback' }
+  | { action: 'split'; percent: number };
+
+/** What the deployment answered to a passed-through request. */
+export interface InferAnswer {
+  status: number;
+  /** The version that answered (X-Cube-Version). */
+  version: string | null;
+  body: unknown;
+}
+
+/** True while a deployment's processes should be running. */
+export function isDeploymentActive(d: Pick<Deployment, 'status'>): boolean {
+  return (
+    d.status === 'starting' || d.status === 'running' || d.status === 'updating'
+  );
+}
+
+function deploymentPath(project: string, name: string, ...rest: string[]) {
+  return encodePath('projects', project, 'deployments', name, ...rest);
+}
+
+export function listDeployments(
+  project?: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ deployments: Deployment[] }>(
+    'deployments' + queryString({ project }),
+    {},
+    settings
+  );
+}
+
+/** Deploy a model version; answers once every process is ready (seconds). */
+export function deployModel(
+  request: DeployRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<Deployment>(
+    'deployments',
+    { method: 'POST', body: request },
+    settings
+  );
+}
+
+export function getDeployment(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<Deployment>(deploymentPath(project, name), {}, settings);
+}
+
+/** Stop every process of the deployment (the record stays, status "stopped"). */
+export function undeploy(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<Deployment>(
+    deploymentPath(project, name),
+    { method: 'DELETE' },
+    settings
+  );
+}
+
+/** Undeploy and delete the record and its folder. */
+export async function forgetDeployment(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+): Promise<void> {
+  await requestAPI<void>(
+    deploymentPath(project, name) + queryString({ forget: 'true' }),
+    { method: 'DELETE' },
+    settings
+  );
+}
+
+export function changeTraffic(
+  project: string,
+  name: string,
+  change: TrafficAction,
+  settings?: ServerConnection.ISettings
+) {
+  const body =
+    'version' in change
+      ? { ...change, version: String(change.version) }
+      : change;
+  return requestAPI<Deployment>(
+    deploymentPath(project, name, 'traffic'),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function deploymentLog(
+  project: string,
+  name: string,
+  offset = 0,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<LogChunk>(
+    deploymentPath(project, name, 'log') + queryString({ offset }),
+    {},
+    settings
+  );
+}
+
+/** The Prometheus text exposition of the deployment's router. */
+export function deploymentMetrics(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<string>(
+    deploymentPath(project, name, 'metrics'),
+    {},
+    settings
+  );
+}
+
+/** Send a test request through the server (the browser may not reach the port). */
+export function inferDeployment(
+  project: string,
+  name: string,
+  body: object,
+  route: 'infer' | 'predict' = 'infer',
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<InferAnswer>(
+    deploymentPath(project, name, 'infer') + queryString({ route }),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+/** The served model's OIP v2 metadata (`GET /v2/models/{model}`), passed through. */
+export function deploymentModelMetadata(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<InferAnswer>(
+    deploymentPath(project, name, 'infer'),
+    {},
+    settings
+  );
+}
+
+/* -------------------------------------------------------------------------- */
+/* Tuning                                                                     */
+/* -------------------------------------------------------------------------- */
+
+export type TuningExperimentStatus =
+  'queued' | 'running' | 'done' | 'failed' | 'stopped' | 'interrupted';
+
+export type TuningTrialStatus =
+  | 'waiting'
+  | 'running'
+  | 'succeeded'
+  | 'failed'
+  | 'early_stopped'
+  | 'cancelled';
+
+/** `GET /tuning/algorithms`: what the experiment form offers. */
+export interface TuningAlgorithms {
+  tuners: string[];
+  assessors: string[];
+  /** _type -> what _value must be. */
+  search_space_types: Record<string, string>;
+  example: Record<string, JSONValue>;
+}
+
+export interface TuningTrial {
+  id: string;
+  seq: number;
+  parameters: Record<string, JSONValue>;
+  status: TuningTrialStatus;
+  intermediate: number[];
+  final: number | null;
+  exit_code: number | null;
+  error: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_s: number | null;
+}
+
+/** The stored spec of an experiment (cube_lab/tuning/spec.py ExperimentSpec). */
+export interface TuningSpec {
+  name: string;
+  search_space: Record<string, JSONValue>;
+  trial_command: string;
+  /** Absolute. */
+  code_dir: string;
+  concurrency: number;
+  max_trials: number;
+  max_duration_s: number | null;
+  tuner: { name: string; class_args: Record<string, JSONValue> };
+  assessor: { name: string; class_args: Record<string, JSONValue> } | null;
+  metric: string;
+  mode: 'maximize' | 'minimize';
+  project: string | null;
+}
+
+export interface TuningExperiment {
+  id: string;
+  name: string;
+  project: string;
+  owner: string;
+  status: TuningExperimentStatus;
+  error: string | null;
+  spec: TuningSpec;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  trial_count: number;
+  best: TuningTrial | null;
+  /** Only in `GET /tuning/experiments/{id}` (null in the list). */
+  trials: TuningTrial[] | null;
+}
+
+/** `POST /tuning/experiments`: an NNI v2 config; relative paths start at `folder`. */
+export interface CreateExperimentRequest {
+  config: Record<string, JSONValue>;
+  /** Under the server root. */
+  folder?: string;
+  project?: string;
+}
+
+function experimentPath(id: string, ...rest: string[]): string {
+  return encodePath('tuning', 'experiments', id, ...rest);
+}
+
+export function tuningAlgorithms(
+  settings?: ServerConnection.ISettings
+): Promise<TuningAlgorithms> {
+  return requestAPI<TuningAlgorithms>('tuning/algorithms', {}, settings);
+}
+
+export function listExperiments(
+  options: { project?: string; limit?: number } = {},
+  settings?: ServerConnection.ISettings
+): Promise<{ experiments: TuningExperiment[] }> {
+  return requestAPI<{ experiments: TuningExperiment[] }>(
+    `tuning/experiments${queryString({ project: options.project, limit: options.limit })}`,
+    {},
+    settings
+  );
+}
+
+export function createExperiment(
+  body: CreateExperimentRequest,
+  settings?: ServerConnection.ISettings
+): Promise<TuningExperiment> {
+  return requestAPI<TuningExperiment>(
+    'tuning/experiments',
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function getExperiment(
+  id: string,
+  settings?: ServerConnection.ISettings
+): Promise<TuningExperiment> {
+  return requestAPI<TuningExperiment>(experimentPath(id), {}, settings);
+}
+
+export function stopExperiment(
+  id: string,
+  settings?: ServerConnection.ISettings
+): Promise<TuningExperiment> {
+  return requestAPI<TuningExperiment>(
+    experimentPath(id, 'stop'),
+    { method: 'POST' },
+    settings
+  );
+}
+
+export function resumeExperiment(
+  id: string,
+  settings?: ServerConnection.ISettings
+): Promise<TuningExperiment> {
+  return requestAPI<TuningExperiment>(
+    experimentPath(id, 'resume'),
+    { method: 'POST' },
+    settings
+  );
+}
+
+/** A trial's output from `offset`; call again with the returned offset to follow. */
+export function trialLog(
+  id: string,
+  trialId: string,
+  offset = 0,
+  settings?: ServerConnection.ISettings
+): Promise<LogChunk> {
+  return requestAPI<LogChunk>(
+    `${experimentPath(id, 'trials', trialId, 'log')}${queryString({ offset })}`,
+    {},
+    settings
+  );
+}

@@ -11,8 +11,11 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
+import { deploymentsPlugin } from './panels/deployments';
 import { modelsPlugin } from './panels/models';
 import { pipelinesPlugin } from './panels/pipelines';
+import { trainingPlugin } from './panels/training';
+import { tuningPlugin } from './panels/tuning';
 import { CubeSettings, CubeSidebar } from './sidebar';
 import { CATEGORY, CommandIDs, ICubeSidebar } from './tokens';
 
@@ -77,7 +80,10 @@ const sidebarPlugin: JupyterFrontEndPlugin<ICubeSidebar> = {
 const plugins: JupyterFrontEndPlugin<any>[] = [
   sidebarPlugin,
   modelsPlugin,
-  pipelinesPlugin
+  pipelinesPlugin,
+  trainingPlugin,
+  tuningPlugin,
+  deploymentsPlugin
 ];
 
 export default plugins;

@@ -1,3 +1,6 @@
 import './base.css';
 import '@xyflow/react/dist/style.css';
 import './pipelines.css';
+import './training.css';
+import './tuning.css';
+import './deployments.css';

@@ -42,6 +42,8 @@ const env = {
 
 module.exports = {
   ...baseConfig,
+  // The hub's admin-page test runs against a hub, with its own config (playwright.hub.config.js).
+  testIgnore: ['**/hub-*.spec.ts'],
   // Never open (and serve) the HTML report: `make test` must not hang.
   reporter: [[process.env.CI ? 'github' : 'list'], ['html', { open: 'never' }]],
   workers: 1,

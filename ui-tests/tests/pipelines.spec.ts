@@ -5,6 +5,8 @@
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { APIRequestContext } from '@playwright/test';
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 
 const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
@@ -22,18 +24,17 @@ async function putText(
   expect(response.ok(), await response.text()).toBeTruthy();
 }
 
-function notebook(source: string): string {
+function notebook(...sources: string[]): string {
   return JSON.stringify({
-    cells: [
-      {
-        cell_type: 'code',
-        id: 'c1',
-        metadata: {},
-        execution_count: null,
-        outputs: [],
-        source: [source]
-      }
-    ],
+    cells: sources.map((source, i) => ({
+      cell_type: 'code',
+      id: `c${i}`,
+      // The first cell holds the defaults papermill overrides.
+      metadata: i === 0 && sources.length > 1 ? { tags: ['parameters'] } : {},
+      execution_count: null,
+      outputs: [],
+      source: [source]
+    })),
     metadata: {
       kernelspec: {
         name: 'python3',
@@ -72,39 +73,42 @@ function pipelineNode(page: IJupyterLabPageFixture, label: string) {
 test.describe('cube-lab pipeline editor', () => {
   test.setTimeout(240 * 1000);
 
-  // Skipped: not yet stable on the shared 2-core test machine. In separate
-  // runs every step up to and including the connection, the node parameter
-  // and the save passed, but the "Directory not found" dialog the file browser
-  // raises at page load intercepts clicks at random points (handles, nodes),
-  // and the run/log steps were never reached within the time box.
-  test.skip('builds, saves and runs a pipeline of two notebooks', async ({
+  test('builds, saves, exports, schedules and runs a pipeline of two notebooks', async ({
     page,
     request,
     baseURL,
     tmpPath
   }) => {
     const base = baseURL!;
+    // Any error dialog (e.g. the file browser's "Directory not found") fails
+    // the test with its text instead of silently eating clicks.
+    const errors: string[] = [];
+    page.on('console', msg => {
+      if (msg.type() === 'error' && /not found/i.test(msg.text())) {
+        errors.push(msg.text());
+      }
+    });
     await putText(
       request,
       base,
       `${tmpPath}/prep.ipynb`,
-      notebook("print('hello from prep')")
+      notebook(
+        [
+          'import json\n',
+          "print('hello from prep')\n",
+          "json.dump({'accuracy': 0.93, 'loss': [0.9, 0.5, 0.3, 0.2]}, open('metrics.json', 'w'))\n",
+          "open('scores.csv', 'w').write('id,score\\n1,0.5\\n2,0.75\\n')\n"
+        ].join('')
+      )
     );
     await putText(
       request,
       base,
       `${tmpPath}/train.ipynb`,
-      notebook("print('hello from train')")
+      notebook("greeting = 'unset'", "print('train says', greeting)")
     );
-    // The page opens on the test folder before Galata creates it, so the file
-    // browser may say "Directory not found" once: close that when it shows.
-    await page.addLocatorHandler(
-      page.getByRole('dialog', { name: /Directory not found/ }),
-      async d => {
-        await d.getByRole('button', { name: 'Close' }).click();
-      }
-    );
-    await page.filebrowser.openDirectory(tmpPath);
+    // Galata opened the file browser on tmpPath before the files existed.
+    await page.filebrowser.refresh();
 
     await page.evaluate(async cwd => {
       await (window as any).jupyterapp.commands.execute(
@@ -114,14 +118,30 @@ test.describe('cube-lab pipeline editor', () => {
     }, tmpPath);
     const editor = page.locator('.cube-PipelineEditor');
     await expect(editor.locator('.react-flow')).toBeVisible();
+    // Next to the file browser the editor is narrow: the palette starts hidden
+    // so the canvas keeps its room.
+    await expect(editor.locator('.cube-Palette')).toHaveCount(0);
     const canvas = (await editor
       .locator('.cube-PipelineEditor-canvas')
       .boundingBox())!;
 
-    await dragFile(page, 'prep.ipynb', canvas.x + 120, canvas.y + 150);
+    await dragFile(
+      page,
+      'prep.ipynb',
+      canvas.x + canvas.width * 0.3,
+      canvas.y + canvas.height * 0.35
+    );
     await expect(pipelineNode(page, 'prep.ipynb')).toBeVisible();
-    await dragFile(page, 'train.ipynb', canvas.x + 420, canvas.y + 250);
+    await dragFile(
+      page,
+      'train.ipynb',
+      canvas.x + canvas.width * 0.6,
+      canvas.y + canvas.height * 0.6
+    );
     await expect(pipelineNode(page, 'train.ipynb')).toBeVisible();
+    // The file browser is not needed any more: give the editor the room.
+    await page.sidebar.close('left');
+    await editor.getByRole('button', { name: 'Fit', exact: true }).click();
 
     // Connect prep -> train: click the output handle, then the input one.
     await pipelineNode(page, 'prep.ipynb')
@@ -130,11 +150,23 @@ test.describe('cube-lab pipeline editor', () => {
     await pipelineNode(page, 'train.ipynb')
       .locator('.react-flow__handle.target')
       .click();
-    await expect(editor.locator('.react-flow__edge')).toHaveCount(1);
+    await expect(
+      editor.locator('.react-flow__edge:not(.cube-CommentLink)')
+    ).toHaveCount(1);
 
-    // A parameter on the train node.
-    await pipelineNode(page, 'train.ipynb').click();
+    // prep keeps two of its files as outputs (results to render later).
+    await pipelineNode(page, 'prep.ipynb').click();
     const props = editor.locator('.cube-SidePane');
+    await expect(props.locator('input[name="filename"]')).toHaveValue(
+      'prep.ipynb'
+    );
+    await props
+      .locator('textarea[name="outputs"]')
+      .fill('metrics.json\nscores.csv');
+    await props.locator('input[name="filename"]').click();
+
+    // A parameter and a retry on the train node.
+    await pipelineNode(page, 'train.ipynb').click();
     await expect(props.locator('input[name="filename"]')).toHaveValue(
       'train.ipynb'
     );
@@ -145,6 +177,15 @@ test.describe('cube-lab pipeline editor', () => {
     await params.locator('input[name="node-param-value-0"]').press('Enter');
     await props.locator('input[name="retries"]').fill('1');
     await props.locator('input[name="retries"]').press('Enter');
+
+    // A comment about the selected train node.
+    await editor.getByRole('button', { name: 'Comment', exact: true }).click();
+    const comment = editor.locator('.cube-PComment');
+    await expect(comment).toHaveCount(1);
+    await comment.dblclick();
+    await comment.locator('textarea').fill('Trains the model');
+    await comment.locator('textarea').press('Escape');
+    await expect(comment).toContainText('Trains the model');
 
     await expect(
       page.locator('#jp-main-dock-panel .lm-TabBar-tab.jp-mod-dirty')
@@ -180,11 +221,51 @@ test.describe('cube-lab pipeline editor', () => {
       parameters: { greeting: 'hi' },
       retries: 1
     });
+    expect(prep.app_data.component_parameters.outputs).toEqual([
+      'metrics.json',
+      'scores.csv'
+    ]);
     expect(doc.pipelines[0].app_data.version).toBe(8);
+    const comments = doc.pipelines[0].app_data.ui_data.comments;
+    expect(comments).toHaveLength(1);
+    expect(comments[0].content).toBe('Trains the model');
+    expect(comments[0].associated_id_refs[0].node_ref).toBe(train.id);
 
     await page.screenshot({
       path: path.join(SCREENSHOTS, 'pipeline-editor-light.png')
     });
+
+    // Export for Kubeflow Pipelines: a download of KFP v2 IR YAML.
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      editor
+        .getByRole('button', { name: 'Export for Kubeflow Pipelines' })
+        .click()
+    ]);
+    expect(download.suggestedFilename()).toBe(
+      file.name.replace(/\.pipeline$/, '.yaml')
+    );
+    const ir = fs.readFileSync(await download.path(), 'utf-8');
+    expect(ir).toContain('pipelineInfo:');
+    expect(ir).toContain('dependentTasks:');
+    await expect(editor.getByRole('status')).toContainText('Exported');
+
+    // Schedule: add one, see it listed with its next run, delete it.
+    await editor.getByRole('button', { name: 'Schedule', exact: true }).click();
+    const dialog = page.locator('.jp-Dialog');
+    await expect(dialog).toContainText('This pipeline has no schedules yet.');
+    await dialog.locator('input[name="cron"]').fill('0 4 * * *');
+    await dialog.getByRole('button', { name: 'Add schedule' }).click();
+    const row = dialog.locator('.cube-Schedules-row');
+    await expect(row).toHaveCount(1);
+    await expect(row).toContainText('0 4 * * *');
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'pipeline-schedule-light.png')
+    });
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await expect(row).toHaveCount(0);
+    await dialog.getByRole('button', { name: 'Close' }).click();
+    await expect(dialog).toHaveCount(0);
 
     // Run and watch both nodes turn green.
     await editor.getByRole('button', { name: 'Run', exact: true }).click();
@@ -195,15 +276,28 @@ test.describe('cube-lab pipeline editor', () => {
       pipelineNode(page, 'train.ipynb').locator('.cube-PNode')
     ).toHaveAttribute('data-status', 'succeeded', { timeout: 150 * 1000 });
 
-    // The node's log in the side pane.
-    await pipelineNode(page, 'prep.ipynb').click();
+    // The train node's log shows the parameter papermill injected.
+    await pipelineNode(page, 'train.ipynb').click();
     await editor.getByRole('tab', { name: 'Run' }).click();
     await expect(editor.locator('.cube-NodeLog-text')).toContainText(
-      'hello from prep',
-      {
-        timeout: 30 * 1000
-      }
+      'train says hi',
+      { timeout: 30 * 1000 }
     );
+    // prep's log and results: metrics as name/value rows, a chart of the
+    // loss series, the CSV as a table.
+    await pipelineNode(page, 'prep.ipynb').click();
+    await expect(editor.locator('.cube-NodeLog-text')).toContainText(
+      'hello from prep',
+      { timeout: 30 * 1000 }
+    );
+    const results = editor.locator('.cube-NodeResults');
+    await expect(results.locator('.cube-Metrics')).toContainText('accuracy');
+    await expect(results.locator('.cube-Metrics')).toContainText('0.93');
+    await expect(results.locator('.cube-ResultTable tbody tr')).toHaveCount(2);
+    await expect(results.locator('.cube-ResultTable')).toContainText('0.75');
+    await expect(
+      results.locator('.cube-Chart-svg polyline.cube-Chart-series')
+    ).toHaveCount(1);
     await page.screenshot({
       path: path.join(SCREENSHOTS, 'pipeline-run-light.png')
     });
@@ -211,15 +305,14 @@ test.describe('cube-lab pipeline editor', () => {
     // The run in the sidebar's Pipeline runs section.
     await page.sidebar.openTab('cube-lab-sidebar');
     const runs = page.locator('#cube-lab-pipeline-runs');
-    await runs
-      .getByRole('button', { name: 'Refresh pipeline runs' })
-      .click()
-      .catch(() => undefined);
+    await page.evaluate(() =>
+      (window as any).jupyterapp.commands.execute(
+        'cube-lab:refresh-pipeline-runs'
+      )
+    );
     await expect(runs.locator('.cube-Runs-row').first()).toContainText(
       'succeeded',
-      {
-        timeout: 30 * 1000
-      }
+      { timeout: 30 * 1000 }
     );
 
     await page.theme.setDarkTheme();
@@ -227,6 +320,7 @@ test.describe('cube-lab pipeline editor', () => {
       path: path.join(SCREENSHOTS, 'pipeline-run-dark.png')
     });
     await page.theme.setLightTheme();
+    expect(errors).toEqual([]);
   });
 
   test('opens a 200-node pipeline quickly', async ({
@@ -341,7 +435,11 @@ test.describe('cube-lab pipeline editor', () => {
         ).length
       };
     }, file);
-    await page.locator('.cube-PipelineEditor .react-flow__node').nth(5).click();
+    // A node in the middle of the grid (20 columns x 10 rows): after the fit it
+    // is in the middle of the canvas, away from the panel edges.
+    await page
+      .locator('.cube-PipelineEditor .react-flow__node[data-id="n105"]')
+      .click();
     await expect(
       page.locator('.cube-PipelineEditor .cube-PNode.cube-mod-selected')
     ).toHaveCount(1);
@@ -365,7 +463,15 @@ test.describe('cube-lab pipeline editor', () => {
       path: path.join(SCREENSHOTS, 'pipeline-200-dark.png')
     });
     await page.theme.setLightTheme();
-    // The target is 1500 ms; on this shared 2-core machine it is not met yet (see the printed figure).
-    expect(elapsed).toBeLessThan(5000);
+    // The issue's target: interactive in under 1.5 s in Chromium. The test
+    // machine is shared: when other work keeps its cores busy the figure says
+    // more about them than about the editor, so the target is only enforced
+    // on a machine that is not overloaded (the figure is printed either way).
+    const load = os.loadavg()[0] / os.cpus().length;
+    test.info().annotations.push({
+      type: 'load per core at the end',
+      description: load.toFixed(2)
+    });
+    expect(elapsed).toBeLessThan(load < 1.5 ? 1500 : 5000);
   });
 });

@@ -39,6 +39,9 @@ export interface IModelsActions {
   deleteVersion(version: ModelVersion): void;
   setModelArchived(model: Model, archived: boolean): void;
   deleteModel(model: Model): void;
+  /** Deploy a version as an inference service (when the serving plugin is there). */
+  deploy?: (version: ModelVersion) => void;
+  canDeploy?: () => boolean;
   /** Open a route in a main-area tab (absent inside that tab). */
   openInTab?: (route: ModelsRoute) => void;
 }
@@ -1119,6 +1122,15 @@ function VersionDetailBody(props: {
           ))}
         </div>
         <div className="cube-Actions">
+          {actions.deploy && actions.canDeploy?.() && !v.archived && (
+            <ToolButton
+              icon={launchIcon}
+              label={trans.__('Deploy')}
+              title={trans.__('Serve this version as an inference service')}
+              className="cube-DeployButton"
+              onClick={() => actions.deploy!(v)}
+            />
+          )}
           <ToolButton
             icon={tagIcon}
             label={trans.__('Set alias')}

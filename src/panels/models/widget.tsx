@@ -37,6 +37,8 @@ import { IModelsActions, ModelsView } from './view';
 
 /** The longest interval the poll backs off to after failures. */
 const MAX_BACKOFF_MS = 2 * 60 * 1000;
+/** Registered by the deployments plugin (src/panels/deployments). */
+const DEPLOY_COMMAND = 'cube-lab:deploy-model';
 
 export class ModelsPanel extends ReactWidget {
   constructor(options: ModelsPanel.IOptions) {
@@ -184,6 +186,18 @@ export class ModelsPanel extends ReactWidget {
         });
       },
       downloadUrl: v => downloadUrl(v.project, v.model, v.version),
+      // the serving plugin registers the command and shows the dialog
+      canDeploy: () => this._commands.hasCommand(DEPLOY_COMMAND),
+      deploy: v =>
+        void this._commands
+          .execute(DEPLOY_COMMAND, {
+            project: v.project,
+            name: v.model,
+            version: v.version
+          })
+          .catch(reason =>
+            reportError(trans, trans.__('Cannot deploy'), reason)
+          ),
       setAlias: async (v: ModelVersion) => {
         const result = await InputDialog.getText({
           title: trans.__('Set an alias for %1 v%2', v.model, v.version),

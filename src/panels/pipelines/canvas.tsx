@@ -17,6 +17,7 @@ import {
   Node as FlowNode,
   NodeChange,
   NodeProps,
+  NodeResizer,
   OnSelectionChangeParams,
   Position,
   ReactFlow,
@@ -30,10 +31,13 @@ import {
   connect,
   disconnect,
   edges as graphEdges,
+  moveComments,
   moveNodes,
   NODE_HEIGHT,
   NODE_WIDTH,
-  removeNodes
+  removeComments,
+  removeNodes,
+  updateComment
 } from './graph';
 import { PipelineEditorModel } from './model';
 import { FILE_OPS, Ops, PipelineNode } from './serializer';
@@ -54,6 +58,27 @@ export interface ICubeNodeData extends Record<string, unknown> {
 }
 
 type CubeFlowNode = FlowNode<ICubeNodeData, 'cube'>;
+
+export interface ICommentData extends Record<string, unknown> {
+  content: string;
+  placeholder: string;
+  commit: (id: string, content: string) => void;
+  resize: (id: string, width: number, height: number) => void;
+}
+
+type CommentFlowNode = FlowNode<ICommentData, 'comment'>;
+type AnyFlowNode = CubeFlowNode | CommentFlowNode;
+
+/** Comments share the canvas with nodes: their flow ids carry a prefix. */
+export const COMMENT_PREFIX = 'comment:';
+
+export function isCommentId(id: string): boolean {
+  return id.startsWith(COMMENT_PREFIX);
+}
+
+function commentId(flowId: string): string {
+  return flowId.slice(COMMENT_PREFIX.length);
+}
 
 /** Seconds as "4s", "2m 05s", "1h 02m". */
 export function formatElapsed(seconds: number): string {
@@ -159,7 +184,64 @@ const CubeNode = React.memo((props: NodeProps<CubeFlowNode>) => {
 });
 CubeNode.displayName = 'CubeNode';
 
-const NODE_TYPES = { cube: CubeNode };
+/** A note on the canvas: double-click to edit, drag the corners to resize. */
+const CommentNode = React.memo((props: NodeProps<CommentFlowNode>) => {
+  const { data, selected, id } = props;
+  const [editing, setEditing] = React.useState(false);
+  const [draft, setDraft] = React.useState(data.content);
+  React.useEffect(() => setDraft(data.content), [data.content]);
+  const stop = () => {
+    setEditing(false);
+    if (draft !== data.content) {
+      data.commit(commentId(id), draft);
+    }
+  };
+  return (
+    <div
+      className={`cube-PComment${selected ? ' cube-mod-selected' : ''}`}
+      onDoubleClick={() => setEditing(true)}
+    >
+      <NodeResizer
+        isVisible={selected && !editing}
+        minWidth={80}
+        minHeight={32}
+        onResizeEnd={(_, p) => data.resize(commentId(id), p.width, p.height)}
+      />
+      {/* Where the dashed lines to the nodes start; not for linking. */}
+      <Handle
+        type="source"
+        position={Position.Top}
+        className="cube-PComment-anchor"
+        isConnectable={false}
+      />
+      {editing ? (
+        <textarea
+          className="cube-PComment-edit nodrag nowheel"
+          autoFocus
+          value={draft}
+          aria-label={data.placeholder}
+          onChange={e => setDraft(e.target.value)}
+          onBlur={stop}
+          onKeyDown={e => {
+            e.stopPropagation();
+            if (e.key === 'Escape' || (e.key === 'Enter' && e.ctrlKey)) {
+              stop();
+            }
+          }}
+        />
+      ) : (
+        <div
+          className={`cube-PComment-text${data.content ? '' : ' cube-mod-empty'}`}
+        >
+          {data.content || data.placeholder}
+        </div>
+      )}
+    </div>
+  );
+});
+CommentNode.displayName = 'CommentNode';
+
+const NODE_TYPES = { cube: CubeNode, comment: CommentNode };
 
 export interface ICanvasProps {
   model: PipelineEditorModel;
@@ -232,6 +314,56 @@ function buildNodes(
   });
 }
 
+function buildComments(
+  model: PipelineEditorModel,
+  trans: TranslationBundle,
+  previous: Map<string, boolean>
+): CommentFlowNode[] {
+  const commit = (id: string, content: string) =>
+    model.apply(g => updateComment(g, id, { content }));
+  const resize = (id: string, width: number, height: number) =>
+    model.apply(g =>
+      updateComment(g, id, {
+        width: Math.round(width),
+        height: Math.round(height)
+      })
+    );
+  const placeholder = trans.__('Double-click to write a comment');
+  return model.graph.comments.map(c => {
+    const id = COMMENT_PREFIX + c.id;
+    return {
+      id,
+      type: 'comment',
+      position: { x: c.x, y: c.y },
+      width: c.width,
+      height: c.height,
+      // Behind the nodes; keeps its selection over rebuilds.
+      zIndex: -1,
+      selected: previous.get(id) ?? false,
+      data: { content: c.content, placeholder, commit, resize }
+    };
+  });
+}
+
+/** Comment links: a dashed line from a comment to each node it is about. */
+function buildCommentEdges(model: PipelineEditorModel): FlowEdge[] {
+  const ids = new Set(model.graph.nodes.map(n => n.id));
+  return model.graph.comments.flatMap(c =>
+    c.nodeRefs
+      .filter(ref => ids.has(ref))
+      .map(ref => ({
+        id: `${COMMENT_PREFIX}${c.id}->${ref}`,
+        source: COMMENT_PREFIX + c.id,
+        target: ref,
+        type: 'straight',
+        className: 'cube-CommentLink',
+        selectable: false,
+        focusable: false,
+        deletable: false
+      }))
+  );
+}
+
 function buildEdges(model: PipelineEditorModel): FlowEdge[] {
   return graphEdges(model.graph).map(e => {
     const running = model.nodeRun(e.target)?.status === 'running';
@@ -249,10 +381,27 @@ export function PipelineCanvas(props: ICanvasProps): JSX.Element {
   const { model, trans } = props;
   const flow = useReactFlow();
   const [now, setNow] = React.useState(Date.now());
-  const [nodes, setNodes] = React.useState<CubeFlowNode[]>(() =>
-    buildNodes(model, trans, now)
+  const [nodes, setNodes] = React.useState<AnyFlowNode[]>(() => [
+    ...buildComments(model, trans, new Map()),
+    ...buildNodes(model, trans, now)
+  ]);
+  const [edges, setEdges] = React.useState<FlowEdge[]>(() => [
+    ...buildEdges(model),
+    ...buildCommentEdges(model)
+  ]);
+  const rebuild = React.useCallback(
+    (at: number) =>
+      setNodes(old => {
+        const selected = new Map(
+          old.filter(n => n.type === 'comment').map(n => [n.id, !!n.selected])
+        );
+        return [
+          ...buildComments(model, trans, selected),
+          ...buildNodes(model, trans, at)
+        ];
+      }),
+    [model]
   );
-  const [edges, setEdges] = React.useState<FlowEdge[]>(() => buildEdges(model));
 
   React.useEffect(() => {
     props.setProjector((x, y) => flow.screenToFlowPosition({ x, y }));
@@ -263,8 +412,8 @@ export function PipelineCanvas(props: ICanvasProps): JSX.Element {
   React.useEffect(() => {
     const onChange = (_: unknown, kind: string) => {
       if (kind === 'graph' || kind === 'problems' || kind === 'run') {
-        setNodes(buildNodes(model, trans, Date.now()));
-        setEdges(buildEdges(model));
+        rebuild(Date.now());
+        setEdges([...buildEdges(model), ...buildCommentEdges(model)]);
       }
     };
     model.changed.connect(onChange);
@@ -284,14 +433,14 @@ export function PipelineCanvas(props: ICanvasProps): JSX.Element {
   }, [active]);
   React.useEffect(() => {
     if (active) {
-      setNodes(buildNodes(model, trans, now));
+      rebuild(now);
     }
   }, [now]);
 
   const onNodesChange = React.useCallback((changes: NodeChange[]) => {
     const kept = changes.filter(c => c.type !== 'remove');
     if (kept.length) {
-      setNodes(ns => applyNodeChanges(kept, ns) as CubeFlowNode[]);
+      setNodes(ns => applyNodeChanges(kept, ns) as AnyFlowNode[]);
     }
   }, []);
 
@@ -304,9 +453,15 @@ export function PipelineCanvas(props: ICanvasProps): JSX.Element {
 
   const onNodeDragStop = React.useCallback(
     (_: unknown, __: unknown, dragged: FlowNode[]) => {
-      model.apply(g =>
-        moveNodes(g, new Map(dragged.map(n => [n.id, n.position])))
+      const comments = new Map(
+        dragged
+          .filter(n => isCommentId(n.id))
+          .map(n => [commentId(n.id), n.position])
       );
+      const moved = new Map(
+        dragged.filter(n => !isCommentId(n.id)).map(n => [n.id, n.position])
+      );
+      model.apply(g => moveComments(moveNodes(g, moved), comments));
     },
     [model]
   );
@@ -316,10 +471,16 @@ export function PipelineCanvas(props: ICanvasProps): JSX.Element {
       model.apply(g => {
         let next = removeNodes(
           g,
-          ns.map(n => n.id)
+          ns.filter(n => !isCommentId(n.id)).map(n => n.id)
+        );
+        next = removeComments(
+          next,
+          ns.filter(n => isCommentId(n.id)).map(n => commentId(n.id))
         );
         for (const e of es) {
-          next = disconnect(next, e.source, e.target);
+          if (!isCommentId(e.source)) {
+            next = disconnect(next, e.source, e.target);
+          }
         }
         return next;
       });
@@ -347,7 +508,7 @@ export function PipelineCanvas(props: ICanvasProps): JSX.Element {
 
   const onSelectionChange = React.useCallback(
     ({ nodes: ns }: OnSelectionChangeParams) => {
-      model.select(ns.map(n => n.id));
+      model.select(ns.filter(n => !isCommentId(n.id)).map(n => n.id));
     },
     [model]
   );
@@ -376,6 +537,9 @@ export function PipelineCanvas(props: ICanvasProps): JSX.Element {
   );
 
   const minimapColor = React.useCallback((n: FlowNode) => {
+    if (n.type === 'comment') {
+      return 'transparent';
+    }
     const status = (n.data as ICubeNodeData).status;
     return status
       ? `var(--cube-status-${status}, var(--jp-layout-color3))`

@@ -5,7 +5,14 @@
 import dagre from '@dagrejs/dagre';
 import { UUID } from '@lumino/coreutils';
 
-import { PipelineGraph, PipelineNode, PipelineParameter } from './serializer';
+import {
+  COMMENT_HEIGHT,
+  COMMENT_WIDTH,
+  PipelineComment,
+  PipelineGraph,
+  PipelineNode,
+  PipelineParameter
+} from './serializer';
 
 /** The size the canvas draws a node at (the layout needs it). */
 export const NODE_WIDTH = 200;
@@ -171,7 +178,96 @@ export function removeNodes(
         ? { ...n, upstream: n.upstream.filter(u => !gone.has(u)) }
         : n
     );
-  return { ...graph, nodes };
+  // A comment stays, but no longer points at nodes that are gone.
+  const comments = graph.comments.some(c => c.nodeRefs.some(r => gone.has(r)))
+    ? graph.comments.map(c =>
+        c.nodeRefs.some(r => gone.has(r))
+          ? { ...c, nodeRefs: c.nodeRefs.filter(r => !gone.has(r)) }
+          : c
+      )
+    : graph.comments;
+  return { ...graph, nodes, comments };
+}
+
+/** A new comment at (x, y), about `nodeRefs`. */
+export function createComment(
+  x: number,
+  y: number,
+  content = '',
+  nodeRefs: string[] = []
+): PipelineComment {
+  return {
+    id: UUID.uuid4(),
+    x: Math.round(x),
+    y: Math.round(y),
+    width: COMMENT_WIDTH,
+    height: COMMENT_HEIGHT,
+    content,
+    nodeRefs,
+    raw: null
+  };
+}
+
+export function addComments(
+  graph: PipelineGraph,
+  comments: PipelineComment[]
+): PipelineGraph {
+  return comments.length
+    ? { ...graph, comments: [...graph.comments, ...comments] }
+    : graph;
+}
+
+export type CommentPatch = Partial<
+  Pick<PipelineComment, 'content' | 'x' | 'y' | 'width' | 'height' | 'nodeRefs'>
+>;
+
+export function updateComment(
+  graph: PipelineGraph,
+  id: string,
+  patch: CommentPatch
+): PipelineGraph {
+  const index = graph.comments.findIndex(c => c.id === id);
+  if (index < 0) {
+    return graph;
+  }
+  const old = graph.comments[index];
+  const next = { ...old, ...patch };
+  if (
+    (Object.keys(patch) as (keyof CommentPatch)[]).every(
+      k => next[k] === old[k]
+    )
+  ) {
+    return graph;
+  }
+  const comments = [...graph.comments];
+  comments[index] = next;
+  return { ...graph, comments };
+}
+
+export function removeComments(
+  graph: PipelineGraph,
+  ids: Iterable<string>
+): PipelineGraph {
+  const gone = new Set(ids);
+  return graph.comments.some(c => gone.has(c.id))
+    ? { ...graph, comments: graph.comments.filter(c => !gone.has(c.id)) }
+    : graph;
+}
+
+export function moveComments(
+  graph: PipelineGraph,
+  positions: Map<string, { x: number; y: number }>
+): PipelineGraph {
+  let changed = false;
+  const comments = graph.comments.map(c => {
+    const p = positions.get(c.id);
+    if (!p || (Math.round(p.x) === c.x && Math.round(p.y) === c.y)) {
+      return c;
+    }
+    changed = true;
+    return { ...c, x: Math.round(p.x), y: Math.round(p.y) };
+  });
+  return changed ? { ...graph, comments } : graph;
 }
 
 export function moveNodes(

@@ -10,6 +10,7 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette, WidgetTracker } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { IMainMenu } from '@jupyterlab/mainmenu';
@@ -42,7 +43,8 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
     ILauncher,
     IMainMenu,
     IDefaultFileBrowser,
-    ILayoutRestorer
+    ILayoutRestorer,
+    IDocumentManager
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -52,7 +54,8 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
     launcher: ILauncher | null,
     mainMenu: IMainMenu | null,
     browser: IDefaultFileBrowser | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    docManager: IDocumentManager | null
   ) => {
     const trans = translator.load('cube_lab');
     const { commands, docRegistry, serviceManager } = app;
@@ -74,7 +77,8 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
       defaultFor: [FILE_TYPE],
       modelName: 'text',
       translator,
-      contents: serviceManager.contents
+      contents: serviceManager.contents,
+      docManager: docManager ?? undefined
     });
     const tracker = new WidgetTracker<PipelineDocument>({
       namespace: 'cube-lab-pipeline'

@@ -36,6 +36,9 @@ interface IFieldProps {
   placeholder?: string;
   name?: string;
   required?: boolean;
+  /** Shows a "Browse…" button; resolves to the new value (null: cancelled). */
+  onBrowse?: () => Promise<string | null>;
+  browseLabel?: string;
 }
 
 /** A text field that commits on blur or Enter (one undo step per edit). */
@@ -61,24 +64,46 @@ export function Field(props: IFieldProps): JSX.Element {
         {props.label}
         {props.required ? <span className="cube-Field-required">*</span> : null}
       </span>
-      {props.multiline ? (
-        <textarea
-          {...common}
-          rows={3}
-          onChange={e => setDraft(e.target.value)}
-        />
-      ) : (
-        <input
-          {...common}
-          type={props.type ?? 'text'}
-          onChange={e => setDraft(e.target.value)}
-          onKeyDown={e => {
-            if (e.key === 'Enter') {
-              commit();
-            }
-          }}
-        />
-      )}
+      <span className={props.onBrowse ? 'cube-Field-browseRow' : undefined}>
+        {props.multiline ? (
+          <textarea
+            {...common}
+            rows={3}
+            onChange={e => setDraft(e.target.value)}
+          />
+        ) : (
+          <input
+            {...common}
+            type={props.type ?? 'text'}
+            onChange={e => setDraft(e.target.value)}
+            onKeyDown={e => {
+              if (e.key === 'Enter') {
+                commit();
+              }
+            }}
+          />
+        )}
+        {props.onBrowse ? (
+          <button
+            type="button"
+            className="jp-mod-styled cube-Field-browse"
+            title={props.browseLabel}
+            aria-label={props.browseLabel}
+            onClick={e => {
+              // Inside the label: do not focus the input (it would commit the draft).
+              e.preventDefault();
+              void props.onBrowse!().then(value => {
+                if (value !== null && value !== props.value) {
+                  setDraft(value);
+                  props.onCommit(value);
+                }
+              });
+            }}
+          >
+            …
+          </button>
+        ) : null}
+      </span>
       {props.error ? (
         <span className="cube-Field-error" role="alert">
           {props.error}
@@ -390,14 +415,25 @@ function RunSettings(props: {
   );
 }
 
+type PickFiles = (multiple: boolean) => Promise<string[]>;
+
+/** The lines of a list field, without blanks. */
+export function lines(text: string): string[] {
+  return text
+    .split('\n')
+    .map(s => s.trim())
+    .filter(Boolean);
+}
+
 function NodeProperties(props: {
   model: PipelineEditorModel;
   node: PipelineNode;
   template: JobTemplate | undefined;
   kindName: string;
   trans: TranslationBundle;
+  pickFiles?: PickFiles;
 }): JSX.Element {
-  const { model, node, trans, template } = props;
+  const { model, node, trans, template, pickFiles } = props;
   const problems = model.problemsOf(node.id);
   const setParams = (key: string, value: Json) =>
     model.apply(g =>
@@ -445,6 +481,12 @@ function NodeProperties(props: {
             value={showValue(node.params.filename)}
             error={problemFor(problems, 'filename')}
             onCommit={v => setParams('filename', v)}
+            browseLabel={trans.__('Choose the file')}
+            onBrowse={
+              pickFiles
+                ? async () => (await pickFiles(false))[0] ?? null
+                : undefined
+            }
           />
           <Pairs
             label={trans.__('Parameters')}
@@ -478,6 +520,40 @@ function NodeProperties(props: {
                 'env_vars',
                 pairs.map(([k, v]) => ({ env_var: k, value: v }))
               )
+            }
+          />
+          <Field
+            label={trans.__('Dependencies')}
+            name="dependencies"
+            multiline
+            hint={trans.__(
+              'Files and folders the node needs next to it, one per line (globs allowed)'
+            )}
+            value={(Array.isArray(node.params.dependencies)
+              ? node.params.dependencies
+              : []
+            ).join('\n')}
+            error={problemFor(problems, 'dependencies')}
+            onCommit={v => setParams('dependencies', lines(v))}
+            browseLabel={trans.__('Add files')}
+            onBrowse={
+              pickFiles
+                ? async () => {
+                    const picked = await pickFiles(true);
+                    if (!picked.length) {
+                      return null;
+                    }
+                    const old: string[] = Array.isArray(
+                      node.params.dependencies
+                    )
+                      ? node.params.dependencies
+                      : [];
+                    return [
+                      ...old,
+                      ...picked.filter(p => !old.includes(p))
+                    ].join('\n');
+                  }
+                : undefined
             }
           />
           <Field
@@ -747,6 +823,7 @@ function PipelineProperties(props: {
 export function PropertiesPane(props: {
   model: PipelineEditorModel;
   trans: TranslationBundle;
+  pickFiles?: PickFiles;
 }): JSX.Element {
   const { model, trans } = props;
   const selected = model.selection;
@@ -778,6 +855,7 @@ export function PropertiesPane(props: {
       template={template}
       kindName={template?.display_name ?? kind?.display_name ?? node.op}
       trans={trans}
+      pickFiles={props.pickFiles}
     />
   );
 }

@@ -47,6 +47,27 @@ export interface PipelineNode {
   readonly raw: JsonObject | null;
 }
 
+/**
+ * A note on the canvas: Elyra keeps these in the primary pipeline's
+ * `app_data.ui_data.comments` (common-canvas comments), tied to nodes by
+ * `associated_id_refs`.
+ */
+export interface PipelineComment {
+  readonly id: string;
+  readonly x: number;
+  readonly y: number;
+  readonly width: number;
+  readonly height: number;
+  readonly content: string;
+  /** Ids of the nodes the comment is about. */
+  readonly nodeRefs: readonly string[];
+  /** The comment's JSON as read (null for a new one). */
+  readonly raw: JsonObject | null;
+}
+
+export const COMMENT_WIDTH = 180;
+export const COMMENT_HEIGHT = 60;
+
 export interface PipelineParameter {
   name: string;
   /** Elyra: String | Integer | Float | Bool */
@@ -59,6 +80,7 @@ export interface PipelineParameter {
 export interface PipelineGraph {
   readonly name: string;
   readonly nodes: readonly PipelineNode[];
+  readonly comments: readonly PipelineComment[];
   readonly parameters: readonly PipelineParameter[];
   /** `properties.cube_lab`: parallelism, ... */
   readonly cube: Readonly<JsonObject>;
@@ -70,6 +92,7 @@ export interface PipelineGraph {
     readonly parameters: readonly PipelineParameter[];
     readonly cube: Readonly<JsonObject>;
     readonly nodes: ReadonlyMap<string, PipelineNode>;
+    readonly comments: readonly PipelineComment[];
   };
 }
 
@@ -186,9 +209,12 @@ export function fromDocument(
     typeof props.name === 'string' && props.name ? props.name : fallbackName;
   const parameters = readParameters(props.pipeline_parameters);
   const cube = isObject(props[CUBE_KEY]) ? props[CUBE_KEY] : {};
+  const uiData = isObject(appData.ui_data) ? appData.ui_data : {};
+  const comments = readComments(uiData.comments);
   return {
     name,
     nodes,
+    comments,
     parameters,
     cube,
     raw,
@@ -196,7 +222,8 @@ export function fromDocument(
       name,
       parameters,
       cube,
-      nodes: new Map(nodes.map(n => [n.id, n]))
+      nodes: new Map(nodes.map(n => [n.id, n])),
+      comments
     }
   };
 }
@@ -276,6 +303,48 @@ function readNode(raw: unknown, index: number, version: number): PipelineNode {
   };
 }
 
+function readComments(raw: unknown): PipelineComment[] {
+  if (!Array.isArray(raw)) {
+    return [];
+  }
+  return raw.filter(isObject).map((c, i) => ({
+    id: typeof c.id === 'string' && c.id ? c.id : `comment-${i}`,
+    x: Number(c.x_pos) || 0,
+    y: Number(c.y_pos) || 0,
+    width: Number(c.width) || COMMENT_WIDTH,
+    height: Number(c.height) || COMMENT_HEIGHT,
+    content: typeof c.content === 'string' ? c.content : '',
+    nodeRefs: (Array.isArray(c.associated_id_refs) ? c.associated_id_refs : [])
+      .map((r: Json) => (isObject(r) ? r.node_ref : undefined))
+      .filter((r: Json): r is string => typeof r === 'string' && r !== ''),
+    raw: c
+  }));
+}
+
+function writeComment(c: PipelineComment): JsonObject {
+  const raw: JsonObject = c.raw
+    ? clone(c.raw)
+    : { class_name: 'd3-comment-rect', style: '' };
+  raw.id = c.id;
+  raw.x_pos = Math.round(c.x);
+  raw.y_pos = Math.round(c.y);
+  raw.width = Math.round(c.width);
+  raw.height = Math.round(c.height);
+  raw.content = c.content;
+  const old = new Map<string, JsonObject>();
+  for (const ref of Array.isArray(raw.associated_id_refs)
+    ? raw.associated_id_refs
+    : []) {
+    if (isObject(ref) && typeof ref.node_ref === 'string') {
+      old.set(ref.node_ref, ref);
+    }
+  }
+  raw.associated_id_refs = c.nodeRefs.map(
+    ref => old.get(ref) ?? { id: UUID.uuid4(), node_ref: ref }
+  );
+  return raw;
+}
+
 function readParameters(raw: unknown): PipelineParameter[] {
   if (!Array.isArray(raw)) {
     return [];
@@ -318,6 +387,12 @@ export function toDocument(graph: PipelineGraph): JsonObject {
     } else {
       delete props[CUBE_KEY];
     }
+  }
+  if (graph.comments !== original.comments) {
+    const unchanged = new Set(original.comments);
+    objectAt(appData, 'ui_data').comments = graph.comments.map(c =>
+      unchanged.has(c) && c.raw ? clone(c.raw) : writeComment(c)
+    );
   }
   primary.nodes = graph.nodes.map(node =>
     !versionChanged && node.raw && original.nodes.get(node.id) === node

@@ -4,8 +4,10 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import {
+  downloadIcon,
   fastForwardIcon,
   LabIcon,
+  listIcon,
   redoIcon,
   runIcon,
   saveIcon,
@@ -16,19 +18,12 @@ import {
 import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
 import * as React from 'react';
 
-import {
-  describeError,
-  isRunActive,
-  JobTemplate,
-  nodeLog,
-  nodeResults,
-  ResultFile,
-  resultUrl
-} from '../../api';
+import { describeError, isRunActive, JobTemplate, nodeLog } from '../../api';
 import { NODE_MIME, PipelineCanvas } from './canvas';
 import { autoLayout } from './graph';
 import { ChangeKind, PipelineEditorModel } from './model';
 import { PropertiesPane } from './properties';
+import { NodeResults } from './results';
 import { Ops } from './serializer';
 
 export type RunMode = 'all' | 'from' | 'only';
@@ -43,7 +38,18 @@ export interface IEditorActions {
     project: ((x: number, y: number) => { x: number; y: number }) | null
   ) => void;
   dropSpec: (spec: string, x: number, y: number) => void;
+  /** Download the pipeline compiled for Kubeflow Pipelines (saves first). */
+  exportKfp: () => void;
+  /** The Schedule dialog (saves first). */
+  schedule: () => void;
+  /** A note on the canvas, at its centre. */
+  addComment: () => void;
+  /** Files chosen in a file dialog, relative to the pipeline's folder. */
+  pickFiles?: (multiple: boolean) => Promise<string[]>;
 }
+
+/** Below this width the palette starts hidden (the canvas needs the room). */
+export const NARROW_EDITOR = 900;
 
 /** Re-render when the model emits one of `kinds` (all when omitted). */
 function useModel(model: PipelineEditorModel, kinds?: ChangeKind[]): number {
@@ -70,13 +76,17 @@ function ToolButton(props: {
   disabled?: boolean;
   className?: string;
   text?: boolean;
+  pressed?: boolean;
 }): JSX.Element {
   return (
     <button
-      className={`cube-ToolButton${props.className ? ` ${props.className}` : ''}`}
+      className={`cube-ToolButton${props.icon && props.text ? ' cube-mod-iconText' : ''}${
+        props.className ? ` ${props.className}` : ''
+      }`}
       title={props.title}
       aria-label={props.label}
       disabled={props.disabled}
+      aria-pressed={props.pressed}
       onClick={props.onClick}
     >
       {props.icon ? <props.icon.react tag="span" elementSize="normal" /> : null}
@@ -91,6 +101,8 @@ function Toolbar(props: {
   model: PipelineEditorModel;
   actions: IEditorActions;
   trans: TranslationBundle;
+  paletteOpen: boolean;
+  togglePalette: () => void;
 }): JSX.Element {
   const { model, actions, trans } = props;
   useModel(model, ['graph', 'selection', 'run', 'status']);
@@ -104,6 +116,14 @@ function Toolbar(props: {
       role="toolbar"
       aria-label={trans.__('Pipeline')}
     >
+      <ToolButton
+        icon={listIcon}
+        label={trans.__('Node palette')}
+        title={trans.__('Show or hide the node palette')}
+        pressed={props.paletteOpen}
+        className={props.paletteOpen ? 'cube-mod-pressed' : undefined}
+        onClick={props.togglePalette}
+      />
       <ToolButton
         icon={saveIcon}
         label={trans.__('Save')}
@@ -141,6 +161,12 @@ function Toolbar(props: {
         text
         onClick={() => void flow.fitView({ padding: 0.15, maxZoom: 1 })}
       />
+      <ToolButton
+        label={trans.__('Comment')}
+        title={trans.__('Add a comment to the canvas')}
+        text
+        onClick={actions.addComment}
+      />
       <span className="cube-PipelineToolbar-sep" />
       <ToolButton
         icon={runIcon}
@@ -174,6 +200,24 @@ function Toolbar(props: {
         text
         disabled={!running}
         onClick={actions.cancel}
+      />
+      <span className="cube-PipelineToolbar-sep" />
+      <ToolButton
+        icon={downloadIcon}
+        label={trans.__('Export for Kubeflow Pipelines')}
+        title={trans.__(
+          'Download the pipeline compiled to Kubeflow Pipelines v2 IR YAML (saves first)'
+        )}
+        text
+        disabled={!model.graph.nodes.length}
+        onClick={actions.exportKfp}
+      />
+      <ToolButton
+        label={trans.__('Schedule')}
+        title={trans.__('Run this pipeline on a cron schedule (saves first)')}
+        text
+        disabled={!model.graph.nodes.length}
+        onClick={actions.schedule}
       />
       <span
         className={`cube-PipelineToolbar-status${status.error ? ' cube-mod-error' : ''}`}
@@ -378,49 +422,10 @@ function NodeLog(props: {
   );
 }
 
-function NodeResults(props: {
-  runId: string;
-  nodeId: string;
-  finished: boolean;
-  trans: TranslationBundle;
-}): JSX.Element | null {
-  const { runId, nodeId, trans } = props;
-  const [results, setResults] = React.useState<ResultFile[]>([]);
-  React.useEffect(() => {
-    let stopped = false;
-    nodeResults(runId, nodeId)
-      .then(r => !stopped && setResults(r.results))
-      .catch(() => !stopped && setResults([]));
-    return () => {
-      stopped = true;
-    };
-  }, [runId, nodeId, props.finished]);
-  if (!results.length) {
-    return null;
-  }
-  return (
-    <div className="cube-NodeResults">
-      <div className="cube-NodeLog-head">{trans.__('Results')}</div>
-      {results.map(r => {
-        const url = resultUrl(runId, nodeId, r.path);
-        return (
-          <div className="cube-NodeResults-item" key={r.path}>
-            {r.kind === 'image' ? (
-              <img src={url} alt={r.name} className="cube-NodeResults-image" />
-            ) : null}
-            <a href={url} target="_blank" rel="noopener noreferrer">
-              {r.name}
-            </a>
-          </div>
-        );
-      })}
-    </div>
-  );
-}
-
 function SidePane(props: {
   model: PipelineEditorModel;
   trans: TranslationBundle;
+  pickFiles?: (multiple: boolean) => Promise<string[]>;
 }): JSX.Element {
   const { model, trans } = props;
   useModel(model);
@@ -489,7 +494,11 @@ function SidePane(props: {
             )}
           </div>
         ) : (
-          <PropertiesPane model={model} trans={trans} />
+          <PropertiesPane
+            model={model}
+            trans={trans}
+            pickFiles={props.pickFiles}
+          />
         )}
       </div>
     </div>
@@ -504,6 +513,27 @@ export function PipelineView(props: {
   error: string | null;
 }): JSX.Element {
   const { model, actions, trans } = props;
+  const root = React.useRef<HTMLDivElement>(null);
+  // null: not chosen by the user yet, so it follows the editor's width.
+  const [paletteChoice, setPaletteChoice] = React.useState<boolean | null>(
+    null
+  );
+  const [narrow, setNarrow] = React.useState(false);
+  React.useEffect(() => {
+    const node = root.current;
+    if (!node || typeof ResizeObserver === 'undefined') {
+      return;
+    }
+    const observer = new ResizeObserver(entries => {
+      const width = entries[0]?.contentRect.width ?? 0;
+      if (width > 0) {
+        setNarrow(width < NARROW_EDITOR);
+      }
+    });
+    observer.observe(node);
+    return () => observer.disconnect();
+  }, [props.error]);
+  const paletteOpen = paletteChoice ?? !narrow;
   const onKeyDown = (e: React.KeyboardEvent) => {
     const target = e.target as HTMLElement;
     if (target.closest('input, textarea, select, [contenteditable="true"]')) {
@@ -538,10 +568,22 @@ export function PipelineView(props: {
   }
   return (
     <ReactFlowProvider>
-      <div className="cube-PipelineEditor-root" onKeyDown={onKeyDown}>
-        <Toolbar model={model} actions={actions} trans={trans} />
+      <div
+        className="cube-PipelineEditor-root"
+        onKeyDown={onKeyDown}
+        ref={root}
+      >
+        <Toolbar
+          model={model}
+          actions={actions}
+          trans={trans}
+          paletteOpen={paletteOpen}
+          togglePalette={() => setPaletteChoice(!paletteOpen)}
+        />
         <div className="cube-PipelineEditor-body">
-          <Palette model={model} actions={actions} trans={trans} />
+          {paletteOpen ? (
+            <Palette model={model} actions={actions} trans={trans} />
+          ) : null}
           <div className="cube-PipelineEditor-canvas">
             <PipelineCanvas
               model={model}
@@ -551,7 +593,7 @@ export function PipelineView(props: {
               onRefused={message => model.setStatus(message, true)}
             />
           </div>
-          <SidePane model={model} trans={trans} />
+          <SidePane model={model} trans={trans} pickFiles={actions.pickFiles} />
         </div>
       </div>
     </ReactFlowProvider>

@@ -6,11 +6,13 @@
  */
 import { ReactWidget } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
 import {
   ABCWidgetFactory,
   DocumentRegistry,
   DocumentWidget
 } from '@jupyterlab/docregistry';
+import { FileDialog } from '@jupyterlab/filebrowser';
 import { Contents } from '@jupyterlab/services';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
@@ -19,6 +21,7 @@ import * as React from 'react';
 
 import {
   cancelRun,
+  compilePipeline,
   describeError,
   getRun,
   isRunActive,
@@ -31,15 +34,26 @@ import {
   StartRunRequest,
   validatePipeline
 } from '../../api';
-import { addNodes, createNode, duplicate } from './graph';
+import {
+  addComments,
+  addNodes,
+  createComment,
+  createNode,
+  duplicate,
+  NODE_HEIGHT,
+  NODE_WIDTH
+} from './graph';
 import { PipelineEditorModel } from './model';
 import {
+  COMMENT_HEIGHT,
+  COMMENT_WIDTH,
   Ops,
   parse,
   PipelineGraph,
   PipelineNode,
   serialize
 } from './serializer';
+import { showScheduleDialog } from './schedule';
 import { IEditorActions, PipelineView, RunMode } from './view';
 
 const CONTENTS_MIME = 'application/x-jupyter-icontents';
@@ -82,7 +96,9 @@ export class PipelineEditor extends ReactWidget {
     this.addClass('cube-PipelineEditor');
     this.context = options.context;
     this._trans = options.translator.load('cube_lab');
+    this._translator = options.translator;
     this._contentsManager = options.contents;
+    this._docManager = options.docManager;
     this.model = new PipelineEditorModel(parse('', 'pipeline'));
     this.model.changed.connect((_, kind) => {
       if (kind === 'graph') {
@@ -93,6 +109,12 @@ export class PipelineEditor extends ReactWidget {
       this._load();
       this.context.model.contentChanged.connect(this._onContentChanged, this);
       this.context.fileChanged.connect(() => void this.validate(), this);
+      this.context.saveState.connect((_, state) => {
+        if (state === 'completed') {
+          this._savedGraph = this.model.graph;
+          this._savedText = this._lastText;
+        }
+      }, this);
       void this.validate();
     });
     loadCatalog()
@@ -169,6 +191,91 @@ export class PipelineEditor extends ReactWidget {
     } catch (err) {
       this.model.setStatus(describeError(err).error, true);
     }
+  }
+
+  /** Save when needed; false (with the reason in the status) when it failed. */
+  private async _saved(): Promise<boolean> {
+    try {
+      if (this.context.model.dirty) {
+        await this.context.save();
+      }
+      return true;
+    } catch (err) {
+      this.model.setStatus(describeError(err).error, true);
+      return false;
+    }
+  }
+
+  /** Compile to Kubeflow Pipelines IR and download it; the YAML is returned too. */
+  async exportKfp(): Promise<string | null> {
+    const trans = this._trans;
+    if (!(await this._saved())) {
+      return null;
+    }
+    this.model.setStatus(trans.__('Compiling for Kubeflow Pipelines…'));
+    try {
+      const compiled = await compilePipeline(this.context.localPath);
+      downloadText(compiled.filename, compiled.yaml, 'application/yaml');
+      this.model.setStatus(
+        compiled.notes.length
+          ? trans._n(
+              'Exported %2 (%1 note: see the pipeline description)',
+              'Exported %2 (%1 notes: see the pipeline description)',
+              compiled.notes.length,
+              compiled.filename
+            )
+          : trans.__('Exported %1', compiled.filename)
+      );
+      return compiled.yaml;
+    } catch (err) {
+      const { error, detail } = describeError(err);
+      this.model.setStatus(
+        detail ? `${error}: ${detail.split('\n')[0]}` : error,
+        true
+      );
+      void this.validate();
+      return null;
+    }
+  }
+
+  async schedule(): Promise<void> {
+    if (!(await this._saved())) {
+      return;
+    }
+    await showScheduleDialog({
+      path: this.context.localPath,
+      name: this.model.graph.name,
+      parameters: this.model.graph.parameters,
+      trans: this._trans
+    });
+  }
+
+  /** Files chosen in JupyterLab's file dialog, relative to the pipeline's folder. */
+  async pickFiles(multiple: boolean): Promise<string[]> {
+    if (!this._docManager) {
+      return [];
+    }
+    const result = await FileDialog.getOpenFiles({
+      manager: this._docManager,
+      title: multiple
+        ? this._trans.__('Add dependencies')
+        : this._trans.__('Choose the file to run'),
+      translator: this._translator,
+      filter: model =>
+        multiple || model.type === 'directory' || opForPath(model.path) !== null
+          ? {}
+          : null
+    });
+    if (!result.button.accept || !result.value) {
+      return [];
+    }
+    const picked = result.value.map(m =>
+      PathExt.relative(
+        this.folder,
+        this._contents ? this._contents.localPath(m.path) : m.path
+      )
+    );
+    return multiple ? picked : picked.slice(0, 1);
   }
 
   /** Show a run on the canvas and follow it while it goes on. */
@@ -332,6 +439,8 @@ export class PipelineEditor extends ReactWidget {
       );
       this._error = null;
       this._lastText = text;
+      this._savedText = text;
+      this._savedGraph = graph;
       this.model.reset(graph);
     } catch (err) {
       this._error = (err as Error).message;
@@ -355,7 +464,11 @@ export class PipelineEditor extends ReactWidget {
     if (this._error) {
       return;
     }
-    const text = serialize(this.model.graph);
+    // The graph as read or last saved keeps the file's own text: opening a
+    // file written by another tool (other spacing) must not make it dirty,
+    // and undoing back to the saved state makes it clean again.
+    const clean = this.model.graph === this._savedGraph;
+    const text = clean ? this._savedText : serialize(this.model.graph);
     if (text === this._lastText) {
       return;
     }
@@ -363,6 +476,9 @@ export class PipelineEditor extends ReactWidget {
     try {
       this._lastText = text;
       this.context.model.fromString(text);
+      // The shared model's setSource does not mark the document dirty (only
+      // edits through updateSource do): an edit on the canvas must.
+      this.context.model.dirty = !clean;
     } finally {
       this._writing = false;
     }
@@ -422,6 +538,26 @@ export class PipelineEditor extends ReactWidget {
       this.model.apply(g => addNodes(g, copies));
       this.model.select(copies.map(n => n.id));
     },
+    exportKfp: () => void this.exportKfp(),
+    schedule: () => void this.schedule(),
+    addComment: () => {
+      const about = this.model.graph.nodes.filter(n =>
+        this.model.selection.includes(n.id)
+      );
+      let at = this._project(NaN, NaN);
+      at = { x: at.x - COMMENT_WIDTH / 2, y: at.y - COMMENT_HEIGHT / 2 };
+      if (about.length) {
+        at = freeSpotNear(this.model.graph, about);
+      }
+      const comment = createComment(
+        at.x,
+        at.y,
+        '',
+        about.map(n => n.id)
+      );
+      this.model.apply(g => addComments(g, [comment]));
+    },
+    pickFiles: multiple => this.pickFiles(multiple),
     setProjector: project => {
       this._projector = project;
     },
@@ -453,10 +589,14 @@ export class PipelineEditor extends ReactWidget {
   };
 
   private _trans: TranslationBundle;
+  private _translator: ITranslator;
   private _contentsManager?: Contents.IManager;
+  private _docManager?: IDocumentManager;
   private _error: string | null = null;
   private _writing = false;
   private _lastText = '';
+  private _savedText = '';
+  private _savedGraph: PipelineGraph | null = null;
   private _pollTimer = 0;
   private _projector:
     ((x: number, y: number) => { x: number; y: number }) | null = null;
@@ -468,7 +608,57 @@ export namespace PipelineEditor {
     translator: ITranslator;
     /** Turns drive paths from the file browser into server-root paths. */
     contents?: Contents.IManager;
+    /** For the file pickers of the properties pane. */
+    docManager?: IDocumentManager;
   }
+}
+
+/**
+ * Where a comment about `about` goes: below, above, right or left of them,
+ * the first place that covers no node (else below).
+ */
+export function freeSpotNear(
+  graph: PipelineGraph,
+  about: readonly PipelineNode[]
+): { x: number; y: number } {
+  const gap = 30;
+  const left = Math.min(...about.map(n => n.x));
+  const top = Math.min(...about.map(n => n.y));
+  const right = Math.max(...about.map(n => n.x + NODE_WIDTH));
+  const bottom = Math.max(...about.map(n => n.y + NODE_HEIGHT));
+  // Below first: the dashed link leaves the comment's top edge.
+  const candidates = [
+    { x: left, y: bottom + gap },
+    { x: left, y: top - COMMENT_HEIGHT - gap },
+    { x: right + gap, y: top },
+    { x: left - COMMENT_WIDTH - gap, y: top }
+  ];
+  const covers = (p: { x: number; y: number }) =>
+    graph.nodes.some(
+      n =>
+        p.x < n.x + NODE_WIDTH + 10 &&
+        p.x + COMMENT_WIDTH + 10 > n.x &&
+        p.y < n.y + NODE_HEIGHT + 10 &&
+        p.y + COMMENT_HEIGHT + 10 > n.y
+    );
+  return candidates.find(p => !covers(p)) ?? candidates[0];
+}
+
+/** Save text as a file through the browser's download. */
+export function downloadText(
+  filename: string,
+  text: string,
+  type: string
+): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = filename;
+  link.style.display = 'none';
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  window.setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
 /** The document widget around the editor. */
@@ -479,11 +669,13 @@ export class PipelineEditorFactory extends ABCWidgetFactory<PipelineDocument> {
     options: DocumentRegistry.IWidgetFactoryOptions<PipelineDocument> & {
       translator: ITranslator;
       contents?: Contents.IManager;
+      docManager?: IDocumentManager;
     }
   ) {
     super(options);
     this._editorTranslator = options.translator;
     this._editorContents = options.contents;
+    this._editorDocManager = options.docManager;
   }
 
   protected createNewWidget(
@@ -492,7 +684,8 @@ export class PipelineEditorFactory extends ABCWidgetFactory<PipelineDocument> {
     const content = new PipelineEditor({
       context,
       translator: this._editorTranslator,
-      contents: this._editorContents
+      contents: this._editorContents,
+      docManager: this._editorDocManager
     });
     const widget = new PipelineDocument({ content, context });
     widget.addClass('cube-PipelineDocument');
@@ -501,4 +694,5 @@ export class PipelineEditorFactory extends ABCWidgetFactory<PipelineDocument> {
 
   private _editorTranslator: ITranslator;
   private _editorContents?: Contents.IManager;
+  private _editorDocManager?: IDocumentManager;
 }

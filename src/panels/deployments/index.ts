@@ -1,0 +1,183 @@
+/**
+ * The serving plugin: the "Deployments" section of the cube-lab sidebar,
+ * main-area deployment views (test form, traffic, live metrics, log) and the
+ * "Deploy" command the Models panel calls on a model version.
+ */
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { ITranslator } from '@jupyterlab/translation';
+import { LabIcon, refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+
+import { CATEGORY, CommandIDs, ICubeSidebar } from '../../tokens';
+import { showDeployDialog } from './dialog';
+import { DeploymentsPanel } from './panel';
+import { DeploymentView } from './view';
+
+export { DeploymentsPanel } from './panel';
+export { DeploymentView } from './view';
+export * as deploymentsLogic from './logic';
+
+/** Right after Models: a deployment is where a registered model goes next. */
+export const DEPLOYMENTS_SECTION_RANK = 150;
+
+export namespace DeploymentCommandIDs {
+  /** Args: project, name (the model), version. Used by the Models panel. */
+  export const deploy = 'cube-lab:deploy-model';
+  /** Args: project, name (the deployment). */
+  export const open = 'cube-lab:open-deployment';
+  export const refresh = 'cube-lab:refresh-deployments';
+  export const show = 'cube-lab:open-deployments';
+}
+
+/** A box with signal waves: a model served. */
+export const deploymentIcon = new LabIcon({
+  name: 'cube-lab:deployment',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
+    '<g class="jp-icon3" fill="#616161">' +
+    '<path d="M4 9h10v10H4zm2 2v6h6v-6z"/>' +
+    '<path d="M16 7.5a6 6 0 0 1 0 8.5l-1.4-1.4a4 4 0 0 0 0-5.7z"/>' +
+    '<path d="M18.8 4.7a10 10 0 0 1 0 14.1l-1.4-1.4a8 8 0 0 0 0-11.3z"/>' +
+    '</g></svg>'
+});
+
+export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'cube-lab:deployments',
+  description:
+    'cube-lab serving: deploy model versions, test them, split traffic, watch metrics.',
+  autoStart: true,
+  requires: [ICubeSidebar, ITranslator],
+  optional: [ICommandPalette, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    sidebar: ICubeSidebar,
+    translator: ITranslator,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const trans = translator.load('cube_lab');
+    const { commands, shell } = app;
+    const tracker = new WidgetTracker<MainAreaWidget<DeploymentView>>({
+      namespace: 'cube-lab-deployment'
+    });
+
+    const open = (project: string, name: string) =>
+      void commands.execute(DeploymentCommandIDs.open, { project, name });
+
+    const panel = new DeploymentsPanel({
+      settings: sidebar.settings,
+      translator,
+      open: d => open(d.project, d.name)
+    });
+    panel.id = 'cube-lab-deployments';
+    sidebar.addSection(panel, { rank: DEPLOYMENTS_SECTION_RANK });
+
+    commands.addCommand(DeploymentCommandIDs.show, {
+      label: trans.__('Deployments'),
+      caption: trans.__('Models served as inference services'),
+      icon: args => (args.isPalette ? undefined : deploymentIcon),
+      execute: () => sidebar.reveal(panel)
+    });
+
+    commands.addCommand(DeploymentCommandIDs.refresh, {
+      label: trans.__('Refresh deployments'),
+      execute: () => panel.refresh()
+    });
+
+    commands.addCommand(DeploymentCommandIDs.deploy, {
+      label: trans.__('Deploy…'),
+      caption: trans.__('Serve this model version as an inference service'),
+      icon: deploymentIcon,
+      execute: async args => {
+        const project = String(args.project ?? '');
+        const model = String(args.name ?? '');
+        const version = Number(args.version);
+        if (!project || !model || !Number.isInteger(version)) {
+          return null;
+        }
+        const dep = await showDeployDialog({ project, model, version }, trans);
+        if (!dep) {
+          return null;
+        }
+        void panel.refresh();
+        sidebar.reveal(panel);
+        open(dep.project, dep.name);
+        return dep;
+      }
+    });
+
+    commands.addCommand(DeploymentCommandIDs.open, {
+      label: trans.__('Open Deployment'),
+      execute: args => {
+        const project = String(args.project ?? '');
+        const name = String(args.name ?? '');
+        const existing = tracker.find(
+          w => w.content.project === project && w.content.name === name
+        );
+        if (existing) {
+          shell.activateById(existing.id);
+          void existing.content.refresh();
+          return existing;
+        }
+        const content = new DeploymentView({
+          project,
+          name,
+          translator,
+          openModel: (p, model, version) =>
+            void commands.execute(CommandIDs.openModelTab, {
+              project: p,
+              name: model,
+              version
+            }),
+          changed: () => void panel.refresh()
+        });
+        const widget = new MainAreaWidget({ content });
+        widget.id = `cube-lab-deployment-${encodeURIComponent(project)}-${encodeURIComponent(name)}`;
+        widget.addClass('cube-DTab');
+        widget.title.label = name;
+        widget.title.icon = deploymentIcon;
+        widget.title.closable = true;
+        widget.toolbar.addItem(
+          'refresh',
+          new ToolbarButton({
+            icon: refreshIcon,
+            label: trans.__('Refresh'),
+            tooltip: trans.__('Read the deployment, its metrics and log again'),
+            onClick: () => void content.refresh()
+          })
+        );
+        void tracker.add(widget);
+        shell.add(widget, 'main');
+        shell.activateById(widget.id);
+        return widget;
+      }
+    });
+
+    if (restorer) {
+      void restorer.restore(tracker, {
+        command: DeploymentCommandIDs.open,
+        args: w => ({ project: w.content.project, name: w.content.name }),
+        name: w => `${w.content.project}/${w.content.name}`
+      });
+    }
+
+    if (palette) {
+      palette.addItem({
+        command: DeploymentCommandIDs.show,
+        category: CATEGORY
+      });
+      palette.addItem({
+        command: DeploymentCommandIDs.refresh,
+        category: CATEGORY
+      });
+    }
+  }
+};

@@ -1,0 +1,282 @@
+/**
+ * The launch form of the Training panel: framework, script (from the file
+ * browser), arguments, workers x processes, GPUs, environment, project.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import type { Project } from '../../api';
+import { FormField, FRAMEWORKS, ILaunchForm } from './logic';
+
+export interface ILaunchFormProps {
+  form: ILaunchForm;
+  errors: Partial<Record<FormField, string>>;
+  /** The server's answer to the last submit ({error, detail}). */
+  submitError: { error: string; detail: string } | null;
+  busy: boolean;
+  projects: Project[];
+  trans: TranslationBundle;
+  onChange: (patch: Partial<ILaunchForm>) => void;
+  onSubmit: () => void;
+  onCancel: () => void;
+  /** The file open in the main area, or selected in the file browser. */
+  pickCurrent: () => string | null;
+  /** A file dialog; null when cancelled. */
+  browse: () => Promise<string | null>;
+}
+
+function Field(props: {
+  label: string;
+  name: string;
+  error?: string;
+  hint?: string;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <label className="cube-TField" data-field={props.name}>
+      <span className="cube-TField-label">{props.label}</span>
+      {props.children}
+      {props.error ? (
+        <span className="cube-TField-error" role="alert">
+          {props.error}
+        </span>
+      ) : props.hint ? (
+        <span className="cube-TField-hint">{props.hint}</span>
+      ) : null}
+    </label>
+  );
+}
+
+export function LaunchForm(props: ILaunchFormProps): JSX.Element {
+  const { form, errors, trans } = props;
+  const [note, setNote] = React.useState('');
+  const input = (
+    name: keyof ILaunchForm,
+    extra: React.InputHTMLAttributes<HTMLInputElement> = {}
+  ) => (
+    <input
+      className={`cube-TField-input${errors[name] ? ' cube-mod-invalid' : ''}`}
+      name={name}
+      value={form[name]}
+      onChange={e => props.onChange({ [name]: e.target.value })}
+      disabled={props.busy}
+      {...extra}
+    />
+  );
+  const useCurrent = () => {
+    const path = props.pickCurrent();
+    if (path) {
+      props.onChange({ script: path });
+      setNote('');
+    } else {
+      setNote(
+        trans.__(
+          'Open the script in the editor or select it in the file browser first.'
+        )
+      );
+    }
+  };
+  const browse = async () => {
+    const path = await props.browse();
+    if (path) {
+      props.onChange({ script: path });
+      setNote('');
+    }
+  };
+  const gpus = Number(form.gpus) > 0;
+  return (
+    <form
+      className="cube-TForm"
+      noValidate
+      aria-label={trans.__('New training job')}
+      onSubmit={e => {
+        e.preventDefault();
+        props.onSubmit();
+      }}
+    >
+      <Field label={trans.__('Framework')} name="framework">
+        <select
+          className="cube-TField-input"
+          name="framework"
+          value={form.framework}
+          disabled={props.busy}
+          onChange={e =>
+            props.onChange({
+              framework: e.target.value as ILaunchForm['framework']
+            })
+          }
+        >
+          {FRAMEWORKS.map(f => (
+            <option key={f} value={f}>
+              {frameworkLabel(f, trans)}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field
+        label={trans.__('Script')}
+        name="script"
+        error={errors.script || note}
+      >
+        {input('script', {
+          placeholder: trans.__('folder/train.py'),
+          spellCheck: false,
+          title: trans.__('The job runs in the script’s folder.')
+        })}
+      </Field>
+      <div className="cube-TPick">
+        <button
+          type="button"
+          className="cube-TLink"
+          onClick={useCurrent}
+          disabled={props.busy}
+          title={trans.__(
+            'Use the file open in the editor or selected in the file browser'
+          )}
+        >
+          {trans.__('Use current file')}
+        </button>
+        <button
+          type="button"
+          className="cube-TLink"
+          onClick={() => void browse()}
+          disabled={props.busy}
+          title={trans.__('Pick the script in a file dialog')}
+        >
+          {trans.__('Browse…')}
+        </button>
+      </div>
+      <Field label={trans.__('Arguments')} name="args" error={errors.args}>
+        {input('args', { placeholder: '--epochs 3', spellCheck: false })}
+      </Field>
+      <div className="cube-TForm-grid">
+        <Field
+          label={trans.__('Workers')}
+          name="workers"
+          error={errors.workers}
+        >
+          {input('workers', { type: 'number', min: 1 })}
+        </Field>
+        <Field
+          label={trans.__('Processes / worker')}
+          name="nproc"
+          error={errors.nproc}
+        >
+          {input('nproc', { type: 'number', min: 1 })}
+        </Field>
+        <Field
+          label={trans.__('GPUs / worker')}
+          name="gpus"
+          error={errors.gpus}
+        >
+          {input('gpus', { type: 'number', min: 0 })}
+        </Field>
+        <Field
+          label={trans.__('GPU type')}
+          name="gpuType"
+          error={errors.gpuType}
+        >
+          {input('gpuType', {
+            disabled: props.busy || !gpus,
+            spellCheck: false,
+            title: trans.__(
+              'A key of the accelerator table: nvidia-gpu, nvidia-mig-1g.10gb, hami-vgpu, ascend-910b…'
+            )
+          })}
+        </Field>
+      </div>
+      <details className="cube-TForm-more" open={!!(errors.env || form.env)}>
+        <summary>{trans.__('Environment, project, name')}</summary>
+        <Field
+          label={trans.__('Environment variables')}
+          name="env"
+          error={errors.env}
+          hint={trans.__('One KEY=value a line.')}
+        >
+          <textarea
+            className={`cube-TField-input cube-TField-code${errors.env ? ' cube-mod-invalid' : ''}`}
+            name="env"
+            rows={3}
+            spellCheck={false}
+            placeholder="OMP_NUM_THREADS=1"
+            value={form.env}
+            disabled={props.busy}
+            onChange={e => props.onChange({ env: e.target.value })}
+          />
+        </Field>
+        <div className="cube-TForm-grid">
+          <Field label={trans.__('Project')} name="project">
+            <select
+              className="cube-TField-input"
+              name="project"
+              value={form.project}
+              disabled={props.busy}
+              onChange={e => props.onChange({ project: e.target.value })}
+            >
+              <option value="">{trans.__('(personal)')}</option>
+              {props.projects.map(p => (
+                <option key={p.name} value={p.name}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field label={trans.__('Name')} name="name">
+            {input('name', { placeholder: trans.__('script name') })}
+          </Field>
+        </div>
+      </details>
+      {props.submitError ? (
+        <div className="cube-TError" role="alert">
+          <div className="cube-TError-title">{props.submitError.error}</div>
+          {props.submitError.detail ? (
+            <div className="cube-TError-detail">{props.submitError.detail}</div>
+          ) : null}
+        </div>
+      ) : null}
+      <div className="cube-TForm-actions">
+        <button
+          type="submit"
+          className="cube-Button cube-mod-primary"
+          disabled={props.busy}
+        >
+          {props.busy ? (
+            <span className="cube-TBusy">
+              <span className="cube-Spinner" /> {trans.__('Launching…')}
+            </span>
+          ) : (
+            trans.__('Launch')
+          )}
+        </button>
+        <button
+          type="button"
+          className="cube-Button"
+          onClick={props.onCancel}
+          disabled={props.busy}
+        >
+          {trans.__('Close')}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function frameworkLabel(
+  framework: string,
+  trans: TranslationBundle
+): string {
+  switch (framework) {
+    case 'pytorch':
+      return trans.__('PyTorch DDP (torchrun)');
+    case 'deepspeed':
+      return trans.__('DeepSpeed');
+    case 'tensorflow':
+      return trans.__('TensorFlow (MultiWorkerMirrored)');
+    case 'mpi':
+      return trans.__('MPI / Horovod (mpirun)');
+    case 'plain':
+      return trans.__('Plain command (one per rank)');
+    default:
+      return framework;
+  }
+}

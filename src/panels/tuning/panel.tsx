@@ -1,0 +1,406 @@
+/**
+ * The "Tuning" section of the cube-lab sidebar: the new-experiment form and
+ * the list of experiments (status, trials, best metric; open, stop,
+ * resume). Polls while visible.
+ */
+import { ReactWidget } from '@jupyterlab/apputils';
+import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import {
+  addIcon,
+  refreshIcon,
+  Toolbar,
+  ToolbarButton
+} from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
+import { IPoll, Poll } from '@lumino/polling';
+import { AccordionPanel } from '@lumino/widgets';
+import * as React from 'react';
+
+import {
+  createExperiment,
+  describeError,
+  listExperiments,
+  Project,
+  resumeExperiment,
+  stopExperiment,
+  tuningAlgorithms,
+  TuningAlgorithms,
+  TuningExperiment,
+  whoami
+} from '../../api';
+import { ICubeSettings } from '../../tokens';
+import { StatusBadge } from '../training/panel';
+import { formatNumber } from '../training/logic';
+import { ExperimentForm } from './form';
+import {
+  emptyExperimentForm,
+  ExperimentField,
+  formToExperiment,
+  IExperimentForm,
+  isExperimentActive
+} from './logic';
+
+const MAX_BACKOFF_MS = 2 * 60 * 1000;
+const ACTIVE_INTERVAL_MS = 2000;
+
+export class TuningPanel extends ReactWidget {
+  constructor(options: TuningPanel.IOptions) {
+    super();
+    this.addClass('cube-TuningPanel');
+    this._trans = options.translator.load('cube_lab');
+    this._settings = options.settings;
+    this._openExperiment = options.openExperiment;
+    this._currentFolder = options.currentFolder;
+    this.title.label = this._trans.__('Tuning');
+    this.title.caption = this._trans.__('Hyperparameter tuning experiments');
+
+    this.toolbar = new Toolbar();
+    this.toolbar.addItem(
+      'new',
+      new ToolbarButton({
+        icon: addIcon,
+        tooltip: this._trans.__('New experiment'),
+        onClick: () => this.showForm()
+      })
+    );
+    this.toolbar.addItem(
+      'refresh',
+      new ToolbarButton({
+        icon: refreshIcon,
+        tooltip: this._trans.__('Refresh experiments'),
+        onClick: () => void this.refresh()
+      })
+    );
+    this._poll = new Poll({
+      auto: false,
+      factory: () => this._fetch(),
+      frequency: this._frequency(),
+      name: 'cube-lab:tuning',
+      standby: () => !this.isVisible || 'when-hidden'
+    });
+    this._settings.changed.connect(this._retune, this);
+  }
+
+  readonly toolbar: Toolbar;
+
+  get experiments(): TuningExperiment[] {
+    return this._experiments;
+  }
+
+  refresh(): Promise<void> {
+    return this._poll.refresh();
+  }
+
+  showForm(fill: Partial<IExperimentForm> = {}): void {
+    this._formOpen = true;
+    this._form = { ...this._form, ...fill };
+    this._errors = {};
+    this._submitError = null;
+    this._loadAlgorithms();
+    this._makeRoom();
+    this.update();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._settings.changed.disconnect(this._retune, this);
+    this._poll.dispose();
+    super.dispose();
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    if (!this._started) {
+      this._started = true;
+      void this._poll.start();
+    }
+    void this._poll.refresh();
+  }
+
+  protected render(): JSX.Element {
+    const trans = this._trans;
+    return (
+      <div className="cube-Training cube-Tuning">
+        {this._formOpen ? (
+          <ExperimentForm
+            form={this._form}
+            errors={this._errors}
+            submitError={this._submitError}
+            busy={this._busy}
+            algorithms={this._algorithms}
+            projects={this._projects}
+            trans={trans}
+            onChange={patch => {
+              this._form = { ...this._form, ...patch };
+              for (const key of Object.keys(patch) as ExperimentField[]) {
+                delete this._errors[key];
+              }
+              this.update();
+            }}
+            onSubmit={() => void this._submit()}
+            onCancel={() => {
+              this._formOpen = false;
+              this.update();
+            }}
+            currentFolder={this._currentFolder}
+          />
+        ) : null}
+        {this._error ? (
+          <div className="cube-TError" role="alert">
+            <div className="cube-TError-title">{this._error.error}</div>
+            {this._error.detail ? (
+              <div className="cube-TError-detail">{this._error.detail}</div>
+            ) : null}
+          </div>
+        ) : null}
+        {!this._loaded ? (
+          <div className="cube-Loading">
+            <span className="cube-Spinner" /> {trans.__('Loading experiments…')}
+          </div>
+        ) : this._experiments.length ? (
+          <ul className="cube-TJobs" aria-label={trans.__('Experiments')}>
+            {this._experiments.map(exp => (
+              <ExperimentItem
+                key={exp.id}
+                exp={exp}
+                trans={trans}
+                pending={this._pending.has(exp.id)}
+                open={() => this._openExperiment(exp)}
+                act={what => void this._act(exp, what)}
+              />
+            ))}
+          </ul>
+        ) : this._error ? null : (
+          <div className="cube-TEmpty">
+            <p className="cube-TEmpty-title">
+              {trans.__('No tuning experiments yet')}
+            </p>
+            <p className="cube-TEmpty-text">
+              {trans.__(
+                'Search hyperparameters with NNI tuners (TPE, Random, Anneal, Evolution, grid search); your NNI trial code runs unchanged.'
+              )}
+            </p>
+            {this._formOpen ? null : (
+              <button
+                className="cube-Button cube-mod-primary"
+                onClick={() => this.showForm()}
+              >
+                {trans.__('New experiment')}
+              </button>
+            )}
+            <p className="cube-TEmpty-text">
+              {trans.__('Or from a notebook:')}{' '}
+              <code>%cube_tune config.yml</code>
+              <br />
+              {trans.__('or a terminal:')} <code>cube-lab tune config.yml</code>
+            </p>
+          </div>
+        )}
+      </div>
+    );
+  }
+
+  private _loadAlgorithms(): void {
+    if (this._algorithms || this._algorithmsLoading) {
+      return;
+    }
+    this._algorithmsLoading = true;
+    tuningAlgorithms()
+      .then(a => {
+        this._algorithms = a;
+        this.update();
+      })
+      .catch(err => {
+        this._submitError = describeError(err);
+        this.update();
+      })
+      .finally(() => {
+        this._algorithmsLoading = false;
+      });
+  }
+
+  private _makeRoom(): void {
+    const accordion = this.parent;
+    if (!(accordion instanceof AccordionPanel)) {
+      return;
+    }
+    accordion.setRelativeSizes(
+      accordion.widgets.map(w => (w === this ? 8 : w.isHidden ? 0 : 1))
+    );
+  }
+
+  private async _fetch(): Promise<void> {
+    try {
+      if (!this._identity) {
+        this._identity = whoami()
+          .then(me => {
+            this._projects = me.projects;
+          })
+          .catch(() => {
+            this._identity = null;
+          });
+      }
+      this._experiments = (await listExperiments({ limit: 100 })).experiments;
+      this._error = null;
+    } catch (err) {
+      this._error = describeError(err);
+      throw err;
+    } finally {
+      this._loaded = true;
+      this._retune();
+      this.update();
+    }
+  }
+
+  private async _submit(): Promise<void> {
+    const { request, errors } = formToExperiment(this._form);
+    this._errors = errors;
+    this._submitError = null;
+    if (!request) {
+      this.update();
+      return;
+    }
+    this._busy = true;
+    this.update();
+    try {
+      const exp = await createExperiment(request);
+      this._formOpen = false;
+      this._experiments = [
+        exp,
+        ...this._experiments.filter(e => e.id !== exp.id)
+      ];
+      this._openExperiment(exp);
+      void this.refresh();
+    } catch (err) {
+      this._submitError = describeError(err);
+    } finally {
+      this._busy = false;
+      this.update();
+    }
+  }
+
+  private async _act(
+    exp: TuningExperiment,
+    what: 'stop' | 'resume'
+  ): Promise<void> {
+    this._pending.add(exp.id);
+    this.update();
+    try {
+      await (what === 'stop' ? stopExperiment : resumeExperiment)(exp.id);
+      this._error = null;
+    } catch (err) {
+      this._error = describeError(err);
+    } finally {
+      this._pending.delete(exp.id);
+      void this.refresh();
+    }
+  }
+
+  private _frequency(): IPoll.Frequency {
+    const active = this._experiments.some(isExperimentActive);
+    return {
+      interval: active
+        ? Math.min(ACTIVE_INTERVAL_MS, this._settings.refreshInterval)
+        : this._settings.refreshInterval,
+      backoff: true,
+      max: MAX_BACKOFF_MS
+    };
+  }
+
+  private _retune(): void {
+    const next = this._frequency();
+    if (next.interval !== this._poll.frequency.interval) {
+      this._poll.frequency = next;
+    }
+  }
+
+  private _trans: TranslationBundle;
+  private _settings: ICubeSettings;
+  private _openExperiment: (exp: TuningExperiment) => void;
+  private _currentFolder: () => string | null;
+  private _poll: Poll;
+  private _started = false;
+  private _identity: Promise<void> | null = null;
+  private _projects: Project[] = [];
+  private _algorithms: TuningAlgorithms | null = null;
+  private _algorithmsLoading = false;
+  private _experiments: TuningExperiment[] = [];
+  private _loaded = false;
+  private _error: { error: string; detail: string } | null = null;
+  private _pending = new Set<string>();
+  private _formOpen = false;
+  private _form: IExperimentForm = emptyExperimentForm();
+  private _errors: Partial<Record<ExperimentField, string>> = {};
+  private _submitError: { error: string; detail: string } | null = null;
+  private _busy = false;
+}
+
+export namespace TuningPanel {
+  export interface IOptions {
+    settings: ICubeSettings;
+    translator: ITranslator;
+    openExperiment: (exp: Pick<TuningExperiment, 'id'>) => void;
+    currentFolder: () => string | null;
+  }
+}
+
+function ExperimentItem(props: {
+  exp: TuningExperiment;
+  trans: TranslationBundle;
+  pending: boolean;
+  open: () => void;
+  act: (what: 'stop' | 'resume') => void;
+}): JSX.Element {
+  const { exp, trans } = props;
+  const best = exp.best?.final;
+  const resumable = ['stopped', 'interrupted', 'failed'].includes(exp.status);
+  return (
+    <li className="cube-TJob" data-experiment={exp.id}>
+      <button
+        className="cube-TJob-main"
+        onClick={props.open}
+        title={trans.__('Open experiment %1', exp.id)}
+      >
+        <span className="cube-TJob-line">
+          <span className="cube-TJob-name">{exp.name}</span>
+          <StatusBadge status={exp.status} />
+        </span>
+        <span className="cube-TJob-meta">
+          {exp.spec.tuner.name} ·{' '}
+          {trans.__('%1/%2 trials', exp.trial_count, exp.spec.max_trials)}
+          {best !== null && best !== undefined ? (
+            <>
+              {' · '}
+              <span className="cube-TuBestMeta">
+                {trans.__('best %1 %2', exp.spec.metric, formatNumber(best))}
+              </span>
+            </>
+          ) : null}
+        </span>
+      </button>
+      <span className="cube-TJob-actions">
+        {props.pending ? (
+          <span className="cube-Spinner" />
+        ) : isExperimentActive(exp) ? (
+          <button
+            className="cube-TLink"
+            onClick={() => props.act('stop')}
+            title={trans.__('Stop launching trials and kill the running ones')}
+          >
+            {trans.__('Stop')}
+          </button>
+        ) : resumable ? (
+          <button
+            className="cube-TLink"
+            onClick={() => props.act('resume')}
+            title={trans.__('Go on with the remaining trials')}
+          >
+            {trans.__('Resume')}
+          </button>
+        ) : null}
+      </span>
+    </li>
+  );
+}

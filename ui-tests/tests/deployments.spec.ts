@@ -1,0 +1,240 @@
+/**
+ * One-click inference against the real server: a scikit-learn model is
+ * trained and saved by the server's Python, registered with the REST API,
+ * deployed from the Models panel, tested from the deployment's form, given a
+ * canary from the Deploy dialog, and undeployed.
+ */
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import type { APIRequestContext } from '@playwright/test';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+
+const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+const API = '/cube/api/v1';
+const MODEL = 'iris-svc';
+
+/** The Python that runs the server (the project's venv), else python3. */
+function python(): string {
+  const venv = path.resolve(__dirname, '..', '..', '.venv', 'bin', 'python');
+  return (
+    process.env.CUBE_LAB_PYTHON || (fs.existsSync(venv) ? venv : 'python3')
+  );
+}
+
+/** Train a small random forest on iris and save it under the server root. */
+function saveModel(relative: string): void {
+  const tmp = process.env.CUBE_LAB_UI_TMP;
+  if (!tmp) {
+    throw new Error('CUBE_LAB_UI_TMP is not set (see playwright.config.js)');
+  }
+  const target = path.join(tmp, 'root', relative);
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  execFileSync(
+    python(),
+    [
+      '-c',
+      [
+        'import sys, joblib',
+        'from sklearn.datasets import load_iris',
+        'from sklearn.ensemble import RandomForestClassifier',
+        'x, y = load_iris(return_X_y=True)',
+        'joblib.dump(RandomForestClassifier(n_estimators=5, random_state=0).fit(x, y), sys.argv[1])'
+      ].join('\n'),
+      target
+    ],
+    { stdio: 'inherit', timeout: 60_000 }
+  );
+}
+
+async function register(
+  request: APIRequestContext,
+  baseURL: string,
+  body: Record<string, unknown>
+): Promise<any> {
+  const response = await request.post(`${baseURL}${API}/models`, {
+    data: body
+  });
+  expect(response.status(), await response.text()).toBe(201);
+  return response.json();
+}
+
+/** Open version `version` of the model in the sidebar's Models section. */
+async function openVersion(
+  page: IJupyterLabPageFixture,
+  version: number
+): Promise<void> {
+  const section = page.locator('#cube-lab-models');
+  const crumb = section.locator('.cube-Breadcrumbs-link', { hasText: MODEL });
+  if (await crumb.isVisible()) {
+    await crumb.click();
+  } else {
+    await section.locator(`.cube-ModelItem[data-model="${MODEL}"]`).click();
+  }
+  await section
+    .locator(`.cube-VersionRow[data-version="${version}"]`)
+    .first()
+    .click();
+  await expect(
+    section.locator(`.cube-VersionDetail[data-version="${version}"]`)
+  ).toBeVisible();
+}
+
+test.describe('cube-lab deployments', () => {
+  test.setTimeout(180_000);
+
+  test('deploy from Models, send a test request, canary, undeploy', async ({
+    page,
+    request,
+    baseURL
+  }) => {
+    const base = baseURL!;
+    saveModel('deploy-ui/iris.joblib');
+    const v1 = await register(request, base, {
+      name: MODEL,
+      path: 'deploy-ui/iris.joblib',
+      description: 'Random forest, 5 trees'
+    });
+    const v2 = await register(request, base, {
+      name: MODEL,
+      path: 'deploy-ui/iris.joblib'
+    });
+    const project = v1.project;
+
+    await page.sidebar.openTab('cube-lab-sidebar');
+    await expect(page.locator('#cube-lab-deployments')).toBeVisible();
+    await expect(
+      page.locator('#cube-lab-deployments .cube-TEmpty')
+    ).toContainText('No deployments yet');
+
+    // Deploy v1 from the Models panel.
+    await openVersion(page, v1.version);
+    await page.locator('#cube-lab-models .cube-DeployButton').click();
+    const dialog = page.locator('.cube-DDeployDialog');
+    await expect(dialog).toBeVisible();
+    await expect(dialog.locator('input[name="name"]')).toHaveValue(MODEL);
+    await expect(dialog.locator('input[name="replicas"]')).toHaveValue('1');
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'deployments-dialog-light.png')
+    });
+    const started = Date.now();
+    await dialog.getByRole('button', { name: 'Deploy' }).click();
+
+    // It opens the deployment once it serves.
+    const view = page.locator(
+      `.cube-DDetail[data-deployment="${MODEL}"][data-status="running"]`
+    );
+    await expect(view).toBeVisible({ timeout: 60_000 });
+    console.log(`deploy to view: ${Date.now() - started} ms`);
+    await expect(dialog).toHaveCount(0);
+    await expect(view.locator('.cube-DEndpoint-url')).toContainText(
+      'http://127.0.0.1:'
+    );
+
+    // The test form is filled from the model's metadata: 2 rows x 4 features.
+    const editor = view.locator('textarea[name="request"]');
+    await expect(view.locator('.cube-DTest-source')).toContainText(
+      'model inputs: input-0 FP64 [-1, 4]'
+    );
+    const example = JSON.parse(await editor.inputValue());
+    expect(example.inputs[0].shape).toEqual([2, 4]);
+
+    // A real iris row (class 0) and a class-2 row.
+    await editor.fill(
+      JSON.stringify({
+        inputs: [
+          {
+            name: 'input-0',
+            shape: [2, 4],
+            datatype: 'FP64',
+            data: [5.1, 3.5, 1.4, 0.2, 6.7, 3.0, 5.2, 2.3]
+          }
+        ]
+      })
+    );
+    await view.getByRole('button', { name: 'Send' }).click();
+    await expect(view.locator('.cube-DStatus')).toHaveText('200');
+    await expect(view.locator('.cube-DTest-summary')).toHaveText(
+      'predict: [0, 2]'
+    );
+    await expect(view.locator('.cube-DTest-latency')).toContainText('ms');
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'deployments-view-light.png')
+    });
+
+    // A malformed request: the model's 400 is shown, the deployment keeps serving.
+    await editor.fill('{"inputs": []}');
+    await view.getByRole('button', { name: 'Send' }).click();
+    await expect(view.locator('.cube-DStatus')).toHaveText('400');
+    await expect(view.locator('.cube-DTest-body')).toContainText('inputs');
+
+    // The metrics count the requests (rates computed in the page).
+    await expect(view.locator('.cube-DMetrics-now')).toContainText(
+      /[1-9]\d* requests in all/,
+      { timeout: 15_000 }
+    );
+    await expect(view.locator('.cube-TChart')).toHaveCount(3);
+    await expect(view.locator('.cube-DLog-text')).toContainText('listening');
+
+    // The sidebar lists it with its endpoint.
+    const item = page.locator(
+      `#cube-lab-deployments .cube-DItem[data-deployment="${MODEL}"]`
+    );
+    await expect(item).toContainText('running');
+    await expect(item.locator('.cube-DItem-endpoint code')).toContainText(
+      'http://127.0.0.1:'
+    );
+
+    // Deploy v2 of the same model: the dialog offers a canary.
+    await openVersion(page, v2.version);
+    await page.locator('#cube-lab-models .cube-DeployButton').click();
+    await expect(dialog.locator('input[value="canary"]')).toBeChecked();
+    await dialog.locator('input[name="percent"]').fill('30');
+    await page.theme.setDarkTheme();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'deployments-dialog-dark.png')
+    });
+    await dialog.getByRole('button', { name: 'Deploy' }).click();
+    await expect(dialog).toHaveCount(0, { timeout: 60_000 });
+    await expect(view.locator('input[name="canary"]')).toHaveValue('30', {
+      timeout: 15_000
+    });
+    await expect(
+      view.getByRole('button', { name: `Promote v${v2.version}` })
+    ).toBeVisible();
+    await expect(item).toContainText(`v${v2.version} 30%`);
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'deployments-view-dark.png')
+    });
+    await page.locator('#cube-lab-sidebar').screenshot({
+      path: path.join(SCREENSHOTS, 'deployments-panel-dark.png')
+    });
+    await page.theme.setLightTheme();
+    await page.locator('#cube-lab-sidebar').screenshot({
+      path: path.join(SCREENSHOTS, 'deployments-panel-light.png')
+    });
+
+    // Roll the canary back: v1 takes everything again.
+    await view
+      .getByRole('button', { name: `Roll back (drop v${v2.version})` })
+      .click();
+    await expect(view.locator('input[name="canary"]')).toHaveCount(0, {
+      timeout: 30_000
+    });
+
+    // Undeploy, with confirmation.
+    await view.getByRole('button', { name: 'Undeploy' }).click();
+    await page
+      .locator('.jp-Dialog')
+      .getByRole('button', { name: 'Undeploy' })
+      .click();
+    await expect(
+      page.locator(`.cube-DDetail[data-deployment="${MODEL}"]`)
+    ).toHaveAttribute('data-status', 'stopped', { timeout: 30_000 });
+    await expect(item).toContainText('stopped');
+    const after = await request.get(
+      `${base}${API}/projects/${project}/deployments/${MODEL}`
+    );
+    expect((await after.json()).status).toBe('stopped');
+  });
+});
