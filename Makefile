@@ -15,7 +15,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export MLFLOW_DISABLE_TELEMETRY := true
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: lab test install install-test lint pytest jest ui-test wheel benchmark clean chromium postgres
+.PHONY: lab test install install-test lint pytest jest ui-test wheel benchmark clean chromium postgres hub
 
 # -- setup -------------------------------------------------------------------------
 
@@ -91,6 +91,24 @@ wheel: install-test
 	@echo "wheel OK: $$(ls dist/*.whl)"
 
 test: lint pytest jest wheel ui-test
+
+# -- the multi-user hub (README "Multi-user hub"): JupyterHub + configurable-http-proxy ----
+HUB_STAMP := $(VENV)/.cube-lab-hub-installed
+HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
+
+$(HUB_STAMP): $(STAMP)
+	$(STRAY)
+	$(PY) -m pip install -q -e ".[hub]" --no-build-isolation
+	@touch $(HUB_STAMP)
+
+$(HUB_PROXY): hub/package.json hub/package-lock.json
+	cd hub && npm ci --no-audit --no-fund
+	@touch $(HUB_PROXY)
+
+# Settings: hub/cube_hub.yaml ($$CUBE_HUB_SETTINGS for another file). The first start prints
+# the admin's one-time password.
+hub: $(HUB_STAMP) $(HUB_PROXY)
+	$(BIN)/jupyterhub -f hub/jupyterhub_config.py
 
 benchmark: install-test
 	$(PY) benchmarks/registry_list.py

@@ -1,0 +1,562 @@
+"""The cube-admin service: a JupyterHub-managed tornado app at /services/cube-admin/.
+
+- The page (admins only: the ``custom:cube-admin:write`` scope): project groups with members,
+  allowed profiles, quotas and live usage; create and edit groups, members, quotas, profiles.
+- The JSON API under ``api/``: the same for admins, plus admission for everyone - a lab
+  server asks ``POST api/admission`` before it starts a job (``cube_lab.hub.client``).
+- At start and every ``--reconcile-interval`` seconds it releases reservations nothing holds
+  any more (servers that are gone, e.g. after a hub crash; jobs whose process died).
+
+Run by the hub (see ``config.py``): ``python -m cube_lab.hub.admin``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
+from tornado import web
+
+from ..errors import CubeError, Forbidden, InvalidInput, NotFound
+from ..identity import check_name
+from . import policy
+from .config import ADMIN_SCOPE
+from .hubapi import HubAPI
+from .ledger import Ledger, QuotaExceeded, Reservation
+from .quotas import PROPERTY, GroupPolicy, Quota, demand, label, show, uses_accelerators
+from .settings import ADMIN_GROUP, HubSettings, load
+
+log = logging.getLogger("cube-admin")
+TEMPLATES = Path(__file__).with_name("templates")
+GROUPS_TTL_S = 1.0
+
+
+class Context:
+    """What every handler shares: settings, the ledger, the hub API, the OAuth helper."""
+
+    def __init__(self, settings: HubSettings, hub: HubAPI, auth: HubOAuth) -> None:
+        self.settings = settings
+        self.ledger = Ledger(settings.ledger_path)
+        self.hub = hub
+        self.auth = auth
+        self._groups: list[dict[str, Any]] | None = None
+        self._groups_at = 0.0
+        self._groups_lock = asyncio.Lock()
+        self.templates = Environment(
+            loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"])
+        )
+
+    async def groups(self) -> list[dict[str, Any]]:
+        """The hub's groups, fetched at most once a second: a burst of admission requests
+        costs the hub one call. A quota read this way is at most that old; the reservation
+        itself stays atomic (the ledger's lock)."""
+        async with self._groups_lock:
+            now = time.monotonic()
+            if self._groups is None or now - self._groups_at > GROUPS_TTL_S:
+                self._groups, self._groups_at = await self.hub.groups(), now
+            return self._groups
+
+    def forget_groups(self) -> None:
+        self._groups = None
+
+    async def policies(self) -> dict[str, GroupPolicy]:
+        groups = await self.groups()
+        return policy.policies((g["name"], g.get("properties")) for g in groups)
+
+    async def user_policies(self, username: str) -> dict[str, GroupPolicy]:
+        mine = {g["name"] for g in await self.groups() if username in (g.get("users") or ())}
+        return {k: v for k, v in (await self.policies()).items() if k in mine}
+
+    async def reconcile(self, grace_s: float = 60) -> list[Reservation]:
+        live = await self.hub.live_servers()
+        released = await asyncio.to_thread(self.ledger.reconcile, live, grace_s=grace_s)
+        for res in released:
+            log.info("released %s (%s, %s): nothing holds it", res.holder, res.username, res.group)
+        return released
+
+    async def seed_groups(self) -> None:
+        """Create the settings file's groups that do not exist yet (never overwrites)."""
+        existing = {g["name"] for g in await self.groups()}
+        known = {u["name"] for u in await self.hub.users()}
+        for name, group_policy in self.settings.groups.items():
+            if name not in existing:
+                wanted = self.settings.group_members.get(name, ())
+                users = [u for u in wanted if u in known]
+                if len(users) < len(wanted):
+                    log.warning(
+                        "group %s: users %s do not exist yet; add them on the admin page",
+                        name,
+                        sorted(set(wanted) - known),
+                    )
+                await self.hub.create_group(name, {PROPERTY: group_policy.to_properties()}, users)
+                self.forget_groups()
+                log.info("created project group %s from the settings file", name)
+
+
+def usage_summary(reservations: list[Reservation]) -> dict[str, Any]:
+    """Totals and per-user figures of one group's reservations."""
+    total: dict[str, float] = {}
+    users: dict[str, dict[str, float]] = {}
+    for res in reservations:
+        mine = users.setdefault(res.username, {})
+        for dimension, amount in res.amounts.items():
+            total[dimension] = total.get(dimension, 0) + amount
+            mine[dimension] = mine.get(dimension, 0) + amount
+    return {"total": total, "users": users}
+
+
+class BaseHandler(HubOAuthenticated, web.RequestHandler):
+    def initialize(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.hub_auth = ctx.auth
+
+    @property
+    def username(self) -> str:
+        return self.current_user["name"]
+
+    @property
+    def is_admin(self) -> bool:
+        user = self.current_user or {}
+        return ADMIN_SCOPE in (user.get("scopes") or ())
+
+    def require_admin(self) -> None:
+        if not self.is_admin:
+            raise Forbidden(
+                "the cube-admin page is for admins",
+                f"It needs the {ADMIN_SCOPE} scope: admin_users in the hub settings, or "
+                f"members of the {ADMIN_GROUP} group.",
+            )
+
+    def check_xsrf_cookie(self) -> None:
+        if self.request.headers.get("Authorization"):
+            return  # token requests carry no cookie to forge
+        super().check_xsrf_cookie()
+
+    def json_body(self) -> dict[str, Any]:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError as exc:
+            raise InvalidInput("the request body is not valid JSON", str(exc)) from exc
+        if not isinstance(body, dict):
+            raise InvalidInput("the request body must be a JSON object")
+        return body
+
+    def reply(self, value: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(value, default=str))
+
+    def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, CubeError):
+            status_code = exc.status
+        super().send_error(status_code, **kwargs)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, CubeError):
+            body = exc.to_json()
+        elif isinstance(exc, web.HTTPError):
+            body = {"error": exc.log_message or self._reason, "detail": None}
+        else:
+            body = {"error": "internal server error", "detail": "See the cube-admin log."}
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, CubeError):
+            log.info("%s %s: %s", self.request.method, self.request.uri, value.error)
+        else:
+            super().log_exception(typ, value, tb)
+
+    async def groups_view(self) -> list[dict[str, Any]]:
+        groups = await self.ctx.groups()
+        reservations = await asyncio.to_thread(self.ctx.ledger.reservations)
+        out = []
+        for g in sorted(groups, key=lambda g: g["name"]):
+            if g["name"] == ADMIN_GROUP:
+                continue
+            try:
+                gp = GroupPolicy.from_properties(g["name"], g.get("properties"))
+                problem = None
+            except InvalidInput as exc:
+                gp, problem = GroupPolicy(g["name"]), exc.error
+            usage = usage_summary([r for r in reservations if r.group == g["name"]])
+            out.append(
+                {
+                    "name": g["name"],
+                    "users": sorted(g.get("users") or []),
+                    "profiles": list(gp.profiles),
+                    "quota": gp.quota.to_json(),
+                    "usage": usage,
+                    "problem": problem,
+                }
+            )
+        return out
+
+
+# -- the page ------------------------------------------------------------------------------
+
+
+class PageHandler(BaseHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        if not self.is_admin:
+            self.set_status(403)
+            self.finish(self.render_page("forbidden.html"))
+            return
+        groups = await self.groups_view()
+        self.finish(self.render_page("admin.html", groups=groups))
+
+    def render_page(self, name: str, **values: Any) -> str:
+        prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
+        hub_prefix = os.environ.get("JUPYTERHUB_BASE_URL", "/") + "hub/"
+        resources = sorted({*_accelerator_resources(self.ctx.settings)})
+        return self.ctx.templates.get_template(name).render(
+            user=self.current_user,
+            prefix=prefix,
+            hub_prefix=hub_prefix,
+            xsrf_token=self.xsrf_token.decode(),
+            profiles=list(self.ctx.settings.profiles.values()),
+            resources=resources,
+            label=label,
+            show=show,
+            **values,
+        )
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        message = exc.error if isinstance(exc, CubeError) else self._reason
+        self.finish(f"<h1>{status_code}</h1><p>{message}</p>")
+
+
+def _accelerator_resources(settings: HubSettings) -> list[str]:
+    found: list[str] = ["nvidia.com/gpu"]
+    for profile in settings.profiles.values():
+        found.extend(profile.limits())
+    return found
+
+
+# -- the JSON API ----------------------------------------------------------------------------
+
+
+class GroupsHandler(BaseHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        self.require_admin()
+        self.reply({"groups": await self.groups_view()})
+
+    @web.authenticated
+    async def post(self) -> None:
+        self.require_admin()
+        body = self.json_body()
+        name = check_name(body.get("name"), "group name")
+        if name == ADMIN_GROUP:
+            raise InvalidInput(f"{ADMIN_GROUP} is reserved", "Choose another name.")
+        gp = self.parse_policy(name, body)
+        users = body.get("users") or []
+        if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
+            raise InvalidInput("users must be a list of user names")
+        await self.ctx.hub.create_group(name, {PROPERTY: gp.to_properties()}, users)
+        self.ctx.forget_groups()
+        log.info("%s created group %s", self.username, name)
+        self.reply(await self.one(name), 201)
+
+    def parse_policy(self, name: str, body: dict[str, Any], base: GroupPolicy | None = None) -> Any:
+        profiles = body.get("profiles", list(base.profiles) if base else [])
+        if not isinstance(profiles, list):
+            raise InvalidInput("profiles must be a list of profile names")
+        for p in profiles:
+            self.ctx.settings.profile(p)
+        quota = Quota.parse(body["quota"]) if "quota" in body else (base.quota if base else Quota())
+        return GroupPolicy(name, tuple(profiles), quota)
+
+    async def one(self, name: str) -> dict[str, Any]:
+        found = [g for g in await self.groups_view() if g["name"] == name]
+        if not found:
+            raise NotFound(f"group {name!r} not found")
+        return found[0]
+
+
+class GroupHandler(GroupsHandler):
+    @web.authenticated
+    async def get(self, name: str) -> None:
+        self.require_admin()
+        self.reply(await self.one(name))
+
+    @web.authenticated
+    async def patch(self, name: str) -> None:
+        self.require_admin()
+        group = await self.ctx.hub.group(name)
+        properties = dict(group.get("properties") or {})
+        try:
+            base = GroupPolicy.from_properties(name, properties)
+        except InvalidInput:
+            base = GroupPolicy(name)
+        gp = self.parse_policy(name, self.json_body(), base)
+        properties[PROPERTY] = gp.to_properties()
+        await self.ctx.hub.set_properties(name, properties)
+        self.ctx.forget_groups()
+        log.info("%s set group %s to %s", self.username, name, properties[PROPERTY])
+        self.reply(await self.one(name))
+
+    @web.authenticated
+    async def delete(self, name: str) -> None:
+        self.require_admin()
+        await self.ctx.hub.delete_group(name)
+        self.ctx.forget_groups()
+        self.set_status(204)
+        self.finish()
+
+
+class MemberHandler(GroupsHandler):
+    @web.authenticated
+    async def put(self, name: str, user: str) -> None:
+        self.require_admin()
+        await self.ctx.hub.user(user)  # 404 for a user the hub does not know
+        await self.ctx.hub.add_members(name, [user])
+        self.ctx.forget_groups()
+        self.reply(await self.one(name))
+
+    @web.authenticated
+    async def delete(self, name: str, user: str) -> None:
+        self.require_admin()
+        await self.ctx.hub.remove_members(name, [user])
+        self.ctx.forget_groups()
+        self.reply(await self.one(name))
+
+
+class UsageHandler(BaseHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        self.require_admin()
+        reservations = await asyncio.to_thread(self.ctx.ledger.reservations)
+        self.reply({"reservations": [r.to_json() for r in reservations]})
+
+
+class ProfilesHandler(BaseHandler):
+    """Every profile for admins; the ones the caller may start otherwise."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        if self.is_admin:
+            profiles = list(self.ctx.settings.profiles.values())
+        else:
+            groups = await self.ctx.user_policies(self.username)
+            profiles = policy.offered(self.ctx.settings, groups)
+        self.reply({"profiles": [p.to_json() for p in profiles]})
+
+
+class MeHandler(BaseHandler):
+    """The caller's project groups, their quotas and usage: what a lab server shows."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        if self.current_user.get("kind") == "service":
+            raise InvalidInput("a service has no project groups", "Ask with a user's token.")
+        groups = await self.ctx.user_policies(self.username)
+        out = []
+        for name, gp in groups.items():
+            usage = await asyncio.to_thread(self.ctx.ledger.usage, name)
+            out.append(
+                {"name": name, "profiles": list(gp.profiles), "quota": gp.quota.to_json(),
+                 "usage": usage}
+            )  # fmt: skip
+        offer = policy.offered(self.ctx.settings, groups)
+        self.reply(
+            {"user": self.username, "admin": self.is_admin, "groups": out,
+             "profiles": [p.name for p in offer]}
+        )  # fmt: skip
+
+
+class AdmissionHandler(BaseHandler):
+    """POST: reserve quota for a job before it starts; 201 with the reservation or 403 with
+    the reason ("project vision uses 4 of 4 GPUs (nvidia.com/gpu)")."""
+
+    @web.authenticated
+    async def post(self) -> None:
+        body = self.json_body()
+        user = self.username
+        if self.current_user.get("kind") == "service" and not body.get("user"):
+            raise InvalidInput("a service must name the user it asks for", 'Add "user".')
+        if body.get("user") and body["user"] != user:
+            self.require_admin()  # only admins reserve on someone else's behalf
+            user = str(body["user"])
+        kind = body.get("kind", "job")
+        if kind not in ("job", "server"):
+            raise InvalidInput("kind must be 'job' or 'server'")
+        if kind == "server":
+            self.require_admin()  # servers are reserved by the spawner itself
+        accelerators = body.get("accelerators") or {}
+        if not isinstance(accelerators, dict):
+            raise InvalidInput("accelerators must map resource names to amounts")
+        amounts = demand(
+            jobs=1 if kind == "job" else 0,
+            servers=1 if kind == "server" else 0,
+            cpu=body.get("cpu"),
+            memory=body.get("memory"),
+            limits=accelerators,
+        )
+        project = body.get("project") or ""
+        groups = await self.ctx.user_policies(user)
+        all_groups = await self.ctx.groups()
+        group = groups.get(project)
+        if project and group is None and any(g["name"] == project for g in all_groups):
+            raise Forbidden(
+                f"{user} is not a member of project group {project!r}",
+                "Ask an admin to add you on the cube-admin page.",
+            )
+        if group is None and uses_accelerators(amounts):
+            raise QuotaExceeded(
+                f"project {project or '(personal)'} has no accelerator quota",
+                "Accelerators are granted to project groups; run it in a project group "
+                f"you belong to ({', '.join(groups) or 'none'}).",
+            )
+        # a pid is only meaningful on this machine (the local shape)
+        pid = body.get("pid") if self.ctx.settings.shape == "local" else None
+        # holders are namespaced by user: nobody can replace someone else's reservation
+        holder = f"{kind}:{user}/{body.get('holder') or uuid.uuid4().hex}"
+        res = await asyncio.to_thread(
+            self.ctx.ledger.reserve,
+            holder=holder,
+            kind=kind,
+            username=user,
+            group=group.name if group else "",
+            quota=group.quota if group else None,
+            amounts=amounts,
+            server=str(body.get("server") or ""),
+            pid=int(pid) if pid is not None else None,
+        )
+        self.reply(res.to_json(), 201)
+
+
+class ReservationHandler(BaseHandler):
+    @web.authenticated
+    async def get(self, id: str) -> None:
+        res = await self.mine(id)
+        self.reply(res.to_json())
+
+    @web.authenticated
+    async def delete(self, id: str) -> None:
+        res = await self.mine(id)
+        await asyncio.to_thread(self.ctx.ledger.release, id=res.id)
+        self.set_status(204)
+        self.finish()
+
+    async def mine(self, id: str) -> Reservation:
+        res = await asyncio.to_thread(self.ctx.ledger.get, id)
+        if res is None or (res.username != self.username and not self.is_admin):
+            raise NotFound(f"reservation {id!r} not found")
+        return res
+
+
+class ReconcileHandler(BaseHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        self.require_admin()
+        grace = float(self.get_argument("grace", "60"))
+        released = await self.ctx.reconcile(grace_s=grace)
+        self.reply({"released": [r.to_json() for r in released]})
+
+
+def make_app(ctx: Context, prefix: str, cookie_secret: bytes) -> web.Application:
+    p = prefix.rstrip("/")
+    routes: list[Any] = [
+        (rf"{p}/?", PageHandler),
+        (rf"{p}/api/groups", GroupsHandler),
+        (rf"{p}/api/groups/([^/]+)", GroupHandler),
+        (rf"{p}/api/groups/([^/]+)/members/([^/]+)", MemberHandler),
+        (rf"{p}/api/usage", UsageHandler),
+        (rf"{p}/api/profiles", ProfilesHandler),
+        (rf"{p}/api/me", MeHandler),
+        (rf"{p}/api/admission", AdmissionHandler),
+        (rf"{p}/api/admission/([^/]+)", ReservationHandler),
+        (rf"{p}/api/reconcile", ReconcileHandler),
+    ]
+    handlers: list[Any] = [(path, cls, {"ctx": ctx}) for path, cls in routes]
+    handlers.append((rf"{p}/oauth_callback", HubOAuthCallbackHandler))
+    return web.Application(
+        handlers,
+        cookie_secret=cookie_secret,
+        xsrf_cookies=True,
+        xsrf_cookie_kwargs={"path": f"{p}/"},
+        hub_auth=ctx.auth,  # HubOAuthCallbackHandler finds it here
+    )
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost"
+    return True
+
+
+def _cookie_secret(settings: HubSettings) -> bytes:
+    path = settings.hub_dir / "cube-admin-cookie-secret"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+    return path.read_text().strip().encode()
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    settings = load()
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
+    # the singleton: HubOAuthCallbackHandler uses HubOAuth.instance(), which keeps the PKCE state
+    auth = HubOAuth.instance(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=5)
+    ctx = Context(settings, HubAPI(), auth)
+    app = make_app(ctx, prefix, _cookie_secret(settings))
+    url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", settings.admin_url))
+    host = url.hostname or "127.0.0.1"
+    # a name such as http://hub:8010 (the hub pod's Service, under the chart) is reached from
+    # the proxy pod: listen on every interface there; an address is listened on as it is
+    app.listen(url.port or 8010, host if _is_address(host) else "0.0.0.0")
+    log.info("cube-admin listening on %s%s", url.geturl().rstrip("/"), prefix)
+    try:
+        await ctx.seed_groups()
+    except CubeError as exc:
+        log.warning("could not create the settings file's groups: %s", exc.error)
+
+    async def reconcile_forever() -> None:
+        while True:
+            try:
+                await ctx.reconcile()
+            except Exception:
+                log.exception("reconcile failed; trying again later")
+            await asyncio.sleep(args.reconcile_interval)
+
+    task = asyncio.get_running_loop().create_task(reconcile_forever())
+    try:
+        await asyncio.Event().wait()
+    finally:
+        task.cancel()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reconcile-interval", type=float, default=30)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="[cube-admin %(levelname)s] %(message)s")
+    # the hub stops its services with SIGINT; a parent started from a shell's background job
+    # may hand SIGINT down ignored, and the hub would then wait 30 s before SIGTERM
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    asyncio.run(_serve(args))
+
+
+if __name__ == "__main__":
+    main()

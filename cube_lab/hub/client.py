@@ -1,0 +1,109 @@
+"""Admission for code running in a lab server under the hub: training, tuning and serving call
+``admit`` before they start anything and ``release`` when it ends.
+
+Outside a hub (no ``$CUBE_HUB_ADMIN_URL``) ``admit`` returns None: the embedded single-user
+shape has no quotas. A refusal raises ``QuotaExceeded`` whose ``error`` is the sentence to
+show, e.g. "project vision uses 4 of 4 GPUs (nvidia.com/gpu)". Blocking (urllib): services
+run it in a worker thread, as they do their other I/O.
+
+    reservation = admit(project="vision", accelerators={"nvidia.com/gpu": "2"}, pid=proc.pid)
+    try: ...run the job...
+    finally: release(reservation)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import CubeError, Forbidden, InvalidInput, NotFound
+from .ledger import QuotaExceeded
+from .spawner import ENV_ADMIN_URL
+
+
+class AdmissionUnavailable(CubeError):
+    status = 503
+
+
+def _call(method: str, path: str, body: Any = None, *, base: str, token: str) -> Any:
+    request = urllib.request.Request(
+        base.rstrip("/") + "/" + path,
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            raw = resp.read()
+    except urllib.error.HTTPError as exc:
+        try:
+            payload = json.loads(exc.read() or b"{}")
+        except ValueError:
+            payload = {}
+        error = payload.get("error") or f"admission answered {exc.code}"
+        detail = payload.get("detail")
+        if payload.get("quota_exceeded"):
+            raise QuotaExceeded(error, detail) from None
+        cls = {400: InvalidInput, 403: Forbidden, 404: NotFound}.get(exc.code, AdmissionUnavailable)
+        raise cls(error, detail) from None
+    except OSError as exc:
+        raise AdmissionUnavailable(
+            "the hub's admission service cannot be reached", f"{base}: {exc}"
+        ) from None
+    return json.loads(raw) if raw else None
+
+
+def _where(base: str | None, token: str | None) -> tuple[str, str] | None:
+    base = base or os.environ.get(ENV_ADMIN_URL)
+    token = token or os.environ.get("JUPYTERHUB_API_TOKEN")
+    if not base or not token:
+        return None
+    return base, token
+
+
+def admit(
+    *,
+    project: str | None = None,
+    cpu: Any = None,
+    memory: Any = None,
+    accelerators: Mapping[str, Any] | None = None,
+    holder: str | None = None,
+    pid: int | None = None,
+    base_url: str | None = None,
+    token: str | None = None,
+) -> dict[str, Any] | None:
+    """Reserve quota for one job; the reservation (a dict with ``id``), or None outside a hub.
+    ``accelerators`` are container-style limits, e.g. from ``accelerators.resources_for``."""
+    where = _where(base_url, token)
+    if where is None:
+        return None
+    user = os.environ.get("JUPYTERHUB_USER", "")
+    server = f"{user}/{os.environ.get('JUPYTERHUB_SERVER_NAME', '')}" if user else ""
+    body = {
+        "kind": "job",
+        "project": project or os.environ.get("CUBE_LAB_PROJECT", ""),
+        "cpu": cpu,
+        "memory": memory,
+        "accelerators": dict(accelerators or {}),
+        "holder": holder,
+        "pid": pid,
+        "server": server,
+    }
+    return _call("POST", "api/admission", body, base=where[0], token=where[1])
+
+
+def release(reservation: Mapping[str, Any] | str | None, **where: Any) -> None:
+    """Give a reservation back (a no-op for None, or when it is already gone)."""
+    if reservation is None:
+        return
+    found = _where(where.get("base_url"), where.get("token"))
+    if found is None:
+        return
+    rid = reservation if isinstance(reservation, str) else reservation["id"]
+    with contextlib.suppress(NotFound):  # already released (e.g. reconciled)
+        _call("DELETE", f"api/admission/{rid}", base=found[0], token=found[1])

@@ -1,0 +1,165 @@
+"""Apply the hub settings file to JupyterHub's config object; ``hub/jupyterhub_config.py``
+is just ``configure(get_config(), load())``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from .settings import ADMIN_GROUP, ENV_DATA_DIR, ENV_SETTINGS, HubSettings
+
+ADMIN_SERVICE = "cube-admin"
+ADMIN_SCOPE = "custom:cube-admin:write"
+CULLER = "idle-culler"
+HUB_FOLDER = Path(__file__).resolve().parents[2] / "hub"
+
+
+def proxy_command() -> list[str]:
+    """configurable-http-proxy from hub/node_modules (make hub installs it), else PATH."""
+    local = HUB_FOLDER / "node_modules" / ".bin" / "configurable-http-proxy"
+    if local.exists():
+        return [str(local)]
+    found = shutil.which("configurable-http-proxy")
+    if found:
+        return [found]
+    raise SystemExit(
+        "configurable-http-proxy not found: run `make hub` (npm install in hub/) "
+        "or `npm install -g configurable-http-proxy`"
+    )
+
+
+def _secret_file(path: Path) -> None:
+    """JupyterHub refuses a cookie secret readable by others; write one 0600 if missing."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+
+
+def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
+    """Everything the settings file says. ``helm=True`` (inside Zero to JupyterHub's
+    ``hub.extraConfig``) leaves what the chart runs alone: addresses, database, secrets, the
+    proxy pod and its culler."""
+    hub_dir = settings.hub_dir
+    hub_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(hub_dir, 0o700)  # the hub database holds password hashes and tokens
+    j = c.JupyterHub
+
+    if not helm:
+        settings.users_dir.mkdir(parents=True, exist_ok=True)
+        j.bind_url = settings.bind_url
+        j.hub_bind_url = settings.hub_bind_url
+        j.db_url = f"sqlite:///{hub_dir / 'jupyterhub.sqlite'}"
+        j.cookie_secret_file = str(hub_dir / "jupyterhub_cookie_secret")
+        _secret_file(hub_dir / "jupyterhub_cookie_secret")
+        j.pid_file = str(hub_dir / "jupyterhub.pid")
+        j.cleanup_servers = False  # servers survive a hub restart; the hub finds them by pid
+        j.cleanup_proxy = True
+        c.ConfigurableHTTPProxy.command = proxy_command()
+        c.ConfigurableHTTPProxy.api_url = settings.proxy_api_url
+        c.ConfigurableHTTPProxy.pid_file = str(hub_dir / "proxy.pid")
+
+    # -- who may log in ----------------------------------------------------------------
+    c.Authenticator.admin_users = set(settings.admin_users)
+    if settings.sso:
+        from .auth import configure_oidc
+
+        configure_oidc(c, settings.sso)
+    else:
+        j.authenticator_class = "cube_lab.hub.auth.CubeNativeAuthenticator"
+        n = c.NativeAuthenticator
+        n.open_signup = False  # every sign-up waits for an admin at /hub/authorize
+        n.minimum_password_length = 10
+        n.check_common_password = True
+        n.allowed_failed_logins = 5
+        n.seconds_before_next_try = 300
+        c.Authenticator.allow_all = True  # approval is NativeAuthenticator's own gate
+
+    # -- the servers -------------------------------------------------------------------
+    if settings.shape == "kubernetes":
+        from .kubernetes import configure_kubernetes
+
+        configure_kubernetes(c, settings)
+    else:
+        j.spawner_class = "cube_lab.hub.spawner.CubeLocalSpawner"
+    c.Spawner.start_timeout = settings.start_timeout
+    c.Spawner.http_timeout = settings.start_timeout
+    c.Spawner.environment = {ENV_SETTINGS: str(settings.path)}
+    # the spawners (in this process) read the same file
+    os.environ[ENV_SETTINGS] = str(settings.path)
+    os.environ[ENV_DATA_DIR] = str(settings.data_dir)
+    # what a server's own token may do: post activity, ask cube-admin for admission, read
+    # its user's groups (the projects its lab shows)
+    c.Spawner.server_token_scopes = [
+        "users:activity!user",
+        f"access:services!service={ADMIN_SERVICE}",
+        "read:users:groups!user",
+    ]
+
+    # -- roles and scopes --------------------------------------------------------------
+    j.custom_scopes = {
+        ADMIN_SCOPE: {"description": "Edit project groups, their members, quotas and profiles."}
+    }
+    j.extra_user_scopes = {f"access:services!service={ADMIN_SERVICE}"}
+    # under the chart, keep its roles and services (e.g. its culler's) and add ours
+    kept_roles = list(j["load_roles"]) if helm and "load_roles" in j else []
+    j.load_roles = [
+        *kept_roles,
+        {
+            "name": "cube-admin",
+            "description": "Uses the cube-admin page",
+            "scopes": [ADMIN_SCOPE, f"access:services!service={ADMIN_SERVICE}"],
+            "users": list(settings.admin_users),
+            "groups": [ADMIN_GROUP],
+        },
+        {
+            "name": "cube-admin-service",
+            "scopes": [
+                "admin:groups",
+                "list:users",
+                "read:users",
+                "read:servers",
+                "read:roles",
+            ],
+            "services": [ADMIN_SERVICE],
+        },
+    ]
+    env = {ENV_SETTINGS: str(settings.path), ENV_DATA_DIR: str(settings.data_dir)}
+    services: list[dict[str, Any]] = list(j["services"]) if helm and "services" in j else []
+    services += [
+        {
+            "name": ADMIN_SERVICE,
+            "url": settings.admin_url,
+            "command": [sys.executable, "-m", "cube_lab.hub.admin"],
+            "environment": env,
+            "oauth_client_allowed_scopes": [ADMIN_SCOPE],
+            "oauth_no_confirm": True,  # part of the hub: no consent page
+            "display": True,
+        }
+    ]
+    if settings.idle_timeout > 0 and not helm:
+        j.load_roles.append(
+            {
+                "name": CULLER,
+                "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+                "services": [CULLER],
+            }
+        )
+        services.append(
+            {
+                "name": CULLER,
+                "command": [
+                    sys.executable,
+                    "-m",
+                    "jupyterhub_idle_culler",
+                    f"--timeout={settings.idle_timeout}",
+                ],
+            }
+        )
+    j.services = services

@@ -1,0 +1,94 @@
+"""A small async client of JupyterHub's REST API, as the cube-admin service uses it."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+from urllib.parse import quote
+
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+from ..errors import Conflict, CubeError, InvalidInput, NotFound
+
+
+class HubError(CubeError):
+    status = 502
+
+
+class HubAPI:
+    def __init__(self, api_url: str | None = None, token: str | None = None) -> None:
+        self.api_url = (api_url or os.environ["JUPYTERHUB_API_URL"]).rstrip("/")
+        self.token = token or os.environ["JUPYTERHUB_API_TOKEN"]
+        self.http = AsyncHTTPClient()
+
+    async def request(self, method: str, path: str, body: Any = None) -> Any:
+        kwargs: dict[str, Any] = {
+            "method": method,
+            "headers": {"Authorization": f"token {self.token}"},
+            "request_timeout": 30,
+        }
+        if body is not None:
+            kwargs["body"] = json.dumps(body)
+            kwargs["headers"]["Content-Type"] = "application/json"
+        elif method in ("POST", "PUT", "PATCH"):
+            kwargs["body"] = "{}"
+        if method == "DELETE" and body is not None:
+            kwargs["allow_nonstandard_methods"] = True  # tornado refuses a DELETE body otherwise
+        try:
+            resp = await self.http.fetch(f"{self.api_url}{path}", **kwargs)
+        except HTTPClientError as exc:
+            message = ""
+            if exc.response is not None and exc.response.body:
+                try:
+                    message = json.loads(exc.response.body).get("message", "")
+                except (ValueError, AttributeError):
+                    message = exc.response.body.decode(errors="replace")[:200]
+            if exc.code == 404:
+                raise NotFound(message or f"{path} not found") from None
+            if exc.code == 409:
+                raise Conflict(message or f"{path} already exists") from None
+            if exc.code == 400:
+                raise InvalidInput(message or "the hub refused the request") from None
+            raise HubError(f"the hub answered {exc.code} to {method} {path}", message) from None
+        return json.loads(resp.body) if resp.body else None
+
+    # -- groups ----------------------------------------------------------------------
+
+    async def groups(self) -> list[dict[str, Any]]:
+        return await self.request("GET", "/groups?limit=10000")
+
+    async def group(self, name: str) -> dict[str, Any]:
+        return await self.request("GET", f"/groups/{quote(name, safe='')}")
+
+    async def create_group(self, name: str, properties: dict[str, Any], users: list[str]) -> None:
+        await self.request("POST", f"/groups/{quote(name, safe='')}", {"users": users})
+        await self.set_properties(name, properties)
+
+    async def set_properties(self, name: str, properties: dict[str, Any]) -> None:
+        await self.request("PUT", f"/groups/{quote(name, safe='')}/properties", properties)
+
+    async def delete_group(self, name: str) -> None:
+        await self.request("DELETE", f"/groups/{quote(name, safe='')}")
+
+    async def add_members(self, name: str, users: list[str]) -> None:
+        await self.request("POST", f"/groups/{quote(name, safe='')}/users", {"users": users})
+
+    async def remove_members(self, name: str, users: list[str]) -> None:
+        await self.request("DELETE", f"/groups/{quote(name, safe='')}/users", {"users": users})
+
+    # -- users -----------------------------------------------------------------------
+
+    async def user(self, name: str) -> dict[str, Any]:
+        return await self.request("GET", f"/users/{quote(name, safe='')}")
+
+    async def users(self) -> list[dict[str, Any]]:
+        return await self.request("GET", "/users?limit=10000")
+
+    async def live_servers(self) -> set[str]:
+        """ "user/servername" of every server running or starting."""
+        live: set[str] = set()
+        for user in await self.request("GET", "/users?state=active&limit=10000"):
+            for name in user.get("servers") or {}:
+                live.add(f"{user['name']}/{name}")
+        return live

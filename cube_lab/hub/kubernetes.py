@@ -1,0 +1,192 @@
+"""The cluster shape: KubeSpawner settings generated from the same settings file.
+
+- ``profile_list`` comes from the resource profiles; a user is offered only the profiles their
+  project groups allow (plus the open ones).
+- Each profile sets *every* profile-controlled trait, and the spawner puts the configured
+  values back before applying a profile, so nothing leaks from the profile a user chose last
+  time: KubeSpawner merges dict overrides into the live spawner (KubeSpawner issues #546 and
+  #691). A CPU-only profile therefore has no accelerator limits at all and sets
+  ``NVIDIA_VISIBLE_DEVICES=void``: on a GPU node whose default runtime is NVIDIA's, a pod
+  from a CUDA image otherwise sees every GPU of the node.
+- A per-user volume at ``/mnt/<username>`` (a PVC KubeSpawner creates) and, for each of the
+  user's project groups, the group's shared ReadWriteMany PVC at ``/mnt/projects/<group>``
+  (``project_pvc`` makes its manifest; an admin applies it once per group).
+- ``project_namespaces: true``: the lab's jobs go to the project's namespace ``cube-<group>``.
+
+Nothing here has run against a real cluster: tests render and validate the manifests.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from kubespawner import KubeSpawner
+
+from ..errors import InvalidInput
+from . import policy
+from .quotas import GroupPolicy
+from .settings import HubSettings, Profile
+from .spawner import CubeSpawnerMixin
+
+PROFILE_TRAITS = (
+    "image",
+    "cpu_limit",
+    "cpu_guarantee",
+    "mem_limit",
+    "mem_guarantee",
+    "extra_resource_limits",
+    "extra_resource_guarantees",
+    "node_selector",
+    "tolerations",
+    "scheduler_name",
+    "environment",
+)
+ENV_K8S_NAMESPACE = "CUBE_LAB_K8S_NAMESPACE"  # cube_lab.k8s.client.ENV_NAMESPACE
+NO_GPU_ENV = {"NVIDIA_VISIBLE_DEVICES": "void", "CUDA_VISIBLE_DEVICES": ""}
+
+
+def k8s_name(value: str, prefix: str = "") -> str:
+    """A DNS-1123 label for a group or user name (lower case, '-', at most 63 characters)."""
+    cleaned = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")
+    name = f"{prefix}{cleaned}"[:63].rstrip("-")
+    if not name:
+        raise InvalidInput(f"cannot make a Kubernetes name from {value!r}")
+    return name
+
+
+def project_claim(group: str) -> str:
+    return k8s_name(group, "cube-project-")
+
+
+def project_namespace(group: str) -> str:
+    """The namespace of a project group's jobs when ``project_namespaces`` is on."""
+    return k8s_name(group, "cube-")
+
+
+def profile_override(settings: HubSettings, profile: Profile) -> dict[str, Any]:
+    """KubeSpawner overrides for one profile; every profile sets the same keys."""
+    acc = profile.accelerator
+    limits = profile.limits()
+    node_selector = dict(acc.node_selector_dict() if acc else {})
+    node_selector.update(profile.node_selector)
+    tolerations = [t.to_k8s() for t in acc.tolerations] if acc else []
+    tolerations += [dict(t) for t in profile.tolerations]
+    return {
+        "image": profile.image or settings.kubernetes.image,
+        "cpu_limit": profile.cpu,
+        "cpu_guarantee": profile.cpu_guarantee
+        if profile.cpu_guarantee is not None
+        else (profile.cpu / 4 if profile.cpu else None),
+        "mem_limit": profile.memory,  # bytes (KubeSpawner's ByteSpecification)
+        "mem_guarantee": (profile.memory_guarantee or profile.memory // 2)
+        if profile.memory
+        else None,
+        "extra_resource_limits": limits,
+        "extra_resource_guarantees": {},  # extended resources: the request defaults to the limit
+        "node_selector": node_selector,
+        "tolerations": tolerations,
+        "scheduler_name": (acc.scheduler if acc and acc.scheduler else None),
+        "environment": {} if profile.count else dict(NO_GPU_ENV),
+    }
+
+
+def profile_list(settings: HubSettings, groups: dict[str, GroupPolicy]) -> list[dict[str, Any]]:
+    """KubeSpawner's profile_list for a user in ``groups``: only the profiles they may use."""
+    out = []
+    for profile in policy.offered(settings, groups):
+        out.append(
+            {
+                "slug": profile.name,
+                "display_name": profile.display_name,
+                "description": profile.description,
+                "default": profile.default,
+                "kubespawner_override": profile_override(settings, profile),
+            }
+        )
+    return out
+
+
+def project_pvc(settings: HubSettings, group: str) -> dict[str, Any]:
+    """The shared volume claim of a project group (applied once by an admin)."""
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": settings.kubernetes.project_storage_size}},
+    }
+    if settings.kubernetes.project_storage_class:
+        spec["storageClassName"] = settings.kubernetes.project_storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": project_claim(group),
+            "namespace": settings.kubernetes.namespace,
+            "labels": {
+                "app.kubernetes.io/part-of": "cube-lab",
+                "cube-lab/project": project_claim(group),
+            },
+        },
+        "spec": spec,
+    }
+
+
+class CubeKubeSpawner(CubeSpawnerMixin, KubeSpawner):
+    """KubeSpawner with cube-lab's profiles, project volumes and quota admission."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the configured values, put back before each profile is applied (no leaks)
+        self._base_traits = {name: copy.deepcopy(getattr(self, name)) for name in PROFILE_TRAITS}
+        self._base_volumes = copy.deepcopy(self.volumes)
+        self._base_mounts = copy.deepcopy(self.volume_mounts)
+
+    def cube_profile_list(self, spawner: Any = None) -> list[dict[str, Any]]:
+        return profile_list(self.cube, self.group_policies())
+
+    async def load_user_options(self) -> None:
+        for name, value in self._base_traits.items():
+            setattr(self, name, copy.deepcopy(value))
+        await super().load_user_options()
+
+    def apply_profile(self, profile: Profile, group: GroupPolicy | None) -> None:
+        volumes = copy.deepcopy(self._base_volumes)
+        mounts = copy.deepcopy(self._base_mounts)
+        for name in self.group_policies():
+            claim = project_claim(name)
+            volumes.append({"name": claim, "persistentVolumeClaim": {"claimName": claim}})
+            mounts.append({"name": claim, "mountPath": f"/mnt/projects/{name}"})
+        self.volumes = volumes
+        self.volume_mounts = mounts
+
+    def get_env(self) -> dict[str, str]:
+        env = super().get_env()
+        env.update(self.cube_env())
+        if self.cube.kubernetes.project_namespaces and self.cube_group is not None:
+            # the lab's training, tuning and serving create their objects in the project's
+            # namespace (cube_lab.k8s reads this); the namespace and RBAC are the admin's
+            env[ENV_K8S_NAMESPACE] = project_namespace(self.cube_group.name)
+        return env
+
+
+def configure_kubernetes(c: Any, settings: HubSettings) -> None:
+    """KubeSpawner settings from the hub settings file."""
+    k = c.KubeSpawner
+    c.JupyterHub.spawner_class = "cube_lab.hub.kubernetes.CubeKubeSpawner"
+    kube = settings.kubernetes
+    k.namespace = kube.namespace
+    k.image = kube.image
+    k.default_url = "/lab"
+    k.profile_list = lambda spawner: spawner.cube_profile_list()
+    # the user's own volume at /mnt/<username>, created on first start
+    k.storage_pvc_ensure = True
+    k.pvc_name_template = "claim-{user_server}"
+    k.storage_capacity = kube.user_storage_size
+    if kube.user_storage_class:
+        k.storage_class = kube.user_storage_class
+    k.volumes = [
+        {"name": "user-volume", "persistentVolumeClaim": {"claimName": "claim-{user_server}"}}
+    ]
+    k.volume_mounts = [{"name": "user-volume", "mountPath": "/mnt/{username}"}]
+    k.notebook_dir = "/mnt/{username}"
+    k.working_dir = "/mnt/{username}"

@@ -1,0 +1,231 @@
+"""Project-group quotas and what one server or job takes from them.
+
+A group's quota and allowed profiles live in its JupyterHub group properties::
+
+    {"cube_lab": {"profiles": ["cpu", "gpu-1"],
+                  "quota": {"servers": 10, "jobs": 4, "cpu": 32, "memory": "128G",
+                            "accelerators": {"nvidia.com/gpu": 4, "nvidia.com/gpumem": 65536}}}}
+
+Everything is counted on flat *dimensions*: ``servers``, ``jobs``, ``cpu`` (cores), ``memory``
+(bytes) and accelerator resource names from ``cube_lab.accelerators`` (companions such as
+``nvidia.com/gpumem`` count MiB, ``nvidia.com/gpucores`` percent of a device). A missing
+servers/jobs/cpu/memory limit means no limit; an accelerator a quota does not name is not
+granted at all, so GPUs are handed out only on purpose (a share of a device - its memory or
+cores - is limited only when the quota names it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import accelerators
+from ..errors import InvalidInput
+from .units import format_memory, parse_cpu, parse_memory
+
+PROPERTY = "cube_lab"  # the key in JupyterHub group properties
+PLAIN_DIMENSIONS = ("servers", "jobs", "cpu", "memory")
+
+
+def known_resources() -> dict[str, tuple[accelerators.Accelerator, str]]:
+    """Every resource name the accelerator table knows -> (accelerator, role)."""
+    found: dict[str, tuple[accelerators.Accelerator, str]] = {}
+    for acc in accelerators.all_accelerators():
+        found.setdefault(acc.resource, (acc, "count"))
+        if acc.memory_resource:
+            found.setdefault(acc.memory_resource, (acc, "memory"))
+        if acc.cores_resource:
+            found.setdefault(acc.cores_resource, (acc, "cores"))
+    return found
+
+
+def label(dimension: str) -> str:
+    """How a refusal names a dimension: 'GPUs (nvidia.com/gpu)', 'GiB memory'."""
+    if dimension == "cpu":
+        return "CPU cores"
+    if dimension == "memory":
+        return "GiB memory"
+    if dimension in ("servers", "jobs"):
+        return dimension
+    acc_role = known_resources().get(dimension)
+    if acc_role is None:
+        return dimension
+    acc, role = acc_role
+    if role == "memory":
+        return f"MiB of device memory ({dimension})"
+    if role == "cores":
+        return f"percent of device cores ({dimension})"
+    if acc.key.startswith("nvidia-mig"):
+        noun = "MIG slices"
+    elif acc.vendor == "huawei":
+        noun = "NPUs"
+    elif acc.fractional:
+        noun = "vGPUs"
+    else:
+        noun = "GPUs"
+    return f"{noun} ({dimension})"
+
+
+def show(dimension: str, amount: float) -> str:
+    if dimension == "memory":
+        return format_memory(amount)
+    return f"{amount:g}"
+
+
+@dataclass(frozen=True)
+class Quota:
+    servers: int | None = None
+    jobs: int | None = None
+    cpu: float | None = None
+    memory: int | None = None  # bytes
+    accelerators: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, raw: Any) -> Quota:
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise InvalidInput("a quota must be an object", f"got {type(raw).__name__}")
+        unknown = set(raw) - {*PLAIN_DIMENSIONS, "accelerators"}
+        if unknown:
+            raise InvalidInput(
+                f"unknown quota field(s) {sorted(unknown)}",
+                f"Use {[*PLAIN_DIMENSIONS, 'accelerators']}.",
+            )
+
+        def whole(name: str) -> int | None:
+            value = raw.get(name)
+            if value is None or value == "":
+                return None
+            if isinstance(value, bool) or not str(value).isdigit():
+                raise InvalidInput(f"quota {name} must be a whole number >= 0", f"got {value!r}")
+            return int(value)
+
+        cpu = raw.get("cpu")
+        memory = raw.get("memory")
+        accs = raw.get("accelerators") or {}
+        if not isinstance(accs, Mapping):
+            raise InvalidInput("quota accelerators must map resource names to amounts")
+        resources = known_resources()
+        checked: dict[str, int] = {}
+        for resource, amount in accs.items():
+            if resource not in resources:
+                # let people write the table's keys ("nvidia-gpu") as well as resource names
+                resource = accelerators.get(resource).resource
+            if isinstance(amount, bool) or not str(amount).isdigit():
+                raise InvalidInput(
+                    f"quota for {resource} must be a whole number >= 0", f"got {amount!r}"
+                )
+            checked[resource] = int(amount)
+        return cls(
+            servers=whole("servers"),
+            jobs=whole("jobs"),
+            cpu=None if cpu in (None, "") else parse_cpu(cpu, "quota cpu"),
+            memory=None if memory in (None, "") else parse_memory(memory, "quota memory"),
+            accelerators=checked,
+        )
+
+    def limit(self, dimension: str) -> float | None:
+        if dimension in PLAIN_DIMENSIONS:
+            return getattr(self, dimension)
+        if dimension in self.accelerators:
+            return self.accelerators[dimension]
+        # devices not named are not granted; their memory/cores shares are bounded by the
+        # device count already, so an unnamed share is no extra limit
+        role = known_resources().get(dimension, (None, "count"))[1]
+        return 0 if role == "count" else None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            name: getattr(self, name)
+            for name in PLAIN_DIMENSIONS
+            if getattr(self, name) is not None
+        }
+        if self.cpu is not None and self.cpu.is_integer():
+            out["cpu"] = int(self.cpu)
+        if self.memory is not None:
+            out["memory"] = f"{format_memory(self.memory)}G"
+        if self.accelerators:
+            out["accelerators"] = dict(self.accelerators)
+        return out
+
+
+@dataclass(frozen=True)
+class GroupPolicy:
+    """What a project group may use: the profiles its members may start, and its quota."""
+
+    name: str
+    profiles: tuple[str, ...] = ()
+    quota: Quota = field(default_factory=Quota)
+
+    @classmethod
+    def from_properties(cls, name: str, properties: Mapping[str, Any] | None) -> GroupPolicy:
+        ours = (properties or {}).get(PROPERTY) or {}
+        profiles = ours.get("profiles") or []
+        if not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles):
+            raise InvalidInput("allowed profiles must be a list of profile names")
+        return cls(name, tuple(profiles), Quota.parse(ours.get("quota")))
+
+    def to_properties(self) -> dict[str, Any]:
+        return {"profiles": list(self.profiles), "quota": self.quota.to_json()}
+
+
+def demand(
+    *,
+    servers: int = 0,
+    jobs: int = 0,
+    cpu: Any = None,
+    memory: Any = None,
+    limits: Mapping[str, Any] | None = None,
+) -> dict[str, float]:
+    """The amounts one server or job takes. ``limits`` are container-style accelerator limits
+    ({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "8192"}); per-device shares are multiplied
+    by the device count, as HAMi and the Ascend plugin allocate them."""
+    out: dict[str, float] = {}
+    if servers:
+        out["servers"] = servers
+    if jobs:
+        out["jobs"] = jobs
+    if cpu not in (None, ""):
+        out["cpu"] = parse_cpu(cpu)
+    if memory not in (None, ""):
+        out["memory"] = parse_memory(memory)
+    for req in accelerators.requests_in(dict(limits or {})):
+        acc = req.accelerator
+        if req.count:
+            out[acc.resource] = out.get(acc.resource, 0) + req.count
+        if req.memory_mib and acc.memory_resource:
+            out[acc.memory_resource] = req.memory_mib * max(req.count, 1)
+        if req.cores_percent and acc.cores_resource:
+            out[acc.cores_resource] = req.cores_percent * max(req.count, 1)
+    return out
+
+
+def uses_accelerators(amounts: Mapping[str, float]) -> bool:
+    return any(k not in PLAIN_DIMENSIONS and v > 0 for k, v in amounts.items())
+
+
+def refusal(
+    group: str, quota: Quota, used: Mapping[str, float], need: Mapping[str, float]
+) -> str | None:
+    """Why ``need`` does not fit next to ``used``, in the words the user reads; None if it fits.
+    e.g. "project vision uses 4 of 4 GPUs (nvidia.com/gpu)"."""
+    for dimension, amount in need.items():
+        if amount <= 0:
+            continue
+        limit = quota.limit(dimension)
+        if limit is None:
+            continue
+        have = used.get(dimension, 0)
+        if have + amount > limit + 1e-9:
+            if limit == 0 and dimension not in PLAIN_DIMENSIONS:
+                return f"project {group} has no quota for {label(dimension)}"
+            text = (
+                f"project {group} uses {show(dimension, have)} of {show(dimension, limit)} "
+                f"{label(dimension)}"
+            )
+            if have < limit:
+                text += f"; this needs {show(dimension, amount)}"
+            return text
+    return None

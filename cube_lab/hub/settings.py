@@ -1,0 +1,268 @@
+"""The one settings file of the hub (``hub/cube_hub.yaml``), read the same way by the hub
+config, the spawners, the cube-admin service and the tests.
+
+Every relative path in the file is relative to the file's folder; ``$CUBE_HUB_DATA_DIR``
+overrides ``data_dir`` (the tests point it at a temporary folder).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+from .. import accelerators
+from ..errors import InvalidInput
+from ..identity import check_name
+from .quotas import GroupPolicy, demand
+from .units import parse_cpu, parse_memory
+
+ENV_SETTINGS = "CUBE_HUB_SETTINGS"
+ENV_DATA_DIR = "CUBE_HUB_DATA_DIR"
+DEFAULT_FILE = Path(__file__).resolve().parents[2] / "hub" / "cube_hub.yaml"
+ADMIN_GROUP = "cube-admins"  # members may use the admin page; never a project group
+SHAPES = ("local", "kubernetes")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A resource profile a user picks when starting a server."""
+
+    name: str
+    display_name: str
+    description: str = ""
+    cpu: float | None = None  # cores (limit; the guarantee is cpu_guarantee or this)
+    memory: int | None = None  # bytes
+    cpu_guarantee: float | None = None
+    memory_guarantee: int | None = None
+    accelerator: accelerators.Accelerator | None = None
+    count: int = 0
+    memory_mib: int | None = None  # per-device share (HAMi vGPU, Ascend slices)
+    cores_percent: int | None = None
+    image: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[dict[str, Any], ...] = ()
+    default: bool = False
+
+    @classmethod
+    def parse(cls, name: str, raw: Mapping[str, Any]) -> Profile:
+        check_name(name, "profile name")
+        known = {
+            "display_name", "description", "cpu", "memory", "cpu_guarantee",
+            "memory_guarantee", "accelerator", "count", "memory_mib", "cores_percent",
+            "image", "node_selector", "tolerations", "default",
+        }  # fmt: skip
+        unknown = set(raw) - known
+        if unknown:
+            raise InvalidInput(
+                f"profile {name}: unknown field(s) {sorted(unknown)}", f"Use {sorted(known)}."
+            )
+        acc = accelerators.get(raw["accelerator"]) if raw.get("accelerator") else None
+        count = int(raw.get("count", 1 if acc else 0))
+        profile = cls(
+            name=name,
+            display_name=str(raw.get("display_name") or name),
+            description=str(raw.get("description") or ""),
+            cpu=parse_cpu(raw["cpu"], f"profile {name} cpu") if "cpu" in raw else None,
+            memory=parse_memory(raw["memory"], f"profile {name} memory")
+            if "memory" in raw
+            else None,
+            cpu_guarantee=parse_cpu(raw["cpu_guarantee"]) if "cpu_guarantee" in raw else None,
+            memory_guarantee=parse_memory(raw["memory_guarantee"])
+            if "memory_guarantee" in raw
+            else None,
+            accelerator=acc,
+            count=count,
+            memory_mib=raw.get("memory_mib"),
+            cores_percent=raw.get("cores_percent"),
+            image=raw.get("image"),
+            node_selector=dict(raw.get("node_selector") or {}),
+            tolerations=tuple(raw.get("tolerations") or ()),
+            default=bool(raw.get("default", False)),
+        )
+        profile.limits()  # validates the accelerator amounts against the table
+        return profile
+
+    def limits(self) -> dict[str, str]:
+        """Accelerator container limits, named by the one table."""
+        if self.accelerator is None:
+            return {}
+        return accelerators.resources_for(
+            self.accelerator.key, self.count, self.memory_mib, self.cores_percent
+        )
+
+    def demand(self) -> dict[str, float]:
+        """What one server of this profile takes from its project's quota."""
+        return demand(servers=1, cpu=self.cpu, memory=self.memory, limits=self.limits())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "display_name": self.display_name,
+            "description": self.description,
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "accelerator": self.accelerator.key if self.accelerator else None,
+            "limits": self.limits(),
+            "image": self.image,
+        }
+
+
+@dataclass(frozen=True)
+class KubernetesSettings:
+    namespace: str = "cube-lab"
+    image: str = "quay.io/jupyter/scipy-notebook:latest"
+    user_storage_size: str = "10Gi"
+    user_storage_class: str | None = None
+    project_storage_size: str = "100Gi"
+    project_storage_class: str | None = None
+    project_namespaces: bool = False  # one namespace per project group for its jobs
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None) -> KubernetesSettings:
+        raw = raw or {}
+        user = raw.get("user_storage") or {}
+        project = raw.get("project_storage") or {}
+        return cls(
+            namespace=str(raw.get("namespace", cls.namespace)),
+            image=str(raw.get("image", cls.image)),
+            user_storage_size=str(user.get("size", cls.user_storage_size)),
+            user_storage_class=user.get("storage_class"),
+            project_storage_size=str(project.get("size", cls.project_storage_size)),
+            project_storage_class=project.get("storage_class"),
+            project_namespaces=bool(raw.get("project_namespaces", False)),
+        )
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    path: Path
+    shape: str
+    bind_url: str
+    data_dir: Path
+    admin_users: tuple[str, ...]
+    idle_timeout: int
+    open_profiles: tuple[str, ...]
+    profiles: dict[str, Profile]
+    groups: dict[str, GroupPolicy]
+    group_members: dict[str, tuple[str, ...]]
+    kubernetes: KubernetesSettings
+    cube_db_url: str | None = None
+    start_timeout: int = 120
+    hub_bind_url: str = "http://127.0.0.1:8081"  # the hub's API, reached by servers and services
+    proxy_api_url: str = "http://127.0.0.1:8001"
+    admin_url: str = "http://127.0.0.1:8010"  # where the cube-admin service listens
+    sso: dict[str, Any] | None = None  # OIDC instead of NativeAuthenticator (see auth.py)
+
+    # -- where things live ------------------------------------------------------------
+
+    @property
+    def hub_dir(self) -> Path:
+        """The hub's own state: its database, cookie secret, the admission ledger."""
+        return self.data_dir / "hub"
+
+    @property
+    def users_dir(self) -> Path:
+        return self.data_dir / "users"
+
+    @property
+    def projects_dir(self) -> Path:
+        return self.data_dir / "projects"
+
+    @property
+    def cube_data_dir(self) -> Path:
+        """cube-lab's store, shared by every user's server (objects are filtered by owner)."""
+        return self.data_dir / "cube-lab"
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.hub_dir / "admission.sqlite"
+
+    @property
+    def ip(self) -> str:
+        return urlparse(self.bind_url).hostname or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return urlparse(self.bind_url).port or 8000
+
+    def profile(self, name: str) -> Profile:
+        found = self.profiles.get(name)
+        if found is None:
+            raise InvalidInput(
+                f"unknown profile {name!r}", f"Known profiles: {', '.join(self.profiles)}."
+            )
+        return found
+
+    def default_profile(self) -> Profile:
+        return next((p for p in self.profiles.values() if p.default), *self.profiles.values())
+
+
+def load(path: str | Path | None = None) -> HubSettings:
+    """Read the settings file ($CUBE_HUB_SETTINGS, else hub/cube_hub.yaml in the checkout)."""
+    file = Path(path or os.environ.get(ENV_SETTINGS) or DEFAULT_FILE).expanduser().resolve()
+    try:
+        raw = yaml.safe_load(file.read_text()) or {}
+    except FileNotFoundError:
+        raise InvalidInput(
+            f"hub settings file {file} not found", f"Set ${ENV_SETTINGS} or create it."
+        ) from None
+    return parse(raw, file)
+
+
+def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:
+    base = path.parent
+    shape = str(raw.get("shape", "local"))
+    if shape not in SHAPES:
+        raise InvalidInput(f"unknown hub shape {shape!r}", f"Use one of {list(SHAPES)}.")
+    data_dir = Path(
+        os.environ.get(ENV_DATA_DIR) or raw.get("data_dir") or "~/.local/share/cube-lab-hub"
+    ).expanduser()
+    if not data_dir.is_absolute():
+        data_dir = base / data_dir
+    raw_profiles = raw.get("profiles") or {"cpu": {"display_name": "CPU", "default": True}}
+    profiles = {name: Profile.parse(name, spec or {}) for name, spec in raw_profiles.items()}
+    open_profiles = tuple(raw.get("open_profiles", [n for n, p in profiles.items() if not p.count]))
+    groups: dict[str, GroupPolicy] = {}
+    members: dict[str, tuple[str, ...]] = {}
+    for name, spec in (raw.get("groups") or {}).items():
+        check_name(name, "group name")
+        if name == ADMIN_GROUP:
+            raise InvalidInput(f"{ADMIN_GROUP} is reserved for the admins of the admin page")
+        spec = spec or {}
+        groups[name] = GroupPolicy.from_properties(
+            name, {"cube_lab": {"profiles": spec.get("profiles"), "quota": spec.get("quota")}}
+        )
+        members[name] = tuple(spec.get("users") or ())
+    for name in [*open_profiles, *(p for g in groups.values() for p in g.profiles)]:
+        if name not in profiles:
+            raise InvalidInput(f"unknown profile {name!r} in the hub settings")
+    admins = tuple(raw.get("admin_users") or ())
+    if not admins:
+        raise InvalidInput(
+            "the hub settings name no admin_users", "Add admin_users: [your-name] to the file."
+        )
+    return HubSettings(
+        path=path,
+        shape=shape,
+        bind_url=str(raw.get("bind_url", "http://127.0.0.1:8000")),
+        data_dir=data_dir.resolve(),
+        admin_users=admins,
+        idle_timeout=int(raw.get("idle_timeout", 3600)),
+        open_profiles=open_profiles,
+        profiles=profiles,
+        groups=groups,
+        group_members=members,
+        kubernetes=KubernetesSettings.parse(raw.get("kubernetes")),
+        cube_db_url=raw.get("cube_db_url"),
+        start_timeout=int(raw.get("start_timeout", 120)),
+        hub_bind_url=str(raw.get("hub_bind_url", HubSettings.hub_bind_url)),
+        proxy_api_url=str(raw.get("proxy_api_url", HubSettings.proxy_api_url)),
+        admin_url=str(raw.get("admin_url", HubSettings.admin_url)),
+        sso=dict(raw["sso"]) if raw.get("sso") else None,
+    )

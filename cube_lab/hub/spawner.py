@@ -1,0 +1,243 @@
+"""The spawners: profile choice and quota admission shared by both shapes, and the local one.
+
+Admission happens in ``run_pre_spawn_hook``, before the server process or pod exists: the
+chosen profile's demand is reserved in the ledger (atomically, see ``ledger``) against the
+project group's quota, or the spawn fails with the sentence the user reads. The reservation
+is released in ``run_post_stop_hook``, which JupyterHub runs whenever a server stops or a
+spawn fails; the cube-admin service reconciles what a crashed hub could not release.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import html
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from jupyterhub.spawner import SimpleLocalProcessSpawner
+from tornado import web
+from traitlets import default
+
+from ..errors import CubeError
+from . import policy
+from .ledger import Ledger, server_holder
+from .quotas import GroupPolicy
+from .settings import ENV_SETTINGS, HubSettings, Profile, load
+
+ENV_ADMIN_URL = "CUBE_HUB_ADMIN_URL"
+ENV_PROFILE = "CUBE_LAB_PROFILE"
+ENV_PROJECT = "CUBE_LAB_PROJECT"
+
+
+@functools.cache
+def _settings(path: str) -> HubSettings:
+    return load(path or None)
+
+
+@functools.cache
+def _ledger(path: str) -> Ledger:
+    return Ledger(path)
+
+
+def safe_dirname(username: str) -> str:
+    """A folder name for a hub user (NativeAuthenticator already refuses '/', ',' and spaces)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._@+-]", "_", username).lstrip(".")
+    return cleaned or "_"
+
+
+def refused(exc: CubeError) -> web.HTTPError:
+    """A spawn refusal whose message the hub shows the user as it is."""
+    err = web.HTTPError(403, exc.error)
+    err.jupyterhub_message = f"{exc.error}. {exc.detail or ''}".strip()  # type: ignore[attr-defined]
+    return err
+
+
+class CubeSpawnerMixin:
+    """Profiles, project groups and admission; mixed into a JupyterHub Spawner."""
+
+    @property
+    def settings_file(self) -> str:
+        """The hub settings file: $CUBE_HUB_SETTINGS (``config.configure`` sets it in the hub's
+        process), else hub/cube_hub.yaml."""
+        return os.environ.get(ENV_SETTINGS, "")
+
+    # set by run_pre_spawn_hook for the server being started
+    cube_profile: Profile | None = None
+    cube_group: GroupPolicy | None = None
+
+    @property
+    def cube(self) -> HubSettings:
+        return _settings(self.settings_file)
+
+    @property
+    def ledger(self) -> Ledger:
+        return _ledger(str(self.cube.ledger_path))
+
+    @property
+    def holder(self) -> str:
+        return server_holder(self.user.name, self.name)  # type: ignore[attr-defined]
+
+    def group_policies(self) -> dict[str, GroupPolicy]:
+        return policy.policies((g.name, g.properties) for g in self.user.groups)  # type: ignore[attr-defined]
+
+    # -- the form ----------------------------------------------------------------------
+
+    def cube_options_form(self, spawner: Any = None) -> str:
+        groups = self.group_policies()
+        offer = policy.offered(self.cube, groups)
+        if not offer:
+            return ""
+        options = "".join(
+            f'<option value="{html.escape(p.name)}"{" selected" if p.default else ""}>'
+            f"{html.escape(p.display_name)}</option>"
+            for p in offer
+        )
+        form = (
+            '<label for="cube-profile" class="form-label">Resource profile</label>'
+            f'<select id="cube-profile" name="profile" class="form-select mb-3">{options}</select>'
+        )
+        if groups:
+            projects = "".join(
+                f'<option value="{html.escape(name)}">{html.escape(name)}</option>'
+                for name in groups
+            )
+            form += (
+                '<label for="cube-project" class="form-label">Project (its quota is used)</label>'
+                f'<select id="cube-project" name="project" class="form-select">{projects}</select>'
+            )
+        return form
+
+    def cube_options_from_form(self, formdata: dict[str, list[str]]) -> dict[str, str]:
+        return {
+            key: formdata[key][0] for key in ("profile", "project") if formdata.get(key, [""])[0]
+        }
+
+    # -- admission ---------------------------------------------------------------------
+
+    async def run_pre_spawn_hook(self) -> None:
+        await _maybe_await(super().run_pre_spawn_hook())  # type: ignore[misc]
+        options = self.user_options or {}  # type: ignore[attr-defined]
+        try:
+            profile, group = policy.choose(
+                self.cube, self.group_policies(), options.get("profile"), options.get("project")
+            )
+            await asyncio.to_thread(
+                self.ledger.reserve,
+                holder=self.holder,
+                kind="server",
+                username=self.user.name,  # type: ignore[attr-defined]
+                group=group.name if group else "",
+                quota=group.quota if group else None,
+                amounts=profile.demand(),
+            )
+        except CubeError as exc:
+            self.log.info("cube-lab: refused %s: %s", self.holder, exc.error)  # type: ignore[attr-defined]
+            raise refused(exc) from exc
+        self.cube_profile, self.cube_group = profile, group
+        self.apply_profile(profile, group)
+
+    async def run_post_stop_hook(self) -> None:
+        try:
+            await asyncio.to_thread(self.ledger.release, holder=self.holder)
+        finally:
+            await _maybe_await(super().run_post_stop_hook())  # type: ignore[misc]
+
+    def apply_profile(self, profile: Profile, group: GroupPolicy | None) -> None:
+        """Shape-specific: turn the chosen profile into this spawner's settings."""
+
+    def cube_env(self) -> dict[str, str]:
+        env = {ENV_SETTINGS: str(self.cube.path)}
+        if self.cube_profile:
+            env[ENV_PROFILE] = self.cube_profile.name
+        if self.cube_group:
+            env[ENV_PROJECT] = self.cube_group.name
+        if self.cube.admin_url:
+            env[ENV_ADMIN_URL] = self.cube.admin_url.rstrip("/") + "/services/cube-admin/"
+        return env
+
+
+async def _maybe_await(value: Any) -> Any:
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        return await value
+    return value
+
+
+class CubeLocalSpawner(CubeSpawnerMixin, SimpleLocalProcessSpawner):
+    """One local ``jupyterhub-singleuser`` process (JupyterLab + cube-lab) per user, all run as
+    the hub's OS user, each rooted in ``<data_dir>/users/<name>`` with a ``projects/<group>``
+    link to every shared project folder of the user's groups.
+
+    Isolation is by the hub: each server answers only its owner's token or cookie, and
+    cube-lab's API shows each user only their projects' objects. Processes share one OS user,
+    so code a user runs can read other users' folders: for untrusted users run the cluster
+    shape (see the README)."""
+
+    @default("cmd")
+    def _default_cmd(self) -> list[str]:
+        return [str(Path(sys.executable).with_name("jupyterhub-singleuser"))]
+
+    @default("default_url")
+    def _default_url(self) -> str:
+        return "/lab"
+
+    @default("options_form")
+    def _default_options_form(self) -> Any:
+        return self.cube_options_form
+
+    def options_from_form(self, formdata: dict[str, list[str]]) -> dict[str, str]:
+        return self.cube_options_from_form(formdata)
+
+    @default("home_dir")
+    def _default_home_dir(self) -> str:
+        return str(self.cube.users_dir / safe_dirname(self.user.name))
+
+    @default("notebook_dir")
+    def _default_notebook_dir(self) -> str:
+        return self.home_dir
+
+    def apply_profile(self, profile: Profile, group: GroupPolicy | None) -> None:
+        # Local processes are not limited; the limits are exported (MEM_LIMIT, CPU_LIMIT) for
+        # resource displays, and counted against the project's quota.
+        self.mem_limit = profile.memory
+        self.cpu_limit = profile.cpu
+        self.link_projects()
+
+    def link_projects(self) -> None:
+        """``<home>/projects/<group>`` -> ``<data_dir>/projects/<group>`` for the user's groups;
+        links of groups the user left are removed."""
+        home = Path(self.home_dir)
+        links = home / "projects"
+        links.mkdir(parents=True, exist_ok=True)
+        wanted = {safe_dirname(name) for name in self.group_policies()}
+        for name in wanted:
+            target = self.cube.projects_dir / name
+            target.mkdir(parents=True, exist_ok=True)
+            link = links / name
+            if not link.is_symlink():
+                link.symlink_to(target, target_is_directory=True)
+        for link in links.iterdir():
+            if link.is_symlink() and link.name not in wanted:
+                link.unlink()
+
+    def get_args(self) -> list[str]:
+        args = super().get_args()
+        if os.geteuid() == 0:
+            args.append("--allow-root")  # the servers run as the hub's user, root in CI
+        return args
+
+    def get_env(self) -> dict[str, str]:
+        env = super().get_env()
+        env.update(self.cube_env())
+        env["CUBE_LAB_DATA_DIR"] = str(self.cube.cube_data_dir)
+        if self.cube.cube_db_url:
+            env["CUBE_LAB_DB_URL"] = self.cube.cube_db_url
+        env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+        if self.cube_profile is not None and not self.cube_profile.count:
+            # a CPU-only profile sees no GPU, as the cluster shape's pods request none
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            env["NVIDIA_VISIBLE_DEVICES"] = "void"
+        return env

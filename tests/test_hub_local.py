@@ -1,0 +1,336 @@
+"""The embedded hub for real: JupyterHub, configurable-http-proxy, the cube-admin service and
+the local spawner on loopback (free ports, a temporary folder, never $HOME).
+
+One hub for the whole module (it takes 10-20 s to start on a busy 2-core machine); each
+user's server is a real ``jupyterhub-singleuser`` running JupyterLab with cube-lab.
+Run only these with ``pytest -m hub``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cube_lab.hub import client, devhub
+from cube_lab.hub.ledger import Ledger, QuotaExceeded
+
+pytestmark = pytest.mark.hub
+
+SETTINGS = {
+    "groups": {
+        "vision": {
+            "profiles": ["cpu", "gpu-1"],
+            "quota": {"servers": 1, "accelerators": {"nvidia.com/gpu": 4}},
+        },
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[devhub.DevHub]:
+    # not under pytest's tmp dir: other pytest sessions on this machine prune old ones
+    root = Path(tempfile.mkdtemp(prefix="cube-hub-test-"))
+    try:
+        running = devhub.start(root, SETTINGS)
+    except FileNotFoundError as exc:  # no npm to install configurable-http-proxy with
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
+    try:
+        for name in ("alice", "bob", "carol"):
+            running.hub("POST", f"/users/{name}")
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tokens(hub: devhub.DevHub) -> dict[str, str]:
+    return {name: hub.user_token(name) for name in ("alice", "bob", "carol")}
+
+
+@pytest.fixture(scope="module")
+def servers(hub: devhub.DevHub, tokens: dict[str, str]) -> dict[str, Any]:
+    """alice (in project vision) and bob (in no project) each run a lab server."""
+    status, _ = hub.admin("PUT", "groups/vision/members/alice")
+    assert status == 200
+    started = {}
+    for name in ("alice", "bob"):
+        status, server = hub.spawn(name, {"profile": "cpu"})
+        assert status == 201, f"{name}: {server}"
+        started[name] = server
+    return started
+
+
+def login(client: httpx.Client, username: str, password: str | None) -> httpx.Response:
+    """Post the hub's login form as a browser does: with the form's own hidden _xsrf field."""
+    page = client.get("/hub/login")
+    assert page.status_code == 200
+    xsrf = re.search(r'name="_xsrf" value="([^"]*)"', page.text).group(1)
+    assert xsrf, "the login form carries no XSRF token"
+    form = {"username": username, "password": password or "", "_xsrf": xsrf}
+    return client.post("/hub/login", data=form)
+
+
+def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:
+    return hub.request(
+        kw.pop("method", "GET"), f"/user/{owner}/cube/api/v1/{path}", token=token, **kw
+    )
+
+
+def test_each_user_reaches_their_own_lab_through_the_proxy(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    for name in ("alice", "bob"):
+        status, me = cube(hub, name, "whoami", tokens[name])
+        assert status == 200, me
+        assert me["user"] == name
+    # each server is rooted in the user's folder, with a link to the project's shared folder
+    alice_home = hub.data_dir / "users" / "alice"
+    link = alice_home / "projects" / "vision"
+    assert link.is_symlink() and link.resolve() == (hub.data_dir / "projects" / "vision")
+    assert not (hub.data_dir / "users" / "bob" / "projects" / "vision").exists()
+    status, contents = hub.request(
+        "GET", "/user/alice/api/contents/projects", token=tokens["alice"]
+    )
+    assert status == 200 and [c["name"] for c in contents["content"]] == ["vision"]
+
+
+def test_a_lab_server_asks_for_admission_with_its_own_token(
+    hub: devhub.DevHub, servers: dict[str, Any]
+) -> None:
+    """What training does inside alice's server: the spawner gave the server the admission URL
+    and a token allowed to use it."""
+    env = dict(
+        item.split("=", 1)
+        for item in Path(f"/proc/{servers['alice']['state']['pid']}/environ")
+        .read_text()
+        .split("\0")
+        if "=" in item
+    )
+    assert env["CUBE_LAB_PROFILE"] == "cpu" and env["CUBE_LAB_PROJECT"] == "vision"
+    where = {"base_url": env["CUBE_HUB_ADMIN_URL"], "token": env["JUPYTERHUB_API_TOKEN"]}
+    res = client.admit(project="vision", accelerators={"nvidia.com/gpu": "1"}, **where)
+    assert res is not None and res["user"] == "alice" and res["group"] == "vision"
+    client.release(res, **where)
+    # the same token reads the user's hub groups: how the lab can learn its user's projects
+    status, me = hub.hub("GET", "/user", token=env["JUPYTERHUB_API_TOKEN"])
+    assert status == 200 and me["name"] == "alice" and me["groups"] == ["vision"]
+
+
+def test_another_user_cannot_reach_the_server_or_its_objects(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    status, _ = cube(hub, "alice", "whoami", tokens["bob"])
+    assert status == 403
+    status, _ = hub.request("GET", "/user/alice/api/contents", token=tokens["bob"])
+    assert status == 403
+    # alice's object, made on her server, is invisible from bob's own server (one shared store)
+    status, made = cube(
+        hub, "alice", "projects", tokens["alice"], method="POST", body={"name": "alice-secret"}
+    )
+    assert status == 201, made
+    status, mine = cube(hub, "bob", "projects", tokens["bob"])
+    assert status == 200
+    assert "alice-secret" not in [p["name"] for p in mine["projects"]]
+    status, body = cube(hub, "bob", "projects/alice-secret", tokens["bob"])
+    assert status == 404, body
+
+
+def test_spawn_over_quota_is_refused_with_the_reason(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    hub.admin("PUT", "groups/vision/members/carol")
+    try:
+        status, body = hub.spawn("carol", {"profile": "cpu", "project": "vision"})
+        assert status == 403
+        assert "project vision uses 1 of 1 servers" in body["message"]
+        # a profile the group may not use is not offered
+        status, body = hub.spawn("bob", {"profile": "gpu-1"})
+        assert status in (400, 403), body
+    finally:
+        hub.admin("DELETE", "groups/vision/members/carol")
+
+
+def test_non_admins_get_403_on_the_admin_page_and_api(
+    hub: devhub.DevHub, tokens: dict[str, str]
+) -> None:
+    status, _ = hub.request("GET", "/services/cube-admin/", token=tokens["bob"])
+    assert status == 403
+    status, body = hub.admin("GET", "groups", token=tokens["bob"])
+    assert status == 403 and "for admins" in body["error"]
+    status, body = hub.admin("POST", "groups", {"name": "mine"}, token=tokens["bob"])
+    assert status == 403
+    status, body = hub.admin("GET", "groups")  # the driver holds custom:cube-admin:write
+    assert status == 200 and "vision" in [g["name"] for g in body["groups"]]
+
+
+def test_twenty_concurrent_admissions_never_over_admit(
+    hub: devhub.DevHub, tokens: dict[str, str]
+) -> None:
+    status, body = hub.admin(
+        "POST",
+        "groups",
+        {"name": "race", "users": ["bob"], "quota": {"accelerators": {"nvidia.com/gpu": 4}}},
+    )
+    assert status == 201, body
+
+    async def burst() -> list[httpx.Response]:
+        headers = {"Authorization": f"token {tokens['bob']}"}
+        async with httpx.AsyncClient(base_url=hub.url, headers=headers, timeout=60) as client:
+            ask = {"project": "race", "accelerators": {"nvidia.com/gpu": "1"}}
+            return await asyncio.gather(
+                *(client.post("/services/cube-admin/api/admission", json=ask) for _ in range(20))
+            )
+
+    answers = asyncio.run(burst())
+    admitted = [r.json() for r in answers if r.status_code == 201]
+    refused = [r.json() for r in answers if r.status_code == 403]
+    assert len(admitted) == 4 and len(refused) == 16
+    assert {r["error"] for r in refused} == {"project race uses 4 of 4 GPUs (nvidia.com/gpu)"}
+    status, group = hub.admin("GET", "groups/race")
+    assert group["usage"]["total"]["nvidia.com/gpu"] == 4
+    assert group["usage"]["users"]["bob"]["jobs"] == 4
+    for res in admitted:
+        status, _ = hub.admin("DELETE", f"admission/{res['id']}", token=tokens["bob"])
+        assert status == 204
+    status, group = hub.admin("GET", "groups/race")
+    assert group["usage"]["total"] == {}
+    # not in the group: 403
+    status, body = hub.admin("POST", "admission", {"project": "race"}, token=tokens["alice"])
+    assert status == 403, body
+
+
+def test_lab_side_client_admits_and_releases(hub: devhub.DevHub, tokens: dict[str, str]) -> None:
+    """cube_lab.hub.client: what training and serving call inside a user's lab server."""
+    hub.admin("PATCH", "groups/race", {"quota": {"accelerators": {"nvidia.com/gpu": 2}}})
+    where = {"base_url": f"{hub.url}/services/cube-admin/", "token": tokens["bob"]}
+    first = client.admit(project="race", accelerators={"nvidia.com/gpu": "2"}, **where)
+    assert first is not None and first["amounts"]["nvidia.com/gpu"] == 2
+    with pytest.raises(QuotaExceeded, match=r"project race uses 2 of 2 GPUs \(nvidia.com/gpu\)"):
+        client.admit(project="race", accelerators={"nvidia.com/gpu": "1"}, **where)
+    client.release(first, **where)
+    client.release(first, **where)  # twice is harmless
+    again = client.admit(project="race", accelerators={"nvidia.com/gpu": "1"}, **where)
+    client.release(again, **where)
+    _, group = hub.admin("GET", "groups/race")
+    assert group["usage"]["total"] == {}
+    # CPU-only work outside any project group needs no quota; accelerators do
+    personal = client.admit(cpu=1, **where)
+    assert personal is not None and personal["group"] == ""
+    client.release(personal, **where)
+    with pytest.raises(QuotaExceeded, match="no accelerator quota"):
+        client.admit(accelerators={"nvidia.com/gpu": "1"}, **where)
+
+
+def test_reconcile_releases_what_a_crashed_hub_left(hub: devhub.DevHub) -> None:
+    ledger = Ledger(hub.data_dir / "hub" / "admission.sqlite")
+    ledger.reserve(
+        holder="server:ghost/", kind="server", username="ghost", group="vision",
+        quota=None, amounts={"servers": 1},
+    )  # fmt: skip
+    status, body = hub.request("POST", "/services/cube-admin/api/reconcile?grace=0")
+    assert status == 200
+    assert [r["holder"] for r in body["released"]] == ["server:ghost/"]
+
+
+def test_usage_returns_to_zero_after_servers_stop(
+    hub: devhub.DevHub, servers: dict[str, Any]
+) -> None:
+    _, group = hub.admin("GET", "groups/vision")
+    assert group["usage"]["total"]["servers"] == 1
+    for name in ("alice", "bob"):
+        hub.stop_server(name)
+    _, group = hub.admin("GET", "groups/vision")
+    assert group["usage"]["total"] == {}
+    assert Ledger(hub.data_dir / "hub" / "admission.sqlite").reservations() == []
+
+
+def test_first_admin_gets_a_one_time_password_stored_only_as_a_hash(hub: devhub.DevHub) -> None:
+    password = hub.admin_password()
+    assert password and len(password) >= 16
+    db = hub.data_dir / "hub" / "jupyterhub.sqlite"
+    with sqlite3.connect(db) as conn:
+        (stored,) = conn.execute(
+            "SELECT password FROM users_info WHERE username='admin'"
+        ).fetchone()
+    assert stored.startswith(b"$2b$") and password.encode() not in Path(db).read_bytes()
+    with httpx.Client(base_url=hub.url, follow_redirects=False) as client:
+        bad = login(client, "admin", "wrong-password")
+        assert bad.status_code == 200 and "Invalid username or password" in bad.text
+        good = login(client, "admin", password)
+        assert good.status_code == 302, good.text[:300]
+
+
+def test_admin_logs_in_and_edits_a_group_on_the_admin_page(hub: devhub.DevHub) -> None:
+    """The browser path: hub login form, OAuth to the service, the page's XSRF-protected API."""
+    with httpx.Client(base_url=hub.url, follow_redirects=False) as client:
+        assert login(client, "admin", hub.admin_password()).status_code == 302
+        # the spawn form offers the profiles the user may start (admin: no group, open ones)
+        form = client.get("/hub/spawn")
+        assert '<select id="cube-profile" name="profile"' in form.text
+        assert 'value="cpu"' in form.text and 'value="gpu-1"' not in form.text
+        page = client.get("/services/cube-admin/", follow_redirects=True)
+        assert page.status_code == 200 and "Project groups and quotas" in page.text
+        assert 'href="/hub/static/css/style.min.css"' in page.text  # the hub's own styles
+        xsrf = re.search(r'const xsrf = "([^"]+)"', page.text).group(1)
+        body = {"name": "nlp", "users": ["carol"], "profiles": ["cpu", "gpu-1"],
+                "quota": {"accelerators": {"nvidia.com/gpu": "2"}, "servers": "3"}}  # fmt: skip
+        assert client.post("/services/cube-admin/api/groups", json=body).status_code == 403
+        made = client.post(
+            "/services/cube-admin/api/groups", json=body, headers={"X-XSRFToken": xsrf}
+        )
+        assert made.status_code == 201, made.text
+        assert made.json()["quota"] == {"servers": 3, "accelerators": {"nvidia.com/gpu": 2}}
+        page = client.get("/services/cube-admin/")
+        assert 'data-group="nlp"' in page.text and "GPUs (nvidia.com/gpu)" in page.text
+    # it is a JupyterHub group with the quota in its properties
+    _, group = hub.hub("GET", "/groups/nlp")
+    assert group["users"] == ["carol"]
+    assert group["properties"]["cube_lab"]["quota"]["accelerators"] == {"nvidia.com/gpu": 2}
+
+
+def test_a_hub_crash_releases_what_died_and_keeps_what_runs(
+    hub: devhub.DevHub, tokens: dict[str, str]
+) -> None:
+    """Last in the module: it kills the hub and starts another on the same folder."""
+    hub.admin(
+        "POST",
+        "groups",
+        {"name": "crash", "users": ["bob", "carol"], "profiles": ["cpu"], "quota": {"servers": 5}},
+    )
+    pids = {}
+    for name in ("bob", "carol"):
+        status, server = hub.spawn(name, {"profile": "cpu", "project": "crash"})
+        assert status == 201, server
+        pids[name] = server["state"]["pid"]
+    assert hub.admin("GET", "groups/crash")[1]["usage"]["total"]["servers"] == 2
+    # the hub dies; bob's server dies while it is down; carol's keeps running
+    assert hub.proc is not None
+    orphans = [p for p in devhub._descendants(hub.proc.pid) if p != pids["carol"]]
+    hub.proc.kill()
+    hub.proc.wait()
+    for pid in orphans:  # bob's server, the old proxy and the old cube-admin service
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    restarted = devhub.start(hub.root, SETTINGS)
+    hub.__dict__.update(restarted.__dict__)  # the fixture stops the new hub at the end
+    _, group = hub.admin("GET", "groups/crash")
+    assert group["usage"]["total"]["servers"] == 1
+    assert list(group["usage"]["users"]) == ["carol"]
+    _, carol = hub.hub("GET", "/users/carol")
+    assert carol["servers"][""]["ready"]
+    hub.stop_server("carol")
+    assert hub.admin("GET", "groups/crash")[1]["usage"]["total"] == {}

@@ -1,0 +1,97 @@
+/**
+ * The hub's admin page in Chromium: the admin logs in with the one-time password the hub
+ * printed at its first start, opens /services/cube-admin/, creates a project group with a
+ * GPU quota, lowers it, and sees it applied (an admission over the quota is refused with the
+ * reason). Runs only under playwright.hub.config.js, which starts a throwaway hub.
+ */
+import { expect, test } from '@playwright/test';
+import * as fs from 'fs';
+import * as path from 'path';
+
+const ROOT = process.env.CUBE_HUB_UI_ROOT;
+test.skip(
+  !process.env.CUBE_HUB_UI_URL || !ROOT,
+  'needs the hub: jlpm playwright test -c playwright.hub.config.js'
+);
+
+function adminPassword(): string {
+  const log = fs.readFileSync(path.join(ROOT as string, 'hub.log'), 'utf-8');
+  const found = /one-time password:\s+(\S+)/.exec(log);
+  if (!found) {
+    throw new Error('the hub printed no admin password');
+  }
+  return found[1];
+}
+
+test('admin creates a project group with a GPU quota and it is enforced', async ({
+  page
+}) => {
+  await page.goto('/hub/login');
+  await page.locator('#username_input').fill('admin');
+  await page.locator('#password_input').fill(adminPassword());
+  await page.locator('#login_submit').click();
+  await page.waitForURL(/\/hub\/(spawn|home)/);
+
+  await page.goto('/services/cube-admin/');
+  await expect(
+    page.getByRole('heading', { name: 'Project groups and quotas' })
+  ).toBeVisible();
+
+  const form = page.locator('#new-group');
+  await form.locator('#new-group-name').fill('vision');
+  await form.locator('#new-group-users').fill('admin');
+  await form.locator('[data-accelerator="nvidia.com/gpu"]').fill('4');
+  await form.locator('[data-profile="gpu-1"]').check();
+  await page.getByRole('button', { name: 'Create group' }).click();
+
+  const card = page.locator('.cube-group[data-group="vision"]');
+  await expect(card).toBeVisible();
+  await expect(page.locator('#cube-message')).toHaveText(
+    'Created group vision'
+  );
+  const gpuRow = card.locator(
+    'table.usage tr[data-dimension="nvidia.com/gpu"]'
+  );
+  await expect(gpuRow).toContainText('GPUs (nvidia.com/gpu)');
+  await expect(gpuRow.locator('td').nth(2)).toHaveText('4');
+  await expect(card.locator('[data-member="admin"]')).toBeVisible();
+
+  // lower the quota on the group's own form
+  await card
+    .locator('.quota-editor [data-accelerator="nvidia.com/gpu"]')
+    .fill('2');
+  await card.getByRole('button', { name: 'Save quota and profiles' }).click();
+  await expect(page.locator('#cube-message')).toHaveText('Saved vision');
+  await expect(gpuRow.locator('td').nth(2)).toHaveText('2');
+  await expect(
+    card.locator('.quota-editor [data-profile="gpu-1"]')
+  ).toBeChecked();
+
+  // applied: asking for 3 GPUs in project vision is refused, 2 are admitted
+  const ask = async (gpus: string) =>
+    page.evaluate(async n => {
+      const xsrf = document.cookie.match(/_xsrf=([^;]+)/);
+      const resp = await fetch('api/admission', {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'X-XSRFToken': xsrf ? decodeURIComponent(xsrf[1]) : ''
+        },
+        body: JSON.stringify({
+          project: 'vision',
+          accelerators: { 'nvidia.com/gpu': n }
+        })
+      });
+      return { status: resp.status, body: await resp.json() };
+    }, gpus);
+  const refused = await ask('3');
+  expect(refused.status).toBe(403);
+  expect(refused.body.error).toBe(
+    'project vision uses 0 of 2 GPUs (nvidia.com/gpu); this needs 3'
+  );
+  const admitted = await ask('2');
+  expect(admitted.status).toBe(201);
+  await page.reload();
+  await expect(gpuRow.locator('td').nth(1)).toHaveText('2');
+  await expect(card.locator('table.per-user')).toContainText('admin');
+});
