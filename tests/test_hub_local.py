@@ -334,3 +334,49 @@ def test_a_hub_crash_releases_what_died_and_keeps_what_runs(
     assert carol["servers"][""]["ready"]
     hub.stop_server("carol")
     assert hub.admin("GET", "groups/crash")[1]["usage"]["total"] == {}
+
+
+def test_training_jobs_reserve_quota_at_the_hub(
+    hub: devhub.DevHub, tokens: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lab server's training job asks the hub before it submits anything, and gives the
+    quota back when it ends; an over-quota job is refused with the reason."""
+    from k8s_mock import api_server
+
+    from cube_lab.config import Settings
+    from cube_lab.identity import Caller
+    from cube_lab.k8s import ClusterConfig
+    from cube_lab.workspace import Workspace
+
+    status, body = hub.admin(
+        "POST",
+        "groups",
+        {"name": "trainers", "users": ["carol"], "quota": {"accelerators": {"nvidia.com/gpu": 2}}},
+    )
+    assert status == 201, body
+    monkeypatch.setenv("CUBE_HUB_ADMIN_URL", f"{hub.url}/services/cube-admin/")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", tokens["carol"])
+    carol = Caller("carol")
+    ws = Workspace.open(Settings.resolve(tmp_path / "cube-data"))
+    ws.projects.create(carol, "trainers")
+    job = {"script": "train.py", "image": "reg/t:1", "backend": "kubernetes",
+           "project": "trainers", "resources": {"gpus": 1}}  # fmt: skip
+
+    async def scenario() -> None:
+        async with api_server() as km:
+            ws.training.cluster_config = ClusterConfig(host=str(km.url), token="t", namespace="ml")
+            with pytest.raises(QuotaExceeded, match=r"project trainers uses 0 of 2 GPUs"):
+                ws.training.prepare(carol, {**job, "workers": 3})  # 3 GPUs > 2
+            assert list(km) == [] and ws.training.list(carol) == []
+            first = ws.training.prepare(carol, {**job, "workers": 2})
+            await ws.training.submit(first)
+            _, group = hub.admin("GET", "groups/trainers")
+            assert group["usage"]["total"] == {"jobs": 1, "nvidia.com/gpu": 2}
+            await asyncio.to_thread(ws.training._release, first.job_id)  # the job's end
+            _, group = hub.admin("GET", "groups/trainers")
+            assert group["usage"]["total"] == {}
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        ws.close()

@@ -252,7 +252,7 @@ async def test_objects_after_a_failure_are_removed(ws: Any, alice: Caller) -> No
 async def test_admission_hook_runs_before_anything(ws: Any, alice: Caller) -> None:
     seen: list[tuple[str, str, int]] = []
 
-    def quota(caller: Caller, project: str, spec: JobSpec) -> None:
+    def quota(caller: Caller, project: str, spec: JobSpec, job_id: str) -> None:
         seen.append((caller.username, project, spec.gpus_total))
         raise Forbidden("GPU quota exceeded", "project alice has 0 of 4 GPUs left")
 

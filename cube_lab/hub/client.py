@@ -23,7 +23,8 @@ from typing import Any
 
 from ..errors import CubeError, Forbidden, InvalidInput, NotFound
 from .ledger import QuotaExceeded
-from .spawner import ENV_ADMIN_URL
+
+ENV_ADMIN_URL = "CUBE_HUB_ADMIN_URL"  # set by the hub's spawner for each lab server
 
 
 class AdmissionUnavailable(CubeError):

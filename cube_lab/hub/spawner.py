@@ -24,11 +24,11 @@ from traitlets import default
 
 from ..errors import CubeError
 from . import policy
+from .client import ENV_ADMIN_URL
 from .ledger import Ledger, server_holder
 from .quotas import GroupPolicy
 from .settings import ENV_SETTINGS, HubSettings, Profile, load
 
-ENV_ADMIN_URL = "CUBE_HUB_ADMIN_URL"
 ENV_PROFILE = "CUBE_LAB_PROFILE"
 ENV_PROJECT = "CUBE_LAB_PROJECT"
 

@@ -11,8 +11,9 @@ cluster (``cluster.py``), and the process that submitted it follows their status
 appends their pods' logs to ``log.txt``. Its state lives in the cluster, so a server that
 starts again follows such jobs again instead of marking them interrupted.
 
-Before anything is recorded, ``admission`` (a callable, by default allowing everything)
-may refuse a job by raising a ``CubeError``: the hub's quota check plugs in there.
+Before anything is recorded, ``admission`` may refuse a job by raising a ``CubeError``;
+by default it asks the hub's quota service when the server runs under the cube-lab hub
+(``admission.py``), and the reservation it returns is released when the job ends.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ..projects import ProjectService
 from ..serialize import aware
 from ..store import Store
 from ..store.models import Project, TrainingJob
-from . import gpus, kubernetes, metrics
+from . import admission, gpus, kubernetes, metrics
 from .cluster import POLL_S, TERMINAL, ClusterJob, delete_objects, object_refs
 from .local import LocalJob, build_plan, check_local, kill_marked
 from .spec import JobSpec
@@ -52,13 +53,10 @@ from .spec import JobSpec
 ACTIVE = ("queued", "running")
 MAX_LOG_PARSE = 16 * 1024 * 1024
 
-AdmissionHook = Callable[[Caller, str, JobSpec], None]
-"""Called with (caller, project name, spec) before a job is recorded or submitted;
-raise a ``CubeError`` (e.g. ``Forbidden`` "GPU quota exceeded") to refuse it."""
-
-
-def admit_all(caller: Caller, project: str, spec: JobSpec) -> None:
-    """The default admission: every job may start (the hub's quota service replaces it)."""
+AdmissionHook = Callable[[Caller, str, JobSpec, str], Any]
+"""Called with (caller, project name, spec, job id) before a job is recorded or submitted;
+raise a ``CubeError`` (e.g. ``QuotaExceeded``) to refuse it; what it returns (a
+reservation, or None) is handed to ``admission.release`` when the job ends."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +141,8 @@ class TrainingService:
         self.settings = settings
         self.registry = registry
         self.jobs_root = settings.data_dir / "training"
-        self.admission: AdmissionHook = admit_all
+        self.admission: AdmissionHook = admission.hub_admission
+        self._reservations: dict[str, Any] = {}
         self.cluster_config: ClusterConfig | None = None  # None: from the environment
         self.cluster_poll_s = POLL_S
         self._running: dict[str, LocalJob] = {}
@@ -185,10 +184,14 @@ class TrainingService:
             return self._prepare_cluster(caller, spec, on_line=on_line, cluster=cluster)
         check_local(spec)
         workdir, script = self._resolve_paths(spec, root, cwd)
-        self._admit(caller, spec)
         job_id = _new_job_id()
+        self._admit(caller, spec, job_id)
         job_dir = self.jobs_root / job_id
-        held = gpus.assign(job_id, spec.gpus_total)
+        try:
+            held = gpus.assign(job_id, spec.gpus_total)
+        except BaseException:
+            self._release(job_id)
+            raise
         try:
             plan = build_plan(spec, job_id, job_dir, workdir, self._env(caller), held)
             with self.store.write() as s:
@@ -218,6 +221,7 @@ class TrainingService:
                 )
         except BaseException:
             gpus.release(job_id)
+            self._release(job_id)
             raise
         job_dir.mkdir(parents=True, exist_ok=True)
         Path(plan.procs[0].env["CUBE_OUTPUT_DIR"]).mkdir(parents=True, exist_ok=True)
@@ -238,11 +242,17 @@ class TrainingService:
         plan = build_plan(spec, "dry-run", self.jobs_root / "dry-run", workdir, {}, fake)
         return [shlex.join(p.argv) for p in plan.procs]
 
-    def _admit(self, caller: Caller, spec: JobSpec) -> None:
+    def _admit(self, caller: Caller, spec: JobSpec, job_id: str) -> None:
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
             project = self.projects.resolve(s, caller, spec.project).name
-        self.admission(caller, project, spec)
+        reservation = self.admission(caller, project, spec, job_id)
+        if reservation is not None:
+            self._reservations[job_id] = reservation
+
+    def _release(self, job_id: str) -> None:
+        """Give the job's quota back (it ended, or never started)."""
+        admission.release(self._reservations.pop(job_id, None))
 
     def _prepare_cluster(
         self,
@@ -264,7 +274,7 @@ class TrainingService:
         docs = kubernetes.manifests(
             spec, object_name, namespace=config.default_namespace(), labels=labels
         )
-        self._admit(caller, spec)
+        self._admit(caller, spec, job_id)
         job_dir = self.jobs_root / job_id
         refs = object_refs(docs)
         with self.store.write() as s:
@@ -335,6 +345,7 @@ class TrainingService:
         return self.start(job)
 
     def _discard(self, job_id: str) -> None:
+        self._release(job_id)
         with self.store.write() as s:
             row = s.get(TrainingJob, job_id)
             if row is not None:
@@ -364,6 +375,7 @@ class TrainingService:
             raise
         finally:
             self._cluster.pop(job.job_id, None)
+            await asyncio.to_thread(self._release, job.job_id)
 
     def resume_cluster_jobs(self) -> list[str]:
         """Follow again the cluster jobs ``recover`` found without a follower (call it in
@@ -434,6 +446,7 @@ class TrainingService:
         finally:
             self._running.pop(job_id, None)
             gpus.release(job_id)
+            await asyncio.to_thread(self._release, job_id)
             await asyncio.to_thread(self._finish, job, status)
 
     def start(self, job: LocalJob | ClusterJob) -> str:
