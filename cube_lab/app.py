@@ -76,6 +76,7 @@ class CubeLab(ExtensionApp):
         served = workspace.serving.recover()
         if served["adopted"] or served["dead"]:
             self.log.warning("cube-lab: deployments adopted %s, dead %s", *served.values())
+        self._join_hub_projects(workspace)
         root_dir = Path(self.serverapp.root_dir).expanduser().resolve()
         local_user = None
         if type(self.serverapp.identity_provider) in _ANONYMOUS_PROVIDERS:
@@ -106,6 +107,23 @@ class CubeLab(ExtensionApp):
         workspace: Workspace = self.settings[WORKSPACE]
         self._scheduler = asyncio.get_running_loop().create_task(workspace.schedules.run_forever())
         workspace.training.resume_cluster_jobs()  # cluster jobs found by recover(), if any
+
+    def _join_hub_projects(self, workspace: Workspace) -> None:
+        """Under the cube-lab hub: the user's project groups become their team projects."""
+        from .hub.labside import hub_user, project_groups
+
+        user = hub_user()
+        if user is None:
+            return
+        try:
+            joined = workspace.projects.join_groups(user, project_groups(user))
+        except (OSError, ValueError) as exc:
+            self.log.warning(
+                "cube-lab: cannot read %s's project groups from the hub: %s", user, exc
+            )
+            return
+        if joined:
+            self.log.info("cube-lab: %s joined project(s) %s from the hub", user, joined)
 
     async def stop_extension(self) -> None:
         if getattr(self, "_scheduler", None) is not None:

@@ -106,6 +106,15 @@ def test_each_user_reaches_their_own_lab_through_the_proxy(
         "GET", "/user/alice/api/contents/projects", token=tokens["alice"]
     )
     assert status == 200 and [c["name"] for c in contents["content"]] == ["vision"]
+    # the lab server learned alice's project groups from the hub: the picker offers them
+    status, listed = cube(hub, "alice", "projects", tokens["alice"])
+    assert status == 200, listed
+    assert {(p["name"], p["kind"]) for p in listed["projects"]} == {
+        ("alice", "personal"),
+        ("vision", "team"),
+    }
+    status, listed = cube(hub, "bob", "projects", tokens["bob"])
+    assert [p["name"] for p in listed["projects"]] == ["bob"]
 
 
 def test_a_lab_server_asks_for_admission_with_its_own_token(

@@ -162,6 +162,40 @@ class ProjectService:
         except IntegrityError as exc:
             raise Conflict(f"project {name!r} already exists", "Choose another name.") from exc
 
+    def join_groups(self, username: str, groups: list[str]) -> list[str]:
+        """Team projects for a user's hub project groups: created when missing, the user
+        added as a member. Never removes anything: leaving a group is an admin's act on the
+        hub, and what the project holds stays. Returns the projects newly joined."""
+        joined: list[str] = []
+        for attempt in range(2):  # another user's server may create the same one at once
+            try:
+                with self.store.write() as s:
+                    for name in groups:
+                        try:
+                            check_name(name, "project name")
+                        except InvalidInput:
+                            continue  # a group name no project can have
+                        project = s.scalar(select(Project).where(Project.name == name))
+                        if project is None:
+                            project = Project(
+                                name=name,
+                                kind="team",
+                                description="a project group of the hub",
+                                created_by="hub",
+                            )
+                            s.add(project)
+                        elif project.kind != "team":
+                            continue
+                        if all(m.username != username for m in project.members):
+                            project.members.append(ProjectMember(username=username, role="member"))
+                            joined.append(name)
+                return joined
+            except IntegrityError:
+                joined = []
+                if attempt:
+                    raise
+        return joined
+
     def set_member(self, caller: Caller, name: str, username: object, role: object) -> ProjectView:
         if not isinstance(username, str) or not username.strip():
             raise InvalidInput("username is required")
