@@ -183,6 +183,16 @@ def tuning_stop(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     print(f"experiment {a.experiment}: {ws.tuning.stop(caller, a.experiment).status}")
 
 
+def tuning_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    version = ws.tuning.register_trial(
+        caller, a.experiment, a.name, a.trial, a.path, project=a.project
+    )
+    if a.json:
+        print(json.dumps(to_jsonable(version), indent=2))
+    else:
+        print(f"registered {version.model} version {version.version}")
+
+
 def tuning_log(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     path = ws.tuning.trial_log(caller, a.experiment, a.trial)
     sys.stdout.write(path.read_text(errors="replace") if path.exists() else "")
@@ -210,6 +220,11 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p = command(exps, "resume", tuning_resume, "go on with a stopped or interrupted experiment")
     p.add_argument("experiment")
     p.add_argument("--quiet", "-q", action="store_true")
+    p = command(exps, "register", tuning_register, "register a trial's saved model (the best)")
+    p.add_argument("experiment")
+    p.add_argument("--name", required=True, help="the model name")
+    p.add_argument("--trial", help="default: the best trial")
+    p.add_argument("--path", help="what to register (default: the trial's $NNI_OUTPUT_DIR)")
     p = command(exps, "log", tuning_log, "a trial's output")
     p.add_argument("experiment")
     p.add_argument("trial")

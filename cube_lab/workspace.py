@@ -108,7 +108,7 @@ class Workspace:
     def tuning(self) -> TuningService:
         from .tuning.service import TuningService
 
-        return TuningService(self.store, self.projects, self.settings)
+        return TuningService(self.store, self.projects, self.settings, lambda: self.registry)
 
     def close(self) -> None:
         if self._store is not None:

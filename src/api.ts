@@ -1476,6 +1476,19 @@ export function resumeExperiment(
 }
 
 /** A trial's output from `offset`; call again with the returned offset to follow. */
+/** `POST /tuning/experiments/{id}/register`: a trial's saved model (default: the best). */
+export function registerTrialModel(
+  id: string,
+  body: { name: string; trial?: string; path?: string; project?: string },
+  settings?: ServerConnection.ISettings
+): Promise<ModelVersion> {
+  return requestAPI<ModelVersion>(
+    `${experimentPath(id)}/register`,
+    { method: 'POST', body: JSON.stringify(body) },
+    settings
+  );
+}
+
 export function trialLog(
   id: string,
   trialId: string,

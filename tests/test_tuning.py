@@ -221,3 +221,18 @@ def test_a_tuning_node_publishes_the_best_parameters(ws: Any, tmp_path: Path) ->
     _, problems = ws.pipelines.check(bad, tmp_path)
     assert [(p.node_id, p.field) for p in problems] == [("t", "filename")]
     assert "trialConcurrency must be a whole number" in problems[0].message
+
+
+def test_the_best_trials_model_is_registered_with_its_parameters(ws: Any, tmp_path: Path) -> None:
+    save = 'import os\nout = os.path.join(os.environ["NNI_OUTPUT_DIR"], "model.txt")\n'
+    trial = QUADRATIC.replace('print("trial"', save + 'open(out, "w").write(str(x))\nprint("trial"')
+    _, view = run(ws, tmp_path, config(tmp_path, trial, maxTrialNumber=3))
+    version = ws.tuning.register_trial(ALICE, view.id, "quadratic")
+    assert version.model == "quadratic" and version.version == 1
+    assert version.params == view.best.parameters
+    assert version.metrics == {"default": view.best.final}
+    assert view.best.id in version.lineage.source
+    with pytest.raises(InvalidInput, match="outside the trial code folder"):
+        ws.tuning.register_trial(ALICE, view.id, "quadratic", path="../../etc")
+    with pytest.raises(NotFound):
+        ws.tuning.register_trial(BOB, view.id, "quadratic")

@@ -61,6 +61,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (_EXP, tuning.ExperimentHandler),
         (rf"{_EXP}/stop", tuning.StopHandler),
         (rf"{_EXP}/resume", tuning.ResumeHandler),
+        (rf"{_EXP}/register", tuning.RegisterHandler),
         (rf"{_EXP}/trials/{_SEG}/log", tuning.TrialLogHandler),
     ]
     return [(API + pattern, handler) for pattern, handler in table]

@@ -78,6 +78,30 @@ class ResumeHandler(TuningHandler):
         self.reply(await self.call(service.get, self.caller, experiment_id))
 
 
+class RegisterHandler(TuningHandler):
+    @web.authenticated
+    async def post(self, experiment_id: str) -> None:
+        body = self.json_body()
+        known = {"name", "trial", "path", "project", "description"}
+        unknown = sorted(set(body) - known)
+        if unknown:
+            raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(sorted(known))}")
+        for key in known:
+            if body.get(key) is not None and not isinstance(body[key], str):
+                raise InvalidInput(f"{key} must be a string")
+        version = await self.call(
+            self.workspace.tuning.register_trial,
+            self.caller,
+            experiment_id,
+            body.get("name"),
+            body.get("trial"),
+            body.get("path"),
+            project=body.get("project"),
+            description=body.get("description") or "",
+        )
+        self.reply(version, 201)
+
+
 class TrialLogHandler(TuningHandler):
     @web.authenticated
     async def get(self, experiment_id: str, trial_id: str) -> None:

@@ -134,10 +134,17 @@ class _TrialWriter:
 
 
 class TuningService:
-    def __init__(self, store: Store, projects: ProjectService, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: Store,
+        projects: ProjectService,
+        settings: Settings,
+        registry: Callable[[], Any] | None = None,
+    ) -> None:
         self.store = store
         self.projects = projects
         self.settings = settings
+        self._registry = registry  # the model registry, built only when a model is registered
         self.root = settings.data_dir / "experiments"
         self._engines: dict[str, Engine] = {}
         self._tasks: dict[str, asyncio.Task[str]] = {}
@@ -336,6 +343,63 @@ class TuningService:
             len(trials),
             best,
             trials if with_trials else None,
+        )
+
+    def register_trial(
+        self,
+        caller: Caller,
+        experiment_id: str,
+        name: str,
+        trial_id: str | None = None,
+        path: str | None = None,
+        *,
+        project: str | None = None,
+        description: str = "",
+    ) -> Any:
+        """Register what a trial saved (``$NNI_OUTPUT_DIR``, or ``path`` under the trial code
+        folder) as a model version: the best trial unless one is named, its parameters and
+        metric attached, the experiment and trial in its lineage."""
+        view = self.get(caller, experiment_id)
+        trial = (
+            view.best
+            if trial_id is None
+            else next((t for t in view.trials or [] if t.id == trial_id), None)
+        )
+        if trial is None:
+            raise NotFound(
+                f"no trial {trial_id!r} in {experiment_id}"
+                if trial_id
+                else "no trial has a result yet",
+                "Register a trial that reported a final result.",
+            )
+        if trial.final is None:
+            raise Conflict(f"trial {trial.id} reported no final result ({trial.status})")
+        code_dir = Path(view.spec["code_dir"])
+        if path:
+            target = (code_dir / path).resolve()
+            if not target.is_relative_to(code_dir.resolve()):
+                raise InvalidInput(f"{path!r} is outside the trial code folder {code_dir}")
+        else:
+            with self.store.read() as s:
+                folder = Path(self._experiment(s, caller, experiment_id)[0].folder)
+            target = folder / "trials" / trial.id / "output"
+        if not target.exists() or (target.is_dir() and not any(target.iterdir())):
+            raise InvalidInput(
+                f"trial {trial.id} saved nothing at {target}",
+                "Save the model under $NNI_OUTPUT_DIR in the trial, or give the path to register.",
+            )
+        if self._registry is None:
+            raise Conflict("no model registry is configured for tuning")
+        return self._registry().register(
+            caller,
+            name=name,
+            path=target,
+            project=project or view.project,
+            description=description or f"trial {trial.id} of experiment {view.name}",
+            params=trial.parameters,
+            metrics={view.spec.get("metric", "default"): trial.final},
+            tags={"experiment": view.id, "trial": trial.id},
+            source=f"tuning experiment {view.id}, trial {trial.id}",
         )
 
     # -- stopping, resuming, recovering ----------------------------------------------------

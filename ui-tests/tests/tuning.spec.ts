@@ -24,6 +24,9 @@ for step in range(3):
     time.sleep(0.8)
     nni.report_intermediate_result(-(x - 1) ** 2 * (3 - step) / 3 + bonus)
 print(f"trial x={x} optimizer={opt}", flush=True)
+import os
+with open(os.path.join(os.environ["NNI_OUTPUT_DIR"], "model.txt"), "w") as out:
+    out.write(f"{x} {opt}")
 nni.report_final_result(-(x - 1) ** 2 + bonus)
 `;
 
@@ -289,6 +292,15 @@ test.describe('cube-lab tuning', () => {
     );
     await expect(view.locator('.cube-TuNote-code')).toContainText(
       `trial.py --x ${trial.parameters.x} --optimizer ${trial.parameters.optimizer}`
+    );
+
+    // "Register the trial's model" puts what it saved into the registry.
+    await view.getByRole('button', { name: /^Register / }).click();
+    const dialog = page.locator('.jp-Dialog');
+    await dialog.locator('input').fill('tuned-quadratic');
+    await dialog.getByRole('button', { name: 'Ok' }).click();
+    await expect(view.locator('.cube-TuNote')).toContainText(
+      'Registered tuned-quadratic version 1'
     );
 
     // The sidebar list: status and best metric.

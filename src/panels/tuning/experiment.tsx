@@ -4,7 +4,7 @@
  * best trial highlighted), intermediate curves, parallel coordinates and the
  * selected trial's log (followed with offsets).
  */
-import { Clipboard, ReactWidget } from '@jupyterlab/apputils';
+import { Clipboard, InputDialog, ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { Poll } from '@lumino/polling';
 import * as React from 'react';
@@ -12,6 +12,7 @@ import * as React from 'react';
 import {
   describeError,
   getExperiment,
+  registerTrialModel,
   resumeExperiment,
   stopExperiment,
   trialLog,
@@ -136,6 +137,20 @@ export class ExperimentView extends ReactWidget {
               {selected && selected.id !== bestId
                 ? trans.__('Train with trial #%1’s parameters', selected.seq)
                 : trans.__('Train with the best parameters')}
+            </button>
+            <button
+              className="cube-Button"
+              disabled={
+                this._busy || typeof (selected ?? best)?.final !== 'number'
+              }
+              onClick={() => void this._register(selected ?? best!)}
+              title={trans.__(
+                'Register what the trial saved under $NNI_OUTPUT_DIR as a model version, with its parameters and metric'
+              )}
+            >
+              {selected && selected.id !== bestId
+                ? trans.__('Register trial #%1’s model', selected.seq)
+                : trans.__('Register the best model')}
             </button>
           </div>
         </header>
@@ -367,6 +382,41 @@ export class ExperimentView extends ReactWidget {
       code: `${command}\n\n${JSON.stringify(trial.parameters)}`
     };
     this.update();
+  }
+
+  private async _register(trial: TuningTrial): Promise<void> {
+    const exp = this._exp!;
+    const asked = await InputDialog.getText({
+      title: this._trans.__('Register trial #%1’s model', trial.seq),
+      label: this._trans.__('Model name'),
+      text: exp.name.toLowerCase().replace(/[^a-z0-9_.-]+/g, '-')
+    });
+    if (!asked.button.accept || !asked.value) {
+      return;
+    }
+    this._busy = true;
+    this.update();
+    try {
+      const version = await registerTrialModel(exp.id, {
+        name: asked.value,
+        trial: trial.id
+      });
+      this._error = null;
+      this._note = {
+        text: this._trans.__(
+          'Registered %1 version %2 from trial #%3.',
+          version.model,
+          version.version,
+          trial.seq
+        ),
+        code: JSON.stringify(trial.parameters)
+      };
+    } catch (err) {
+      this._error = describeError(err);
+    } finally {
+      this._busy = false;
+      this.update();
+    }
   }
 
   private _trans: TranslationBundle;
