@@ -56,7 +56,7 @@ lint: install-test
 	$(BIN)/ruff format --check cube_lab tests benchmarks
 	$(JLPM) lint:check
 
-pytest: install-test postgres
+pytest: install-test postgres hub/node_modules/.bin/configurable-http-proxy
 	$(BIN)/pytest -q
 
 jest: install-test
@@ -76,9 +76,10 @@ $(UI_STAMP): ui-tests/package.json $(TEST_STAMP)
 	cd ui-tests && ../$(JLPM) install
 	@touch $(UI_STAMP)
 
-ui-test: install-test chromium $(UI_STAMP)
+ui-test: install-test chromium $(UI_STAMP) hub/node_modules/.bin/configurable-http-proxy
 	$(JLPM) build
 	cd ui-tests && ../$(JLPM) test
+	cd ui-tests && ../$(JLPM) playwright test -c playwright.hub.config.js
 
 # The wheel must carry the built lab extension, so `pip install` needs no Node.
 wheel: install-test

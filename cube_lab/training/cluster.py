@@ -122,6 +122,7 @@ class ClusterJob:
         self._log: IO[bytes] | None = None
         self._followed: dict[str, asyncio.Task[None]] = {}
         self._deleting: asyncio.Task[None] | None = None
+        self._watching: asyncio.Future[None] | None = None
 
     @property
     def main(self) -> dict[str, str]:
@@ -183,6 +184,12 @@ class ClusterJob:
             await delete_objects(self.config, self.refs)
         except CubeError as exc:
             self._write(f"cube-lab: stopping failed: {exc.error} ({exc.detail})\n")
+            return
+        if self.cancelled and self._watching is not None:
+            # A watch begun after the object went (between its read and the watch) never
+            # hears DELETED: the follower learns it from us.
+            self._gone()
+            self._watching.cancel()
 
     # -- following ---------------------------------------------------------------------------
 
@@ -204,7 +211,15 @@ class ClusterJob:
                 try:
                     if kube is None:
                         kube = await stack.enter_async_context(Kube(self.config))
-                    await self._watch(kube)
+                    self._watching = asyncio.ensure_future(self._watch(kube))
+                    try:
+                        await self._watching
+                    except asyncio.CancelledError:
+                        task = asyncio.current_task()
+                        if self.status not in TERMINAL or (task and task.cancelling()):
+                            raise  # not our own stop (above): someone cancels the follower
+                    finally:
+                        self._watching = None
                     failures = 0
                 except CubeError as exc:
                     if exc.status == 404:  # the object is gone, and we saw no DELETED
