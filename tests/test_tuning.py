@@ -236,3 +236,36 @@ def test_the_best_trials_model_is_registered_with_its_parameters(ws: Any, tmp_pa
         ws.tuning.register_trial(ALICE, view.id, "quadratic", path="../../etc")
     with pytest.raises(NotFound):
         ws.tuning.register_trial(BOB, view.id, "quadratic")
+
+
+def test_a_stopped_experiment_resumes_and_keeps_what_it_found(ws: Any, tmp_path: Path) -> None:
+    trial = QUADRATIC.replace("import nni\n", "import nni, time\ntime.sleep(0.3)\n")
+    spec = ws.tuning.parse(config(tmp_path, trial, maxTrialNumber=6, trialConcurrency=1), tmp_path)
+    engine = ws.tuning.prepare(ALICE, spec)
+    original = engine.on_change
+
+    def stop_after_two(t: Any) -> None:  # the user presses Stop once two trials are done
+        original(t)
+        if t is not None and sum(x.final is not None for x in engine.trials) == 2:
+            engine.stop()
+
+    engine.on_change = stop_after_two
+    result: dict[str, str] = {}
+
+    def go() -> None:
+        result["s"] = ws.tuning.run_foreground(engine, stop_after_two)
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    thread.join(120)
+    assert result["s"] == "stopped"
+    before = ws.tuning.get(ALICE, engine.experiment_id)
+    done_before = {t.id: t.final for t in before.trials if t.final is not None}
+    assert len(done_before) == 2
+    status = ws.tuning.run_foreground(ws.tuning.resume(ALICE, engine.experiment_id))
+    assert status == "done"
+    after = ws.tuning.get(ALICE, engine.experiment_id)
+    assert after.trial_count == 6 and after.status == "done"
+    assert all(after_t.final is not None for after_t in after.trials)
+    kept = {t.id: t.final for t in after.trials if t.id in done_before}
+    assert kept == done_before  # earlier results are kept, not run again
