@@ -16,6 +16,7 @@ import shutil
 import signal
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -388,4 +389,60 @@ def test_training_jobs_reserve_quota_at_the_hub(
     try:
         asyncio.run(scenario())
     finally:
+        ws.close()
+
+
+def test_tuning_and_serving_reserve_quota_at_the_hub(
+    hub: devhub.DevHub, tokens: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Experiments and deployments ask the hub first (a job each) and give the quota back."""
+    from sklearn.dummy import DummyClassifier
+
+    from cube_lab.config import Settings
+    from cube_lab.identity import Caller
+    from cube_lab.workspace import Workspace
+
+    status, body = hub.admin(
+        "POST", "groups", {"name": "tuners", "users": ["carol"], "quota": {"jobs": 0}}
+    )
+    assert status == 201, body
+    monkeypatch.setenv("CUBE_HUB_ADMIN_URL", f"{hub.url}/services/cube-admin/")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", tokens["carol"])
+    carol = Caller("carol")
+    ws = Workspace.open(Settings.resolve(tmp_path / "cube-data"))
+    try:
+        ws.projects.create(carol, "tuners")
+        (tmp_path / "trial.py").write_text(
+            "import nni\nx = nni.get_next_parameter()['x']\nnni.report_final_result(x)\n"
+        )
+        config = {
+            "searchSpace": {"x": {"_type": "uniform", "_value": [0, 1]}},
+            "trialCommand": "python3 trial.py",
+            "maxTrialNumber": 2,
+            "project": "tuners",
+        }
+        spec = ws.tuning.parse(config, tmp_path)
+        with pytest.raises(QuotaExceeded, match="project tuners uses 0 of 0"):
+            ws.tuning.prepare(carol, spec)
+        assert ws.tuning.list(carol) == []
+        model = DummyClassifier().fit([[0.0], [1.0]], [0, 1])
+        ws.registry.register(carol, name="dummy", obj=model, project="tuners")
+        with pytest.raises(QuotaExceeded, match="project tuners uses 0 of 0"):
+            ws.serving.deploy(carol, "dummy:1", project="tuners")
+
+        hub.admin("PATCH", "groups/tuners", {"quota": {"jobs": 1}})
+        time.sleep(1.5)  # the admin service caches group quotas for a second
+        assert ws.tuning.run_foreground(ws.tuning.prepare(carol, spec)) == "done"
+        _, group = hub.admin("GET", "groups/tuners")
+        assert group["usage"]["total"] == {}  # the experiment gave its job back
+        ws.serving.deploy(carol, "dummy:1", project="tuners")
+        _, group = hub.admin("GET", "groups/tuners")
+        assert group["usage"]["total"].get("jobs") == 1
+        ws.serving.undeploy(carol, "dummy", project="tuners")
+        _, group = hub.admin("GET", "groups/tuners")
+        assert group["usage"]["total"] == {}
+    finally:
+        for dep in ws.serving.list(carol):
+            if dep.status in ("starting", "running", "updating"):
+                ws.serving.undeploy(carol, dep.name, project=dep.project)
         ws.close()

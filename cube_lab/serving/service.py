@@ -35,6 +35,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from .. import quota
 from ..config import Settings
 from ..errors import Conflict, CubeError, InvalidInput, NotFound
 from ..identity import Caller, check_name
@@ -187,7 +188,10 @@ class DeploymentService:
         artifact = self.registry.download(caller, project_name, model, version.version).path
         dep_id = _new_id()
         folder = self.root / dep_id
+        # under the hub, the replicas' CPU is reserved for the project before anything starts
+        reservation = quota.reserve(project_name, f"serving/{dep_id}", cpu=replicas)
         info: dict[str, Any] = {
+            "reservation": reservation,
             "dir": str(folder),
             "token": secrets.token_urlsafe(24),
             "creator_pid": os.getpid(),
@@ -195,6 +199,54 @@ class DeploymentService:
             "traffic": [{"version": version.version, "weight": 100.0, "shadow": False}],
             "previous_version": None,
         }
+        try:
+            self._record(caller, project_name, dep_id, name, model, version.version, replicas,
+                         host, info)  # fmt: skip
+        except BaseException:
+            quota.release(reservation)
+            raise
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "ready").mkdir(exist_ok=True)
+        try:
+            # the router and the model servers start side by side: the import of the
+            # model's library is most of the wait, the router's start hides behind it
+            router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
+            info["router"] = {"pid": router_proc.pid, "port": None}
+            spawned = self._spawn_servers(
+                folder, model, version.version, version.flavor, artifact, replicas
+            )
+            info["servers"] = [{"version": version.version, "pid": p.pid} for p, _ in spawned]
+            found = self._wait_ready([(router_proc, router_ready), *spawned], folder)
+            info["router"]["port"] = found[0]["port"]
+            info["servers"] = _servers(version.version, spawned, found[1:])
+            self._set(dep_id, info=info, port=found[0]["port"], router_pid=router_proc.pid)
+            self._apply(host, found[0]["port"], info, model)
+        except BaseException as exc:
+            self._kill_all(info)
+            quota.release(reservation)
+            self._set(
+                dep_id,
+                status="failed",
+                info=info,
+                error=getattr(exc, "error", None) or str(exc),
+                stopped_at=datetime.now(UTC),
+            )
+            raise
+        self._set(dep_id, status="running", info=info)
+        return self.get(caller, name, project_name)
+
+    def _record(
+        self,
+        caller: Caller,
+        project_name: str,
+        dep_id: str,
+        name: str,
+        model: str,
+        version: int,
+        replicas: int,
+        host: str,
+        info: dict[str, Any],
+    ) -> None:
         with self.store.write() as s:
             proj = self.projects.resolve(s, caller, project_name)
             old = s.scalars(
@@ -216,7 +268,7 @@ class DeploymentService:
                     owner=caller.username,
                     name=name,
                     model_name=model,
-                    version=version.version,
+                    version=version,
                     backend="local",
                     status="starting",
                     replicas=replicas,
@@ -226,34 +278,6 @@ class DeploymentService:
                     info=info,
                 )
             )
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "ready").mkdir(exist_ok=True)
-        try:
-            # the router and the model servers start side by side: the import of the
-            # model's library is most of the wait, the router's start hides behind it
-            router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
-            info["router"] = {"pid": router_proc.pid, "port": None}
-            spawned = self._spawn_servers(
-                folder, model, version.version, version.flavor, artifact, replicas
-            )
-            info["servers"] = [{"version": version.version, "pid": p.pid} for p, _ in spawned]
-            found = self._wait_ready([(router_proc, router_ready), *spawned], folder)
-            info["router"]["port"] = found[0]["port"]
-            info["servers"] = _servers(version.version, spawned, found[1:])
-            self._set(dep_id, info=info, port=found[0]["port"], router_pid=router_proc.pid)
-            self._apply(host, found[0]["port"], info, model)
-        except BaseException as exc:
-            self._kill_all(info)
-            self._set(
-                dep_id,
-                status="failed",
-                info=info,
-                error=getattr(exc, "error", None) or str(exc),
-                stopped_at=datetime.now(UTC),
-            )
-            raise
-        self._set(dep_id, status="running", info=info)
-        return self.get(caller, name, project_name)
 
     def manifest(
         self,
@@ -654,6 +678,7 @@ class DeploymentService:
         with self._locked(caller, name, project, active=False) as (dep_id, row):
             self._kill_all(row["info"])
             if row["status"] in ACTIVE:
+                quota.release(row["info"].get("reservation"))
                 self._set(dep_id, status="stopped", stopped_at=datetime.now(UTC))
         return self.get(caller, name, project)
 
@@ -690,6 +715,7 @@ class DeploymentService:
                 adopted.append(name)
                 continue
             self._kill_all(info)
+            quota.release(info.get("reservation"))
             dead.append(dep_id)
         if dead:
             self._mark_dead(dead, "its processes were gone when the server started")

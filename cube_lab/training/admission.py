@@ -8,13 +8,12 @@ before anything is recorded or started, and gives it back when it ends. Outside 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from .. import quota
 from ..identity import Caller
 from .spec import JobSpec
 
-ENV_ADMIN_URL = "CUBE_HUB_ADMIN_URL"
 _BASE = ("cpu", "memory")
 
 
@@ -37,16 +36,7 @@ def demand(spec: JobSpec) -> dict[str, Any]:
 def hub_admission(caller: Caller, project: str, spec: JobSpec, job_id: str) -> Any:
     """Reserve the job's demand (raises QuotaExceeded with the sentence to show); the
     reservation to release when the job ends, or None outside a hub."""
-    if not os.environ.get(ENV_ADMIN_URL):
-        return None
-    from ..hub import client
-
-    return client.admit(project=project, holder=f"training/{job_id}", **demand(spec))
+    return quota.reserve(project, f"training/{job_id}", **demand(spec))
 
 
-def release(reservation: Any) -> None:
-    if reservation is None:
-        return
-    from ..hub import client
-
-    client.release(reservation)
+release = quota.release

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from .. import quota
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
@@ -147,6 +148,7 @@ class TuningService:
         self._registry = registry  # the model registry, built only when a model is registered
         self.root = settings.data_dir / "experiments"
         self._engines: dict[str, Engine] = {}
+        self._reservations: dict[str, Any] = {}  # quota held at the hub, per experiment
         self._tasks: dict[str, asyncio.Task[str]] = {}
 
     # -- starting -------------------------------------------------------------------------
@@ -155,8 +157,30 @@ class TuningService:
         return specs.parse(config, base_dir)
 
     def prepare(self, caller: Caller, spec: ExperimentSpec, resume_of: str | None = None) -> Engine:
-        """Record the experiment (or take over one to resume) and build its engine."""
+        """Reserve quota (under the hub), record the experiment (or take over one to
+        resume) and build its engine."""
         self.projects.ensure_personal(caller)
+        stamp = datetime.now(UTC)
+        new_id = f"exp-{stamp:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}"
+        with self.store.read() as s:
+            project_name = (
+                self._experiment(s, caller, resume_of)[1]
+                if resume_of
+                else self.projects.resolve(s, caller, spec.project).name
+            )
+        reservation = quota.reserve(project_name, f"tuning/{resume_of or new_id}")
+        try:
+            engine = self._record(caller, spec, resume_of, new_id)
+        except BaseException:
+            quota.release(reservation)
+            raise
+        if reservation is not None:
+            self._reservations[engine.experiment_id] = reservation
+        return engine
+
+    def _record(
+        self, caller: Caller, spec: ExperimentSpec, resume_of: str | None, new_id: str
+    ) -> Engine:
         done: list[Trial] = []
         with self.store.write() as s:
             if resume_of:
@@ -170,9 +194,8 @@ class TuningService:
                 row.status, row.error, row.finished_at = "queued", None, None
             else:
                 project = self.projects.resolve(s, caller, spec.project)
-                stamp = datetime.now(UTC)
                 row = TuningExperiment(
-                    id=f"exp-{stamp:%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}",
+                    id=new_id,
                     project_id=project.id,
                     owner=caller.username,
                     name=spec.name,
@@ -219,6 +242,8 @@ class TuningService:
         finally:
             self._engines.pop(engine.experiment_id, None)
             await asyncio.to_thread(writer.close)
+            reservation = self._reservations.pop(engine.experiment_id, None)
+            await asyncio.to_thread(quota.release, reservation)
             await asyncio.to_thread(self._set_status, engine.experiment_id, status, error)
         return status
 
