@@ -34,6 +34,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     ]:
         monkeypatch.setenv(var, str(tmp_path / sub))
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    # a serving warm host a test started leaves soon after its last deployment
+    monkeypatch.setenv("CUBE_LAB_SERVING_WARM_IDLE_S", "15")
     monkeypatch.setenv(ENV_DATA_DIR, str(tmp_path / "cube-data"))
     leaky = (ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, "JUPYTERHUB_USER")
     for var in leaky:

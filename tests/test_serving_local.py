@@ -48,6 +48,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace
             for dep in ws.serving.list(ALICE):
                 if dep.status in ("starting", "running", "updating"):
                     ws.serving.undeploy(ALICE, dep.name)
+            ws.serving._warm.quit()
             ws.close()
 
 
@@ -345,3 +346,33 @@ def test_a_model_that_cannot_load_fails_the_deploy_with_its_log(served: Any) -> 
     assert "exited" in str(info.value) and "cannot serve flavor 'generic'" in info.value.detail
     dep = ws.serving.get(ALICE, "broken")
     assert dep.status == "failed" and not any(pid_alive(p["pid"]) for p in dep.processes)
+
+
+def test_later_deploys_fork_from_the_warm_host(served: Any) -> None:
+    """The first deploy starts the warm host once it is ready; later deploys fork their
+    processes from it (their parent is the host) and answer exactly as cold ones do."""
+    from cube_lab.serving.warmhost import ask
+
+    ws, (x, models) = served
+    sock = Path(ws.settings.data_dir) / "serving" / "warmhost.sock"
+    ws.serving.deploy(ALICE, "iris:1", name="warm-a")
+    deadline = time.monotonic() + 60
+    while (hello := ask(sock, {"op": "hello"})) is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # the host imports NumPy and scikit-learn before it answers
+    assert hello is not None, "no warm host answered after a deploy"
+    dep = ws.serving.deploy(ALICE, "iris:2", name="warm-b", replicas=2)
+    for proc in dep.processes:
+        stat = Path(f"/proc/{proc['pid']}/stat").read_text()
+        assert int(stat.rsplit(")", 1)[1].split()[1]) == hello["pid"], proc
+    rows = x[[3, 70, 140]]
+    status, answer, version = post(port_of(dep.endpoint), "/v2/models/iris/infer", body_for(rows))
+    assert status == 200 and version == "2"
+    assert answer["outputs"][0]["data"] == models[1].predict(rows).tolist()
+    pids = [p["pid"] for p in dep.processes]
+    ws.serving.undeploy(ALICE, "warm-b")
+    ws.serving.undeploy(ALICE, "warm-a")
+    deadline = time.monotonic() + 10
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the host reaps what it forked
+    assert not any(pid_alive(p) for p in pids)
+    assert ask(sock, {"op": "quit"}) == {"bye": True}

@@ -74,6 +74,9 @@ class SklearnPredictor(Predictor):
         self.n_features = getattr(model, "n_features_in_", None)
         # predict_proba is what callers ask for by output name; predict is the default
         self.has_proba = hasattr(model, "predict_proba")
+        from .forest import ForestRunner
+
+        self.fast = ForestRunner(model) if ForestRunner.supports(model) else model
 
     def inputs(self) -> list[dict[str, Any]]:
         return [tensor_meta("input-0", "FP64", [-1, self.n_features or -1])]
@@ -99,9 +102,9 @@ class SklearnPredictor(Predictor):
             out: list[Tensor] = []
             for name in wanted or ["predict"]:
                 if name == "predict":
-                    out.append(("predict", self.model.predict(x)))
+                    out.append(("predict", self.fast.predict(x)))
                 elif name == "predict_proba" and self.has_proba:
-                    out.append(("predict_proba", self.model.predict_proba(x)))
+                    out.append(("predict_proba", self.fast.predict_proba(x)))
                 else:
                     raise InferError(
                         f"unknown output {name!r}",

@@ -46,6 +46,7 @@ from ..serialize import aware
 from ..store import Store
 from ..store.models import Deployment, Project
 from .router import TOKEN_ENV
+from .warmhost import WarmHostClient
 
 ACTIVE = ("starting", "running", "updating")
 MAX_REPLICAS = 16
@@ -159,6 +160,7 @@ class DeploymentService:
         self.registry = registry
         self.root = settings.data_dir / "serving"
         self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
+        self._warm = WarmHostClient(self.root)
 
     # -- deploy ------------------------------------------------------------------------------------
 
@@ -233,6 +235,7 @@ class DeploymentService:
             )
             raise
         self._set(dep_id, status="running", info=info)
+        self._warm.start_wanted()
         return self.get(caller, name, project_name)
 
     def _record(
@@ -335,7 +338,7 @@ class DeploymentService:
             "--ready-file",
             str(ready),
         ]
-        return self._spawn(argv, folder, {TOKEN_ENV: token}), ready
+        return self._spawn(argv, folder, {TOKEN_ENV: token}, "router"), ready
 
     def _spawn_servers(
         self, folder: Path, model: str, version: int, flavor: str, artifact: Path, replicas: int
@@ -358,7 +361,7 @@ class DeploymentService:
                 "--ready-file",
                 str(ready),
             ]
-            started.append((self._spawn(argv, folder, {}), ready))
+            started.append((self._spawn(argv, folder, {}, flavor), ready))
         return started
 
     def _start_servers(
@@ -368,17 +371,24 @@ class DeploymentService:
         started: list[tuple[Any, Path]] = []
         try:
             started = self._spawn_servers(folder, model, version, flavor, artifact, replicas)
-            return _servers(version, started, self._wait_ready(started, folder))
+            found = _servers(version, started, self._wait_ready(started, folder))
+            self._warm.start_wanted()
+            return found
         except BaseException:
             for proc, _ in started:
                 self._kill_pid(proc.pid)
             raise
 
-    def _spawn(self, argv: list[str], folder: Path, extra: dict[str, str]) -> Any:
+    def _spawn(self, argv: list[str], folder: Path, extra: dict[str, str], flavor: str) -> Any:
+        """``python -m MODULE ...``: forked from the warm host when one is up (no start-up
+        wait), else started afresh."""
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env.update(extra)
+        pid = self._warm.spawn(argv[2], argv[3:], folder, env, folder / "log.txt", flavor)
+        if pid is not None:
+            return Forked(pid)
         with open(folder / "log.txt", "ab") as log:
             proc = start(argv, folder, env, log)
         self._procs[proc.pid] = proc
@@ -394,8 +404,9 @@ class DeploymentService:
                 if ready.is_file():
                     found[i] = json.loads(ready.read_text())
                 elif proc.poll() is not None:
+                    code = "" if proc.returncode is None else f" with code {proc.returncode}"
                     raise DeploymentFailed(
-                        f"a serving process exited with code {proc.returncode} before it was ready",
+                        f"a serving process exited{code} before it was ready",
                         _tail(folder / "log.txt"),
                     )
             if time.monotonic() > deadline:
@@ -821,6 +832,17 @@ class DeploymentService:
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=1)
+
+
+class Forked:
+    """A serving process the warm host forked: not our child, so its exit code is the host's."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return None if pid_alive(self.pid) else -1
 
 
 def _servers(
