@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import cli_tuning
+from . import cli_kserve, cli_tuning
 from .cli_args import parse_pairs, split_ref
 from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
@@ -621,29 +621,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     """Deploy NAME:VERSION (or change a running deployment's traffic); the last line printed
     is the endpoint's base URL."""
     if a.backend == "kubernetes":
-        if not a.dry_run:
-            raise InvalidInput(
-                "submitting to KServe from the CLI is not wired in yet",
-                "Add --dry-run to print the InferenceService, then kubectl apply -f it.",
-            )
-        import yaml
-
-        doc = ws.serving.manifest(
-            caller,
-            a.ref,
-            name=a.name,
-            project=a.project,
-            storage_uri=a.storage_uri,
-            namespace=a.namespace,
-            min_replicas=a.replicas if a.min_replicas is None else a.min_replicas,
-            max_replicas=a.max_replicas,
-            canary_percent=None if a.canary is None else int(a.canary),
-            cpu=a.cpu,
-            memory=a.memory,
-            gpus=a.gpus,
-            gpu_type=a.gpu_type or "nvidia-gpu",
-        )
-        print(yaml.safe_dump(doc, sort_keys=False), end="")
+        cli_kserve.deploy(ws, caller, a)
         return
     if a.dry_run:
         raise InvalidInput("--dry-run goes with --backend kubernetes")
@@ -677,6 +655,9 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def deployments_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    if a.backend == "kubernetes":
+        cli_kserve.listing(ws, caller, a)
+        return
     found = ws.serving.list(caller, project=a.project)
     if a.json:
         _print_json(found)
@@ -702,6 +683,9 @@ def deployments_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
 
 
 def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    if a.backend == "kubernetes":
+        cli_kserve.undeploy(ws, caller, a)
+        return
     if a.forget:
         ws.serving.delete(caller, a.name, project=a.project)
         print(f"{a.name}: undeployed and forgotten")
@@ -710,6 +694,9 @@ def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    if a.backend == "kubernetes":
+        cli_kserve.action(ws, caller, a)
+        return
     service = ws.serving
     if a.command == "logs":
         offset = 0
@@ -737,6 +724,11 @@ def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
 
 
 # -- parser --------------------------------------------------------------------------------
+
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=["local", "kubernetes"], default="local")
+    p.add_argument("--namespace", help="kubernetes: the namespace (default: the context's)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -898,7 +890,8 @@ def build_parser() -> argparse.ArgumentParser:
     change.add_argument("--shadow", action="store_true", help="mirror traffic to this version")
     p.add_argument("--backend", choices=["local", "kubernetes"], default="local")
     p.add_argument("--dry-run", action="store_true", help="print the KServe InferenceService")
-    p.add_argument("--namespace", default="default")
+    p.add_argument("--namespace", help="kubernetes: the namespace (default: the context's)")
+    p.add_argument("--wait", type=float, default=300, help="kubernetes: seconds to wait for Ready")
     p.add_argument("--storage-uri", help="where the cluster finds the model (kubernetes)")
     p.add_argument("--min-replicas", type=int)
     p.add_argument("--max-replicas", type=int)
@@ -906,10 +899,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-type", help="accelerator table key (default nvidia-gpu)")
     p.add_argument("--cpu", help="CPU per replica (kubernetes), e.g. 2")
     p.add_argument("--memory", help="memory per replica (kubernetes), e.g. 4Gi")
-    command(groups, "deployments", deployments_list, "list deployments")
+    p = command(groups, "deployments", deployments_list, "list deployments")
+    _cluster_args(p)
     p = command(groups, "undeploy", undeploy, "stop a deployment")
     p.add_argument("name")
     p.add_argument("--forget", action="store_true", help="also delete its record and folder")
+    _cluster_args(p)
     serving = groups.add_parser("deployment", help="a deployment's traffic, logs, metrics")
     actions = serving.add_subparsers(dest="command", required=True)
     for action, help_ in (
@@ -921,6 +916,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = command(actions, action, deployment_action, help_)
         p.add_argument("name")
+        _cluster_args(p)
         if action == "traffic":
             p.add_argument("percent", type=float, help="percent to the canary")
         if action == "logs":

@@ -24,6 +24,7 @@ RESOURCES = (
     "trainer.kubeflow.org/v1alpha1/trainjobs",
     "scheduling.volcano.sh/v1beta1/podgroups",
     "kubeflow.org/v1beta1/experiments",
+    "serving.kserve.io/v1beta1/inferenceservices",
     "v1/pods",
 )
 

@@ -262,6 +262,21 @@ class Kube:
         )
         return list(found.get("items") or [])
 
+    async def patch(
+        self, res: Resource, name: str, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386: a null removes the field)."""
+        ns = self._ns(namespace)
+        return dict(
+            await self._call(
+                f"update {res.kind or res.plural} {name} in namespace {ns}",
+                self._custom.patch_namespaced_custom_object(
+                    res.group, res.version, ns, res.plural, name, body
+                ),
+            )
+            or {}
+        )
+
     async def delete(self, res: Resource, name: str, namespace: str | None = None) -> bool:
         """Delete with its pods (background propagation); False when it was already gone."""
         ns = self._ns(namespace)

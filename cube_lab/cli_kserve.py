@@ -1,0 +1,161 @@
+"""``--backend kubernetes`` for the serving commands: KServe InferenceServices on a cluster.
+
+cube-lab deploy iris:3 --backend kubernetes [--namespace ml] [--gpus 1] [--wait 300]
+cube-lab deploy iris:4 --name iris --canary 10 --backend kubernetes
+cube-lab deployment promote|rollback iris --backend kubernetes
+cube-lab deployments --backend kubernetes
+cube-lab undeploy iris --backend kubernetes
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from typing import Any
+
+from . import accelerators
+from .errors import CubeError, NotFound
+from .identity import Caller
+from .workspace import Workspace
+
+
+def _config(a: argparse.Namespace) -> Any:
+    from .k8s import ClusterConfig
+
+    return ClusterConfig.from_env(namespace=getattr(a, "namespace", None))
+
+
+def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    """Print the InferenceService (--dry-run), or submit it and follow it to Ready; the last
+    line printed is its URL."""
+    import yaml
+
+    from .serving import kserve_cluster
+
+    config = _config(a)
+    doc = ws.serving.manifest(
+        caller,
+        a.ref,
+        name=a.name,
+        project=a.project,
+        storage_uri=a.storage_uri,
+        namespace=config.default_namespace(),
+        min_replicas=a.replicas if a.min_replicas is None else a.min_replicas,
+        max_replicas=a.max_replicas,
+        canary_percent=None if a.canary is None else int(a.canary),
+        cpu=a.cpu,
+        memory=a.memory,
+        gpus=a.gpus,
+        gpu_type=a.gpu_type or "nvidia-gpu",
+    )
+    if a.dry_run:
+        print(yaml.safe_dump(doc, sort_keys=False), end="")
+        return
+    started = time.monotonic()
+    seen: list[str] = []
+
+    def show(p: kserve_cluster.ClusterServing) -> None:
+        line = f"{p.status}{' - ' + p.message if p.message else ''}"
+        if not seen or seen[-1] != line:
+            seen.append(line)
+            print(f"[{time.monotonic() - started:6.1f}s] {p.name}: {line}", file=sys.stderr)
+
+    # the quota covers the replicas KServe starts with
+    replicas = max(doc["spec"]["predictor"].get("minReplicas", 1), 1)
+    gpu_type = a.gpu_type or "nvidia-gpu"
+    with ws.store.read() as s:
+        project = ws.projects.resolve(s, caller, a.project).name
+    got = asyncio.run(
+        kserve_cluster.apply(
+            doc,
+            config,
+            project=project,
+            on_progress=show,
+            wait_s=a.wait,
+            cpu=float(a.cpu) * replicas if a.cpu else None,
+            accelerators=accelerators.resources_for(gpu_type, a.gpus * replicas)
+            if a.gpus
+            else None,
+        )
+    )
+    if a.json:
+        print(_json(got))
+    if got.status == "failed":
+        raise CubeError(
+            f"InferenceService {got.name} failed: {got.message}",
+            f"kubectl describe inferenceservice {got.name} -n {got.namespace}",
+        )
+    if got.status != "ready":
+        if a.wait == 0:
+            print(f"{got.name}: submitted to namespace {got.namespace}", file=sys.stderr)
+            return
+        raise CubeError(
+            f"InferenceService {got.name} is not ready: {got.message}",
+            "It stays on the cluster; follow it with `cube-lab deployments --backend kubernetes`.",
+        )
+    if not a.json:
+        print(got.url or "")
+
+
+def listing(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    from .serving import kserve_cluster
+
+    found = asyncio.run(kserve_cluster.listing(_config(a), a.namespace))
+    if a.json:
+        print("[" + ",".join(_json(f) for f in found) + "]")
+        return
+    rows = [
+        [
+            f.name,
+            f.namespace,
+            f.status,
+            "" if f.canary_percent is None else f"{f.canary_percent}%",
+            f.storage_uri or "",
+            f.url or "",
+        ]
+        for f in found
+    ]
+    widths = [max(len(str(r[i])) for r in [_HEAD, *rows]) for i in range(len(_HEAD))]
+    for row in [_HEAD, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+_HEAD = ["NAME", "NAMESPACE", "STATUS", "CANARY", "STORAGE", "URL"]
+
+
+def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    from .serving import kserve_cluster
+
+    if not asyncio.run(kserve_cluster.remove(a.name, a.namespace, _config(a))):
+        raise NotFound(f"no InferenceService {a.name!r} in namespace {a.namespace or 'default'}")
+    print(f"{a.name}: deleted")
+
+
+def action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    """promote (all traffic to the latest revision), rollback (all to the previous one),
+    traffic PERCENT (the latest revision's share)."""
+    from .serving import kserve_cluster
+
+    percent = {"promote": None, "rollback": 0}.get(a.command)
+    if a.command == "traffic":
+        percent = int(a.percent)
+    elif a.command not in ("promote", "rollback"):
+        raise CubeError(
+            f"`deployment {a.command}` is for local deployments",
+            "On the cluster: kubectl logs / your Prometheus.",
+        )
+    got = asyncio.run(kserve_cluster.set_canary(a.name, a.namespace, percent, _config(a)))
+    if a.json:
+        print(_json(got))
+        return
+    share = "none: all traffic to the latest revision" if percent is None else f"{percent}%"
+    print(f"{got.name}: canary {share}")
+
+
+def _json(value: Any) -> str:
+    import dataclasses
+    import json
+
+    return json.dumps(dataclasses.asdict(value))
