@@ -180,10 +180,10 @@ class MLServer:
 
 
 class CubeLab:
-    label = "cube-lab"
-
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], *extra: str) -> None:
         self.env = env
+        self.extra = list(extra)
+        self.label = "cube-lab" + (" (adaptive batching)" if extra else "")
         self.host = Path(env["CUBE_LAB_DATA_DIR"]) / "serving" / "warmhost.sock"
 
     def cold_start(self) -> float:
@@ -209,7 +209,7 @@ class CubeLab:
     def start(self) -> tuple[str, float]:
         started = time.monotonic()
         done = subprocess.run(
-            [str(CUBE), "deploy", "iris:1", "--port", str(free_port())],
+            [str(CUBE), "deploy", "iris:1", "--port", str(free_port()), *self.extra],
             env=self.env,
             check=True,
             capture_output=True,
@@ -283,6 +283,7 @@ def table(
     results: dict[str, dict[str, float]], runs: dict[str, list[dict[str, float]]], cold: float
 ) -> str:
     ours, peer = results["cube-lab"], results["MLServer 1.7.1"]
+    batched = results.get("cube-lab (adaptive batching)")
     rows = [
         ("req/s at 32 clients", "rps_32", "{:.0f}", ">= 375"),
         ("p50 at 32 clients (ms)", "p50_32", "{:.1f}", ""),
@@ -292,18 +293,21 @@ def table(
         ("deploy-to-ready (s), warm host", "ready_s", "{:.2f}", "<= 2"),
         ("failed requests", "errors", "{:.0f}", "0"),
     ]
+    extra = " cube-lab, batching 64 |" if batched else ""
     lines = [
-        "| figure (median) | MLServer 1.7.1 | cube-lab | cube-lab / MLServer | target |",
-        "|---|---|---|---|---|",
+        f"| figure (median) | MLServer 1.7.1 | cube-lab | cube-lab / MLServer | target |{extra}",
+        "|---|---|---|---|---|" + ("---|" if batched else ""),
     ]
     for title, key, fmt, target in rows:
         ratio = f"{ours[key] / peer[key]:.2f}x" if peer[key] else "-"
+        more = f" {fmt.format(batched[key])} |" if batched else ""
         lines.append(
             f"| {title} | {fmt.format(peer[key])} | {fmt.format(ours[key])} | {ratio} | {target} |"
+            + more
         )
     lines.append(
         f"| deploy-to-ready (s), first deploy (cold) | - | {cold:.2f} | "
-        f"{cold / peer['ready_s']:.2f}x | |"
+        f"{cold / peer['ready_s']:.2f}x | |" + (" - |" if batched else "")
     )
     lines.append("")
     lines.append("Each run (req/s at 32, p99 at 32 ms, p50 at 1 ms, ready s):")
@@ -346,6 +350,9 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--duration", type=int, default=10, help="seconds per wrk measurement")
     p.add_argument("--write-results", action="store_true")
+    p.add_argument(
+        "--batching", action="store_true", help="also cube-lab with adaptive batching (64 rows)"
+    )
     a = p.parse_args()
     mlserver = ensure_peer()
     with tempfile.TemporaryDirectory(prefix="cube-serving-bench-") as tmp:
@@ -363,6 +370,8 @@ def main() -> int:
         cold = cube.cold_start()
         print(f"cube-lab first (cold) deploy-to-ready: {cold:.2f} s", flush=True)
         servers = [MLServer(folder, mlserver), cube]
+        if a.batching:
+            servers.append(CubeLab(env, "--batch-max-rows", "64"))
         runs: dict[str, list[dict[str, float]]] = {s.label: [] for s in servers}
         for i in range(a.runs):
             order = servers if i % 2 == 0 else servers[::-1]

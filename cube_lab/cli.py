@@ -635,7 +635,15 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     else:
         started = time.monotonic()
         view = ws.serving.deploy(
-            caller, a.ref, name=a.name, project=a.project, replicas=a.replicas, port=a.port
+            caller,
+            a.ref,
+            name=a.name,
+            project=a.project,
+            replicas=a.replicas,
+            port=a.port,
+            batch_max_rows=a.batch_max_rows,
+            batch_wait_ms=a.batch_wait_ms,
+            samples_percent=a.samples,
         )
         if not a.json:
             print(
@@ -710,6 +718,18 @@ def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
             time.sleep(0.5)
     if a.command == "metrics":
         print(service.metrics(caller, a.name, a.project), end="")
+        return
+    if a.command == "samples":
+        if a.set is not None:
+            service.set_samples(caller, a.name, a.set, project=a.project)
+        found = service.samples(caller, a.name, a.limit, project=a.project)
+        if a.json:
+            _print_json(found)
+            return
+        print(f"sampling {found['percent']:g}% of requests", file=sys.stderr)
+        for s in found["samples"]:
+            head = f"{s['status']} v{s['version']} {s['latency_ms']:.1f}ms"
+            print(f"{head} {s['request']} -> {s['response']}")
         return
     if a.command == "traffic":
         view = service.set_traffic(caller, a.name, a.percent, project=a.project)
@@ -884,6 +904,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="deployment name (default: the model name)")
     p.add_argument("--replicas", type=int, default=1, help="model server processes")
     p.add_argument("--port", type=int, help="the endpoint's port (default: a free one)")
+    p.add_argument(
+        "--batch-max-rows", type=int, default=0, help="adaptive batching: rows a call (0: off)"
+    )
+    p.add_argument("--batch-wait-ms", type=float, default=0.0, help="wait for a fuller batch")
+    p.add_argument("--samples", type=float, default=0.0, metavar="PERCENT",
+                   help="keep PERCENT of requests with their answers (opt-in)")  # fmt: skip
     change = p.add_mutually_exclusive_group()
     change.add_argument("--switch", action="store_true", help="a running deployment: serve this")
     change.add_argument("--canary", type=float, metavar="PERCENT", help="send PERCENT to this")
@@ -913,6 +939,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("traffic", "move the canary's share"),
         ("logs", "print the processes' output"),
         ("metrics", "print the Prometheus metrics"),
+        ("samples", "print sampled requests with their answers; --set PERCENT to sample"),
     ):
         p = command(actions, action, deployment_action, help_)
         p.add_argument("name")
@@ -921,6 +948,9 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("percent", type=float, help="percent to the canary")
         if action == "logs":
             p.add_argument("--follow", "-f", action="store_true")
+        if action == "samples":
+            p.add_argument("--set", type=float, metavar="PERCENT")
+            p.add_argument("--limit", type=int, default=20)
 
     projects = groups.add_parser("project", help="projects and members").add_subparsers(
         dest="command", required=True

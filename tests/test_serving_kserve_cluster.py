@@ -74,10 +74,11 @@ async def test_deploy_canary_rollback_promote_and_delete(
         model = created["spec"]["predictor"]["model"]
         assert model["storageUri"].endswith("/1/model.joblib")
 
-        canary = {**READY, "components": {"predictor": {"traffic": [
+        split = [
             {"revisionName": "iris-2", "percent": 10, "latestRevision": True},
             {"revisionName": "iris-1", "percent": 90},
-        ]}}}  # fmt: skip
+        ]
+        canary = {**READY, "components": {"predictor": {"traffic": split}}}
         argv = [*base, "deploy", "iris:2", "--name", "iris", "--canary", "10", *k8s, "--json"]
         code = await run_cli(km, argv, canary)
         out, err = capsys.readouterr()
@@ -121,8 +122,12 @@ async def test_a_failed_model_and_a_foreign_service_get_clear_errors(
         assert code != 0
         assert "could not unpickle the model" in capsys.readouterr().err
         # someone else's InferenceService of the same name is never overwritten
-        foreign = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-                   "metadata": {"name": "bert", "namespace": "ml"}, "spec": {"predictor": {}}}  # fmt: skip
+        foreign = {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "bert", "namespace": "ml"},
+            "spec": {"predictor": {}},
+        }
         km.objects["serving.kserve.io/v1beta1/inferenceservices", "ml", "bert"] = foreign
         code = await run_cli(km, [*registered, "deploy", "iris:1", "--name", "bert", *k8s])
         assert code != 0
@@ -130,8 +135,10 @@ async def test_a_failed_model_and_a_foreign_service_get_clear_errors(
 
 
 def test_a_status_from_before_the_last_change_is_not_ready() -> None:
-    obj = {"metadata": {"name": "iris", "namespace": "ml", "generation": 3},
-           "status": {**READY, "observedGeneration": 2}}  # fmt: skip
+    obj = {
+        "metadata": {"name": "iris", "namespace": "ml", "generation": 3},
+        "status": {**READY, "observedGeneration": 2},
+    }
     assert progress(obj).status == "pending"
     obj["status"]["observedGeneration"] = 3
     got = progress(obj)

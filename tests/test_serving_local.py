@@ -376,3 +376,45 @@ def test_later_deploys_fork_from_the_warm_host(served: Any) -> None:
         time.sleep(0.05)  # the host reaps what it forked
     assert not any(pid_alive(p) for p in pids)
     assert ask(sock, {"op": "quit"}) == {"bye": True}
+
+
+def test_batching_and_opt_in_samples_over_http(served: Any) -> None:
+    """A batching deployment answers concurrent clients exactly; sampling keeps what it was
+    asked to keep (all of it at 100%, nothing at 0) and is off unless turned on."""
+    ws, (x, models) = served
+    dep = ws.serving.deploy(ALICE, "iris:1", name="batched", batch_max_rows=64, samples_percent=100)
+    assert dep.batching == {"max_rows": 64, "wait_ms": 0.0} and dep.samples_percent == 100
+    port = port_of(dep.endpoint)
+    answers: dict[int, Any] = {}
+
+    def client(i: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        for j in range(5):
+            rows = x[[(i * 5 + j) % 150, (i * 7 + j) % 150]]
+            status, answer, _ = post(port, "/v2/models/iris/infer", body_for(rows), conn)
+            answers[i * 5 + j] = (status, answer["outputs"][0]["data"], rows)
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(answers) == 80
+    for status, got, rows in answers.values():
+        assert status == 200 and got == models[0].predict(rows).tolist()
+    found = ws.serving.samples(ALICE, "batched", limit=500)
+    assert found["percent"] == 100 and len(found["samples"]) == 80
+    sample = found["samples"][-1]
+    assert sample["status"] == 200 and sample["version"] == "1"
+    assert json.loads(sample["request"])["inputs"][0]["shape"] == [2, 4]
+    assert json.loads(sample["response"])["model_name"] == "iris"
+    ws.serving.set_samples(ALICE, "batched", 0)
+    post(port, "/v2/models/iris/infer", body_for(x[:2]))
+    assert len(ws.serving.samples(ALICE, "batched", limit=500)["samples"]) == 80
+    ws.serving.undeploy(ALICE, "batched")
+    plain = ws.serving.deploy(ALICE, "iris:1", name="plain")
+    assert plain.batching is None and plain.samples_percent == 0
+    post(port_of(plain.endpoint), "/v2/models/iris/infer", body_for(x[:2]))
+    assert ws.serving.samples(ALICE, "plain")["samples"] == []
+    ws.serving.undeploy(ALICE, "plain")

@@ -55,6 +55,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_DEP}/log", serving.DeploymentLogHandler),
         (rf"{_DEP}/metrics", serving.DeploymentMetricsHandler),
         (rf"{_DEP}/shadow", serving.ShadowHandler),
+        (rf"{_DEP}/samples", serving.SamplesHandler),
         (rf"{_DEP}/infer", serving.InferHandler),
         ("/tuning/algorithms", tuning.AlgorithmsHandler),
         ("/tuning/experiments", tuning.ExperimentsHandler),

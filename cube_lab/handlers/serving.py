@@ -1,5 +1,6 @@
 """Serving REST handlers: deployments (list, deploy), one deployment (get, undeploy), traffic
-(switch, canary, shadow, promote, rollback, split), log, metrics, shadow answers, test infer."""
+(switch, canary, shadow, promote, rollback, split), log, metrics, shadow answers, request
+samples, test infer."""
 
 from __future__ import annotations
 
@@ -12,7 +13,17 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 from ..errors import Conflict, InvalidInput
 from .base import CubeHandler
 
-_DEPLOY_FIELDS = {"model", "name", "project", "replicas", "port", "backend"}
+_DEPLOY_FIELDS = {
+    "model",
+    "name",
+    "project",
+    "replicas",
+    "port",
+    "backend",
+    "batch_max_rows",
+    "batch_wait_ms",
+    "samples_percent",
+}
 _TRAFFIC_ACTIONS = ("switch", "canary", "shadow", "promote", "rollback", "split")
 
 
@@ -46,6 +57,9 @@ class DeploymentsHandler(CubeHandler):
             project=body.get("project"),
             replicas=body.get("replicas", 1),
             port=body.get("port"),
+            batch_max_rows=body.get("batch_max_rows", 0),
+            batch_wait_ms=body.get("batch_wait_ms", 0.0),
+            samples_percent=body.get("samples_percent", 0.0),
         )
         self.reply(view, 201)
 
@@ -132,6 +146,33 @@ class ShadowHandler(CubeHandler):
             project=project,
         )
         self.reply({"records": records})
+
+
+class SamplesHandler(CubeHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        found = await self.call(
+            self.workspace.serving.samples,
+            self.caller,
+            name,
+            self.query_int("limit", 100),
+            project=project,
+        )
+        self.reply(found)
+
+    @web.authenticated
+    async def put(self, project: str, name: str) -> None:
+        body = self.json_body()
+        if "percent" not in body:
+            raise InvalidInput("percent is required", '{"percent": 5} keeps 5% of the requests')
+        view = await self.call(
+            self.workspace.serving.set_samples,
+            self.caller,
+            name,
+            body["percent"],
+            project=project,
+        )
+        self.reply(view)
 
 
 class InferHandler(CubeHandler):

@@ -140,6 +140,44 @@ class Group:
     shadow: bool = False
 
 
+class Samples:
+    """Opt-in request/response samples (they hold users' data): a share of the requests,
+    each with its answer, one JSON line each; the file rolls over to ``.1`` at 16 MB."""
+
+    MAX_BYTES = 16 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self.percent = 0.0
+        self.path: Path | None = None
+        self.file: Any = None
+
+    def configure(self, percent: float, path: str | None) -> None:
+        self.percent = percent if path else 0.0
+        if self.file is not None and (not self.percent or Path(path or "") != self.path):
+            self.file.close()
+            self.file = None
+        self.path = Path(path) if path else None
+
+    def write(self, req: Request, version: str, resp: Response, took: float) -> None:
+        assert self.path is not None
+        if self.file is None:
+            self.file = open(self.path, "a", buffering=1)
+        record = {
+            "ts": round(time.time(), 3),
+            "path": req.path,
+            "version": version,
+            "status": resp.status,
+            "latency_ms": round(took * 1000, 3),
+            "request": req.body[:SHADOW_BODY_LIMIT].decode("utf-8", "replace"),
+            "response": resp.body[:SHADOW_BODY_LIMIT].decode("utf-8", "replace"),
+        }
+        self.file.write(json.dumps(record) + "\n")
+        if self.file.tell() > self.MAX_BYTES:
+            self.file.close()
+            self.file = None
+            os.replace(self.path, self.path.with_suffix(".jsonl.1"))
+
+
 class Router:
     def __init__(self, name: str, token: str) -> None:
         self.name = name
@@ -149,6 +187,7 @@ class Router:
         self.shadows: list[Group] = []
         self.backends: dict[tuple[str, int], Backend] = {}
         self.shadow_log: Path | None = None
+        self.samples = Samples()
         self.metrics = Metrics(name)
         self.rr = 0
         self.shadow_tasks: set[asyncio.Task[None]] = set()
@@ -175,6 +214,8 @@ class Router:
         self.backends = {**{k: b for k, b in self.backends.items() if b.in_flight}, **seen}
         log = config.get("shadow_log")
         self.shadow_log = Path(log) if log else None
+        samples = config.get("samples") or {}
+        self.samples.configure(float(samples.get("percent") or 0), samples.get("log"))
         # one assignment each: a request in progress keeps the table it started with
         self.groups = groups
         self.primary = [g for g in groups if not g.shadow and g.weight > 0 and g.backends]
@@ -329,7 +370,10 @@ class Router:
                 break
         finally:
             self.metrics.in_flight -= 1
-        self.metrics.observe(group.version, resp.status, time.perf_counter() - start)
+        took = time.perf_counter() - start
+        self.metrics.observe(group.version, resp.status, took)
+        if self.samples.percent and random.random() * 100 < self.samples.percent:
+            self.samples.write(req, group.version, resp, took)
         if self.shadows and req.method == "POST" and resp.status < 500:
             self._mirror(req, group.version, resp)
         return resp

@@ -15,12 +15,14 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
+from .batching import Batcher
 from .http import Request, Response, error_response, json_response, serve
 from .loaders import LoadError, Predictor, load
-from .protocol import InferError, decode_inputs, encode_output
+from .protocol import InferError, Tensor, decode_inputs, encode_output
 
 _LIVE = json_response(200, {"live": True})
 _READY = json_response(200, {"ready": True})
@@ -29,10 +31,13 @@ _READY = json_response(200, {"ready": True})
 class ModelApp:
     """Routes requests for one model version to its ``Predictor``."""
 
-    def __init__(self, name: str, version: str, predictor: Predictor) -> None:
+    def __init__(
+        self, name: str, version: str, predictor: Predictor, batcher: Batcher | None = None
+    ) -> None:
         self.name = name
         self.version = version
         self.predictor = predictor
+        self.batcher = batcher
         base = f"/v2/models/{name}"
         versioned = f"{base}/versions/{version}"
         self.metadata = {
@@ -101,14 +106,26 @@ class ModelApp:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InferError("the request body is not valid JSON", str(exc)) from None
 
-    def infer(self, req: Request) -> Response:
+    def infer(self, req: Request) -> Response | Awaitable[Response]:
         try:
             payload = self._json(req)
             inputs = decode_inputs(payload)
             wanted = _wanted_outputs(payload.get("outputs"))
+            if self.batcher is not None and self.batcher.stackable(inputs):
+                return self._batched(payload, self.batcher.submit(inputs, wanted))
             results = self.predictor.infer(inputs, wanted)
         except InferError as exc:
             return error_response(400, exc.error, exc.detail)
+        return self._answer(payload, results)
+
+    async def _batched(self, payload: Any, pending: Awaitable[list[Tensor]]) -> Response:
+        try:
+            results = await pending
+        except InferError as exc:
+            return error_response(400, exc.error, exc.detail)
+        return self._answer(payload, results)
+
+    def _answer(self, payload: Any, results: list[Tensor]) -> Response:
         body: dict[str, Any] = {
             "model_name": self.name,
             "model_version": self.version,
@@ -162,13 +179,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--ready-file")
+    p.add_argument("--batch-max-rows", type=int, default=0, help="adaptive batching (0: off)")
+    p.add_argument("--batch-wait-ms", type=float, default=0.0)
     a = p.parse_args(argv)
     try:
         predictor = load(Path(a.path), a.flavor, a.predictor_class)
     except LoadError as exc:
         print(f"cube-lab model server: cannot load the model: {exc}", file=sys.stderr, flush=True)
         return 3
-    app = ModelApp(a.name, str(a.version), predictor)
+    batcher = Batcher(predictor, a.batch_max_rows, a.batch_wait_ms) if a.batch_max_rows else None
+    app = ModelApp(a.name, str(a.version), predictor, batcher)
     asyncio.run(serve(app, a.host, a.port, Path(a.ready_file) if a.ready_file else None))
     return 0
 

@@ -75,6 +75,8 @@ class DeploymentView:
     endpoint: str | None  # the base URL: <endpoint>/v2/models/<model>/infer
     traffic: list[dict[str, Any]]  # [{"version": 3, "weight": 90, "shadow": false}, ...]
     previous_version: int | None
+    batching: dict[str, Any] | None  # {"max_rows", "wait_ms"} when adaptive batching is on
+    samples_percent: float  # the share of requests kept with their answers (opt-in)
     processes: list[dict[str, Any]]
     error: str | None
     created_at: datetime
@@ -102,6 +104,8 @@ class DeploymentView:
             f"http://{row.host}:{row.port}" if running else None,
             list(info.get("traffic", [])),
             info.get("previous_version"),
+            info.get("batching"),
+            float(info.get("samples_percent") or 0.0),
             processes,
             row.error,
             aware(row.created_at),
@@ -174,11 +178,21 @@ class DeploymentService:
         replicas: int = 1,
         port: int | None = None,
         host: str = "127.0.0.1",
+        batch_max_rows: int = 0,
+        batch_wait_ms: float = 0.0,
+        samples_percent: float = 0.0,
     ) -> DeploymentView:
-        """Serve ``MODEL[:VERSION|ALIAS]``; returns once every process answers ready."""
+        """Serve ``MODEL[:VERSION|ALIAS]``; returns once every process answers ready.
+
+        ``batch_max_rows`` > 0 turns on adaptive batching in the model servers (up to that
+        many rows a call, waiting up to ``batch_wait_ms`` for more); ``samples_percent`` keeps
+        that share of requests with their answers in ``samples.jsonl`` (opt-in: it holds
+        user data)."""
         model, version_ref = _split(ref)
         name = check_name(name or model, "deployment name")
         replicas = _check_replicas(replicas)
+        batching = _check_batching(batch_max_rows, batch_wait_ms)
+        samples_percent = _check_percent(samples_percent)
         if port is not None and (
             isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
         ):
@@ -200,6 +214,8 @@ class DeploymentService:
             "servers": [],
             "traffic": [{"version": version.version, "weight": 100.0, "shadow": False}],
             "previous_version": None,
+            "batching": batching,
+            "samples_percent": samples_percent,
         }
         try:
             self._record(caller, project_name, dep_id, name, model, version.version, replicas,
@@ -215,7 +231,7 @@ class DeploymentService:
             router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
             info["router"] = {"pid": router_proc.pid, "port": None}
             spawned = self._spawn_servers(
-                folder, model, version.version, version.flavor, artifact, replicas
+                folder, model, version.version, version.flavor, artifact, replicas, batching
             )
             info["servers"] = [{"version": version.version, "pid": p.pid} for p, _ in spawned]
             found = self._wait_ready([(router_proc, router_ready), *spawned], folder)
@@ -341,7 +357,14 @@ class DeploymentService:
         return self._spawn(argv, folder, {TOKEN_ENV: token}, "router"), ready
 
     def _spawn_servers(
-        self, folder: Path, model: str, version: int, flavor: str, artifact: Path, replicas: int
+        self,
+        folder: Path,
+        model: str,
+        version: int,
+        flavor: str,
+        artifact: Path,
+        replicas: int,
+        batching: dict[str, Any] | None,
     ) -> list[tuple[Any, Path]]:
         started = []
         for _ in range(replicas):
@@ -361,16 +384,28 @@ class DeploymentService:
                 "--ready-file",
                 str(ready),
             ]
+            if batching:
+                argv += ["--batch-max-rows", str(batching["max_rows"])]
+                argv += ["--batch-wait-ms", str(batching["wait_ms"])]
             started.append((self._spawn(argv, folder, {}, flavor), ready))
         return started
 
     def _start_servers(
-        self, folder: Path, model: str, version: int, flavor: str, artifact: Path, replicas: int
+        self,
+        folder: Path,
+        model: str,
+        version: int,
+        flavor: str,
+        artifact: Path,
+        replicas: int,
+        batching: dict[str, Any] | None,
     ) -> list[dict[str, Any]]:
         """Start ``replicas`` model servers at once and wait until each has loaded the model."""
         started: list[tuple[Any, Path]] = []
         try:
-            started = self._spawn_servers(folder, model, version, flavor, artifact, replicas)
+            started = self._spawn_servers(
+                folder, model, version, flavor, artifact, replicas, batching
+            )
             found = _servers(version, started, self._wait_ready(started, folder))
             self._warm.start_wanted()
             return found
@@ -434,7 +469,15 @@ class DeploymentService:
                     "backends": backends,
                 }
             )
-        return {"groups": groups, "shadow_log": str(Path(info["dir"]) / "shadow.jsonl")}
+        folder = Path(info["dir"])
+        return {
+            "groups": groups,
+            "shadow_log": str(folder / "shadow.jsonl"),
+            "samples": {
+                "percent": info.get("samples_percent", 0.0),
+                "log": str(folder / "samples.jsonl"),
+            },
+        }
 
     def _apply(self, host: str, port: int, info: dict[str, Any], model: str) -> None:
         """Write the routing table (a restarted router reads it) and hand it to the router."""
@@ -539,6 +582,7 @@ class DeploymentService:
                         version.flavor,
                         artifact,
                         row["replicas"],
+                        info.get("batching"),
                     )
                     info["servers"] = info["servers"] + have
                 if mode == "switch":
@@ -651,15 +695,29 @@ class DeploymentService:
     ) -> list[dict[str, Any]]:
         """The latest mirrored requests: the primary's and the shadow's answers side by side."""
         _, folder = self._folder(caller, name, project)
-        path = folder / "shadow.jsonl"
-        if not path.is_file():
-            return []
-        lines = read_chunk(path, 0, LOG_CHUNK * 4, True).text.splitlines()
-        out = []
-        for line in lines[-limit:]:
-            with contextlib.suppress(ValueError):
-                out.append(json.loads(line))
-        return out
+        return _jsonl_tail(folder / "shadow.jsonl", limit)
+
+    def samples(
+        self, caller: Caller, name: str, limit: int = 100, project: str | None = None
+    ) -> dict[str, Any]:
+        """The sampling share and the latest sampled requests with their answers."""
+        view, folder = self._folder(caller, name, project)
+        return {
+            "percent": view.samples_percent,
+            "samples": _jsonl_tail(folder / "samples.jsonl", limit),
+        }
+
+    def set_samples(
+        self, caller: Caller, name: str, percent: float, *, project: str | None = None
+    ) -> DeploymentView:
+        """Keep ``percent`` of the requests with their answers (0 stops sampling)."""
+        percent = _check_percent(percent)
+        with self._locked(caller, name, project) as (dep_id, row):
+            info = row["info"]
+            info["samples_percent"] = percent
+            self._apply(row["host"], row["port"], info, row["model"])
+            self._set(dep_id, info=info)
+        return self.get(caller, name, project)
 
     def metrics(self, caller: Caller, name: str, project: str | None = None) -> str:
         """The router's Prometheus text (its /metrics)."""
@@ -843,6 +901,33 @@ class Forked:
 
     def poll(self) -> int | None:
         return None if pid_alive(self.pid) else -1
+
+
+def _jsonl_tail(path: Path, limit: int) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    size = path.stat().st_size
+    start = max(0, size - LOG_CHUNK * 4)
+    lines = read_chunk(path, start, LOG_CHUNK * 4, True).text.splitlines()
+    if start:
+        lines = lines[1:]  # the first one may be cut
+    out = []
+    for line in lines[-limit:]:
+        with contextlib.suppress(ValueError):
+            out.append(json.loads(line))
+    return out
+
+
+def _check_batching(max_rows: object, wait_ms: object) -> dict[str, Any] | None:
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 0 <= max_rows <= 65536:
+        raise InvalidInput(
+            "batch_max_rows must be a whole number from 0 (no batching) to 65536",
+            f"got {max_rows!r}",
+        )
+    number = isinstance(wait_ms, int | float) and not isinstance(wait_ms, bool)
+    if not number or not 0 <= wait_ms <= 1000:  # type: ignore[operator]
+        raise InvalidInput("batch_wait_ms must be a number of milliseconds from 0 to 1000")
+    return {"max_rows": max_rows, "wait_ms": float(wait_ms)} if max_rows else None
 
 
 def _servers(
