@@ -391,7 +391,21 @@ def load(path: Path, flavor: str, predictor_class: str = "Predictor") -> Predict
             "that has predict(inputs) to the artifact folder, or register a supported flavor "
             f"({', '.join(FLAVORS)})"
         )
-    return loader(path)
+    try:
+        return loader(path)
+    except ImportError as exc:  # the flavor's library is not installed where the server runs
+        package = _PACKAGES.get(flavor, exc.name or flavor)
+        raise LoadError(
+            f"serving a {flavor} model needs {exc.name or package}: pip install {package}"
+        ) from exc
 
+
+_PACKAGES = {
+    "onnx": "onnxruntime",
+    "transformers": "transformers",
+    "pytorch": "torch",
+    "pyfunc": "mlflow",
+    "sklearn": "scikit-learn",
+}
 
 __all__ = ["FLAVORS", "LoadError", "Predictor", "datatype_of", "load"]
