@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import cli_kserve, cli_tuning
+from . import cli_kserve, cli_labeling, cli_tuning
 from .cli_args import parse_pairs, split_ref
 from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
@@ -965,6 +965,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--role", default="member", choices=["owner", "member"])
     p.add_argument("--remove", action="store_true")
     cli_tuning.add_commands(groups, command)
+    cli_labeling.add_commands(groups, command)
     return parser
 
 

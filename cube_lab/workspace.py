@@ -14,6 +14,8 @@ from .config import Settings
 from .errors import StoreUnavailable
 
 if TYPE_CHECKING:
+    from .labeling.dataset_service import DatasetService
+    from .labeling.service import LabelingService
     from .pipelines.schedules import ScheduleService
     from .pipelines.service import PipelineService
     from .projects import ProjectService
@@ -109,6 +111,20 @@ class Workspace:
         from .tuning.service import TuningService
 
         return TuningService(self.store, self.projects, self.settings, lambda: self.registry)
+
+    @functools.cached_property
+    def datasets(self) -> DatasetService:
+        from .labeling.dataset_service import DatasetService
+
+        return DatasetService(self.store, self.projects, self.settings)
+
+    @functools.cached_property
+    def labeling(self) -> LabelingService:
+        from .labeling.service import LabelingService
+
+        return LabelingService(
+            self.store, self.projects, self.settings, self.datasets, lambda: self.registry
+        )
 
     def close(self) -> None:
         if self._store is not None:

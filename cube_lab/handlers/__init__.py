@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import models, openapi, pipelines, projects, serving, training, tuning
+from . import labeling, models, openapi, pipelines, projects, serving, training, tuning
 
 API = "/cube/api/v1"
 _SEG = r"([^/]+)"
@@ -13,6 +13,8 @@ _RUN = rf"/pipelines/runs/{_SEG}"
 _JOB = rf"/training/jobs/{_SEG}"
 _DEP = rf"/projects/{_SEG}/deployments/{_SEG}"
 _EXP = rf"/tuning/experiments/{_SEG}"
+_DATASET = rf"/projects/{_SEG}/datasets/{_SEG}"
+_LABELING = rf"/projects/{_SEG}/labeling/{_SEG}"
 
 
 def routes() -> list[tuple[str, type[Any]]]:
@@ -64,5 +66,19 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_EXP}/resume", tuning.ResumeHandler),
         (rf"{_EXP}/register", tuning.RegisterHandler),
         (rf"{_EXP}/trials/{_SEG}/log", tuning.TrialLogHandler),
+        ("/datasets", labeling.DatasetsHandler),
+        (_DATASET, labeling.DatasetHandler),
+        (rf"{_DATASET}/items/{_SEG}/content", labeling.ItemContentHandler),
+        (rf"{_DATASET}/versions/{_SEG}/download", labeling.VersionDownloadHandler),
+        ("/labeling", labeling.LabelingProjectsHandler),
+        (_LABELING, labeling.LabelingProjectHandler),
+        (rf"{_LABELING}/assign", labeling.AssignHandler),
+        (rf"{_LABELING}/next", labeling.NextHandler),
+        (rf"{_LABELING}/tasks", labeling.TasksHandler),
+        (rf"{_LABELING}/tasks/{_SEG}", labeling.TaskHandler),
+        (rf"{_LABELING}/tasks/{_SEG}/review", labeling.ReviewHandler),
+        (rf"{_LABELING}/prelabel", labeling.PrelabelHandler),
+        (rf"{_LABELING}/export", labeling.ExportHandler),
+        (rf"{_LABELING}/import", labeling.ImportHandler),
     ]
     return [(API + pattern, handler) for pattern, handler in table]

@@ -16,6 +16,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -310,3 +311,120 @@ class TuningTrial(Base):
     started_at: Mapped[datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
     experiment: Mapped[TuningExperiment] = relationship(back_populates="trials")
+
+
+class Dataset(Base):
+    """Items stored by reference: a folder of images or a CSV / JSONL file of texts."""
+
+    __tablename__ = "datasets"
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_dataset_project_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(16))  # "images" | "texts"
+    source: Mapped[str] = mapped_column(String(1024))  # absolute folder or file
+    text_field: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    item_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    versions: Mapped[list[DatasetVersion]] = relationship(
+        back_populates="dataset", cascade="all, delete-orphan", order_by="DatasetVersion.version"
+    )
+
+
+class DatasetItem(Base):
+    """One image (``name`` = its path relative to the source) or one text row."""
+
+    __tablename__ = "dataset_items"
+    __table_args__ = (UniqueConstraint("dataset_id", "position", name="uq_item_dataset_position"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(1024))
+    checksum: Mapped[str] = mapped_column(String(80))  # "sha256:<hex>"
+    size_bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    width: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    height: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class DatasetVersion(Base):
+    """A snapshot of labels written by an export: a folder or a file under the data dir."""
+
+    __tablename__ = "dataset_versions"
+    __table_args__ = (UniqueConstraint("dataset_id", "version", name="uq_dataset_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE"), index=True
+    )
+    version: Mapped[int] = mapped_column(Integer)
+    format: Mapped[str] = mapped_column(String(16))
+    labeling: Mapped[str] = mapped_column(String(128))  # the labeling project's name
+    path: Mapped[str] = mapped_column(String(1024))  # absolute
+    item_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_by: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    dataset: Mapped[Dataset] = relationship(back_populates="versions")
+
+
+class LabelingProject(Base):
+    __tablename__ = "labeling_projects"
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_labeling_project_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(128))
+    # RESTRICT: a dataset in use is not deleted from under its labels
+    dataset_id: Mapped[int] = mapped_column(
+        ForeignKey("datasets.id", ondelete="RESTRICT"), index=True
+    )
+    type: Mapped[str] = mapped_column(String(16))
+    multi_label: Mapped[bool] = mapped_column(Boolean, default=False)
+    labels: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    review: Mapped[bool] = mapped_column(Boolean, default=True)
+    reviewers: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    dataset: Mapped[Dataset] = relationship()
+
+
+class LabelingTask(Base):
+    """One item to label. ``result`` is what a person decided, ``prediction`` what a model
+    proposed; they never mix. ``rejected`` marks a task sent back by its reviewer."""
+
+    __tablename__ = "labeling_tasks"
+    __table_args__ = (
+        # the caller's queue: first assigned task of a user, in id order
+        Index("ix_labeling_tasks_queue", "labeling_id", "assignee", "status", "id"),
+        # the pool: first new task, in id order
+        Index("ix_labeling_tasks_pool", "labeling_id", "status", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    labeling_id: Mapped[int] = mapped_column(ForeignKey("labeling_projects.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(
+        ForeignKey("dataset_items.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(16))
+    assignee: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    prediction: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    prediction_model: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    rejected: Mapped[bool] = mapped_column(Boolean, default=False)
+    review_comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reviewer: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    item: Mapped[DatasetItem] = relationship()

@@ -1,0 +1,253 @@
+"""`cube-lab dataset create|list|show` and `cube-lab label create|list|show|assign|import|
+export|prelabel`: datasets and labeling projects for teachers and scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidInput
+from .identity import Caller
+from .serialize import to_jsonable
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
+
+TYPES = ("image-class", "image-bbox", "text-class", "text-ner")
+FORMATS = ("coco", "yolo", "labelstudio", "jsonl", "csv")
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(to_jsonable(value), indent=2))
+
+
+def _project(ws: Workspace, caller: Caller, a: argparse.Namespace) -> str:
+    if a.project:
+        return str(a.project)
+    ws.projects.ensure_personal(caller)
+    with ws.store.read() as s:
+        return ws.projects.personal_project(s, caller).name
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+# -- datasets ------------------------------------------------------------------------------
+
+
+def dataset_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    view = ws.datasets.create(
+        caller,
+        a.name,
+        Path(a.path).expanduser(),
+        project=a.project,
+        kind=a.kind,
+        text_field=a.text_field,
+    )
+    if a.json:
+        _print_json(view)
+        return
+    print(
+        f"Created dataset {view.name} in project {view.project}: {view.item_count:,} "
+        f"{view.kind} from {view.source}"
+    )
+
+
+def dataset_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    views = ws.datasets.list(caller, a.project)
+    if a.json:
+        _print_json(views)
+        return
+    if not views:
+        print("No datasets yet: cube-lab dataset create NAME PATH")
+        return
+    for v in views:
+        print(
+            f"{v.project:<16} {v.name:<24} {v.kind:<7} {v.item_count:>8,} items  "
+            f"{len(v.versions)} version(s)  {v.source}"
+        )
+
+
+def dataset_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    view = ws.datasets.get(caller, _project(ws, caller, a), a.name)
+    if a.json:
+        _print_json(view)
+        return
+    print(f"{view.project}/{view.name}: {view.item_count:,} {view.kind} from {view.source}")
+    for v in view.versions:
+        print(f"  v{v.version}  {v.format:<12} {v.item_count:>7,} items  {v.labeling:<20} {v.path}")
+
+
+# -- labeling projects ---------------------------------------------------------------------------
+
+
+def label_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    view = ws.labeling.create(
+        caller,
+        a.name,
+        dataset=a.dataset,
+        type=a.type,
+        labels=_split(a.labels),
+        project=a.project,
+        multi_label=a.multi_label,
+        instructions=Path(a.instructions).read_text() if a.instructions else None,
+        review=not a.no_review,
+        reviewers=_split(a.reviewers) if a.reviewers else None,
+    )
+    if a.json:
+        _print_json(view)
+        return
+    keys = ", ".join(f"{label['hotkey'] or '-'}={label['name']}" for label in view.labels)
+    print(f"Created labeling project {view.name} ({view.type}) on {view.dataset}: {keys}")
+
+
+def label_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    views = ws.labeling.list(caller, a.project)
+    if a.json:
+        _print_json(views)
+        return
+    if not views:
+        print(
+            "No labeling projects yet: cube-lab label create NAME --dataset D --type T --labels a,b"
+        )
+        return
+    for v in views:
+        p = v.progress
+        done = f"{p.submitted + p.accepted}/{p.total} done, {p.accepted} accepted" if p else ""
+        print(f"{v.project:<16} {v.name:<24} {v.type:<12} {v.dataset:<20} {done}")
+
+
+def label_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    view = ws.labeling.get(caller, _project(ws, caller, a), a.name)
+    if a.json:
+        _print_json(view)
+        return
+    p = view.progress
+    assert p is not None
+    print(f"{view.project}/{view.name}: {view.type} on {view.dataset}, review {view.review}")
+    print(
+        f"  {p.total} tasks: {p.new} new, {p.assigned} assigned, {p.submitted} submitted, "
+        f"{p.accepted} accepted, {p.rejected} rejected, {p.prelabeled} pre-labeled"
+    )
+    for user, u in p.by_user.items():
+        print(
+            f"  {user:<16} assigned {u.assigned}, submitted {u.submitted}, "
+            f"accepted {u.accepted}, rejected {u.rejected}"
+        )
+    print("  labels: " + ", ".join(f"{k}={n}" for k, n in p.by_label.items()))
+
+
+def label_assign(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    counts = ws.labeling.assign(
+        caller, _project(ws, caller, a), a.name, _split(a.users), a.mode, a.batch_size
+    )
+    if a.json:
+        _print_json({"assigned": counts})
+        return
+    print("Assigned " + ", ".join(f"{n} to {user}" for user, n in counts.items()))
+
+
+def label_import(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    path = Path(a.file).expanduser()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput(f"{path} does not exist") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
+    answer = ws.labeling.import_labels(caller, _project(ws, caller, a), a.name, a.format, data)
+    if a.json:
+        _print_json(answer)
+        return
+    unmatched = f" (unmatched: {', '.join(answer['unmatched'])})" if answer["unmatched"] else ""
+    print(f"Imported {answer['imported']} task(s), skipped {answer['skipped']}{unmatched}")
+
+
+def label_export(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    target = Path(a.output).expanduser() if a.output else None
+    folder_format = a.format in ("coco", "yolo")  # these write a folder (labels + images)
+    # refuse before exporting, so a bad -o leaves no stray version behind
+    if target is not None and target.exists() and (folder_format or not target.is_dir()):
+        raise InvalidInput(f"{target} already exists", "Choose another -o path or remove it.")
+    view = ws.labeling.export(caller, _project(ws, caller, a), a.name, a.format, a.only)
+    written = Path(view.version.path)
+    if target is not None:
+        if written.is_dir():
+            shutil.copytree(written, target)
+        else:
+            if target.is_dir():
+                target = target / written.name
+            shutil.copyfile(written, target)
+    if a.json:
+        _print_json({**to_jsonable(view), "output": str(target) if target else None})
+        return
+    where = f", copied to {target}" if target else ""
+    print(
+        f"Exported {view.version.item_count} task(s) as {a.format}: dataset {view.dataset} "
+        f"version {view.version.version} ({written}){where}"
+    )
+
+
+def label_prelabel(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    count = ws.labeling.prelabel(
+        caller, _project(ws, caller, a), a.name, a.model, a.version, a.threshold, a.limit
+    )
+    if a.json:
+        _print_json({"prelabeled": count})
+        return
+    print(f"Pre-labeled {count} task(s) with {a.model}")
+
+
+def add_commands(groups: Any, command: Callable[..., Any]) -> None:
+    datasets = groups.add_parser("dataset", help="datasets to label").add_subparsers(
+        dest="command", required=True
+    )
+    p = command(datasets, "create", dataset_create, "register a folder of images or a CSV/JSONL")
+    p.add_argument("name")
+    p.add_argument("path", help="a folder of images, or a .csv / .jsonl file of texts")
+    p.add_argument("--kind", choices=["images", "texts"])
+    p.add_argument("--text-field", dest="text_field", help="the column holding the text")
+    command(datasets, "list", dataset_list, "list the datasets you can see")
+    p = command(datasets, "show", dataset_show, "a dataset and its versions")
+    p.add_argument("name")
+
+    labels = groups.add_parser("label", help="labeling projects").add_subparsers(
+        dest="command", required=True
+    )
+    p = command(labels, "create", label_create, "create a labeling project over a dataset")
+    p.add_argument("name")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--type", required=True, choices=TYPES)
+    p.add_argument("--labels", required=True, help="comma-separated label names")
+    p.add_argument("--multi-label", dest="multi_label", action="store_true")
+    p.add_argument("--instructions", help="a Markdown file with instructions")
+    p.add_argument("--no-review", dest="no_review", action="store_true", help="submits are final")
+    p.add_argument("--reviewers", help="comma-separated project members who may review")
+    command(labels, "list", label_list, "list labeling projects and their progress")
+    p = command(labels, "show", label_show, "a labeling project's progress")
+    p.add_argument("name")
+    p = command(labels, "assign", label_assign, "hand new tasks to project members")
+    p.add_argument("name")
+    p.add_argument("--users", required=True, help="comma-separated usernames")
+    p.add_argument("--mode", choices=["round_robin", "batch"], default="round_robin")
+    p.add_argument("--batch-size", dest="batch_size", type=int)
+    p = command(labels, "import", label_import, "import Label Studio JSON")
+    p.add_argument("name")
+    p.add_argument("file")
+    p.add_argument("--format", required=True, choices=["labelstudio"])
+    p = command(labels, "export", label_export, "export labels as a new dataset version")
+    p.add_argument("name")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--output", "-o", help="also copy the export here")
+    p.add_argument("--only", choices=["accepted", "submitted"])
+    p = command(labels, "prelabel", label_prelabel, "store a registered model's proposals")
+    p.add_argument("name")
+    p.add_argument("--model", required=True)
+    p.add_argument("--version", type=int)
+    p.add_argument("--threshold", type=float)
+    p.add_argument("--limit", type=int)

@@ -1,0 +1,294 @@
+"""Datasets as a service: register a folder of images or a file of texts, list, show,
+serve an item's content, keep the versions (snapshots) that exports write.
+
+Registering reads every source file once (outside any transaction), then inserts the
+items in bulk in one transaction: the dataset appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from ..config import Settings
+from ..errors import Conflict, Forbidden, InvalidInput, NotFound
+from ..identity import Caller, check_name
+from ..projects import ProjectService
+from ..store import Store
+from ..store.models import Dataset, DatasetItem, DatasetVersion, LabelingProject, Project
+from . import datasets as scan
+from .permissions import is_project_owner
+from .views import DatasetView, FileDownload, VersionView
+
+INSERT_CHUNK = 2000
+CONTENT_TYPES = {
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".png": "image/png",
+    ".bmp": "image/bmp",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+class DatasetService:
+    def __init__(self, store: Store, projects: ProjectService, settings: Settings) -> None:
+        self.store = store
+        self.projects = projects
+        self.settings = settings
+
+    @property
+    def root(self) -> Path:
+        """Where versions (export snapshots) live: ``<data_dir>/datasets/<id>/v<N>``."""
+        return self.settings.data_dir / "datasets"
+
+    # -- create ------------------------------------------------------------------------
+
+    def create(
+        self,
+        caller: Caller,
+        name: object,
+        path: Path,
+        *,
+        project: str | None = None,
+        kind: object = None,
+        text_field: object = None,
+    ) -> DatasetView:
+        check_name(name, "dataset name")
+        assert isinstance(name, str)
+        if kind not in (None, "", "images", "texts"):
+            raise InvalidInput(f"unknown dataset kind {kind!r}", "Use images or texts.")
+        if text_field is not None and (not isinstance(text_field, str) or not text_field):
+            raise InvalidInput("text_field must be a column name", 'e.g. "text"')
+        source = path.resolve()
+        if not source.exists():
+            raise InvalidInput(
+                f"{path} does not exist",
+                "Give a folder of images or a .csv / .jsonl file (relative paths start at the "
+                "server's root folder, or your working directory on the command line).",
+            )
+        found_kind = scan.guess_kind(source)
+        if kind and kind != found_kind:
+            raise InvalidInput(
+                f"{path.name} holds {found_kind}, not {kind}",
+                "Images come from a folder, texts from a .csv or .jsonl file.",
+            )
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:  # fail on a bad project or a taken name before reading
+            project_row = self.projects.resolve(s, caller, project)
+            self._check_free(s, project_row, name)
+        field = str(text_field or "text")
+        items = (
+            scan.scan_images(source) if found_kind == "images" else scan.read_texts(source, field)
+        )
+        try:
+            with self.store.write() as s:
+                project_row = self.projects.resolve(s, caller, project)
+                self._check_free(s, project_row, name)
+                row = Dataset(
+                    project_id=project_row.id,
+                    owner=caller.username,
+                    name=name,
+                    kind=found_kind,
+                    source=str(source),
+                    text_field=field if found_kind == "texts" else None,
+                    item_count=len(items),
+                )
+                s.add(row)
+                s.flush()
+                rows = [
+                    {
+                        "dataset_id": row.id,
+                        "position": i.position,
+                        "name": i.name,
+                        "checksum": i.checksum,
+                        "size_bytes": i.size_bytes,
+                        "width": i.width,
+                        "height": i.height,
+                        "text": i.text,
+                        "meta": i.meta,
+                    }
+                    for i in items
+                ]
+                for start in range(0, len(rows), INSERT_CHUNK):
+                    s.execute(insert(DatasetItem), rows[start : start + INSERT_CHUNK])
+                return DatasetView.of(row, project_row.name)
+        except IntegrityError as exc:  # another request took the name meanwhile
+            raise Conflict(f"dataset {name!r} already exists", "Choose another name.") from exc
+
+    @staticmethod
+    def _check_free(s: Session, project: Project, name: str) -> None:
+        taken = s.scalar(
+            select(Dataset.id).where(Dataset.project_id == project.id, Dataset.name == name)
+        )
+        if taken is not None:
+            raise Conflict(
+                f"dataset {name!r} already exists in project {project.name!r}",
+                "Choose another name, or use the existing dataset.",
+            )
+
+    # -- read --------------------------------------------------------------------------
+
+    def list(self, caller: Caller, project: str | None = None) -> list[DatasetView]:
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            if project:
+                ids = [self.projects.resolve(s, caller, project).id]
+            else:
+                ids = self.projects.visible_ids(s, caller)
+            rows = s.execute(
+                select(Dataset, Project.name)
+                .join(Project, Project.id == Dataset.project_id)
+                .where(Dataset.project_id.in_(ids))
+                .options(selectinload(Dataset.versions))
+                .order_by(Project.name, Dataset.name)
+            ).all()
+            return [DatasetView.of(row, project_name) for row, project_name in rows]
+
+    def get(self, caller: Caller, project: str, name: str) -> DatasetView:
+        with self.store.read() as s:
+            return DatasetView.of(self.dataset(s, caller, project, name), project)
+
+    def dataset(
+        self, s: Session, caller: Caller, project: str | None, name: str, lock: bool = False
+    ) -> Dataset:
+        """The dataset ``name`` in a project the caller is a member of, else NotFound."""
+        project_row = self.projects.resolve(s, caller, project)
+        query = select(Dataset).where(Dataset.project_id == project_row.id, Dataset.name == name)
+        row = s.scalars(query.with_for_update() if lock else query).first()
+        if row is None:
+            raise NotFound(
+                f"dataset {name!r} not found in project {project_row.name!r}",
+                "GET /cube/api/v1/datasets lists the datasets you can see.",
+            )
+        return row
+
+    def item_content(
+        self, caller: Caller, project: str, name: str, item_id: int
+    ) -> tuple[Path | bytes, str]:
+        """(the image file, or the text as bytes; its content type)."""
+        with self.store.read() as s:
+            dataset = self.dataset(s, caller, project, name)
+            item = s.scalars(
+                select(DatasetItem).where(
+                    DatasetItem.id == item_id, DatasetItem.dataset_id == dataset.id
+                )
+            ).first()
+            if item is None:
+                raise NotFound(f"dataset {name!r} has no item {item_id}")
+            if dataset.kind == "texts":
+                return (item.text or "").encode("utf-8"), "text/plain; charset=utf-8"
+            source, item_name = Path(dataset.source), item.name
+        file = (source / item_name).resolve()
+        if not file.is_relative_to(source) or not file.is_file():
+            raise NotFound(
+                f"the image {item_name} of dataset {name!r} is missing on disk",
+                f"It was registered from {source}; restore the file or create the dataset again.",
+            )
+        return file, CONTENT_TYPES.get(file.suffix.lower(), "application/octet-stream")
+
+    # -- versions ------------------------------------------------------------------------
+
+    def add_version(
+        self,
+        caller: Caller,
+        dataset_id: int,
+        fmt: str,
+        labeling: str,
+        item_count: int,
+        write: Callable[[Path], str],
+    ) -> VersionView:
+        """Write a snapshot with ``write(folder) -> file name or ""`` into a temporary
+        folder, then number it and move it into place in one transaction, so a version
+        is never seen half-written and two exports never get the same number."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = self.root / f".staging-{uuid.uuid4().hex}"
+        staging.mkdir()
+        final: Path | None = None
+        try:
+            entry = write(staging)
+            with self.store.write() as s:
+                dataset = s.scalars(
+                    select(Dataset).where(Dataset.id == dataset_id).with_for_update()
+                ).one()
+                number = (
+                    s.scalar(
+                        select(func.max(DatasetVersion.version)).where(
+                            DatasetVersion.dataset_id == dataset.id
+                        )
+                    )
+                    or 0
+                ) + 1
+                final = self.root / str(dataset.id) / f"v{number}"
+                final.parent.mkdir(parents=True, exist_ok=True)
+                if final.exists():  # left by a crash between rename and commit
+                    shutil.rmtree(final)
+                staging.rename(final)
+                row = DatasetVersion(
+                    dataset_id=dataset.id,
+                    version=number,
+                    format=fmt,
+                    labeling=labeling,
+                    path=str(final / entry if entry else final),
+                    item_count=item_count,
+                    created_by=caller.username,
+                )
+                s.add(row)
+                s.flush()
+                return VersionView.of(row)
+        except BaseException:
+            shutil.rmtree(final if final is not None and final.exists() else staging, True)
+            raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def version_download(
+        self, caller: Caller, project: str, name: str, version: int | str
+    ) -> FileDownload:
+        with self.store.read() as s:
+            dataset = self.dataset(s, caller, project, name)
+            text = str(version).removeprefix("v")
+            row = next((v for v in dataset.versions if str(v.version) == text), None)
+            if row is None:
+                known = ", ".join(str(v.version) for v in dataset.versions) or "none yet"
+                raise NotFound(
+                    f"dataset {name!r} has no version {version!r}",
+                    f"Versions: {known}. An export creates one.",
+                )
+            path, number = Path(row.path), row.version
+        if not path.exists():
+            raise NotFound(f"version {number} of {name!r} is missing on disk", str(path))
+        stem = f"{name}-v{number}"
+        filename = f"{stem}-{path.name}" if path.is_file() else stem
+        return FileDownload(path, filename, path.is_dir())
+
+    # -- delete ----------------------------------------------------------------------------
+
+    def delete(self, caller: Caller, project: str, name: str) -> None:
+        with self.store.write() as s:
+            dataset = self.dataset(s, caller, project, name, lock=True)
+            used = s.scalars(
+                select(LabelingProject.name).where(LabelingProject.dataset_id == dataset.id)
+            ).all()
+            if used:
+                raise Conflict(
+                    f"dataset {name!r} is used by labeling project(s) {sorted(used)}",
+                    "Delete those labeling projects first.",
+                )
+            self._check_may_change(s, caller, dataset)
+            folder = self.root / str(dataset.id)
+            s.delete(dataset)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    @staticmethod
+    def _check_may_change(s: Session, caller: Caller, dataset: Dataset) -> None:
+        if dataset.owner != caller.username and not is_project_owner(s, dataset.project_id, caller):
+            raise Forbidden(
+                f"only {dataset.owner} or a project owner may delete dataset {dataset.name!r}"
+            )

@@ -1,0 +1,127 @@
+"""Exports of a labeling project's results, each written into a fresh folder that becomes a
+dataset version: COCO and YOLO (with the images copied beside the labels, so the version is
+a self-contained snapshot a training job can read), Label Studio JSON, CSV and JSONL."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ...errors import InvalidInput
+from ...serialize import aware
+from ...store.models import DatasetItem, LabelingTask
+
+FORMATS = ("coco", "yolo", "labelstudio", "csv", "jsonl")
+# which task types each format can carry
+SUPPORTS = {
+    "coco": ("image-class", "image-bbox"),
+    "yolo": ("image-bbox",),
+    "labelstudio": ("image-class", "image-bbox", "text-class", "text-ner"),
+    "csv": ("image-class", "image-bbox", "text-class", "text-ner"),
+    "jsonl": ("image-class", "image-bbox", "text-class", "text-ner"),
+}
+
+
+@dataclass
+class Row:
+    """One task with its item, detached from the database session."""
+
+    task_id: int
+    index: int
+    item_id: int
+    name: str
+    width: int | None
+    height: int | None
+    text: str | None
+    meta: dict[str, Any] | None
+    status: str
+    assignee: str | None
+    reviewer: str | None
+    result: dict[str, Any] | None
+    prediction: dict[str, Any] | None
+    prediction_model: str | None
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, task: LabelingTask, item: DatasetItem) -> Row:
+        return cls(
+            task.id,
+            item.position,
+            item.id,
+            item.name,
+            item.width,
+            item.height,
+            item.text,
+            item.meta,
+            task.status,
+            task.assignee,
+            task.reviewer,
+            task.result,
+            task.prediction,
+            task.prediction_model,
+            aware(task.updated_at),
+        )
+
+
+@dataclass
+class ExportJob:
+    labeling: str
+    task_type: str
+    multi_label: bool
+    labels: list[str]
+    source: Path  # the dataset's folder of images or its text file
+    rows: list[Row]
+    content_url: Callable[[int], str]
+
+
+def check_format(fmt: object, task_type: str) -> str:
+    if fmt not in FORMATS:
+        raise InvalidInput(f"unknown export format {fmt!r}", f"Use one of {', '.join(FORMATS)}.")
+    if task_type not in SUPPORTS[str(fmt)]:
+        fits = [f for f in FORMATS if task_type in SUPPORTS[f]]
+        raise InvalidInput(
+            f"{fmt} cannot hold {task_type} labels",
+            f"For {task_type} export one of: {', '.join(fits)}.",
+        )
+    return str(fmt)
+
+
+def copy_images(job: ExportJob, folder: Path) -> None:
+    """The job's images under ``folder``, at their paths relative to the dataset folder."""
+    made: set[Path] = set()
+    for row in job.rows:
+        source = (job.source / row.name).resolve()
+        if not source.is_relative_to(job.source) or not source.is_file():
+            raise InvalidInput(
+                f"image {row.name} is missing from {job.source}",
+                "Restore it (the dataset refers to its files; it does not keep copies).",
+            )
+        target = folder / row.name
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        shutil.copyfile(source, target)
+
+
+def write(fmt: str, job: ExportJob, folder: Path) -> str:
+    """Write the export into ``folder``; returns the file the version points at ("" = the
+    folder itself)."""
+    if fmt == "coco":
+        from . import coco
+
+        return coco.write(job, folder)
+    if fmt == "yolo":
+        from . import yolo
+
+        return yolo.write(job, folder)
+    if fmt == "labelstudio":
+        from . import labelstudio
+
+        return labelstudio.write(job, folder)
+    from . import tabular
+
+    return tabular.write(fmt, job, folder)

@@ -1,0 +1,48 @@
+"""YOLO detection layout: ``images/<name>``, ``labels/<name>.txt`` and ``data.yaml``.
+
+Each label line is ``class x_center y_center width height``, normalised by the image size;
+classes are numbered from 0 in label-set order. ``data.yaml`` leaves out ``path`` so tools
+(Ultralytics) take the folder that holds it: the version can be moved or downloaded.
+An image with no boxes gets an empty label file (a negative example).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from . import ExportJob, copy_images
+
+IMAGES, LABELS, DATA_YAML = "images", "labels", "data.yaml"
+
+
+def label_lines(boxes: list[dict[str, Any]], labels: list[str], width: int, height: int) -> str:
+    lines = []
+    for box in boxes:
+        cx = (box["x"] + box["w"] / 2) / width
+        cy = (box["y"] + box["h"] / 2) / height
+        lines.append(
+            f"{labels.index(box['label'])} {cx:.6f} {cy:.6f} "
+            f"{box['w'] / width:.6f} {box['h'] / height:.6f}"
+        )
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def write(job: ExportJob, folder: Path) -> str:
+    copy_images(job, folder / IMAGES)
+    for row in job.rows:
+        target = folder / LABELS / PurePosixPath(row.name).with_suffix(".txt")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        boxes = (row.result or {}).get("boxes", [])
+        target.write_text(label_lines(boxes, job.labels, row.width or 1, row.height or 1))
+    data = {
+        "train": IMAGES,
+        "val": IMAGES,
+        "nc": len(job.labels),
+        "names": dict(enumerate(job.labels)),
+    }
+    header = f"# cube-lab labeling project {job.labeling}: YOLO detection dataset\n"
+    (folder / DATA_YAML).write_text(header + yaml.safe_dump(data, sort_keys=False))
+    return ""
