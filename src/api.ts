@@ -1163,6 +1163,10 @@ export interface Deployment {
   endpoint: string | null;
   traffic: TrafficShare[];
   previous_version: number | null;
+  /** Adaptive batching in the model servers, when on. */
+  batching: { max_rows: number; wait_ms: number } | null;
+  /** The share of requests kept with their answers (0: sampling is off). */
+  samples_percent: number;
   processes: Record<string, unknown>[];
   error: string | null;
   created_at: string;
@@ -1177,6 +1181,21 @@ export interface DeployRequest {
   project?: string;
   replicas?: number;
   port?: number;
+  /** Adaptive batching: up to this many rows a model call (0: off). */
+  batch_max_rows?: number;
+  /** Opt-in: keep this percent of requests with their answers. */
+  samples_percent?: number;
+}
+
+/** One sampled request with its answer (bodies cut at 4 KB). */
+export interface RequestSample {
+  ts: number;
+  path: string;
+  version: string;
+  status: number;
+  latency_ms: number;
+  request: string;
+  response: string;
 }
 
 export type TrafficAction =
@@ -1235,6 +1254,34 @@ export function getDeployment(
   settings?: ServerConnection.ISettings
 ) {
   return requestAPI<Deployment>(deploymentPath(project, name), {}, settings);
+}
+
+/** The sampling share and the latest sampled requests, oldest first. */
+export function deploymentSamples(
+  project: string,
+  name: string,
+  limit = 20,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ percent: number; samples: RequestSample[] }>(
+    `${deploymentPath(project, name)}/samples?limit=${limit}`,
+    {},
+    settings
+  );
+}
+
+/** Turn request sampling on (a percent of requests) or off (0). */
+export function setDeploymentSamples(
+  project: string,
+  name: string,
+  percent: number,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<Deployment>(
+    `${deploymentPath(project, name)}/samples`,
+    { method: 'PUT', body: { percent } },
+    settings
+  );
 }
 
 /** Stop every process of the deployment (the record stays, status "stopped"). */
@@ -1498,6 +1545,439 @@ export function trialLog(
   return requestAPI<LogChunk>(
     `${experimentPath(id, 'trials', trialId, 'log')}${queryString({ offset })}`,
     {},
+    settings
+  );
+}
+
+/* ========================================================================== */
+/* Labeling (issue 9): datasets, labeling projects, the task queue, exports    */
+/* ========================================================================== */
+
+export type LabelingTaskType =
+  'image-class' | 'image-bbox' | 'text-class' | 'text-ner';
+
+export type LabelingTaskStatus =
+  'new' | 'assigned' | 'submitted' | 'accepted' | 'rejected';
+
+export type ExportFormat = 'coco' | 'yolo' | 'labelstudio' | 'csv' | 'jsonl';
+
+export interface DatasetVersion {
+  version: number;
+  created_at: string;
+  format: ExportFormat | string;
+  /** The labeling project the export came from. */
+  labeling: string;
+  path: string;
+  item_count: number;
+}
+
+export interface Dataset {
+  id: number | string;
+  project: string;
+  name: string;
+  kind: 'images' | 'texts';
+  source: string;
+  item_count: number;
+  owner: string;
+  created_at: string;
+  versions?: DatasetVersion[];
+}
+
+export interface CreateDatasetRequest {
+  name: string;
+  /** Folder of images or a .csv / .jsonl of texts, relative to the server root. */
+  path: string;
+  project?: string;
+  kind?: 'images' | 'texts';
+  text_field?: string;
+}
+
+export interface LabelSpec {
+  name: string;
+  color: string;
+  hotkey: string;
+}
+
+export interface LabelingUserProgress {
+  assigned: number;
+  submitted: number;
+  accepted: number;
+  rejected: number;
+}
+
+export interface LabelingProgress {
+  total: number;
+  new: number;
+  assigned: number;
+  submitted: number;
+  accepted: number;
+  rejected: number;
+  prelabeled: number;
+  by_user: Record<string, LabelingUserProgress>;
+  by_label: Record<string, number>;
+}
+
+export interface LabelingProject {
+  id: number | string;
+  project: string;
+  name: string;
+  dataset: string;
+  type: LabelingTaskType;
+  multi_label: boolean;
+  labels: LabelSpec[];
+  instructions: string;
+  review: boolean;
+  owner: string;
+  created_at: string;
+  progress?: LabelingProgress;
+}
+
+export interface CreateLabelingRequest {
+  name: string;
+  dataset: string;
+  type: LabelingTaskType;
+  labels: (Partial<LabelSpec> & { name: string })[] | string[];
+  project?: string;
+  multi_label?: boolean;
+  instructions?: string;
+  review?: boolean;
+}
+
+/** A box in image pixels, origin top-left. */
+export interface BoxAnnotation {
+  label: string;
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  score?: number;
+}
+
+/** Character offsets into the item text, `end` exclusive. */
+export interface SpanAnnotation {
+  label: string;
+  start: number;
+  end: number;
+  text: string;
+  score?: number;
+}
+
+/** One annotation; which key is used depends on the task type. */
+export interface LabelingResult {
+  labels?: string[];
+  boxes?: BoxAnnotation[];
+  spans?: SpanAnnotation[];
+}
+
+/** A model's proposal: the result's shape, with scores. */
+export interface LabelingPrediction {
+  labels?: (string | { label?: string; name?: string; score?: number })[];
+  scores?: number[] | Record<string, number>;
+  boxes?: BoxAnnotation[];
+  spans?: SpanAnnotation[];
+}
+
+export interface LabelingItem {
+  id: number;
+  kind: 'image' | 'text';
+  name: string;
+  width?: number | null;
+  height?: number | null;
+  text?: string | null;
+  meta?: Record<string, JSONValue> | null;
+  /** Relative to the server base URL. */
+  content_url: string;
+}
+
+export interface LabelingTask {
+  id: number;
+  index: number;
+  status: LabelingTaskStatus;
+  assignee: string | null;
+  item: LabelingItem;
+  result: LabelingResult | null;
+  prediction: LabelingPrediction | null;
+  prediction_model: string | null;
+  review_comment: string | null;
+  reviewer: string | null;
+  updated_at: string;
+}
+
+export interface AssignRequest {
+  users: string[];
+  mode: 'round_robin' | 'batch';
+  batch_size?: number;
+}
+
+export interface PrelabelRequest {
+  model: string;
+  version?: number;
+  threshold?: number;
+  limit?: number;
+}
+
+export interface ExportRequest {
+  format: ExportFormat;
+  only?: 'accepted' | 'submitted';
+}
+
+export interface ExportAnswer {
+  dataset: string;
+  version: DatasetVersion;
+  download_url: string;
+}
+
+/** An absolute URL for a path the server gives relative to its base URL. */
+export function serverUrl(
+  relative: string,
+  settings?: ServerConnection.ISettings
+): string {
+  if (/^https?:\/\//.test(relative)) {
+    return relative;
+  }
+  const base = serverSettings(settings).baseUrl;
+  const basePath = new URL(base, 'http://localhost').pathname;
+  // Tolerate a path that already carries the base (e.g. /user/alice/cube/...).
+  const path =
+    basePath !== '/' && relative.startsWith(basePath)
+      ? relative.slice(basePath.length)
+      : relative.replace(/^\/+/, '');
+  return URLExt.join(base, path);
+}
+
+function labelingPath(
+  project: string,
+  name: string,
+  ...rest: (string | number)[]
+) {
+  return encodePath('projects', project, 'labeling', name, ...rest);
+}
+
+export function listDatasets(
+  project?: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ datasets: Dataset[] }>(
+    'datasets' + queryString({ project }),
+    {},
+    settings
+  );
+}
+
+export function createDataset(
+  body: CreateDatasetRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<Dataset>('datasets', { method: 'POST', body }, settings);
+}
+
+/** A dataset with its versions (exports). */
+export function getDataset(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<Dataset>(
+    encodePath('projects', project, 'datasets', name),
+    {},
+    settings
+  );
+}
+
+export function datasetVersionDownloadUrl(
+  project: string,
+  name: string,
+  version: number,
+  settings?: ServerConnection.ISettings
+): string {
+  return apiUrl(
+    encodePath(
+      'projects',
+      project,
+      'datasets',
+      name,
+      'versions',
+      version,
+      'download'
+    ),
+    settings
+  );
+}
+
+export function listLabelingProjects(
+  project?: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ projects: LabelingProject[] }>(
+    'labeling' + queryString({ project }),
+    {},
+    settings
+  );
+}
+
+export function createLabelingProject(
+  body: CreateLabelingRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<LabelingProject>(
+    'labeling',
+    { method: 'POST', body },
+    settings
+  );
+}
+
+/** A labeling project with its progress. */
+export function getLabelingProject(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<LabelingProject>(labelingPath(project, name), {}, settings);
+}
+
+export async function deleteLabelingProject(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+): Promise<void> {
+  await requestAPI<void>(
+    labelingPath(project, name),
+    { method: 'DELETE' },
+    settings
+  );
+}
+
+export function assignLabelingTasks(
+  project: string,
+  name: string,
+  body: AssignRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ assigned: Record<string, number> }>(
+    labelingPath(project, name, 'assign'),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+/**
+ * The caller's next task (after task `after` in id order when given), claimed
+ * from the pool when the queue is empty; null when there is none (204).
+ */
+export async function nextLabelingTask(
+  project: string,
+  name: string,
+  after?: number | null,
+  settings?: ServerConnection.ISettings
+): Promise<LabelingTask | null> {
+  const body = after === undefined || after === null ? {} : { after };
+  const task = await requestAPI<LabelingTask | undefined>(
+    labelingPath(project, name, 'next'),
+    { method: 'POST', body },
+    settings
+  );
+  return task ?? null;
+}
+
+export function listLabelingTasks(
+  project: string,
+  name: string,
+  options: {
+    status?: LabelingTaskStatus;
+    assignee?: string;
+    limit?: number;
+    offset?: number;
+  } = {},
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ tasks: LabelingTask[]; total: number }>(
+    labelingPath(project, name, 'tasks') + queryString({ ...options }),
+    {},
+    settings
+  );
+}
+
+export function getLabelingTask(
+  project: string,
+  name: string,
+  id: number,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<LabelingTask>(
+    labelingPath(project, name, 'tasks', id),
+    {},
+    settings
+  );
+}
+
+/** Save a draft (autosave) or, with `submit`, hand the task in. */
+export function saveLabelingTask(
+  project: string,
+  name: string,
+  id: number,
+  result: LabelingResult,
+  submit = false,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<LabelingTask>(
+    labelingPath(project, name, 'tasks', id),
+    { method: 'PUT', body: { result, submit } },
+    settings
+  );
+}
+
+export function reviewLabelingTask(
+  project: string,
+  name: string,
+  id: number,
+  decision: 'accept' | 'reject',
+  comment = '',
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<LabelingTask>(
+    labelingPath(project, name, 'tasks', id, 'review'),
+    { method: 'POST', body: { decision, comment } },
+    settings
+  );
+}
+
+/** Store a registered model's proposals as task predictions. */
+export function prelabelTasks(
+  project: string,
+  name: string,
+  body: PrelabelRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ prelabeled: number }>(
+    labelingPath(project, name, 'prelabel'),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+/** Export the labels as a new version of the dataset. */
+export function exportLabels(
+  project: string,
+  name: string,
+  body: ExportRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<ExportAnswer>(
+    labelingPath(project, name, 'export'),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function importLabels(
+  project: string,
+  name: string,
+  data: unknown[],
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ imported: number }>(
+    labelingPath(project, name, 'import'),
+    { method: 'POST', body: { format: 'labelstudio', data } },
     settings
   );
 }

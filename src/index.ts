@@ -12,6 +12,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { deploymentsPlugin } from './panels/deployments';
+import { labelingPlugin } from './panels/labeling';
 import { modelsPlugin } from './panels/models';
 import { pipelinesPlugin } from './panels/pipelines';
 import { trainingPlugin } from './panels/training';
@@ -83,7 +84,8 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   pipelinesPlugin,
   trainingPlugin,
   tuningPlugin,
-  deploymentsPlugin
+  deploymentsPlugin,
+  labelingPlugin
 ];
 
 export default plugins;

@@ -61,6 +61,10 @@ export class CubeSidebar extends SidePanel implements ICubeSidebar {
     title.textContent = trans.__('cube-lab');
     header.node.appendChild(title);
     this.header.addWidget(header);
+    (this.content as AccordionPanel).expansionToggled.connect(
+      this._onToggled,
+      this
+    );
   }
 
   readonly settings: ICubeSettings;
@@ -74,6 +78,9 @@ export class CubeSidebar extends SidePanel implements ICubeSidebar {
       index = widgets.length;
     }
     this.insertWidget(index, widget);
+    if (options.collapsed) {
+      (this.content as AccordionPanel).collapse(index);
+    }
   }
 
   reveal(section?: Widget): void {
@@ -92,8 +99,30 @@ export class CubeSidebar extends SidePanel implements ICubeSidebar {
     }
   }
 
+  /**
+   * A section folded before the accordion's first layout unfolds to zero
+   * height: then share the height evenly among the unfolded sections.
+   */
+  private _onToggled(accordion: AccordionPanel, index: number): void {
+    const widget = accordion.widgets[index];
+    if (!widget || widget.isHidden) {
+      return;
+    }
+    requestAnimationFrame(() => {
+      if (widget.isHidden || widget.node.clientHeight >= MIN_SECTION_PX) {
+        return;
+      }
+      const open: number[] = accordion.widgets.map(w => (w.isHidden ? 0 : 1));
+      const count = open.reduce((a, b) => a + b, 0);
+      accordion.setRelativeSizes(open.map(o => o / count));
+    });
+  }
+
   private _reveal: () => void;
 }
+
+/** Below this height an unfolded section counts as squeezed shut. */
+const MIN_SECTION_PX = 40;
 
 export namespace CubeSidebar {
   export interface IOptions {

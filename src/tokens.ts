@@ -24,6 +24,12 @@ export interface ISectionOptions {
    * The models section has rank 100.
    */
   rank?: number;
+  /**
+   * Start folded (the title only); `reveal(section)` unfolds it. Each open
+   * section takes a share of the sidebar's height, so the later ones start
+   * folded to leave the first ones room.
+   */
+  collapsed?: boolean;
 }
 
 /**

@@ -4,3 +4,4 @@ import './pipelines.css';
 import './training.css';
 import './tuning.css';
 import './deployments.css';
+import './labeling.css';

@@ -372,7 +372,8 @@ class Router:
             self.metrics.in_flight -= 1
         took = time.perf_counter() - start
         self.metrics.observe(group.version, resp.status, took)
-        if self.samples.percent and random.random() * 100 < self.samples.percent:
+        sample = self.samples.percent and req.method == "POST"  # requests, not metadata reads
+        if sample and random.random() * 100 < self.samples.percent:
             self.samples.write(req, group.version, resp, took)
         if self.shadows and req.method == "POST" and resp.status < 500:
             self._mirror(req, group.version, resp)

@@ -292,6 +292,8 @@ function deployment(over: Partial<Deployment> = {}): Deployment {
     endpoint: 'http://127.0.0.1:40000',
     traffic: [{ version: 1, weight: 100, shadow: false }],
     previous_version: null,
+    batching: null,
+    samples_percent: 0,
     processes: [],
     error: null,
     created_at: '',
@@ -330,14 +332,46 @@ describe('planDeploy', () => {
     });
   });
 
+  it('asks for batching and samples only when chosen', () => {
+    const form = { ...defaultDeployForm('iris'), batching: true, samples: '5' };
+    expect(planDeploy(form, target, null).plan).toEqual({
+      kind: 'deploy',
+      request: {
+        model: 'iris:2',
+        project: 'alice',
+        replicas: 1,
+        batch_max_rows: 64,
+        samples_percent: 5
+      }
+    });
+    const off = { ...defaultDeployForm('iris'), samples: '0' };
+    expect(planDeploy(off, target, null).plan).toEqual({
+      kind: 'deploy',
+      request: { model: 'iris:2', project: 'alice', replicas: 1 }
+    });
+  });
+
   it('says what is wrong with each field', () => {
     const { plan, errors } = planDeploy(
-      { name: ' ', replicas: '0', port: '80', mode: 'new', percent: '10' },
+      {
+        name: ' ',
+        replicas: '0',
+        port: '80',
+        mode: 'new',
+        percent: '10',
+        batching: false,
+        samples: '101'
+      },
       target,
       null
     );
     expect(plan).toBeNull();
-    expect(Object.keys(errors).sort()).toEqual(['name', 'port', 'replicas']);
+    expect(Object.keys(errors).sort()).toEqual([
+      'name',
+      'port',
+      'replicas',
+      'samples'
+    ]);
     expect(
       planDeploy({ ...defaultDeployForm('iris'), name: '-x' }, target, null)
         .errors.name

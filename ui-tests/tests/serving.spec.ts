@@ -114,6 +114,9 @@ test.describe('cube-lab deployments', () => {
     await expect(dialog).toBeVisible();
     await expect(dialog.locator('input[name="name"]')).toHaveValue(MODEL);
     await expect(dialog.locator('input[name="replicas"]')).toHaveValue('1');
+    // Opt in to adaptive batching and to keeping every request with its answer.
+    await dialog.locator('input[name="batching"]').check();
+    await dialog.locator('input[name="samples"]').fill('100');
     await page.screenshot({
       path: path.join(SCREENSHOTS, 'deployments-dialog-light.png')
     });
@@ -174,6 +177,21 @@ test.describe('cube-lab deployments', () => {
       { timeout: 15_000 }
     );
     await expect(view.locator('.cube-TChart')).toHaveCount(3);
+
+    // Both requests were sampled with their answers; sampling can be stopped.
+    const samples = view.locator('.cube-DSamples');
+    await expect(samples).toContainText('keeping 100% of requests');
+    await expect(samples.locator('tbody tr')).toHaveCount(2, {
+      timeout: 15_000
+    });
+    await expect(samples.locator('tbody tr').last()).toContainText('200');
+    await expect(samples.locator('tbody tr').first()).toContainText('400');
+    await samples.locator('.cube-DSamples-table').scrollIntoViewIfNeeded();
+    await page.screenshot({
+      path: path.join(SCREENSHOTS, 'deployments-samples-light.png')
+    });
+    await samples.getByRole('button', { name: 'Stop sampling' }).click();
+    await expect(samples).toContainText('off: nothing is kept');
     await expect(view.locator('.cube-DLog-text')).toContainText('listening');
 
     // The sidebar lists it with its endpoint.

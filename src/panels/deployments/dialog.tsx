@@ -16,6 +16,7 @@ import {
   listDeployments
 } from '../../api';
 import {
+  BATCH_ROWS,
   defaultDeployForm,
   DeployField,
   findActive,
@@ -242,6 +243,37 @@ class DeployBody extends ReactWidget {
                 value={form.port}
                 disabled={this._busy}
                 onChange={e => set({ port: e.target.value })}
+              />
+            </Field>
+          </div>
+        )}
+        {traffic ? null : (
+          <div className="cube-DDeploy-row">
+            <label className="cube-DDeploy-check">
+              <input
+                type="checkbox"
+                name="batching"
+                checked={form.batching}
+                disabled={this._busy}
+                onChange={e => set({ batching: e.target.checked })}
+              />
+              {trans.__('Adaptive batching (up to %1 rows a call)', BATCH_ROWS)}
+            </label>
+            <Field
+              label={trans.__('Keep request samples (%)')}
+              error={this._errors.samples}
+              hint={trans.__('Opt-in: requests and answers are stored.')}
+            >
+              <input
+                className={`cube-TField-input${this._errors.samples ? ' cube-mod-invalid' : ''}`}
+                name="samples"
+                type="number"
+                min={0}
+                max={100}
+                placeholder={trans.__('none')}
+                value={form.samples}
+                disabled={this._busy}
+                onChange={e => set({ samples: e.target.value })}
               />
             </Field>
           </div>

@@ -426,9 +426,16 @@ export interface IDeployForm {
   port: string;
   mode: DeployMode;
   percent: string;
+  /** Adaptive batching (64 rows a call). */
+  batching: boolean;
+  /** Percent of requests to keep with their answers ('' or 0: none). */
+  samples: string;
 }
 
-export type DeployField = 'name' | 'replicas' | 'port' | 'percent';
+export type DeployField = 'name' | 'replicas' | 'port' | 'percent' | 'samples';
+
+/** Rows a batched model call takes at most, when the dialog turns batching on. */
+export const BATCH_ROWS = 64;
 
 export type DeployPlan =
   | { kind: 'deploy'; request: DeployRequest }
@@ -448,7 +455,9 @@ export function defaultDeployForm(model: string): IDeployForm {
     replicas: '1',
     port: '',
     mode: 'new',
-    percent: '10'
+    percent: '10',
+    batching: false,
+    samples: ''
   };
 }
 
@@ -538,6 +547,10 @@ export function planDeploy(
         'Port: a whole number from 1024 to 65535, or empty for any free port.';
     }
   }
+  const samples = form.samples.trim() ? Number(form.samples) : 0;
+  if (!Number.isFinite(samples) || samples < 0 || samples > 100) {
+    errors.samples = 'Samples: a percent from 0 to 100, or empty for none.';
+  }
   if (Object.keys(errors).length) {
     return { plan: null, errors };
   }
@@ -546,6 +559,12 @@ export function planDeploy(
     project: target.project,
     replicas
   };
+  if (form.batching) {
+    request.batch_max_rows = BATCH_ROWS;
+  }
+  if (samples > 0) {
+    request.samples_percent = samples;
+  }
   if (name !== target.model) {
     request.name = name;
   }

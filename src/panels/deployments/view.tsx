@@ -3,8 +3,8 @@
  * v2 request built from the served model's metadata, editable JSON, the
  * answer and its latency), the traffic split (canary slider, promote,
  * roll back), live QPS / error / latency charts from the router's Prometheus
- * counters (read every 2 s, rates computed here), the log followed live, and
- * undeploy.
+ * counters (read every 2 s, rates computed here), opt-in request samples, the
+ * log followed live, and undeploy.
  */
 import {
   Clipboard,
@@ -47,6 +47,7 @@ import {
   summarizeAnswer
 } from './logic';
 import { DeploymentBadge, TrafficSummary } from './panel';
+import { SamplesSection } from './samples';
 
 /** The issue asks for metrics every 2 s. */
 const LIVE_INTERVAL_MS = 2000;
@@ -241,6 +242,14 @@ export class DeploymentView extends ReactWidget {
               history={this._history}
               trans={trans}
               version={this._metricsVersion}
+            />
+            <SamplesSection
+              project={d.project}
+              name={d.name}
+              percent={d.samples_percent ?? 0}
+              tick={this._metricsVersion}
+              changed={() => void this._poll.refresh()}
+              trans={trans}
             />
           </>
         ) : (

@@ -1,0 +1,553 @@
+/**
+ * The "Labeling" section of the cube-lab sidebar: labeling projects with
+ * their progress, the datasets, and the forms to create both. Polls while
+ * visible.
+ */
+import { ReactWidget } from '@jupyterlab/apputils';
+import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import {
+  addIcon,
+  newFolderIcon,
+  refreshIcon,
+  Toolbar,
+  ToolbarButton
+} from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
+import { Poll } from '@lumino/polling';
+import { AccordionPanel } from '@lumino/widgets';
+import * as React from 'react';
+
+import {
+  createDataset,
+  createLabelingProject,
+  Dataset,
+  describeError,
+  LabelingProgress,
+  LabelingProject,
+  listDatasets,
+  listLabelingProjects,
+  Project,
+  whoami
+} from '../../api';
+import { ICubeSettings } from '../../tokens';
+import { DatasetForm, ProjectForm } from './forms';
+import {
+  DatasetField,
+  datasetFormToRequest,
+  doneCount,
+  emptyDatasetForm,
+  emptyProjectForm,
+  IDatasetForm,
+  IProjectForm,
+  ProjectField,
+  progressSegments,
+  projectFormToRequest,
+  taskTypeLabel
+} from './logic';
+
+const MAX_BACKOFF_MS = 2 * 60 * 1000;
+
+type ErrorText = { error: string; detail: string };
+
+export class LabelingPanel extends ReactWidget {
+  constructor(options: LabelingPanel.IOptions) {
+    super();
+    this.addClass('cube-LabelingPanel');
+    this._trans = options.translator.load('cube_lab');
+    this._settings = options.settings;
+    this._open = options.open;
+    this._currentFolder = options.currentFolder;
+    this.title.label = this._trans.__('Labeling');
+    this.title.caption = this._trans.__('Datasets and labeling projects');
+    this.toolbar = new Toolbar();
+    this.toolbar.addItem(
+      'new-project',
+      new ToolbarButton({
+        icon: addIcon,
+        tooltip: this._trans.__('New labeling project'),
+        onClick: () => this.showForm('project')
+      })
+    );
+    this.toolbar.addItem(
+      'new-dataset',
+      new ToolbarButton({
+        icon: newFolderIcon,
+        tooltip: this._trans.__('New dataset'),
+        onClick: () => this.showForm('dataset')
+      })
+    );
+    this.toolbar.addItem(
+      'refresh',
+      new ToolbarButton({
+        icon: refreshIcon,
+        tooltip: this._trans.__('Refresh labeling projects'),
+        onClick: () => void this.refresh()
+      })
+    );
+    this._poll = new Poll({
+      auto: false,
+      factory: () => this._fetch(),
+      frequency: {
+        interval: this._settings.refreshInterval,
+        backoff: true,
+        max: MAX_BACKOFF_MS
+      },
+      name: 'cube-lab:labeling',
+      standby: () => !this.isVisible || 'when-hidden'
+    });
+    this._settings.changed.connect(this._retune, this);
+  }
+
+  readonly toolbar: Toolbar;
+
+  get projects(): LabelingProject[] {
+    return this._projects;
+  }
+
+  get datasets(): Dataset[] {
+    return this._datasets;
+  }
+
+  refresh(): Promise<void> {
+    return this._poll.refresh();
+  }
+
+  showForm(which: 'dataset' | 'project'): void {
+    this._formOpen = which;
+    this._submitError = null;
+    this._datasetErrors = {};
+    this._projectErrors = {};
+    const project = this._defaultProject();
+    if (which === 'dataset' && !this._datasetForm.project) {
+      this._datasetForm.project = project;
+    }
+    if (which === 'project' && !this._projectForm.project) {
+      this._projectForm.project = project;
+    }
+    this._makeRoom();
+    this.update();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._settings.changed.disconnect(this._retune, this);
+    this._poll.dispose();
+    super.dispose();
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    if (!this._started) {
+      this._started = true;
+      void this._poll.start();
+    }
+    void this._poll.refresh();
+  }
+
+  protected render(): JSX.Element {
+    const trans = this._trans;
+    const empty = !this._projects.length && !this._datasets.length;
+    return (
+      <div className="cube-Training cube-Labeling">
+        {this._formOpen === 'dataset' ? (
+          <DatasetForm
+            form={this._datasetForm}
+            errors={this._datasetErrors}
+            submitError={this._submitError}
+            busy={this._busy}
+            projects={this._projectsOfUser}
+            trans={trans}
+            onChange={patch => {
+              this._datasetForm = { ...this._datasetForm, ...patch };
+              for (const key of Object.keys(patch) as DatasetField[]) {
+                delete this._datasetErrors[key];
+              }
+              this.update();
+            }}
+            onSubmit={() => void this._createDataset()}
+            onCancel={() => this._closeForm()}
+            currentFolder={this._currentFolder}
+          />
+        ) : null}
+        {this._formOpen === 'project' ? (
+          <ProjectForm
+            form={this._projectForm}
+            errors={this._projectErrors}
+            submitError={this._submitError}
+            busy={this._busy}
+            projects={this._projectsOfUser}
+            datasets={this._datasets}
+            trans={trans}
+            onChange={patch => {
+              this._projectForm = { ...this._projectForm, ...patch };
+              for (const key of Object.keys(patch) as ProjectField[]) {
+                delete this._projectErrors[key];
+              }
+              this.update();
+            }}
+            onSubmit={() => void this._createProject()}
+            onCancel={() => this._closeForm()}
+          />
+        ) : null}
+        {this._error ? (
+          <div className="cube-TError" role="alert">
+            <div className="cube-TError-title">{this._error.error}</div>
+            {this._error.detail ? (
+              <div className="cube-TError-detail">{this._error.detail}</div>
+            ) : null}
+          </div>
+        ) : null}
+        {!this._loaded ? (
+          <div className="cube-Loading">
+            <span className="cube-Spinner" />{' '}
+            {trans.__('Loading labeling projects…')}
+          </div>
+        ) : empty && !this._error ? (
+          this._formOpen ? null : (
+            <div className="cube-TEmpty">
+              <p className="cube-TEmpty-title">
+                {trans.__('Nothing to label yet')}
+              </p>
+              <p className="cube-TEmpty-text">
+                {trans.__(
+                  'Register a folder of images or a CSV / JSONL of texts as a dataset, then start a labeling project on it: classes, boxes or entity spans, with your team.'
+                )}
+              </p>
+              <button
+                className="cube-Button cube-mod-primary"
+                onClick={() => this.showForm('dataset')}
+              >
+                {trans.__('New dataset')}
+              </button>
+              <p className="cube-TEmpty-text">
+                {trans.__('or a terminal:')}{' '}
+                <code>cube-lab dataset create NAME PATH</code>
+              </p>
+            </div>
+          )
+        ) : (
+          <>
+            <div className="cube-LList-head">
+              <span>{trans.__('Labeling projects')}</span>
+              {this._formOpen ? null : (
+                <button
+                  className="cube-TLink"
+                  onClick={() => this.showForm('project')}
+                >
+                  {trans.__('New…')}
+                </button>
+              )}
+            </div>
+            {this._projects.length ? (
+              <ul
+                className="cube-TJobs cube-LProjects"
+                aria-label={trans.__('Labeling projects')}
+              >
+                {this._projects.map(p => (
+                  <ProjectItem
+                    key={`${p.project}/${p.name}`}
+                    p={p}
+                    trans={trans}
+                    open={mode => this._open(p, mode)}
+                  />
+                ))}
+              </ul>
+            ) : (
+              <div className="cube-TMuted cube-LNone">
+                {trans.__('No labeling project yet.')}
+              </div>
+            )}
+            <div className="cube-LList-head">
+              <span>{trans.__('Datasets')}</span>
+              {this._formOpen ? null : (
+                <button
+                  className="cube-TLink"
+                  onClick={() => this.showForm('dataset')}
+                >
+                  {trans.__('New…')}
+                </button>
+              )}
+            </div>
+            <ul
+              className="cube-TJobs cube-LDatasets"
+              aria-label={trans.__('Datasets')}
+            >
+              {this._datasets.map(d => (
+                <li
+                  key={`${d.project}/${d.name}`}
+                  className="cube-TJob cube-LDataset"
+                  data-dataset={d.name}
+                >
+                  <div className="cube-TJob-main" title={d.source}>
+                    <span className="cube-TJob-line">
+                      <span className="cube-TJob-name">{d.name}</span>
+                      <span className="cube-TBadge">{d.kind}</span>
+                    </span>
+                    <span className="cube-TJob-meta">
+                      {trans._n('%1 item', '%1 items', d.item_count)}
+                      {d.versions?.length
+                        ? ` · ${trans._n('%1 version', '%1 versions', d.versions.length)}`
+                        : ''}
+                      {d.project !== d.owner ? ` · ${d.project}` : ''}
+                    </span>
+                  </div>
+                </li>
+              ))}
+            </ul>
+          </>
+        )}
+      </div>
+    );
+  }
+
+  private _defaultProject(): string {
+    return this._me || this._projectsOfUser[0]?.name || '';
+  }
+
+  private _closeForm(): void {
+    this._formOpen = null;
+    this._submitError = null;
+    this.update();
+  }
+
+  private _makeRoom(): void {
+    const accordion = this.parent;
+    if (!(accordion instanceof AccordionPanel)) {
+      return;
+    }
+    accordion.setRelativeSizes(
+      accordion.widgets.map(w => (w === this ? 8 : w.isHidden ? 0 : 1))
+    );
+  }
+
+  private async _fetch(): Promise<void> {
+    try {
+      if (!this._identity) {
+        this._identity = whoami()
+          .then(me => {
+            this._me = me.user;
+            this._projectsOfUser = me.projects;
+          })
+          .catch(() => {
+            this._identity = null;
+          });
+      }
+      const [projects, datasets] = await Promise.all([
+        listLabelingProjects(),
+        listDatasets()
+      ]);
+      this._projects = projects.projects;
+      this._datasets = datasets.datasets;
+      this._error = null;
+    } catch (err) {
+      this._error = describeError(err);
+      throw err;
+    } finally {
+      this._loaded = true;
+      this.update();
+    }
+  }
+
+  private async _createDataset(): Promise<void> {
+    const { request, errors } = datasetFormToRequest(this._datasetForm);
+    this._datasetErrors = errors;
+    this._submitError = null;
+    if (!request) {
+      this.update();
+      return;
+    }
+    this._busy = true;
+    this.update();
+    try {
+      const dataset = await createDataset(request);
+      this._datasets = [
+        dataset,
+        ...this._datasets.filter(d => d.id !== dataset.id)
+      ];
+      this._datasetForm = emptyDatasetForm(this._datasetForm.project);
+      // Next step: a labeling project on it.
+      this._formOpen = 'project';
+      this._projectForm = {
+        ...this._projectForm,
+        project: dataset.project,
+        dataset: dataset.name,
+        type:
+          dataset.kind === 'images'
+            ? this._projectForm.type.startsWith('image')
+              ? this._projectForm.type
+              : 'image-bbox'
+            : this._projectForm.type.startsWith('text')
+              ? this._projectForm.type
+              : 'text-class',
+        name: this._projectForm.name || `${dataset.name}-labels`
+      };
+      void this.refresh();
+    } catch (err) {
+      this._submitError = describeError(err);
+    } finally {
+      this._busy = false;
+      this.update();
+    }
+  }
+
+  private async _createProject(): Promise<void> {
+    const { request, errors } = projectFormToRequest(this._projectForm);
+    this._projectErrors = errors;
+    this._submitError = null;
+    if (!request) {
+      this.update();
+      return;
+    }
+    this._busy = true;
+    this.update();
+    try {
+      const created = await createLabelingProject(request);
+      this._formOpen = null;
+      this._projectForm = emptyProjectForm(created.project);
+      this._projects = [
+        created,
+        ...this._projects.filter(
+          p => !(p.project === created.project && p.name === created.name)
+        )
+      ];
+      this._open(created, 'project');
+      void this.refresh();
+    } catch (err) {
+      this._submitError = describeError(err);
+    } finally {
+      this._busy = false;
+      this.update();
+    }
+  }
+
+  private _retune(): void {
+    this._poll.frequency = {
+      ...this._poll.frequency,
+      interval: this._settings.refreshInterval
+    };
+  }
+
+  private _trans: TranslationBundle;
+  private _settings: ICubeSettings;
+  private _open: (p: LabelingProject, mode: LabelingPanel.OpenMode) => void;
+  private _currentFolder: () => string | null;
+  private _poll: Poll;
+  private _started = false;
+  private _loaded = false;
+  private _identity: Promise<void> | null = null;
+  private _me = '';
+  private _projectsOfUser: Project[] = [];
+  private _projects: LabelingProject[] = [];
+  private _datasets: Dataset[] = [];
+  private _error: ErrorText | null = null;
+  private _formOpen: 'dataset' | 'project' | null = null;
+  private _datasetForm: IDatasetForm = emptyDatasetForm();
+  private _projectForm: IProjectForm = emptyProjectForm();
+  private _datasetErrors: Partial<Record<DatasetField, string>> = {};
+  private _projectErrors: Partial<Record<ProjectField, string>> = {};
+  private _submitError: ErrorText | null = null;
+  private _busy = false;
+}
+
+export namespace LabelingPanel {
+  export type OpenMode = 'project' | 'annotate' | 'review';
+
+  export interface IOptions {
+    settings: ICubeSettings;
+    translator: ITranslator;
+    /** Open a project's view, its annotator or its review. */
+    open: (
+      p: Pick<LabelingProject, 'project' | 'name'>,
+      mode: OpenMode
+    ) => void;
+    /** The folder selected in the file browser. */
+    currentFolder: () => string | null;
+  }
+}
+
+/** A stacked bar: accepted, submitted, rejected, assigned, new. */
+export function ProgressBar(props: {
+  progress: LabelingProgress | undefined;
+  trans: TranslationBundle;
+}): JSX.Element | null {
+  const { progress, trans } = props;
+  const segments = progressSegments(progress);
+  if (!progress) {
+    return null;
+  }
+  const title = segments.map(s => `${s.status}: ${s.count}`).join(' · ');
+  return (
+    <span
+      className="cube-LProgress"
+      role="progressbar"
+      aria-valuemin={0}
+      aria-valuemax={progress.total}
+      aria-valuenow={doneCount(progress)}
+      aria-label={trans.__(
+        '%1 of %2 labeled',
+        doneCount(progress),
+        progress.total
+      )}
+      title={title}
+    >
+      {segments.map(s => (
+        <span
+          key={s.status}
+          className={`cube-LProgress-seg cube-LProgress-${s.status}`}
+          style={{ width: `${s.percent}%` }}
+        />
+      ))}
+    </span>
+  );
+}
+
+function ProjectItem(props: {
+  p: LabelingProject;
+  trans: TranslationBundle;
+  open: (mode: LabelingPanel.OpenMode) => void;
+}): JSX.Element {
+  const { p, trans } = props;
+  const progress = p.progress;
+  const toReview = p.review && progress ? progress.submitted : 0;
+  return (
+    <li className="cube-TJob cube-LProject" data-labeling={p.name}>
+      <button
+        className="cube-TJob-main"
+        onClick={() => props.open('project')}
+        title={trans.__('Open labeling project %1', p.name)}
+      >
+        <span className="cube-TJob-line">
+          <span className="cube-TJob-name">{p.name}</span>
+          <span className="cube-TMuted cube-LProject-count">
+            {progress ? `${doneCount(progress)}/${progress.total}` : ''}
+          </span>
+        </span>
+        <ProgressBar progress={progress} trans={trans} />
+        <span className="cube-TJob-meta">
+          {trans.__(taskTypeLabel(p.type))} · {p.dataset}
+          {p.project !== p.owner ? ` · ${p.project}` : ''}
+        </span>
+      </button>
+      <span className="cube-TJob-actions cube-LProject-actions">
+        <button
+          className="cube-TLink"
+          onClick={() => props.open('annotate')}
+          title={trans.__('Label the tasks of your queue')}
+        >
+          {trans.__('Label')}
+        </button>
+        {toReview ? (
+          <button
+            className="cube-TLink"
+            onClick={() => props.open('review')}
+            title={trans.__('%1 submitted tasks wait for review', toReview)}
+          >
+            {trans.__('Review')}
+          </button>
+        ) : null}
+      </span>
+    </li>
+  );
+}
