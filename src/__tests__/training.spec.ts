@@ -5,6 +5,7 @@
 import type { TrainingJob } from '../api';
 import {
   chartGeometry,
+  dataForm,
   emptyForm,
   formatDuration,
   formatNumber,
@@ -46,6 +47,25 @@ describe('splitArgs', () => {
     const words = ['--name', 'my run', "it's", '', '--lr=0.1', 'a/b.py'];
     expect(splitArgs(joinArgs(words))).toEqual(words);
     expect(joinArgs(['--epochs', '3'])).toBe('--epochs 3');
+  });
+});
+
+describe('dataForm', () => {
+  it('puts an exported dataset version in the job environment', () => {
+    const form = dataForm({
+      project: 'course',
+      dataset: 'Pets_imgs',
+      version: 3,
+      path: '/data/datasets/7/v3'
+    });
+    expect(form).toEqual({
+      env: 'CUBE_LAB_DATASET=/data/datasets/7/v3',
+      project: 'course',
+      name: 'pets-imgs-v3'
+    });
+    expect(parseEnv(form.env!).env).toEqual({
+      CUBE_LAB_DATASET: '/data/datasets/7/v3'
+    });
   });
 });
 

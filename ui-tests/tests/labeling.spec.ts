@@ -463,6 +463,13 @@ test.describe('cube-lab labeling', () => {
     await page.screenshot({
       path: path.join(SCREENSHOTS, 'labeling-export-dark.png')
     });
+    // "Train from these labels" opens the training form with the version as its data.
+    await view.getByRole('button', { name: 'Train from these labels' }).click();
+    const env = page.locator('#cube-lab-training textarea[name="env"]');
+    await expect(env).toBeVisible();
+    await expect(env).toHaveValue(
+      `CUBE_LAB_DATASET=${dataset.versions[0].path}`
+    );
     await page.sidebar.openTab('cube-lab-sidebar');
     await expect(item).toContainText('2/3');
     await page.screenshot({

@@ -198,7 +198,9 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
           name,
           translator,
           open,
-          changed: () => void panel.refresh()
+          changed: () => void panel.refresh(),
+          trainFrom: data =>
+            void commands.execute('cube-lab:train-with-data', { ...data })
         });
         const widget = new MainAreaWidget({ content });
         widget.id = `cube-lab-labeling-${key(project, name)}`;

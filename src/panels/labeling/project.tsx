@@ -56,6 +56,7 @@ export class LabelingProjectView extends ReactWidget {
     this._trans = options.translator.load('cube_lab');
     this._open = options.open;
     this._changed = options.changed;
+    this._trainFrom = options.trainFrom;
     this._poll = new Poll({
       auto: false,
       factory: () => this._fetch(),
@@ -443,6 +444,24 @@ export class LabelingProjectView extends ReactWidget {
             <code className="cube-LPath" title={answer.version.path}>
               {answer.version.path}
             </code>
+            {this._trainFrom ? (
+              <button
+                className="cube-Button cube-LTrainFrom"
+                title={trans.__(
+                  'Open the training form with this version in $CUBE_LAB_DATASET'
+                )}
+                onClick={() =>
+                  this._trainFrom!({
+                    project: this.project,
+                    dataset: answer.dataset,
+                    version: answer.version.version,
+                    path: answer.version.path
+                  })
+                }
+              >
+                {trans.__('Train from these labels')}
+              </button>
+            ) : null}
           </div>
         ) : null}
       </section>
@@ -779,6 +798,7 @@ export class LabelingProjectView extends ReactWidget {
   private _format: ExportFormat = 'coco';
   private _only: '' | 'accepted' | 'submitted' = '';
   private _exported: ExportAnswer | null = null;
+  private _trainFrom?: (data: ITrainingData) => void;
   private _models: Model[] | null = null;
   private _modelsLoading = false;
   private _model = '';
@@ -798,5 +818,15 @@ export namespace LabelingProjectView {
       mode: LabelingPanel.OpenMode
     ) => void;
     changed: () => void;
+    /** Open the training launch form with an exported version as its data. */
+    trainFrom?: (data: ITrainingData) => void;
   }
+}
+
+/** What "Train from these labels" hands to the training form. */
+export interface ITrainingData {
+  project: string;
+  dataset: string;
+  version: number;
+  path: string;
 }

@@ -27,7 +27,7 @@ import { LabIcon, refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
 import type { TrainingJob } from '../../api';
 import { CATEGORY, CommandIDs, ICubeSidebar } from '../../tokens';
 import { TrainingJobView } from './job';
-import { jobToForm } from './logic';
+import { dataForm, jobToForm } from './logic';
 import { TrainingPanel } from './panel';
 
 export { TrainingPanel } from './panel';
@@ -42,6 +42,8 @@ export namespace TrainingCommandIDs {
   export const openJob = 'cube-lab:open-training-job';
   export const refresh = 'cube-lab:refresh-training-jobs';
   export const trainFile = 'cube-lab:train-file';
+  /** The launch form with a dataset version as its data (args: project, dataset, version, path). */
+  export const trainWithData = 'cube-lab:train-with-data';
 }
 
 /** A rising loss curve on axes: training. */
@@ -195,6 +197,22 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
         name: w => w.content.jobId
       });
     }
+
+    commands.addCommand(TrainingCommandIDs.trainWithData, {
+      label: trans.__('Train from a Dataset Version'),
+      caption: trans.__('Open the training launch form with this data'),
+      execute: args => {
+        panel.showForm(
+          dataForm({
+            project: String(args.project ?? ''),
+            dataset: String(args.dataset ?? ''),
+            version: Number(args.version ?? 0),
+            path: String(args.path ?? '')
+          })
+        );
+        sidebar.reveal(panel);
+      }
+    });
 
     commands.addCommand(TrainingCommandIDs.trainFile, {
       label: trans.__('Train with cube-lab…'),

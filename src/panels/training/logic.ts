@@ -39,6 +39,28 @@ export interface ILaunchForm {
   name: string;
 }
 
+/** The environment variable a job launched from a dataset version reads its data from. */
+export const DATASET_ENV = 'CUBE_LAB_DATASET';
+
+/**
+ * The launch form for a dataset version ("Train from these labels"): the
+ * version's folder in $CUBE_LAB_DATASET, the job named after it, in its project.
+ */
+export function dataForm(data: {
+  project: string;
+  dataset: string;
+  version: number;
+  path: string;
+}): Partial<ILaunchForm> {
+  return {
+    env: `${DATASET_ENV}=${data.path}`,
+    project: data.project,
+    name: `${data.dataset}-v${data.version}`
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+  };
+}
+
 export function emptyForm(): ILaunchForm {
   return {
     framework: 'pytorch',
