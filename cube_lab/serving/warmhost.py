@@ -181,7 +181,7 @@ class Host:
         sel = selectors.DefaultSelector()
         sel.register(listener, selectors.EVENT_READ, "accept")
         sel.register(wake_r, selectors.EVENT_READ, "wake")
-        close = [listener.fileno(), wake_r.fileno(), wake_w.fileno()]
+        close = [listener.fileno(), wake_r.fileno(), wake_w.fileno(), sel.fileno()]  # type: ignore[attr-defined]
         try:
             while True:
                 for key, _ in sel.select(timeout=5.0):
