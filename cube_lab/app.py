@@ -74,6 +74,7 @@ class CubeLab(ExtensionApp):
         if experiments:
             self.log.warning("cube-lab: marked %d experiment(s) interrupted", len(experiments))
         served = workspace.serving.recover()
+        workspace.serving.prewarm()  # the first deploy after a restart need not start cold
         if served["adopted"] or served["dead"]:
             self.log.warning("cube-lab: deployments adopted %s, dead %s", *served.values())
         self._join_hub_projects(workspace)

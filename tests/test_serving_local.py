@@ -376,6 +376,13 @@ def test_later_deploys_fork_from_the_warm_host(served: Any) -> None:
         time.sleep(0.05)  # the host reaps what it forked
     assert not any(pid_alive(p) for p in pids)
     assert ask(sock, {"op": "quit"}) == {"bye": True}
+    # a restarted server starts the host again, since this data dir has served models
+    assert ws.serving.prewarm() is True
+    deadline = time.monotonic() + 60
+    while ask(sock, {"op": "hello"}) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ws.serving.prewarm() is False  # one answers: nothing to start
+    assert ask(sock, {"op": "quit"}) == {"bye": True}
 
 
 def test_batching_and_opt_in_samples_over_http(served: Any) -> None:

@@ -37,7 +37,9 @@ const env = {
   JUPYTER_DATA_DIR: path.join(tmp, 'data'),
   JUPYTER_RUNTIME_DIR: path.join(tmp, 'runtime'),
   IPYTHONDIR: path.join(tmp, 'ipython'),
-  MLFLOW_DISABLE_TELEMETRY: 'true'
+  MLFLOW_DISABLE_TELEMETRY: 'true',
+  // the serving warm host a test deploy starts leaves soon after the run
+  CUBE_LAB_SERVING_WARM_IDLE_S: '30'
 };
 
 module.exports = {

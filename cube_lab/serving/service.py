@@ -417,10 +417,7 @@ class DeploymentService:
     def _spawn(self, argv: list[str], folder: Path, extra: dict[str, str], flavor: str) -> Any:
         """``python -m MODULE ...``: forked from the warm host when one is up (no start-up
         wait), else started afresh."""
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        env.update(extra)
+        env = _child_env(extra)
         pid = self._warm.spawn(argv[2], argv[3:], folder, env, folder / "log.txt", flavor)
         if pid is not None:
             return Forked(pid)
@@ -761,6 +758,13 @@ class DeploymentService:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
 
+    def prewarm(self) -> bool:
+        """Start the warm host now if models were served from this data dir before, so the
+        first deploy after a restart is warm too; True when one was started."""
+        if not self.root.is_dir():
+            return False
+        return self._warm.ensure(_child_env({}), self.root / "warmhost.log")
+
     def recover(self) -> dict[str, list[str]]:
         """At server start: adopt deployments whose router still answers, mark the rest dead."""
         host = socket.gethostname()
@@ -901,6 +905,15 @@ class Forked:
 
     def poll(self) -> int | None:
         return None if pid_alive(self.pid) else -1
+
+
+def _child_env(extra: dict[str, str]) -> dict[str, str]:
+    """This process's environment, with cube-lab importable, plus ``extra``."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env.update(extra)
+    return env
 
 
 def _jsonl_tail(path: Path, limit: int) -> list[dict[str, Any]]:

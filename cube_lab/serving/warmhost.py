@@ -264,6 +264,18 @@ class WarmHostClient:
         reply = ask(self.path, request, timeout=5.0)
         return int(reply["pid"]) if reply and "pid" in reply else None
 
+    def ensure(self, env: dict[str, str], log: Path) -> bool:
+        """Start a host unless a current one answers; True when one was started."""
+        if not self.enabled:
+            return False
+        hello = ask(self.path, {"op": "hello"}, timeout=0.5)
+        if hello is not None and hello.get("fingerprint") == fingerprint():
+            return False
+        if hello is not None:
+            ask(self.path, {"op": "quit"})
+        self.start(env, log)
+        return True
+
     def start(self, env: dict[str, str], log: Path) -> None:
         import subprocess
 
