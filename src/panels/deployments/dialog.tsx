@@ -8,6 +8,7 @@ import { Dialog, ReactWidget } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { Field } from '../field';
 import {
   changeTraffic,
   deployModel,
@@ -133,6 +134,7 @@ class DeployBody extends ReactWidget {
           )}
         </p>
         <Field
+          className="cube-DField"
           label={trans.__('Name')}
           error={this._errors.name}
           hint={
@@ -219,7 +221,11 @@ class DeployBody extends ReactWidget {
         ) : null}
         {traffic ? null : (
           <div className="cube-DDeploy-row">
-            <Field label={trans.__('Replicas')} error={this._errors.replicas}>
+            <Field
+              className="cube-DField"
+              label={trans.__('Replicas')}
+              error={this._errors.replicas}
+            >
               <input
                 className={`cube-TField-input${this._errors.replicas ? ' cube-mod-invalid' : ''}`}
                 name="replicas"
@@ -232,6 +238,7 @@ class DeployBody extends ReactWidget {
               />
             </Field>
             <Field
+              className="cube-DField"
               label={trans.__('Port (optional)')}
               error={this._errors.port}
             >
@@ -260,6 +267,7 @@ class DeployBody extends ReactWidget {
               {trans.__('Adaptive batching (up to %1 rows a call)', BATCH_ROWS)}
             </label>
             <Field
+              className="cube-DField"
               label={trans.__('Keep request samples (%)')}
               error={this._errors.samples}
               hint={trans.__('Opt-in: requests and answers are stored.')}
@@ -317,25 +325,6 @@ class DeployBody extends ReactWidget {
   private _busy = false;
   private _started = 0;
   private _timer = 0;
-}
-
-function Field(props: {
-  label: string;
-  error?: string;
-  hint?: string;
-  children: React.ReactNode;
-}): JSX.Element {
-  return (
-    <label className="cube-TField cube-DField">
-      <span className="cube-TField-label">{props.label}</span>
-      {props.children}
-      {props.error ? (
-        <span className="cube-TField-error">{props.error}</span>
-      ) : props.hint ? (
-        <span className="cube-TField-hint">{props.hint}</span>
-      ) : null}
-    </label>
-  );
 }
 
 /**

@@ -3,83 +3,43 @@
  * user can see with its status, traffic and endpoint URL (copy button).
  * Polls while visible, faster while one is starting or updating.
  */
-import { Clipboard, ReactWidget } from '@jupyterlab/apputils';
+import { Clipboard } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import {
-  copyIcon,
-  refreshIcon,
-  Toolbar,
-  ToolbarButton
-} from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
-import { IPoll, Poll } from '@lumino/polling';
+import { copyIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { Deployment, describeError, listDeployments } from '../../api';
 import { ICubeSettings } from '../../tokens';
+import { PolledSection } from '../section';
 import { describeTraffic } from './logic';
 
-const MAX_BACKOFF_MS = 2 * 60 * 1000;
 const CHANGING_INTERVAL_MS = 1500;
 
-export class DeploymentsPanel extends ReactWidget {
+export class DeploymentsPanel extends PolledSection {
   constructor(options: DeploymentsPanel.IOptions) {
-    super();
-    this.addClass('cube-DeploymentsPanel');
-    this._trans = options.translator.load('cube_lab');
-    this._settings = options.settings;
-    this._open = options.open;
-    this.title.label = this._trans.__('Deployments');
-    this.title.caption = this._trans.__('Models served as inference services');
-    this.toolbar = new Toolbar();
-    this.toolbar.addItem(
-      'refresh',
-      new ToolbarButton({
-        icon: refreshIcon,
-        tooltip: this._trans.__('Refresh deployments'),
-        onClick: () => void this.refresh()
-      })
-    );
-    this._poll = new Poll({
-      auto: false,
-      factory: () => this._fetch(),
-      frequency: this._frequency(),
-      name: 'cube-lab:deployments',
-      standby: () => !this.isVisible || 'when-hidden'
+    super({
+      ...options,
+      pollName: 'cube-lab:deployments',
+      fastIntervalMs: CHANGING_INTERVAL_MS
     });
-    this._settings.changed.connect(this._retune, this);
+    this.addClass('cube-DeploymentsPanel');
+    this._open = options.open;
+    this.title.label = this.trans.__('Deployments');
+    this.title.caption = this.trans.__('Models served as inference services');
+    this.addButton(
+      'refresh',
+      refreshIcon,
+      this.trans.__('Refresh deployments'),
+      () => void this.refresh()
+    );
   }
-
-  readonly toolbar: Toolbar;
 
   get deployments(): Deployment[] {
     return this._deployments;
   }
 
-  refresh(): Promise<void> {
-    return this._poll.refresh();
-  }
-
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this._settings.changed.disconnect(this._retune, this);
-    this._poll.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    if (!this._started) {
-      this._started = true;
-      void this._poll.start();
-    }
-    void this._poll.refresh();
-  }
-
   protected render(): JSX.Element {
-    const trans = this._trans;
+    const trans = this.trans;
     return (
       <div className="cube-Deployments">
         {this._error ? (
@@ -138,7 +98,7 @@ export class DeploymentsPanel extends ReactWidget {
     );
   }
 
-  private async _fetch(): Promise<void> {
+  protected async fetch(): Promise<void> {
     try {
       this._deployments = (await listDeployments()).deployments;
       this._error = null;
@@ -147,36 +107,16 @@ export class DeploymentsPanel extends ReactWidget {
       throw err;
     } finally {
       this._loaded = true;
-      this._retune();
-      this.update();
     }
   }
 
-  private _frequency(): IPoll.Frequency {
-    const changing = this._deployments.some(
+  protected changing(): boolean {
+    return this._deployments.some(
       d => d.status === 'starting' || d.status === 'updating'
     );
-    return {
-      interval: changing
-        ? Math.min(CHANGING_INTERVAL_MS, this._settings.refreshInterval)
-        : this._settings.refreshInterval,
-      backoff: true,
-      max: MAX_BACKOFF_MS
-    };
   }
 
-  private _retune(): void {
-    const next = this._frequency();
-    if (next.interval !== this._poll.frequency.interval) {
-      this._poll.frequency = next;
-    }
-  }
-
-  private _trans: TranslationBundle;
-  private _settings: ICubeSettings;
   private _open: (d: Deployment) => void;
-  private _poll: Poll;
-  private _started = false;
   private _loaded = false;
   private _deployments: Deployment[] = [];
   private _error: { error: string; detail: string } | null = null;

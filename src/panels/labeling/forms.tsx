@@ -6,6 +6,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { Field } from '../field';
 import type { Dataset, Project } from '../../api';
 import {
   datasetKindFor,
@@ -20,28 +21,6 @@ import {
 } from './logic';
 
 type ErrorText = { error: string; detail: string };
-
-function Field(props: {
-  label: string;
-  name: string;
-  error?: string;
-  hint?: string;
-  children: React.ReactNode;
-}): JSX.Element {
-  return (
-    <label className="cube-TField" data-field={props.name}>
-      <span className="cube-TField-label">{props.label}</span>
-      {props.children}
-      {props.error ? (
-        <span className="cube-TField-error" role="alert">
-          {props.error}
-        </span>
-      ) : props.hint ? (
-        <span className="cube-TField-hint">{props.hint}</span>
-      ) : null}
-    </label>
-  );
-}
 
 function SubmitError(props: { error: ErrorText | null }): JSX.Element | null {
   if (!props.error) {

@@ -3,18 +3,8 @@
  * their progress, the datasets, and the forms to create both. Polls while
  * visible.
  */
-import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import {
-  addIcon,
-  newFolderIcon,
-  refreshIcon,
-  Toolbar,
-  ToolbarButton
-} from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
-import { Poll } from '@lumino/polling';
-import { AccordionPanel } from '@lumino/widgets';
+import { addIcon, newFolderIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
@@ -30,6 +20,7 @@ import {
   whoami
 } from '../../api';
 import { ICubeSettings } from '../../tokens';
+import { PolledSection } from '../section';
 import { DatasetForm, ProjectForm } from './forms';
 import {
   DatasetField,
@@ -45,60 +36,38 @@ import {
   taskTypeLabel
 } from './logic';
 
-const MAX_BACKOFF_MS = 2 * 60 * 1000;
-
 type ErrorText = { error: string; detail: string };
 
-export class LabelingPanel extends ReactWidget {
+export class LabelingPanel extends PolledSection {
   constructor(options: LabelingPanel.IOptions) {
-    super();
+    super({
+      ...options,
+      pollName: 'cube-lab:labeling'
+    });
     this.addClass('cube-LabelingPanel');
-    this._trans = options.translator.load('cube_lab');
-    this._settings = options.settings;
     this._open = options.open;
     this._currentFolder = options.currentFolder;
-    this.title.label = this._trans.__('Labeling');
-    this.title.caption = this._trans.__('Datasets and labeling projects');
-    this.toolbar = new Toolbar();
-    this.toolbar.addItem(
+    this.title.label = this.trans.__('Labeling');
+    this.title.caption = this.trans.__('Datasets and labeling projects');
+    this.addButton(
       'new-project',
-      new ToolbarButton({
-        icon: addIcon,
-        tooltip: this._trans.__('New labeling project'),
-        onClick: () => this.showForm('project')
-      })
+      addIcon,
+      this.trans.__('New labeling project'),
+      () => this.showForm('project')
     );
-    this.toolbar.addItem(
+    this.addButton(
       'new-dataset',
-      new ToolbarButton({
-        icon: newFolderIcon,
-        tooltip: this._trans.__('New dataset'),
-        onClick: () => this.showForm('dataset')
-      })
+      newFolderIcon,
+      this.trans.__('New dataset'),
+      () => this.showForm('dataset')
     );
-    this.toolbar.addItem(
+    this.addButton(
       'refresh',
-      new ToolbarButton({
-        icon: refreshIcon,
-        tooltip: this._trans.__('Refresh labeling projects'),
-        onClick: () => void this.refresh()
-      })
+      refreshIcon,
+      this.trans.__('Refresh labeling projects'),
+      () => void this.refresh()
     );
-    this._poll = new Poll({
-      auto: false,
-      factory: () => this._fetch(),
-      frequency: {
-        interval: this._settings.refreshInterval,
-        backoff: true,
-        max: MAX_BACKOFF_MS
-      },
-      name: 'cube-lab:labeling',
-      standby: () => !this.isVisible || 'when-hidden'
-    });
-    this._settings.changed.connect(this._retune, this);
   }
-
-  readonly toolbar: Toolbar;
 
   get projects(): LabelingProject[] {
     return this._projects;
@@ -106,10 +75,6 @@ export class LabelingPanel extends ReactWidget {
 
   get datasets(): Dataset[] {
     return this._datasets;
-  }
-
-  refresh(): Promise<void> {
-    return this._poll.refresh();
   }
 
   showForm(which: 'dataset' | 'project'): void {
@@ -124,30 +89,12 @@ export class LabelingPanel extends ReactWidget {
     if (which === 'project' && !this._projectForm.project) {
       this._projectForm.project = project;
     }
-    this._makeRoom();
+    this.makeRoom();
     this.update();
   }
 
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this._settings.changed.disconnect(this._retune, this);
-    this._poll.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    if (!this._started) {
-      this._started = true;
-      void this._poll.start();
-    }
-    void this._poll.refresh();
-  }
-
   protected render(): JSX.Element {
-    const trans = this._trans;
+    const trans = this.trans;
     const empty = !this._projects.length && !this._datasets.length;
     return (
       <div className="cube-Training cube-Labeling">
@@ -312,17 +259,7 @@ export class LabelingPanel extends ReactWidget {
     this.update();
   }
 
-  private _makeRoom(): void {
-    const accordion = this.parent;
-    if (!(accordion instanceof AccordionPanel)) {
-      return;
-    }
-    accordion.setRelativeSizes(
-      accordion.widgets.map(w => (w === this ? 8 : w.isHidden ? 0 : 1))
-    );
-  }
-
-  private async _fetch(): Promise<void> {
+  protected async fetch(): Promise<void> {
     try {
       if (!this._identity) {
         this._identity = whoami()
@@ -346,7 +283,6 @@ export class LabelingPanel extends ReactWidget {
       throw err;
     } finally {
       this._loaded = true;
-      this.update();
     }
   }
 
@@ -422,19 +358,8 @@ export class LabelingPanel extends ReactWidget {
     }
   }
 
-  private _retune(): void {
-    this._poll.frequency = {
-      ...this._poll.frequency,
-      interval: this._settings.refreshInterval
-    };
-  }
-
-  private _trans: TranslationBundle;
-  private _settings: ICubeSettings;
   private _open: (p: LabelingProject, mode: LabelingPanel.OpenMode) => void;
   private _currentFolder: () => string | null;
-  private _poll: Poll;
-  private _started = false;
   private _loaded = false;
   private _identity: Promise<void> | null = null;
   private _me = '';

@@ -5,6 +5,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { Field } from '../field';
 import type { Project } from '../../api';
 import { FormField, FRAMEWORKS, ILaunchForm } from './logic';
 
@@ -23,28 +24,6 @@ export interface ILaunchFormProps {
   pickCurrent: () => string | null;
   /** A file dialog; null when cancelled. */
   browse: () => Promise<string | null>;
-}
-
-function Field(props: {
-  label: string;
-  name: string;
-  error?: string;
-  hint?: string;
-  children: React.ReactNode;
-}): JSX.Element {
-  return (
-    <label className="cube-TField" data-field={props.name}>
-      <span className="cube-TField-label">{props.label}</span>
-      {props.children}
-      {props.error ? (
-        <span className="cube-TField-error" role="alert">
-          {props.error}
-        </span>
-      ) : props.hint ? (
-        <span className="cube-TField-hint">{props.hint}</span>
-      ) : null}
-    </label>
-  );
 }
 
 export function LaunchForm(props: ILaunchFormProps): JSX.Element {

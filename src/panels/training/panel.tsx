@@ -3,17 +3,8 @@
  * list of jobs (status, size, start, duration; open, stop, re-run). Polls
  * while visible.
  */
-import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import {
-  addIcon,
-  refreshIcon,
-  Toolbar,
-  ToolbarButton
-} from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
-import { IPoll, Poll } from '@lumino/polling';
-import { AccordionPanel } from '@lumino/widgets';
+import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
@@ -28,6 +19,7 @@ import {
   whoami
 } from '../../api';
 import { ICubeSettings } from '../../tokens';
+import { PolledSection } from '../section';
 import { LaunchForm } from './form';
 import {
   emptyForm,
@@ -38,59 +30,37 @@ import {
   jobSize
 } from './logic';
 
-const MAX_BACKOFF_MS = 2 * 60 * 1000;
 /** Poll faster while a job of the list runs, so its status follows. */
 const ACTIVE_INTERVAL_MS = 2000;
 
-export class TrainingPanel extends ReactWidget {
+export class TrainingPanel extends PolledSection {
   constructor(options: TrainingPanel.IOptions) {
-    super();
+    super({
+      ...options,
+      pollName: 'cube-lab:training',
+      fastIntervalMs: ACTIVE_INTERVAL_MS
+    });
     this.addClass('cube-TrainingPanel');
-    this._trans = options.translator.load('cube_lab');
-    this._settings = options.settings;
     this._openJob = options.openJob;
     this._pickCurrent = options.pickCurrent;
     this._browse = options.browse;
-    this.title.label = this._trans.__('Training');
-    this.title.caption = this._trans.__('Distributed training jobs');
+    this.title.label = this.trans.__('Training');
+    this.title.caption = this.trans.__('Distributed training jobs');
 
-    this.toolbar = new Toolbar();
-    this.toolbar.addItem(
-      'new',
-      new ToolbarButton({
-        icon: addIcon,
-        tooltip: this._trans.__('New training job'),
-        onClick: () => this.showForm()
-      })
+    this.addButton('new', addIcon, this.trans.__('New training job'), () =>
+      this.showForm()
     );
-    this.toolbar.addItem(
+    this.addButton(
       'refresh',
-      new ToolbarButton({
-        icon: refreshIcon,
-        tooltip: this._trans.__('Refresh training jobs'),
-        onClick: () => void this.refresh()
-      })
+      refreshIcon,
+      this.trans.__('Refresh training jobs'),
+      () => void this.refresh()
     );
-
-    this._poll = new Poll({
-      auto: false,
-      factory: () => this._fetch(),
-      frequency: this._frequency(),
-      name: 'cube-lab:training',
-      standby: () => !this.isVisible || 'when-hidden'
-    });
-    this._settings.changed.connect(this._retune, this);
   }
-
-  readonly toolbar: Toolbar;
 
   /** The jobs of the last fetch, newest first. */
   get jobs(): TrainingJob[] {
     return this._jobs;
-  }
-
-  refresh(): Promise<void> {
-    return this._poll.refresh();
   }
 
   /** Open the launch form, optionally filled (a script path, or a copy of a job). */
@@ -99,7 +69,7 @@ export class TrainingPanel extends ReactWidget {
     this._form = { ...this._form, ...fill };
     this._errors = {};
     this._submitError = null;
-    this._makeRoom();
+    this.makeRoom();
     this.update();
     requestAnimationFrame(() => {
       this.node
@@ -108,26 +78,8 @@ export class TrainingPanel extends ReactWidget {
     });
   }
 
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this._settings.changed.disconnect(this._retune, this);
-    this._poll.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    if (!this._started) {
-      this._started = true;
-      void this._poll.start();
-    }
-    void this._poll.refresh();
-  }
-
   protected render(): JSX.Element {
-    const trans = this._trans;
+    const trans = this.trans;
     return (
       <div className="cube-Training">
         {this._formOpen ? (
@@ -206,19 +158,11 @@ export class TrainingPanel extends ReactWidget {
     );
   }
 
-  /** The form needs height: give this section most of the sidebar. */
-  private _makeRoom(): void {
-    const accordion = this.parent;
-    if (!(accordion instanceof AccordionPanel)) {
-      return;
-    }
-    const sizes = accordion.widgets.map(w =>
-      w === this ? 3 : w.isHidden ? 0 : 1
-    );
-    accordion.setRelativeSizes(sizes);
+  protected changing(): boolean {
+    return this._jobs.some(isJobActive);
   }
 
-  private async _fetch(): Promise<void> {
+  protected async fetch(): Promise<void> {
     try {
       if (!this._identity) {
         this._identity = whoami()
@@ -236,8 +180,6 @@ export class TrainingPanel extends ReactWidget {
       throw err;
     } finally {
       this._loaded = true;
-      this._retune();
-      this.update();
     }
   }
 
@@ -283,31 +225,9 @@ export class TrainingPanel extends ReactWidget {
     }
   }
 
-  private _frequency(): IPoll.Frequency {
-    const active = this._jobs.some(isJobActive);
-    return {
-      interval: active
-        ? Math.min(ACTIVE_INTERVAL_MS, this._settings.refreshInterval)
-        : this._settings.refreshInterval,
-      backoff: true,
-      max: MAX_BACKOFF_MS
-    };
-  }
-
-  private _retune(): void {
-    const next = this._frequency();
-    if (next.interval !== this._poll.frequency.interval) {
-      this._poll.frequency = next;
-    }
-  }
-
-  private _trans: TranslationBundle;
-  private _settings: ICubeSettings;
   private _openJob: (job: TrainingJob) => void;
   private _pickCurrent: () => string | null;
   private _browse: () => Promise<string | null>;
-  private _poll: Poll;
-  private _started = false;
   private _identity: Promise<void> | null = null;
   private _projects: Project[] = [];
   private _jobs: TrainingJob[] = [];

@@ -5,6 +5,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { Field } from '../field';
 import type { Project, TuningAlgorithms } from '../../api';
 import { checkSpaceText, ExperimentField, IExperimentForm } from './logic';
 
@@ -21,28 +22,6 @@ export interface IExperimentFormProps {
   onCancel: () => void;
   /** The folder of the file open in the editor or selected in the browser. */
   currentFolder: () => string | null;
-}
-
-function Field(props: {
-  label: string;
-  name: string;
-  error?: string;
-  hint?: string;
-  children: React.ReactNode;
-}): JSX.Element {
-  return (
-    <label className="cube-TField" data-field={props.name}>
-      <span className="cube-TField-label">{props.label}</span>
-      {props.children}
-      {props.error ? (
-        <span className="cube-TField-error" role="alert">
-          {props.error}
-        </span>
-      ) : props.hint ? (
-        <span className="cube-TField-hint">{props.hint}</span>
-      ) : null}
-    </label>
-  );
 }
 
 export function ExperimentForm(props: IExperimentFormProps): JSX.Element {

@@ -3,17 +3,8 @@
  * the list of experiments (status, trials, best metric; open, stop,
  * resume). Polls while visible.
  */
-import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import {
-  addIcon,
-  refreshIcon,
-  Toolbar,
-  ToolbarButton
-} from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
-import { IPoll, Poll } from '@lumino/polling';
-import { AccordionPanel } from '@lumino/widgets';
+import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
@@ -29,6 +20,7 @@ import {
   whoami
 } from '../../api';
 import { ICubeSettings } from '../../tokens';
+import { PolledSection } from '../section';
 import { StatusBadge } from '../training/panel';
 import { formatNumber } from '../training/logic';
 import { ExperimentForm } from './form';
@@ -40,55 +32,34 @@ import {
   isExperimentActive
 } from './logic';
 
-const MAX_BACKOFF_MS = 2 * 60 * 1000;
 const ACTIVE_INTERVAL_MS = 2000;
 
-export class TuningPanel extends ReactWidget {
+export class TuningPanel extends PolledSection {
   constructor(options: TuningPanel.IOptions) {
-    super();
+    super({
+      ...options,
+      pollName: 'cube-lab:tuning',
+      fastIntervalMs: ACTIVE_INTERVAL_MS
+    });
     this.addClass('cube-TuningPanel');
-    this._trans = options.translator.load('cube_lab');
-    this._settings = options.settings;
     this._openExperiment = options.openExperiment;
     this._currentFolder = options.currentFolder;
-    this.title.label = this._trans.__('Tuning');
-    this.title.caption = this._trans.__('Hyperparameter tuning experiments');
+    this.title.label = this.trans.__('Tuning');
+    this.title.caption = this.trans.__('Hyperparameter tuning experiments');
 
-    this.toolbar = new Toolbar();
-    this.toolbar.addItem(
-      'new',
-      new ToolbarButton({
-        icon: addIcon,
-        tooltip: this._trans.__('New experiment'),
-        onClick: () => this.showForm()
-      })
+    this.addButton('new', addIcon, this.trans.__('New experiment'), () =>
+      this.showForm()
     );
-    this.toolbar.addItem(
+    this.addButton(
       'refresh',
-      new ToolbarButton({
-        icon: refreshIcon,
-        tooltip: this._trans.__('Refresh experiments'),
-        onClick: () => void this.refresh()
-      })
+      refreshIcon,
+      this.trans.__('Refresh experiments'),
+      () => void this.refresh()
     );
-    this._poll = new Poll({
-      auto: false,
-      factory: () => this._fetch(),
-      frequency: this._frequency(),
-      name: 'cube-lab:tuning',
-      standby: () => !this.isVisible || 'when-hidden'
-    });
-    this._settings.changed.connect(this._retune, this);
   }
-
-  readonly toolbar: Toolbar;
 
   get experiments(): TuningExperiment[] {
     return this._experiments;
-  }
-
-  refresh(): Promise<void> {
-    return this._poll.refresh();
   }
 
   showForm(fill: Partial<IExperimentForm> = {}): void {
@@ -97,30 +68,12 @@ export class TuningPanel extends ReactWidget {
     this._errors = {};
     this._submitError = null;
     this._loadAlgorithms();
-    this._makeRoom();
+    this.makeRoom();
     this.update();
   }
 
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this._settings.changed.disconnect(this._retune, this);
-    this._poll.dispose();
-    super.dispose();
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    if (!this._started) {
-      this._started = true;
-      void this._poll.start();
-    }
-    void this._poll.refresh();
-  }
-
   protected render(): JSX.Element {
-    const trans = this._trans;
+    const trans = this.trans;
     return (
       <div className="cube-Training cube-Tuning">
         {this._formOpen ? (
@@ -221,17 +174,11 @@ export class TuningPanel extends ReactWidget {
       });
   }
 
-  private _makeRoom(): void {
-    const accordion = this.parent;
-    if (!(accordion instanceof AccordionPanel)) {
-      return;
-    }
-    accordion.setRelativeSizes(
-      accordion.widgets.map(w => (w === this ? 8 : w.isHidden ? 0 : 1))
-    );
+  protected changing(): boolean {
+    return this._experiments.some(isExperimentActive);
   }
 
-  private async _fetch(): Promise<void> {
+  protected async fetch(): Promise<void> {
     try {
       if (!this._identity) {
         this._identity = whoami()
@@ -249,8 +196,6 @@ export class TuningPanel extends ReactWidget {
       throw err;
     } finally {
       this._loaded = true;
-      this._retune();
-      this.update();
     }
   }
 
@@ -298,30 +243,8 @@ export class TuningPanel extends ReactWidget {
     }
   }
 
-  private _frequency(): IPoll.Frequency {
-    const active = this._experiments.some(isExperimentActive);
-    return {
-      interval: active
-        ? Math.min(ACTIVE_INTERVAL_MS, this._settings.refreshInterval)
-        : this._settings.refreshInterval,
-      backoff: true,
-      max: MAX_BACKOFF_MS
-    };
-  }
-
-  private _retune(): void {
-    const next = this._frequency();
-    if (next.interval !== this._poll.frequency.interval) {
-      this._poll.frequency = next;
-    }
-  }
-
-  private _trans: TranslationBundle;
-  private _settings: ICubeSettings;
   private _openExperiment: (exp: TuningExperiment) => void;
   private _currentFolder: () => string | null;
-  private _poll: Poll;
-  private _started = false;
   private _identity: Promise<void> | null = null;
   private _projects: Project[] = [];
   private _algorithms: TuningAlgorithms | null = null;
