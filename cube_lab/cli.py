@@ -13,7 +13,6 @@ import sys
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 import argparse
-import json
 import logging
 import os
 import shutil
@@ -23,25 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import cli_kserve, cli_labeling, cli_tuning
-from .cli_args import parse_pairs, split_ref
+from .cli_args import parse_pairs, print_json, print_table, split_ref
 from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
 from .identity import Caller
-from .serialize import to_jsonable
 from .workspace import Workspace
 
 if TYPE_CHECKING:
     from .pipelines.runner import NodeState
-
-
-def _print_json(value: Any) -> None:
-    print(json.dumps(to_jsonable(value), indent=2))
-
-
-def _table(rows: list[list[str]], header: list[str]) -> None:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 # -- model commands ----------------------------------------------------------------------
@@ -64,7 +52,7 @@ def model_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
         training_job_id=a.training_job,
     )
     if a.json:
-        _print_json(v)
+        print_json(v)
     else:
         print(
             f"Registered {v.model} v{v.version} ({v.flavor}, {v.format}, "
@@ -83,12 +71,12 @@ def model_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         if offset >= page.total or not page.models:
             break
     if a.json:
-        _print_json(models)
+        print_json(models)
         return
     if not models:
         print("No models yet. Register one: cube-lab model register PATH --name NAME")
         return
-    _table(
+    print_table(
         [
             [
                 m.project,
@@ -108,10 +96,10 @@ def model_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def model_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     detail = ws.registry.get_model(caller, _project(ws, caller, a), a.name)
     if a.json:
-        _print_json(detail)
+        print_json(detail)
         return
     print(f"{detail.project}/{detail.name}  {detail.description}".rstrip())
-    _table(
+    print_table(
         [
             [
                 f"v{v.version}",
@@ -133,14 +121,14 @@ def model_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def model_compare(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     cmp = ws.registry.compare(caller, _project(ws, caller, a), a.name, a.versions)
     if a.json:
-        _print_json(cmp)
+        print_json(cmp)
         return
     header = ["", *[f"v{v.version}" for v in cmp.versions]]
     rows = [
         [f"metric {m}", *[str(v.metrics.get(m, "")) for v in cmp.versions]] for m in cmp.metrics
     ]
     rows += [[f"param {p}", *[str(v.params.get(p, "")) for v in cmp.versions]] for p in cmp.params]
-    _table(rows, header)
+    print_table(rows, header)
 
 
 def model_alias(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -207,9 +195,9 @@ def _project(ws: Workspace, caller: Caller, a: argparse.Namespace) -> str:
 def project_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     projects = ws.projects.list(caller)
     if a.json:
-        _print_json(projects)
+        print_json(projects)
         return
-    _table(
+    print_table(
         [[p.name, p.kind, p.role, str(len(p.members)), p.description] for p in projects],
         ["NAME", "KIND", "ROLE", "MEMBERS", "DESCRIPTION"],
     )
@@ -260,7 +248,7 @@ def pipeline_validate(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
     path = Path(a.path)
     pipeline, problems = ws.pipelines.check(path, _pipeline_root(path))
     if a.json:
-        _print_json({"valid": not problems, "problems": problems})
+        print_json({"valid": not problems, "problems": problems})
     if problems:
         if not a.json:
             print(f"{path}: {len(problems)} problem(s)", file=sys.stderr)
@@ -352,9 +340,9 @@ def pipeline_runs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     path = Path(a.path).resolve() if a.path else None
     runs = ws.pipelines.list_runs(caller, path=path, project=a.project, limit=a.limit)
     if a.json:
-        _print_json(runs)
+        print_json(runs)
         return
-    _table(
+    print_table(
         [
             [
                 r.id,
@@ -413,7 +401,7 @@ def pipeline_schedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
         params=parse_pairs(a.param, "param"),
     )
     if a.json:
-        _print_json(view)
+        print_json(view)
         return
     upcoming = view.next_fire_at.isoformat() if view.next_fire_at else "never"
     print(
@@ -425,9 +413,9 @@ def pipeline_schedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
 def pipeline_schedules(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     views = ws.schedules.list(caller)
     if a.json:
-        _print_json(views)
+        print_json(views)
         return
-    _table(
+    print_table(
         [
             [
                 str(v.id),
@@ -552,7 +540,7 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     status = ws.training.run_foreground(job)
     view = ws.training.get(caller, job_id)
     if a.json:
-        _print_json(view)
+        print_json(view)
     else:
         error = f" ({view.error})" if view.error else ""
         took = f" in {view.duration_s:.1f}s" if view.duration_s is not None else ""
@@ -564,9 +552,9 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def training_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     jobs = ws.training.list(caller, project=a.project, limit=a.limit)
     if a.json:
-        _print_json(jobs)
+        print_json(jobs)
         return
-    _table(
+    print_table(
         [
             [
                 j.id,
@@ -602,7 +590,7 @@ def training_stop(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def training_metrics(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     found = ws.training.metrics(caller, a.job)
     if a.json:
-        _print_json(found)
+        print_json(found)
         return
     for key, points in found.series.items():
         print(f"{key}: {len(points)} points, last {points[-1][1]:g} at step {points[-1][0]:g}")
@@ -652,7 +640,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
                 file=sys.stderr,
             )
     if a.json:
-        _print_json(view)
+        print_json(view)
         return
     traffic = ", ".join(
         f"v{t['version']} {'shadow' if t['shadow'] else format(t['weight'], 'g') + '%'}"
@@ -668,9 +656,9 @@ def deployments_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
         return
     found = ws.serving.list(caller, project=a.project)
     if a.json:
-        _print_json(found)
+        print_json(found)
         return
-    _table(
+    print_table(
         [
             [
                 d.name,
@@ -724,7 +712,7 @@ def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
             service.set_samples(caller, a.name, a.set, project=a.project)
         found = service.samples(caller, a.name, a.limit, project=a.project)
         if a.json:
-            _print_json(found)
+            print_json(found)
             return
         print(f"sampling {found['percent']:g}% of requests", file=sys.stderr)
         for s in found["samples"]:
@@ -738,7 +726,7 @@ def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
     else:
         view = service.rollback(caller, a.name, project=a.project)
     if a.json:
-        _print_json(view)
+        print_json(view)
         return
     print(", ".join(f"v{t['version']} {t['weight']:g}%" for t in view.traffic))
 

@@ -1,4 +1,5 @@
-"""Parsing shared by the CLI and the magics: ``k=v`` pairs and ``NAME[:VERSION]``."""
+"""Shared by the CLI modules and the magics: ``k=v`` pairs, ``NAME[:VERSION]``, and printing
+JSON and tables."""
 
 from __future__ import annotations
 
@@ -33,3 +34,16 @@ def split_ref(text: str) -> tuple[str, str]:
     """``iris:3`` -> ("iris", "3"); ``iris`` -> ("iris", "latest")."""
     name, _, ref = text.partition(":")
     return name, ref or "latest"
+
+
+def print_json(value: Any) -> None:
+    from .serialize import to_jsonable
+
+    print(json.dumps(to_jsonable(value), indent=2))
+
+
+def print_table(rows: list[list[str]], header: list[str]) -> None:
+    """Left-aligned columns, two spaces apart, the header first."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

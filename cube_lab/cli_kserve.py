@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from . import accelerators
+from .cli_args import print_json, print_table
 from .errors import CubeError, NotFound
 from .identity import Caller
 from .workspace import Workspace
@@ -81,7 +82,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         )
     )
     if a.json:
-        print(_json(got))
+        print_json(got)
     if got.status == "failed":
         raise CubeError(
             f"InferenceService {got.name} failed: {got.message}",
@@ -104,7 +105,7 @@ def listing(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
     found = asyncio.run(kserve_cluster.listing(_config(a), a.namespace))
     if a.json:
-        print("[" + ",".join(_json(f) for f in found) + "]")
+        print_json(found)
         return
     rows = [
         [
@@ -117,12 +118,7 @@ def listing(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         ]
         for f in found
     ]
-    widths = [max(len(str(r[i])) for r in [_HEAD, *rows]) for i in range(len(_HEAD))]
-    for row in [_HEAD, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-
-
-_HEAD = ["NAME", "NAMESPACE", "STATUS", "CANARY", "STORAGE", "URL"]
+    print_table(rows, ["NAME", "NAMESPACE", "STATUS", "CANARY", "STORAGE", "URL"])
 
 
 def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -148,14 +144,7 @@ def action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         )
     got = asyncio.run(kserve_cluster.set_canary(a.name, a.namespace, percent, _config(a)))
     if a.json:
-        print(_json(got))
+        print_json(got)
         return
     share = "none: all traffic to the latest revision" if percent is None else f"{percent}%"
     print(f"{got.name}: canary {share}")
-
-
-def _json(value: Any) -> str:
-    import dataclasses
-    import json
-
-    return json.dumps(dataclasses.asdict(value))

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .cli_args import print_json
 from .errors import InvalidInput
 from .identity import Caller
 from .serialize import to_jsonable
@@ -19,10 +20,6 @@ if TYPE_CHECKING:
 
 TYPES = ("image-class", "image-bbox", "text-class", "text-ner")
 FORMATS = ("coco", "yolo", "labelstudio", "jsonl", "csv")
-
-
-def _print_json(value: Any) -> None:
-    print(json.dumps(to_jsonable(value), indent=2))
 
 
 def _project(ws: Workspace, caller: Caller, a: argparse.Namespace) -> str:
@@ -50,7 +47,7 @@ def dataset_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
         text_field=a.text_field,
     )
     if a.json:
-        _print_json(view)
+        print_json(view)
         return
     print(
         f"Created dataset {view.name} in project {view.project}: {view.item_count:,} "
@@ -61,7 +58,7 @@ def dataset_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
 def dataset_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     views = ws.datasets.list(caller, a.project)
     if a.json:
-        _print_json(views)
+        print_json(views)
         return
     if not views:
         print("No datasets yet: cube-lab dataset create NAME PATH")
@@ -76,7 +73,7 @@ def dataset_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def dataset_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     view = ws.datasets.get(caller, _project(ws, caller, a), a.name)
     if a.json:
-        _print_json(view)
+        print_json(view)
         return
     print(f"{view.project}/{view.name}: {view.item_count:,} {view.kind} from {view.source}")
     for v in view.versions:
@@ -100,7 +97,7 @@ def label_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         reviewers=_split(a.reviewers) if a.reviewers else None,
     )
     if a.json:
-        _print_json(view)
+        print_json(view)
         return
     keys = ", ".join(f"{label['hotkey'] or '-'}={label['name']}" for label in view.labels)
     print(f"Created labeling project {view.name} ({view.type}) on {view.dataset}: {keys}")
@@ -109,7 +106,7 @@ def label_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def label_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     views = ws.labeling.list(caller, a.project)
     if a.json:
-        _print_json(views)
+        print_json(views)
         return
     if not views:
         print(
@@ -125,7 +122,7 @@ def label_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def label_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     view = ws.labeling.get(caller, _project(ws, caller, a), a.name)
     if a.json:
-        _print_json(view)
+        print_json(view)
         return
     p = view.progress
     assert p is not None
@@ -147,7 +144,7 @@ def label_assign(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         caller, _project(ws, caller, a), a.name, _split(a.users), a.mode, a.batch_size
     )
     if a.json:
-        _print_json({"assigned": counts})
+        print_json({"assigned": counts})
         return
     print("Assigned " + ", ".join(f"{n} to {user}" for user, n in counts.items()))
 
@@ -162,7 +159,7 @@ def label_import(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
     answer = ws.labeling.import_labels(caller, _project(ws, caller, a), a.name, a.format, data)
     if a.json:
-        _print_json(answer)
+        print_json(answer)
         return
     unmatched = f" (unmatched: {', '.join(answer['unmatched'])})" if answer["unmatched"] else ""
     print(f"Imported {answer['imported']} task(s), skipped {answer['skipped']}{unmatched}")
@@ -184,7 +181,7 @@ def label_export(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
                 target = target / written.name
             shutil.copyfile(written, target)
     if a.json:
-        _print_json({**to_jsonable(view), "output": str(target) if target else None})
+        print_json({**to_jsonable(view), "output": str(target) if target else None})
         return
     where = f", copied to {target}" if target else ""
     print(
@@ -198,7 +195,7 @@ def label_prelabel(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
         caller, _project(ws, caller, a), a.name, a.model, a.version, a.threshold, a.limit
     )
     if a.json:
-        _print_json({"prelabeled": count})
+        print_json({"prelabeled": count})
         return
     print(f"Pre-labeled {count} task(s) with {a.model}")
 

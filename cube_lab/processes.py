@@ -15,6 +15,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,3 +82,22 @@ def orphaned(rows: list[Any], in_hand: set[str] | dict[str, Any]) -> list[str]:
         and r.id not in in_hand
         and (r.runner_pid == os.getpid() or not pid_alive(r.runner_pid))
     ]
+
+
+def become_forked_child(log: str, cwd: str, env: dict[str, str]) -> None:
+    """In a child a warm host forked: its own session, stdin from /dev/null, stdout and
+    stderr appended to ``log``, ``cwd`` and ``env`` as if it had been started afresh."""
+    os.setsid()
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    os.close(null)
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)

@@ -34,6 +34,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..processes import become_forked_child
+
 SOCKET_NAME = "warmhost.sock"
 IDLE_S = 900.0
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes
@@ -73,26 +75,13 @@ def _child(request: dict[str, Any], close: list[int]) -> None:
     """In the forked child: become ``python -m MODULE ARGV``. Never returns."""
     code = 1
     try:
-        os.setsid()
         for fd in close:
             with contextlib.suppress(OSError):
                 os.close(fd)
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
-        os.close(null)
-        sys.stdin = open(0, closefd=False)
-        sys.stdout = open(1, "w", buffering=1, closefd=False)
-        sys.stderr = open(2, "w", buffering=1, closefd=False)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
+        become_forked_child(request["log"], request["cwd"], request["env"])
         sys.argv = [request["module"], *request["argv"]]
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         code = 0

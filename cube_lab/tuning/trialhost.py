@@ -32,6 +32,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from ..processes import become_forked_child
+
 _SITE = tuple(
     str(Path(p).resolve()) for p in {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
 )
@@ -90,22 +92,9 @@ def _child(request: dict[str, Any]) -> None:
     """In the forked child: become the trial. Never returns."""
     code = 1
     try:
-        os.setsid()
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
-        os.close(null)
-        sys.stdin = open(0, closefd=False)
-        sys.stdout = open(1, "w", buffering=1, closefd=False)
-        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        become_forked_child(request["log"], request["cwd"], request["env"])
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
         argv = list(request["argv"])
         if argv[0] == "-m":
             sys.argv = [argv[1], *argv[2:]]

@@ -8,6 +8,7 @@ import { Dialog, ReactWidget } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
 import {
   changeTraffic,
@@ -298,14 +299,7 @@ class DeployBody extends ReactWidget {
             <div className="cube-DProgress-bar" />
           </div>
         ) : null}
-        {this._error ? (
-          <div className="cube-TError" role="alert">
-            <div className="cube-TError-title">{this._error.error}</div>
-            {this._error.detail ? (
-              <div className="cube-TError-detail">{this._error.detail}</div>
-            ) : null}
-          </div>
-        ) : null}
+        {this._error ? <ErrorBox error={this._error} /> : null}
       </form>
     );
   }

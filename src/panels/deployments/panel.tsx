@@ -8,6 +8,7 @@ import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { copyIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import { Deployment, describeError, listDeployments } from '../../api';
 import { ICubeSettings } from '../../tokens';
 import { PolledSection } from '../section';
@@ -42,14 +43,7 @@ export class DeploymentsPanel extends PolledSection {
     const trans = this.trans;
     return (
       <div className="cube-Deployments">
-        {this._error ? (
-          <div className="cube-TError" role="alert">
-            <div className="cube-TError-title">{this._error.error}</div>
-            {this._error.detail ? (
-              <div className="cube-TError-detail">{this._error.detail}</div>
-            ) : null}
-          </div>
-        ) : null}
+        {this._error ? <ErrorBox error={this._error} /> : null}
         {!this._loaded ? (
           <div className="cube-Loading">
             <span className="cube-Spinner" /> {trans.__('Loading deployments…')}

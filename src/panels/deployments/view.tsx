@@ -18,6 +18,7 @@ import { Message } from '@lumino/messaging';
 import { Poll } from '@lumino/polling';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import {
   changeTraffic,
   Deployment,
@@ -476,17 +477,6 @@ function predictExample(oipText: string): string {
   } catch {
     return '{\n  "instances": [[0.5, 1.2, 1.9, 2.6], [0.5, 1.2, 1.9, 2.6]]\n}';
   }
-}
-
-function ErrorBox(props: { error: ErrorText }): JSX.Element {
-  return (
-    <div className="cube-TError" role="alert">
-      <div className="cube-TError-title">{props.error.error}</div>
-      {props.error.detail ? (
-        <div className="cube-TError-detail">{props.error.detail}</div>
-      ) : null}
-    </div>
-  );
 }
 
 function TestForm(props: {

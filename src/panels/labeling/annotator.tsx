@@ -12,6 +12,7 @@ import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import {
   BoxAnnotation,
   CubeApiError,
@@ -941,7 +942,9 @@ export class AnnotatorView extends ReactWidget {
     if (!proj) {
       return (
         <div className="cube-LAnnotator">
-          {this._error ? <ErrorBox error={this._error} /> : null}
+          {this._error ? (
+            <ErrorBox className="cube-LError" error={this._error} />
+          ) : null}
           {this._loading ? (
             <div className="cube-Loading">
               <span className="cube-Spinner" />{' '}
@@ -969,6 +972,7 @@ export class AnnotatorView extends ReactWidget {
         {this._header(proj, task)}
         {this._error ? (
           <ErrorBox
+            className="cube-LError"
             error={this._error}
             action={
               this._failed
@@ -1594,35 +1598,4 @@ function SaveState(props: {
     error: trans.__('not saved')
   }[props.state];
   return <span className={`cube-LSave cube-LSave-${props.state}`}>{text}</span>;
-}
-
-export function ErrorBox(props: {
-  error: ErrorText;
-  action?: { label: string; run: () => void };
-  dismiss?: () => void;
-}): JSX.Element {
-  return (
-    <div className="cube-TError cube-LError" role="alert">
-      <div className="cube-TError-title">
-        {props.error.error}
-        {props.dismiss ? (
-          <button
-            className="cube-TLink cube-LError-close"
-            onClick={props.dismiss}
-            aria-label="Dismiss"
-          >
-            ×
-          </button>
-        ) : null}
-      </div>
-      {props.error.detail ? (
-        <div className="cube-TError-detail">{props.error.detail}</div>
-      ) : null}
-      {props.action ? (
-        <button className="cube-TLink" onClick={props.action.run}>
-          {props.action.label}
-        </button>
-      ) : null}
-    </div>
-  );
 }

@@ -6,6 +6,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
 import type { Dataset, Project } from '../../api';
 import {
@@ -21,20 +22,6 @@ import {
 } from './logic';
 
 type ErrorText = { error: string; detail: string };
-
-function SubmitError(props: { error: ErrorText | null }): JSX.Element | null {
-  if (!props.error) {
-    return null;
-  }
-  return (
-    <div className="cube-TError" role="alert">
-      <div className="cube-TError-title">{props.error.error}</div>
-      {props.error.detail ? (
-        <div className="cube-TError-detail">{props.error.detail}</div>
-      ) : null}
-    </div>
-  );
-}
 
 function ProjectSelect(props: {
   value: string;
@@ -172,7 +159,7 @@ export function DatasetForm(props: {
           />
         </Field>
       ) : null}
-      <SubmitError error={props.submitError} />
+      {props.submitError ? <ErrorBox error={props.submitError} /> : null}
       <div className="cube-TForm-actions">
         <button
           type="button"
@@ -378,7 +365,7 @@ export function ProjectForm(props: {
           }
         />
       </Field>
-      <SubmitError error={props.submitError} />
+      {props.submitError ? <ErrorBox error={props.submitError} /> : null}
       <div className="cube-TForm-actions">
         <button
           type="button"

@@ -30,7 +30,7 @@ import {
   whoami
 } from '../../api';
 import { formatRelativeTime } from '../../format';
-import { ErrorBox } from './annotator';
+import { ErrorBox } from '../errorbox';
 import {
   assignRequest,
   doneCount,
@@ -103,7 +103,7 @@ export class LabelingProjectView extends ReactWidget {
       return (
         <div className="cube-LDetail">
           {this._loadError ? (
-            <ErrorBox error={this._loadError} />
+            <ErrorBox className="cube-LError" error={this._loadError} />
           ) : (
             <div className="cube-Loading">
               <span className="cube-Spinner" />{' '}
@@ -159,6 +159,7 @@ export class LabelingProjectView extends ReactWidget {
         </header>
         {this._error ? (
           <ErrorBox
+            className="cube-LError"
             error={this._error}
             dismiss={() => {
               this._error = null;

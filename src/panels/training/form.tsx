@@ -5,6 +5,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
 import type { Project } from '../../api';
 import { FormField, FRAMEWORKS, ILaunchForm } from './logic';
@@ -205,14 +206,7 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
           </Field>
         </div>
       </details>
-      {props.submitError ? (
-        <div className="cube-TError" role="alert">
-          <div className="cube-TError-title">{props.submitError.error}</div>
-          {props.submitError.detail ? (
-            <div className="cube-TError-detail">{props.submitError.detail}</div>
-          ) : null}
-        </div>
-      ) : null}
+      {props.submitError ? <ErrorBox error={props.submitError} /> : null}
       <div className="cube-TForm-actions">
         <button
           type="submit"

@@ -8,6 +8,7 @@ import { Message } from '@lumino/messaging';
 import { Poll } from '@lumino/polling';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import {
   describeError,
   getTrainingJob,
@@ -237,17 +238,6 @@ export namespace TrainingJobView {
     /** Show a registered model version. */
     openModel: (version: ModelVersion) => void;
   }
-}
-
-function ErrorBox(props: { error: ErrorText }): JSX.Element {
-  return (
-    <div className="cube-TError" role="alert">
-      <div className="cube-TError-title">{props.error.error}</div>
-      {props.error.detail ? (
-        <div className="cube-TError-detail">{props.error.detail}</div>
-      ) : null}
-    </div>
-  );
 }
 
 function when(at: string | null): string {

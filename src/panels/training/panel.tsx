@@ -7,6 +7,7 @@ import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import {
   describeError,
   isJobActive,
@@ -106,14 +107,7 @@ export class TrainingPanel extends PolledSection {
             browse={this._browse}
           />
         ) : null}
-        {this._error ? (
-          <div className="cube-TError" role="alert">
-            <div className="cube-TError-title">{this._error.error}</div>
-            {this._error.detail ? (
-              <div className="cube-TError-detail">{this._error.detail}</div>
-            ) : null}
-          </div>
-        ) : null}
+        {this._error ? <ErrorBox error={this._error} /> : null}
         {!this._loaded ? (
           <div className="cube-Loading">
             <span className="cube-Spinner" /> {trans.__('Loading jobs…')}

@@ -9,6 +9,7 @@ import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { Poll } from '@lumino/polling';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import {
   describeError,
   getExperiment,
@@ -452,19 +453,6 @@ function Fact(props: { label: string; value: string }): JSX.Element {
     <div className="cube-TFact">
       <dt>{props.label}</dt>
       <dd>{props.value}</dd>
-    </div>
-  );
-}
-
-function ErrorBox(props: {
-  error: { error: string; detail: string };
-}): JSX.Element {
-  return (
-    <div className="cube-TError" role="alert">
-      <div className="cube-TError-title">{props.error.error}</div>
-      {props.error.detail ? (
-        <div className="cube-TError-detail">{props.error.detail}</div>
-      ) : null}
     </div>
   );
 }

@@ -5,6 +5,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
 import type { Project, TuningAlgorithms } from '../../api';
 import { checkSpaceText, ExperimentField, IExperimentForm } from './logic';
@@ -244,14 +245,7 @@ export function ExperimentForm(props: IExperimentFormProps): JSX.Element {
       <Field label={trans.__('Name')} name="name">
         {input('name', { placeholder: trans.__('code folder name') })}
       </Field>
-      {props.submitError ? (
-        <div className="cube-TError" role="alert">
-          <div className="cube-TError-title">{props.submitError.error}</div>
-          {props.submitError.detail ? (
-            <div className="cube-TError-detail">{props.submitError.detail}</div>
-          ) : null}
-        </div>
-      ) : null}
+      {props.submitError ? <ErrorBox error={props.submitError} /> : null}
       <div className="cube-TForm-actions">
         <button
           type="submit"

@@ -7,6 +7,7 @@ import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
+import { ErrorBox } from '../errorbox';
 import {
   createExperiment,
   describeError,
@@ -100,14 +101,7 @@ export class TuningPanel extends PolledSection {
             currentFolder={this._currentFolder}
           />
         ) : null}
-        {this._error ? (
-          <div className="cube-TError" role="alert">
-            <div className="cube-TError-title">{this._error.error}</div>
-            {this._error.detail ? (
-              <div className="cube-TError-detail">{this._error.detail}</div>
-            ) : null}
-          </div>
-        ) : null}
+        {this._error ? <ErrorBox error={this._error} /> : null}
         {!this._loaded ? (
           <div className="cube-Loading">
             <span className="cube-Spinner" /> {trans.__('Loading experiments…')}
