@@ -26,7 +26,7 @@ $(PY):
 # Build tools first, then cube-lab itself without build isolation (no second
 # JupyterLab download); the lab extension is built by hatch-jupyter-builder.
 $(STAMP): $(PY) pyproject.toml package.json
-	$(PY) -m pip install -q "hatchling>=1.5" "hatch-jupyter-builder>=0.5" \
+	$(PY) -m pip install -q wheel "hatchling>=1.5" "hatch-jupyter-builder>=0.5" \
 		"hatch-nodejs-version>=0.3.2" editables "jupyterlab>=4.2,<5"
 	$(STRAY)
 	$(PY) -m pip install -q -e . --no-build-isolation

@@ -22,7 +22,7 @@ from jupyter_server.auth.identity import (
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Enum, Unicode, default
 
-from . import config
+from . import config, terminals
 from .handlers import routes
 from .handlers.base import LOCAL_USER, ROOT_DIR, WORKSPACE
 from .workspace import Workspace
@@ -89,6 +89,7 @@ class CubeLab(ExtensionApp):
         os.environ[config.ENV_ROOT_DIR] = str(root_dir)
         if local_user:
             os.environ[config.ENV_USER] = local_user
+        terminals.put_bin_on_path()  # `!cube-lab` and `python` in kernels are this venv's
         self.settings.update(
             {WORKSPACE: workspace, ROOT_DIR: str(root_dir), LOCAL_USER: local_user}
         )
@@ -106,6 +107,8 @@ class CubeLab(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Runs inside the server's event loop: start the pipeline scheduler there."""
         workspace: Workspace = self.settings[WORKSPACE]
+        # Every extension has loaded by now, the terminals' one included.
+        terminals.adopt_terminal_manager(serverapp.web_app.settings, serverapp.terminado_settings)
         self._scheduler = asyncio.get_running_loop().create_task(workspace.schedules.run_forever())
         workspace.training.resume_cluster_jobs()  # cluster jobs found by recover(), if any
 
