@@ -15,7 +15,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export MLFLOW_DISABLE_TELEMETRY := true
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: lab test install install-test lint pytest jest ui-test wheel benchmark clean chromium postgres hub
+.PHONY: lab test install install-test install-lab lint pytest jest ui-test wheel benchmark clean chromium postgres hub
 
 # -- setup -------------------------------------------------------------------------
 
@@ -40,14 +40,28 @@ $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e ".[test]" --no-build-isolation
 	@touch $(TEST_STAMP)
 
+# `make lab` also installs PyTorch (CPU build, the Training form's default framework).
+LAB_STAMP := $(VENV)/.cube-lab-lab-installed
+$(LAB_STAMP): $(STAMP)
+	$(STRAY)
+	$(PY) -m pip install -q -e ".[torch]" --no-build-isolation
+	@touch $(LAB_STAMP)
+
 install: $(STAMP)
+
+install-lab: $(LAB_STAMP)
 
 install-test: $(TEST_STAMP)
 
 # -- the main job: JupyterLab with cube-lab on the embedded default -----------------
 
-lab: install
-	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG)
+# The lab is rooted in a folder of its own (git-ignored), not in this checkout; the
+# starter notebook is copied there once and never overwritten.
+LAB_ROOT ?= workspace
+lab: $(LAB_STAMP)
+	@mkdir -p $(LAB_ROOT)
+	@for nb in starter/*.ipynb; do [ -e "$(LAB_ROOT)/$${nb#starter/}" ] || cp "$$nb" $(LAB_ROOT)/; done
+	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) --ServerApp.root_dir=$(LAB_ROOT)
 
 # -- checks ------------------------------------------------------------------------------
 
