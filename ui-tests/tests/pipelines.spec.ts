@@ -112,8 +112,9 @@ test.describe('cube-lab pipeline editor', () => {
 
     await page.evaluate(async cwd => {
       await (window as any).jupyterapp.commands.execute(
+        // A name given: no dialog (content.spec.ts fills the dialog).
         'cube-lab:new-pipeline',
-        { cwd }
+        { cwd, name: 'Two notebooks' }
       );
     }, tmpPath);
     const editor = page.locator('.cube-PipelineEditor');

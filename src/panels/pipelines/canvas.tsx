@@ -39,6 +39,7 @@ import {
   removeNodes,
   updateComment
 } from './graph';
+import { kindLabel } from './kinds';
 import { PipelineEditorModel } from './model';
 import { FILE_OPS, Ops, PipelineNode } from './serializer';
 
@@ -49,6 +50,8 @@ export interface ICubeNodeData extends Record<string, unknown> {
   label: string;
   kind: string;
   op: string;
+  /** What the node is, translated ("Notebook", "Job template: …"). */
+  kindLabel: string;
   status?: NodeRunStatus;
   elapsed?: string;
   retries?: number;
@@ -147,7 +150,9 @@ const CubeNode = React.memo((props: NodeProps<CubeFlowNode>) => {
       <Handle type="target" position={Position.Left} />
       <div className="cube-PNode-icon" aria-hidden="true" />
       <div className="cube-PNode-text">
-        <div className="cube-PNode-label">{data.label}</div>
+        <div className="cube-PNode-label" title={data.label}>
+          {data.label}
+        </div>
         <div className="cube-PNode-meta">
           {status ? (
             <>
@@ -169,7 +174,13 @@ const CubeNode = React.memo((props: NodeProps<CubeFlowNode>) => {
               ) : null}
             </>
           ) : (
-            <span className="cube-PNode-op">{data.op}</span>
+            <span
+              className="cube-PNode-op"
+              data-op={data.op}
+              title={data.kindLabel}
+            >
+              {data.kindLabel}
+            </span>
           )}
         </div>
       </div>
@@ -291,6 +302,7 @@ function buildNodes(
       label: n.label,
       kind: kindOf(n.op),
       op: n.op,
+      kindLabel: kindLabel(n, trans, model.templates, model.nodeKinds),
       problems: problems.get(n.id)
     };
     if (run) {
@@ -411,7 +423,12 @@ export function PipelineCanvas(props: ICanvasProps): JSX.Element {
   // Rebuild from the model when the graph, the problems or the run change.
   React.useEffect(() => {
     const onChange = (_: unknown, kind: string) => {
-      if (kind === 'graph' || kind === 'problems' || kind === 'run') {
+      if (
+        kind === 'graph' ||
+        kind === 'problems' ||
+        kind === 'run' ||
+        kind === 'catalog'
+      ) {
         rebuild(Date.now());
         setEdges([...buildEdges(model), ...buildCommentEdges(model)]);
       }

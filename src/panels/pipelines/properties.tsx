@@ -7,6 +7,7 @@ import * as React from 'react';
 
 import { JobTemplate, JSONSchema, PipelineProblem } from '../../api';
 import { updateNode, updatePipeline } from './graph';
+import { kindLabel } from './kinds';
 import { PipelineEditorModel } from './model';
 import { FILE_OPS, Ops, PipelineNode, PipelineParameter } from './serializer';
 
@@ -846,14 +847,13 @@ export function PropertiesPane(props: {
     node.op === Ops.template
       ? model.templates.find(t => t.name === node.params.template)
       : undefined;
-  const kind = model.nodeKinds.find(k => k.op === node.op);
   return (
     <NodeProperties
       key={node.id}
       model={model}
       node={node}
       template={template}
-      kindName={template?.display_name ?? kind?.display_name ?? node.op}
+      kindName={kindLabel(node, trans, model.templates, model.nodeKinds)}
       trans={trans}
       pickFiles={props.pickFiles}
     />

@@ -4,7 +4,14 @@
  */
 import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import { refreshIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-components';
+import {
+  LabIcon,
+  launchIcon,
+  refreshIcon,
+  stopIcon,
+  Toolbar,
+  ToolbarButton
+} from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { Poll } from '@lumino/polling';
 import * as React from 'react';
@@ -19,6 +26,7 @@ import {
 } from '../../api';
 import { ICubeSettings } from '../../tokens';
 import { formatElapsed } from './canvas';
+import { ITrans } from './kinds';
 
 export class PipelineRunsPanel extends ReactWidget {
   constructor(options: PipelineRunsPanel.IOptions) {
@@ -159,6 +167,76 @@ function startTime(run: PipelineRun): string {
   });
 }
 
+/** A run's status in words (the badge). */
+export function runStatusLabel(status: string, trans: ITrans): string {
+  switch (status) {
+    case 'queued':
+      return trans.__('queued');
+    case 'running':
+      return trans.__('running');
+    case 'succeeded':
+      return trans.__('succeeded');
+    case 'failed':
+      return trans.__('failed');
+    case 'cancelled':
+      return trans.__('cancelled');
+    case 'interrupted':
+      return trans.__('interrupted');
+    default:
+      return status;
+  }
+}
+
+/** What started a run, in words. */
+export function triggerLabel(trigger: string, trans: ITrans): string {
+  switch (trigger) {
+    case 'manual':
+      return trans.__('manual');
+    case 'cli':
+      return trans.__('command line');
+    case 'schedule':
+      return trans.__('schedule');
+    default:
+      return trigger;
+  }
+}
+
+/** The second line of a run: duration and trigger. */
+export function runMeta(run: PipelineRun, trans: ITrans): string {
+  const parts: string[] = [];
+  if (run.duration_s !== null && run.duration_s !== undefined) {
+    parts.push(formatElapsed(run.duration_s));
+  }
+  if (run.trigger) {
+    parts.push(triggerLabel(run.trigger, trans));
+  }
+  return parts.join(' · ');
+}
+
+function RunAction(props: {
+  icon: LabIcon;
+  label: string;
+  title: string;
+  className: string;
+  onClick: () => void;
+}): JSX.Element {
+  return (
+    <button
+      className={`cube-Runs-action ${props.className}`}
+      onClick={props.onClick}
+      title={props.title}
+      aria-label={props.label}
+    >
+      <props.icon.react tag="span" elementSize="normal" />
+    </button>
+  );
+}
+
+/**
+ * Runs grouped by pipeline. Each row is status, start (with duration and
+ * trigger below) and icon actions, so that Open / Re-run / Cancel stay in
+ * view in a 250 px sidebar, with no horizontal scroll.
+ */
 function RunsView(props: {
   runs: PipelineRun[];
   error: string;
@@ -192,59 +270,66 @@ function RunsView(props: {
       {Array.from(groups.entries()).map(([path, list]) => (
         <div className="cube-Runs-group" key={path}>
           <div className="cube-Runs-pipeline" title={path}>
-            {list[0].pipeline || path}
-            <span className="cube-Muted"> {path}</span>
+            <span className="cube-Runs-name">{list[0].pipeline || path}</span>
+            <span className="cube-Muted cube-Runs-path">{path}</span>
           </div>
           <table className="cube-Runs-table">
             <thead>
               <tr>
                 <th>{trans.__('Status')}</th>
                 <th>{trans.__('Started')}</th>
-                <th>{trans.__('Duration')}</th>
-                <th>{trans.__('Trigger')}</th>
-                <th />
+                <th className="cube-Runs-actionsHead">
+                  <span className="cube-VisuallyHidden">
+                    {trans.__('Actions')}
+                  </span>
+                </th>
               </tr>
             </thead>
             <tbody>
               {list.map(run => (
-                <tr key={run.id} className="cube-Runs-row" data-run={run.id}>
-                  <td>
+                <tr
+                  key={run.id}
+                  className="cube-Runs-row"
+                  data-run={run.id}
+                  data-status={run.status}
+                >
+                  <td className="cube-Runs-status">
                     <span
                       className={`cube-RunBadge cube-RunBadge-${run.status}`}
                     >
-                      {run.status}
+                      {runStatusLabel(run.status, trans)}
                     </span>
                   </td>
-                  <td>{startTime(run)}</td>
-                  <td>
-                    {run.duration_s !== null && run.duration_s !== undefined
-                      ? formatElapsed(run.duration_s)
-                      : ''}
+                  <td className="cube-Runs-when">
+                    <div>{startTime(run)}</div>
+                    <div className="cube-Muted cube-Runs-meta">
+                      {runMeta(run, trans)}
+                    </div>
                   </td>
-                  <td>{run.trigger}</td>
                   <td className="cube-Runs-actions">
-                    <button
-                      className="cube-LinkButton"
-                      onClick={() => props.open(run)}
+                    <RunAction
+                      icon={launchIcon}
+                      label={trans.__('Open')}
                       title={trans.__('Open this run on the canvas')}
-                    >
-                      {trans.__('Open')}
-                    </button>
+                      className="cube-Runs-open"
+                      onClick={() => props.open(run)}
+                    />
                     {isRunActive(run) ? (
-                      <button
-                        className="cube-LinkButton"
+                      <RunAction
+                        icon={stopIcon}
+                        label={trans.__('Cancel')}
+                        title={trans.__('Cancel this run')}
+                        className="cube-Runs-cancel"
                         onClick={() => props.cancel(run)}
-                      >
-                        {trans.__('Cancel')}
-                      </button>
+                      />
                     ) : (
-                      <button
-                        className="cube-LinkButton"
-                        onClick={() => props.rerun(run)}
+                      <RunAction
+                        icon={refreshIcon}
+                        label={trans.__('Re-run')}
                         title={trans.__('Run again with the same options')}
-                      >
-                        {trans.__('Re-run')}
-                      </button>
+                        className="cube-Runs-rerun"
+                        onClick={() => props.rerun(run)}
+                      />
                     )}
                   </td>
                 </tr>
