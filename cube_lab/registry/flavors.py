@@ -8,6 +8,10 @@ MLflow folders keep their flavor; plain files and folders are stored as they are
 from __future__ import annotations
 
 import importlib.metadata
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +97,53 @@ def object_flavor(obj: Any) -> str:
     )
 
 
+# What MLflow says on every save that cube-lab has already decided (see save_object): a user
+# cannot act on it, and a red block after every registration teaches them to ignore red.
+_KNOWN_SAVE_WARNINGS = {
+    # cube-lab saves with cloudpickle on purpose (skops needs a list of trusted types per model)
+    "mlflow.sklearn": "Saving scikit-learn models in the pickle or cloudpickle format",
+    # and torch with pickle (the "pt2" default needs an input example to trace the graph)
+    "mlflow.pytorch": "Saving pytorch model by Pickle or CloudPickle format",
+}
+
+
+class _DropMessage(logging.Filter):
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefix)
+
+
+@contextmanager
+def _known_harmless_quiet() -> Iterator[None]:
+    """Drop exactly the warnings above while cube-lab imports MLflow and saves with it; every
+    other warning and log line still shows."""
+    filters = [
+        (logging.getLogger(name), _DropMessage(p)) for name, p in _KNOWN_SAVE_WARNINGS.items()
+    ]
+    for logger, filt in filters:
+        logger.addFilter(filt)
+    try:
+        with warnings.catch_warnings():
+            # Importing MLflow imports tqdm.auto; in a kernel without ipywidgets tqdm warns
+            # "IProgress not found" and falls back to its text bar, which is what we want.
+            warnings.filterwarnings("ignore", message="IProgress not found")
+            yield
+    finally:
+        for logger, filt in filters:
+            logger.removeFilter(filt)
+
+
 def save_object(obj: Any, folder: Path) -> tuple[str, str, str]:
     """Save ``obj`` inside ``folder``; returns (artifact name, flavor, format)."""
     flavor = object_flavor(obj)
+    with _known_harmless_quiet():
+        return _save_object(obj, flavor, folder)
+
+
+def _save_object(obj: Any, flavor: str, folder: Path) -> tuple[str, str, str]:
     target = folder / "model"
     # Explicit requirements: MLflow would otherwise spawn a process to infer them.
     if flavor == "sklearn":
