@@ -1289,6 +1289,18 @@ function CompareView(props: IViewProps): JSX.Element {
     const paramDiffers = (name: string) =>
       new Set(versions.map(v => JSON.stringify(v.params?.[name] ?? null)))
         .size > 1;
+    // Narrow (the sidebar, a split tab): each row's name sits on a line of
+    // its own above the values, so every version column gets the width.
+    const stacked = props.compact;
+    const span = versions.length + (stacked ? 0 : 1);
+    const rowName = (key: string, name: string, className = '') =>
+      stacked ? (
+        <tr key={`n-${key}`} className={`cube-CompareTable-name ${className}`}>
+          <th colSpan={span} scope="colgroup" title={name}>
+            {name}
+          </th>
+        </tr>
+      ) : null;
     content = (
       <>
         {state.error && (
@@ -1299,10 +1311,12 @@ function CompareView(props: IViewProps): JSX.Element {
           />
         )}
         <div className="cube-TableWrap">
-          <table className="cube-Table cube-CompareTable">
+          <table
+            className={`cube-Table cube-CompareTable${stacked ? ' cube-mod-stacked' : ''}`}
+          >
             <thead>
               <tr>
-                <th />
+                {stacked ? null : <th />}
                 {versions.map(v => (
                   <th key={v.version} className="cube-num">
                     <a
@@ -1331,11 +1345,11 @@ function CompareView(props: IViewProps): JSX.Element {
             </thead>
             <tbody>
               <tr className="cube-CompareTable-group">
-                <th colSpan={versions.length + 1}>{trans.__('Metrics')}</th>
+                <th colSpan={span}>{trans.__('Metrics')}</th>
               </tr>
               {result.metrics.length === 0 && (
                 <tr>
-                  <td colSpan={versions.length + 1} className="cube-Muted">
+                  <td colSpan={span} className="cube-Muted">
                     {trans.__('No metrics recorded.')}
                   </td>
                 </tr>
@@ -1344,46 +1358,54 @@ function CompareView(props: IViewProps): JSX.Element {
                 const values = versions.map(v => v.metrics?.[name]);
                 const best = bestIndex(name, values);
                 return (
-                  <tr key={`m-${name}`} data-metric={name}>
-                    <th scope="row" title={name}>
-                      {name}
-                    </th>
-                    {values.map((value, i) => (
-                      <td
-                        key={i}
-                        className={`cube-num${
-                          best === i ? ' cube-mod-best' : ''
-                        }`}
-                        title={best === i ? trans.__('Best') : undefined}
-                      >
-                        {formatMetric(value)}
-                      </td>
-                    ))}
-                  </tr>
+                  <React.Fragment key={`m-${name}`}>
+                    {rowName(`m-${name}`, name)}
+                    <tr data-metric={name}>
+                      {stacked ? null : (
+                        <th scope="row" title={name}>
+                          {name}
+                        </th>
+                      )}
+                      {values.map((value, i) => (
+                        <td
+                          key={i}
+                          className={`cube-num${
+                            best === i ? ' cube-mod-best' : ''
+                          }`}
+                          title={best === i ? trans.__('Best') : undefined}
+                        >
+                          {formatMetric(value)}
+                        </td>
+                      ))}
+                    </tr>
+                  </React.Fragment>
                 );
               })}
               {result.params.length > 0 && (
                 <tr className="cube-CompareTable-group">
-                  <th colSpan={versions.length + 1}>
-                    {trans.__('Parameters')}
-                  </th>
+                  <th colSpan={span}>{trans.__('Parameters')}</th>
                 </tr>
               )}
-              {result.params.map(name => (
-                <tr
-                  key={`p-${name}`}
-                  className={paramDiffers(name) ? 'cube-mod-differs' : ''}
-                >
-                  <th scope="row" title={name}>
-                    {name}
-                  </th>
-                  {versions.map(v => (
-                    <td key={v.version}>
-                      <ValueCell value={v.params?.[name] ?? null} />
-                    </td>
-                  ))}
-                </tr>
-              ))}
+              {result.params.map(name => {
+                const differs = paramDiffers(name) ? 'cube-mod-differs' : '';
+                return (
+                  <React.Fragment key={`p-${name}`}>
+                    {rowName(`p-${name}`, name, differs)}
+                    <tr data-param={name} className={differs}>
+                      {stacked ? null : (
+                        <th scope="row" title={name}>
+                          {name}
+                        </th>
+                      )}
+                      {versions.map(v => (
+                        <td key={v.version}>
+                          <ValueCell value={v.params?.[name] ?? null} />
+                        </td>
+                      ))}
+                    </tr>
+                  </React.Fragment>
+                );
+              })}
             </tbody>
           </table>
         </div>
