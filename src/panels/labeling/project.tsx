@@ -6,6 +6,7 @@
  */
 import { Dialog, ReactWidget, showDialog } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import { copyIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { Poll } from '@lumino/polling';
 import * as React from 'react';
@@ -31,6 +32,7 @@ import {
 } from '../../api';
 import { formatRelativeTime } from '../../format';
 import { ErrorBox } from '../errorbox';
+import { copyText, loadSnippet } from './export';
 import {
   assignRequest,
   doneCount,
@@ -425,26 +427,44 @@ export class LabelingProjectView extends ReactWidget {
             role="status"
             data-version={answer.version.version}
           >
-            <span>
-              {trans.__(
-                '%1 version %2 · %3 · %4 items',
-                answer.dataset,
-                answer.version.version,
-                FORMAT_TITLES[answer.version.format as ExportFormat] ??
-                  answer.version.format,
-                answer.version.item_count
-              )}
-            </span>
-            <a
-              className="cube-Link cube-LDownload"
-              href={serverUrl(answer.download_url)}
-              download
-            >
-              {trans.__('Download')}
-            </a>
-            <code className="cube-LPath" title={answer.version.path}>
-              {answer.version.path}
-            </code>
+            <div className="cube-LExported-head">
+              <span>
+                {trans.__(
+                  '%1 version %2 · %3 · %4 items',
+                  answer.dataset,
+                  answer.version.version,
+                  FORMAT_TITLES[answer.version.format as ExportFormat] ??
+                    answer.version.format,
+                  answer.version.item_count
+                )}
+              </span>
+              <a
+                className="cube-Link cube-LDownload"
+                href={serverUrl(answer.download_url)}
+                download
+              >
+                {trans.__('Download')}
+              </a>
+            </div>
+            <CopyBlock
+              className="cube-LPath"
+              label={trans.__('Path on the server')}
+              text={answer.version.path}
+              copyTitle={trans.__('Copy the full path')}
+              trans={trans}
+            />
+            <CopyBlock
+              className="cube-LSnippet"
+              label={trans.__('Load it in a notebook')}
+              text={loadSnippet({
+                dataset: answer.dataset,
+                version: answer.version.version,
+                project: this.project,
+                personalProject: this._me
+              })}
+              copyTitle={trans.__('Copy the Python code')}
+              trans={trans}
+            />
             {this._trainFrom ? (
               <button
                 className="cube-Button cube-LTrainFrom"
@@ -594,7 +614,13 @@ export class LabelingProjectView extends ReactWidget {
                 <td className="cube-TMuted">
                   {formatRelativeTime(v.created_at)}
                 </td>
-                <td>
+                <td className="cube-LVersions-actions">
+                  <CopyButton
+                    text={v.path}
+                    label={trans.__('Copy path')}
+                    title={trans.__('Copy the full path: %1', v.path)}
+                    trans={trans}
+                  />{' '}
                   <a
                     className="cube-Link"
                     href={datasetVersionDownloadUrl(
@@ -822,6 +848,61 @@ export namespace LabelingProjectView {
     /** Open the training launch form with an exported version as its data. */
     trainFrom?: (data: ITrainingData) => void;
   }
+}
+
+/** A button that copies `text` and says so for a moment. */
+function CopyButton(props: {
+  text: string;
+  label: string;
+  title: string;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const [copied, setCopied] = React.useState(false);
+  React.useEffect(() => {
+    if (!copied) {
+      return;
+    }
+    const timer = window.setTimeout(() => setCopied(false), 2000);
+    return () => window.clearTimeout(timer);
+  }, [copied]);
+  return (
+    <button
+      type="button"
+      className={`cube-LCopy${copied ? ' cube-mod-copied' : ''}`}
+      title={props.title}
+      aria-label={props.title}
+      onClick={() => void copyText(props.text).then(() => setCopied(true))}
+    >
+      <copyIcon.react tag="span" elementSize="normal" />
+      <span>{copied ? props.trans.__('Copied') : props.label}</span>
+    </button>
+  );
+}
+
+/** Text shown whole (monospace, wrapped) under a label, with a copy button. */
+function CopyBlock(props: {
+  className: string;
+  label: string;
+  text: string;
+  copyTitle: string;
+  trans: TranslationBundle;
+}): JSX.Element {
+  return (
+    <div className="cube-LCopyBlock">
+      <div className="cube-LCopyBlock-head">
+        <span className="cube-LCopyBlock-label">{props.label}</span>
+        <CopyButton
+          text={props.text}
+          label={props.trans.__('Copy')}
+          title={props.copyTitle}
+          trans={props.trans}
+        />
+      </div>
+      <pre className={`cube-LCopyBlock-text ${props.className}`}>
+        {props.text}
+      </pre>
+    </div>
+  );
 }
 
 /** What "Train from these labels" hands to the training form. */
