@@ -3,6 +3,7 @@
  * JupyterLab CSS variables: every trial's intermediate results on shared
  * axes, and a parallel-coordinates plot of parameters against the metric.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import type { TuningTrial } from '../../api';
@@ -10,9 +11,11 @@ import { formatNumber } from '../training/logic';
 import {
   curvesGeometry,
   IBox,
+  parallelBox,
   parallelGeometry,
   qualityColor,
-  seriesColor
+  seriesColor,
+  tickLabel
 } from './logic';
 
 const CURVES_BOX: IBox = {
@@ -30,8 +33,9 @@ export function CurvesChart(props: {
   selected: string | null;
   metric: string;
   onPick: (trial: TuningTrial) => void;
+  trans: TranslationBundle;
 }): JSX.Element {
-  const { trials } = props;
+  const { trials, trans } = props;
   const g = curvesGeometry(
     trials.map(t => ({ id: t.id, values: t.intermediate })),
     CURVES_BOX
@@ -48,7 +52,7 @@ export function CurvesChart(props: {
     <figure className="cube-TuChart cube-TuCurves">
       <figcaption className="cube-TChart-title">
         <span className="cube-TChart-name">
-          {props.metric} · intermediate results
+          {trans.__('%1 · intermediate results', props.metric)}
         </span>
         <span className="cube-TChart-muted">
           {g.lines.length} / {trials.length}
@@ -58,7 +62,10 @@ export function CurvesChart(props: {
         className="cube-TChart-svg"
         viewBox={`0 0 ${CURVES_BOX.width} ${CURVES_BOX.height}`}
         role="img"
-        aria-label={`intermediate results of ${g.lines.length} trials`}
+        aria-label={trans.__(
+          'intermediate results of %1 trials',
+          g.lines.length
+        )}
       >
         {g.yTicks.map(t => (
           <g key={`y${t.value}`}>
@@ -142,39 +149,74 @@ export function ParallelCoordinates(props: {
   metric: string;
   selected: string | null;
   onPick: (trial: TuningTrial) => void;
+  trans: TranslationBundle;
 }): JSX.Element {
-  const width = Math.max(440, 130 * (props.params.length + 1));
-  const box: IBox = {
-    width,
+  const { trans } = props;
+  const base: IBox = {
+    width: Math.max(440, 130 * (props.params.length + 1)),
     height: 230,
     left: 60,
     right: 70,
     top: 24,
     bottom: 16
   };
-  const g = parallelGeometry(
+  const axisName = (name: string) =>
+    name === '__metric__' ? props.metric : name;
+  const first = parallelGeometry(
     props.trials,
     props.params,
     props.searchSpace,
     props.mode,
-    box
+    base
   );
+  // Room for every label: wider margins and spacing where they need it.
+  const box = parallelBox(
+    first.axes.map(a => ({ name: axisName(a.name), ticks: a.ticks })),
+    base
+  );
+  const g =
+    box.width === base.width &&
+    box.left === base.left &&
+    box.right === base.right
+      ? first
+      : parallelGeometry(
+          props.trials,
+          props.params,
+          props.searchSpace,
+          props.mode,
+          box
+        );
   const byId = new Map(props.trials.map(t => [t.id, t]));
   return (
     <figure className="cube-TuChart cube-TuParallel">
       <figcaption className="cube-TChart-title">
-        <span className="cube-TChart-name">parameters → {props.metric}</span>
+        <span className="cube-TChart-name">
+          {trans.__('parameters → %1', props.metric)}
+        </span>
         <span className="cube-TuLegend">
-          <span>{props.mode === 'maximize' ? 'low' : 'high'}</span>
+          <span>
+            {props.mode === 'maximize' ? trans.__('low') : trans.__('high')}
+          </span>
           <span className="cube-TuLegend-ramp" />
-          <span>{props.mode === 'maximize' ? 'high' : 'low'}</span>
+          <span>
+            {props.mode === 'maximize' ? trans.__('high') : trans.__('low')}
+          </span>
         </span>
       </figcaption>
       <svg
         className="cube-TChart-svg"
         viewBox={`0 0 ${box.width} ${box.height}`}
+        // A plot widened for long labels scrolls rather than shrinks them.
+        style={
+          box.width > base.width
+            ? { minWidth: `${Math.round(box.width * 0.8)}px` }
+            : undefined
+        }
         role="img"
-        aria-label={`parallel coordinates of ${g.lines.length} finished trials`}
+        aria-label={trans.__(
+          'parallel coordinates of %1 finished trials',
+          g.lines.length
+        )}
       >
         {g.lines.map(l => {
           const strong = l.best || l.id === props.selected;
@@ -207,7 +249,7 @@ export function ParallelCoordinates(props: {
               y={box.top - 10}
               textAnchor="middle"
             >
-              {a.name === '__metric__' ? props.metric : a.name}
+              {axisName(a.name)}
             </text>
             {a.ticks.map(t => (
               <text
@@ -218,7 +260,10 @@ export function ParallelCoordinates(props: {
                 textAnchor={a.name === '__metric__' ? 'start' : 'end'}
                 dominantBaseline="middle"
               >
-                {t.label.length > 10 ? `${t.label.slice(0, 9)}…` : t.label}
+                {tickLabel(t.label) !== t.label ? (
+                  <title>{t.label}</title>
+                ) : null}
+                {tickLabel(t.label)}
               </text>
             ))}
           </g>

@@ -21,7 +21,6 @@ import {
   TuningTrial
 } from '../../api';
 import { formatDuration, formatNumber } from '../training/logic';
-import { StatusBadge } from '../training/panel';
 import { CurvesChart, ParallelCoordinates } from './charts';
 import {
   ACTIVE_TRIAL,
@@ -33,6 +32,8 @@ import {
   parameterNames,
   SortKey,
   sortTrials,
+  statusLabel,
+  statusSummary,
   trainCommand
 } from './logic';
 
@@ -94,7 +95,6 @@ export class ExperimentView extends ReactWidget {
       : Object.keys(exp.spec.search_space);
     const bestId = bestTrialId(trials, mode);
     const best = trials.find(t => t.id === bestId) ?? null;
-    const counts = countStatuses(trials);
     const selected = trials.find(t => t.id === this._selected) ?? null;
     const resumable = ['stopped', 'interrupted', 'failed'].includes(exp.status);
     return (
@@ -106,7 +106,7 @@ export class ExperimentView extends ReactWidget {
         <header className="cube-TJobHead">
           <div className="cube-TJobHead-title">
             <h2>{exp.name}</h2>
-            <StatusBadge status={exp.status} />
+            <StatusBadge status={exp.status} trans={trans} />
             <span className="cube-TMuted">{exp.id}</span>
           </div>
           <div className="cube-TJobHead-actions">
@@ -166,7 +166,11 @@ export class ExperimentView extends ReactWidget {
           />
           <Fact
             label={trans.__('Objective')}
-            value={`${mode} ${exp.spec.metric}`}
+            value={
+              mode === 'maximize'
+                ? trans.__('maximize %1', exp.spec.metric)
+                : trans.__('minimize %1', exp.spec.metric)
+            }
           />
           <Fact
             label={trans.__('Trials')}
@@ -174,9 +178,7 @@ export class ExperimentView extends ReactWidget {
           />
           <Fact
             label={trans.__('Status')}
-            value={Object.entries(counts)
-              .map(([s, n]) => `${n} ${s.replace('_', ' ')}`)
-              .join(', ')}
+            value={statusSummary(trials, trans) || trans.__('no trials yet')}
           />
           <Fact
             label={trans.__('Best')}
@@ -231,6 +233,7 @@ export class ExperimentView extends ReactWidget {
                 selected={this._selected}
                 metric={exp.spec.metric}
                 onPick={t => this._pick(t)}
+                trans={trans}
               />
               <ParallelCoordinates
                 trials={trials}
@@ -240,6 +243,7 @@ export class ExperimentView extends ReactWidget {
                 metric={exp.spec.metric}
                 selected={this._selected}
                 onPick={t => this._pick(t)}
+                trans={trans}
               />
             </div>
           ) : (
@@ -440,12 +444,22 @@ export namespace ExperimentView {
   }
 }
 
-function countStatuses(trials: TuningTrial[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const t of trials) {
-    out[t.status] = (out[t.status] ?? 0) + 1;
-  }
-  return out;
+/** A status badge with the status in words (the class keeps the raw one). */
+function StatusBadge(props: {
+  status: string;
+  trans: TranslationBundle;
+}): JSX.Element {
+  return (
+    <span
+      className={`cube-TBadge cube-TBadge-${props.status}`}
+      data-status={props.status}
+    >
+      {props.status === 'running' ? (
+        <span className="cube-TBadge-pulse" />
+      ) : null}
+      {statusLabel(props.status, props.trans)}
+    </span>
+  );
 }
 
 function Fact(props: { label: string; value: string }): JSX.Element {
@@ -521,12 +535,16 @@ function TrialsTable(props: {
                 ) : null}
               </td>
               {props.params.map(p => (
-                <td key={p} className="cube-TuParam">
+                <td
+                  key={p}
+                  className="cube-TuParam"
+                  title={formatValue(t.parameters?.[p])}
+                >
                   {formatValue(t.parameters?.[p])}
                 </td>
               ))}
               <td>
-                <StatusBadge status={t.status} />
+                <StatusBadge status={t.status} trans={trans} />
               </td>
               <td className="cube-mod-num">{t.intermediate.length}</td>
               <td className="cube-mod-num cube-TuFinal">

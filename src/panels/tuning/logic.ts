@@ -287,6 +287,67 @@ export function formToExperiment(form: IExperimentForm): {
 
 export const ACTIVE_TRIAL: TuningTrialStatus[] = ['waiting', 'running'];
 
+/** Translates a message (a `TranslationBundle`, or a stand-in in tests). */
+export interface ITrans {
+  __(msgid: string, ...args: any[]): string;
+}
+
+/** A trial's or an experiment's status in words. */
+export function statusLabel(status: string, trans: ITrans): string {
+  switch (status) {
+    case 'waiting':
+      return trans.__('waiting');
+    case 'queued':
+      return trans.__('queued');
+    case 'running':
+      return trans.__('running');
+    case 'succeeded':
+      return trans.__('succeeded');
+    case 'failed':
+      return trans.__('failed');
+    case 'early_stopped':
+      return trans.__('early stopped');
+    case 'cancelled':
+      return trans.__('cancelled');
+    case 'done':
+      return trans.__('done');
+    case 'stopped':
+      return trans.__('stopped');
+    case 'interrupted':
+      return trans.__('interrupted');
+    default:
+      return status.replace(/_/g, ' ');
+  }
+}
+
+/** Statuses in the order the summary lists them. */
+const SUMMARY_ORDER = [
+  'running',
+  'waiting',
+  'succeeded',
+  'early_stopped',
+  'failed',
+  'cancelled'
+];
+
+/** "4 succeeded, 2 early stopped": how many trials are in each state. */
+export function statusSummary(trials: TuningTrial[], trans: ITrans): string {
+  const counts = new Map<string, number>();
+  for (const t of trials) {
+    counts.set(t.status, (counts.get(t.status) ?? 0) + 1);
+  }
+  const rank = (s: string) => {
+    const i = SUMMARY_ORDER.indexOf(s);
+    return i < 0 ? SUMMARY_ORDER.length : i;
+  };
+  return [...counts.entries()]
+    .sort((a, b) => rank(a[0]) - rank(b[0]))
+    .map(([s, n]) =>
+      trans.__('%1 %2', n.toLocaleString(), statusLabel(s, trans))
+    )
+    .join(', ');
+}
+
 export function isExperimentActive(
   exp: Pick<TuningExperiment, 'status'>
 ): boolean {
@@ -532,6 +593,62 @@ function category(v: unknown): string {
  * (strings, objects, or `choice` parameters) space their values evenly.
  * One polyline per finished trial.
  */
+/** Tick labels longer than this are cut in the middle (the full one is the tooltip). */
+export const MAX_TICK_CHARS = 24;
+
+/** A tick label as drawn: whole up to `max` characters, else "start…end". */
+export function tickLabel(label: string, max = MAX_TICK_CHARS): string {
+  const chars = Array.from(label);
+  if (chars.length <= max) {
+    return label;
+  }
+  const head = Math.ceil((max - 1) / 2);
+  const tail = max - 1 - head;
+  return `${chars.slice(0, head).join('')}…${chars.slice(chars.length - tail).join('')}`;
+}
+
+/** About how wide text is in the charts' SVG units (9 px ticks, 10 px names). */
+function textWidth(text: string, px: number): number {
+  return Array.from(text).length * px * 0.6;
+}
+
+/**
+ * The box of a parallel-coordinates plot wide enough for its labels: tick
+ * labels sit left of their axis (right of the metric's, the last), so the
+ * margins and the spacing between axes grow with the longest label and the
+ * axis names; nothing is drawn over its neighbour or cut at the edge.
+ */
+export function parallelBox(
+  axes: { name: string; ticks: { label: string }[] }[],
+  base: IBox,
+  minSpacing = 130
+): IBox {
+  const tickW = axes.map(a =>
+    Math.max(0, ...a.ticks.map(t => textWidth(tickLabel(t.label), 9)))
+  );
+  const nameW = axes.map(a => textWidth(a.name, 10));
+  const n = axes.length;
+  const last = n - 1;
+  let left = base.left;
+  let right = base.right;
+  let spacing = minSpacing;
+  if (n) {
+    left = Math.max(left, tickW[0] + 8, nameW[0] / 2 + 4);
+    right = Math.max(right, tickW[last] + 8, nameW[last] / 2 + 4);
+  }
+  for (let i = 1; i < n; i++) {
+    const ticks = i === last ? 0 : tickW[i];
+    spacing = Math.max(spacing, ticks + 14, (nameW[i - 1] + nameW[i]) / 2 + 12);
+  }
+  const width = Math.ceil(left + right + spacing * Math.max(0, n - 1));
+  return {
+    ...base,
+    left: Math.ceil(left),
+    right: Math.ceil(right),
+    width: Math.max(base.width, width)
+  };
+}
+
 export function parallelGeometry(
   trials: TuningTrial[],
   params: string[],
