@@ -26,6 +26,7 @@ import {
 import { LineChart } from './chart';
 import { frameworkLabel } from './form';
 import {
+  failureReason,
   formatDuration,
   jobSize,
   orderMetrics,
@@ -319,6 +320,14 @@ function JobDetail(props: {
   if (job.exit_code !== null) {
     facts.push([trans.__('Exit code'), String(job.exit_code)]);
   }
+  // What went wrong, from the log's last error line (a traceback's end).
+  const reason = ['failed', 'interrupted'].includes(job.status)
+    ? failureReason(props.log.lines)
+    : null;
+  const showLog = () =>
+    document
+      .getElementById(`cube-tlog-${job.id}`)
+      ?.scrollIntoView({ behavior: 'smooth', block: 'start' });
   const folder = job.last_checkpoint
     ? [trans.__('Last checkpoint'), job.last_checkpoint]
     : job.output_dir
@@ -399,7 +408,20 @@ function JobDetail(props: {
             : job.error}
         </div>
       ) : job.error && job.status !== 'succeeded' ? (
-        <ErrorBox error={{ error: job.error, detail: '' }} />
+        <ErrorBox
+          className="cube-TJobFailure"
+          error={{
+            error:
+              job.status === 'failed'
+                ? trans.__('The job failed: %1', job.error)
+                : job.error,
+            detail: reason ?? ''
+          }}
+          action={{
+            label: trans.__('Read the log'),
+            run: showLog
+          }}
+        />
       ) : null}
       {props.actionError ? <ErrorBox error={props.actionError} /> : null}
       {props.loadError ? <ErrorBox error={props.loadError} /> : null}
@@ -423,7 +445,13 @@ function JobDetail(props: {
             </span>
           ) : null}
         </h3>
-        <Charts metrics={props.metrics} active={active} trans={trans} />
+        <Charts
+          metrics={props.metrics}
+          job={job}
+          reason={reason}
+          showLog={showLog}
+          trans={trans}
+        />
       </section>
       <LogView
         job={job}
@@ -438,25 +466,77 @@ function JobDetail(props: {
   );
 }
 
+/** How to make a script report metrics (the empty charts' hint). */
+function reportHint(trans: TranslationBundle): string {
+  return trans.__(
+    'Call cube_lab.report(step=..., loss=...) in the script, or print lines like "step=3 loss=0.12".'
+  );
+}
+
 function Charts(props: {
   metrics: TrainingMetrics | null;
-  active: boolean;
+  job: TrainingJob;
+  reason: string | null;
+  showLog: () => void;
   trans: TranslationBundle;
 }): JSX.Element {
-  const { metrics, trans } = props;
+  const { metrics, job, trans } = props;
   const names = metrics ? orderMetrics(Object.keys(metrics.series)) : [];
   if (!names.length) {
+    if (metrics === null) {
+      return (
+        <p className="cube-TMuted cube-TCharts-empty">
+          {trans.__('Loading metrics…')}
+        </p>
+      );
+    }
+    if (isJobActive(job)) {
+      return (
+        <p className="cube-TMuted cube-TCharts-empty">
+          {trans.__('No metrics yet.')} {reportHint(trans)}
+        </p>
+      );
+    }
+    if (job.status !== 'succeeded') {
+      // Not "reported no metrics": it never got that far. Say why, and where to read more.
+      const what =
+        job.status === 'failed'
+          ? trans.__('The job failed before it reported any metrics.')
+          : job.status === 'cancelled'
+            ? trans.__('The job was stopped before it reported any metrics.')
+            : trans.__(
+                'The job was interrupted before it reported any metrics.'
+              );
+      return (
+        <div
+          className="cube-TCharts-empty cube-TCharts-failed"
+          data-status={job.status}
+        >
+          <p>
+            {what}{' '}
+            {props.reason
+              ? trans.__('Its log ends with:')
+              : job.error
+                ? trans.__('Reason: %1.', job.error)
+                : ''}
+          </p>
+          {props.reason ? (
+            <code className="cube-TCharts-reason">{props.reason}</code>
+          ) : null}
+          <p className="cube-TMuted">
+            <button className="cube-TLink" onClick={props.showLog}>
+              {trans.__('Read the whole log below')}
+            </button>
+            {job.status === 'failed'
+              ? ` · ${trans.__('Fix it and press Re-run.')}`
+              : ''}
+          </p>
+        </div>
+      );
+    }
     return (
       <p className="cube-TMuted cube-TCharts-empty">
-        {metrics === null
-          ? trans.__('Loading metrics…')
-          : props.active
-            ? trans.__(
-                'No metrics yet. Call cube_lab.report(step=..., loss=...) in the script, or print lines like "step=3 loss=0.12".'
-              )
-            : trans.__(
-                'This job reported no metrics. Call cube_lab.report(step=..., loss=...) in the script, or print lines like "step=3 loss=0.12".'
-              )}
+        {trans.__('This job reported no metrics.')} {reportHint(trans)}
       </p>
     );
   }
@@ -582,7 +662,10 @@ function LogView(props: {
   };
 
   return (
-    <section className="cube-TSection cube-TLog">
+    <section
+      className="cube-TSection cube-TLog"
+      id={`cube-tlog-${props.job.id}`}
+    >
       <div className="cube-TLog-head">
         <h3>{trans.__('Log')}</h3>
         <label className="cube-TLog-filter">

@@ -407,6 +407,38 @@ export class RankedLog {
   private _ranks = new Set<number>();
 }
 
+/** `SomeError: message` (also inside parentheses, as `python -m` writes it). */
+const ERROR_LINE =
+  /(?:^|[\s(])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))(?::\s*([^\n]*?))?\)?\s*$/;
+
+/** Errors that only say another process failed (torchrun's summary). */
+const WRAPPER_ERRORS = /(^|\.)(ChildFailedError|CalledProcessError)$/;
+
+/**
+ * What a failed job's log says went wrong: the last `SomeError: message`
+ * line (a traceback's last line), preferring a rank's own error over the
+ * launcher's "a child failed" summary. null when the log names no error.
+ */
+export function failureReason(lines: readonly ILogLine[]): string | null {
+  let wrapper: string | null = null;
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const text = lines[i].text.trim();
+    const m = ERROR_LINE.exec(text);
+    if (!m) {
+      continue;
+    }
+    const name = m[1];
+    const message = (m[2] ?? '').trim();
+    const reason = message ? `${name}: ${message}` : name;
+    if (WRAPPER_ERRORS.test(name)) {
+      wrapper = wrapper ?? reason;
+      continue;
+    }
+    return reason;
+  }
+  return wrapper;
+}
+
 /* -------------------------------------------------------------------------- */
 /* Charts                                                                     */
 /* -------------------------------------------------------------------------- */
