@@ -1,13 +1,12 @@
 /**
- * cube-lab front end: the cube-lab sidebar (core plugin) and the capability
- * plugins that add sections to it.
+ * cube-lab front end: the core plugin (settings, side panels) and the
+ * capability plugins, each with its own left-sidebar panel.
  */
 import {
   ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
@@ -18,7 +17,7 @@ import { pipelinesPlugin } from './panels/pipelines';
 import { trainingPlugin } from './panels/training';
 import { tuningPlugin } from './panels/tuning';
 import { CubeSettings, CubeSidebar } from './sidebar';
-import { CATEGORY, CommandIDs, ICubeSidebar } from './tokens';
+import { ICubeSidebar } from './tokens';
 
 export * from './tokens';
 export * as api from './api';
@@ -26,33 +25,33 @@ export * as api from './api';
 const PLUGIN_ID = 'cube-lab:plugin';
 
 /**
- * The core plugin: the cube-lab sidebar and the shared settings.
+ * The core plugin: the shared settings, and the service the capability
+ * plugins use to add their side panels to the left sidebar.
  */
 const sidebarPlugin: JupyterFrontEndPlugin<ICubeSidebar> = {
   id: PLUGIN_ID,
-  description: 'The cube-lab sidebar that capability panels add sections to.',
+  description:
+    'The cube-lab side panels (one per capability) and the shared settings.',
   autoStart: true,
   provides: ICubeSidebar,
   requires: [ITranslator],
-  optional: [ISettingRegistry, ILayoutRestorer, ICommandPalette],
+  optional: [ISettingRegistry, ILayoutRestorer],
   activate: (
     app: JupyterFrontEnd,
     translator: ITranslator,
     settingRegistry: ISettingRegistry | null,
-    restorer: ILayoutRestorer | null,
-    palette: ICommandPalette | null
+    restorer: ILayoutRestorer | null
   ): ICubeSidebar => {
-    const trans = translator.load('cube_lab');
     const settings = new CubeSettings();
     const sidebar = new CubeSidebar({
       settings,
       translator,
-      reveal: () => app.shell.activateById(sidebar.id)
+      restorer,
+      shell: {
+        add: (widget, area, options) => app.shell.add(widget, area, options),
+        activateById: id => app.shell.activateById(id)
+      }
     });
-    app.shell.add(sidebar, 'left', { rank: 650, type: 'cube-lab' });
-    if (restorer) {
-      restorer.add(sidebar, 'cube-lab-sidebar');
-    }
 
     if (settingRegistry) {
       settingRegistry
@@ -65,14 +64,6 @@ const sidebarPlugin: JupyterFrontEndPlugin<ICubeSidebar> = {
         .catch(reason => {
           console.error('cube-lab: cannot load settings.', reason);
         });
-    }
-
-    app.commands.addCommand(CommandIDs.openSidebar, {
-      label: trans.__('Show the cube-lab Sidebar'),
-      execute: () => sidebar.reveal()
-    });
-    if (palette) {
-      palette.addItem({ command: CommandIDs.openSidebar, category: CATEGORY });
     }
     return sidebar;
   }

@@ -1,10 +1,16 @@
+/**
+ * cube-lab in the left sidebar: one side panel per capability (Models,
+ * Pipeline runs, Training, Tuning, Deployments, Labeling), each with its own
+ * icon, header and toolbar, the way JupyterLab's File Browser and Running
+ * panels sit there.
+ */
+import type { ILayoutRestorer } from '@jupyterlab/application';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
-import { SidePanel } from '@jupyterlab/ui-components';
+import { SidePanel, Toolbar } from '@jupyterlab/ui-components';
 import { ISignal, Signal } from '@lumino/signaling';
-import { AccordionPanel, Widget } from '@lumino/widgets';
+import { Panel, Widget } from '@lumino/widgets';
 
-import { cubeIcon } from './icons';
-import { ICubeSettings, ICubeSidebar, ISectionOptions } from './tokens';
+import { ICubeSettings, ICubeSidebar, IPanelOptions } from './tokens';
 
 /** Default poll interval, in seconds. */
 export const DEFAULT_REFRESH_SECONDS = 5;
@@ -36,99 +42,110 @@ export class CubeSettings implements ICubeSettings {
   private _changed = new Signal<ICubeSettings, void>(this);
 }
 
-const RANK = Symbol('cube-lab:rank');
+/**
+ * The side panel of one capability: a header (its name, and the section's
+ * toolbar on the right) above the section, which fills the rest of the
+ * height and scrolls by itself.
+ */
+export class CubeSidePanel extends SidePanel {
+  constructor(section: Widget, options: CubeSidePanel.IOptions) {
+    super({ content: new Panel(), translator: options.translator });
+    this.id = options.id;
+    this.addClass('cube-SidePanel');
+    this.section = section;
+    const label = options.label ?? section.title.label;
+    this.title.icon = options.icon;
+    this.title.caption = options.caption ?? (section.title.caption || label);
+
+    const heading = new Widget({ node: document.createElement('h2') });
+    heading.addClass('cube-SidePanel-title');
+    heading.addClass('jp-text-truncated');
+    heading.node.textContent = label;
+    heading.node.title = this.title.caption;
+    this.header.addClass('cube-SidePanel-header');
+    this.header.addWidget(heading);
+    const toolbar = (section as { toolbar?: unknown }).toolbar;
+    if (toolbar instanceof Toolbar) {
+      toolbar.addClass('cube-SidePanel-toolbar');
+      this.header.addWidget(toolbar);
+    }
+    section.addClass('cube-SidePanel-section');
+    this.content.addWidget(section);
+  }
+
+  /** The capability's widget (e.g. the Models list). */
+  readonly section: Widget;
+}
+
+export namespace CubeSidePanel {
+  export interface IOptions extends IPanelOptions {
+    translator?: ITranslator;
+  }
+}
 
 /**
- * The cube-lab sidebar: a side panel whose content is an accordion of
- * capability sections, ordered by rank.
+ * Adds the capability panels to the shell's left area, in rank order, and
+ * to the layout restorer.
  */
-export class CubeSidebar extends SidePanel implements ICubeSidebar {
+export class CubeSidebar implements ICubeSidebar {
   constructor(options: CubeSidebar.IOptions) {
-    const translator = options.translator ?? nullTranslator;
-    super({ translator });
-    const trans = translator.load('cube_lab');
-    this.id = 'cube-lab-sidebar';
-    this.addClass('cube-Sidebar');
-    this.title.icon = cubeIcon;
-    this.title.caption = trans.__('cube-lab');
     this.settings = options.settings;
-    this._reveal = options.reveal;
-
-    const header = new Widget();
-    header.addClass('cube-Sidebar-header');
-    const title = document.createElement('h2');
-    title.className = 'cube-Sidebar-title';
-    title.textContent = trans.__('cube-lab');
-    header.node.appendChild(title);
-    this.header.addWidget(header);
-    (this.content as AccordionPanel).expansionToggled.connect(
-      this._onToggled,
-      this
-    );
+    this._translator = options.translator ?? nullTranslator;
+    this._shell = options.shell;
+    this._restorer = options.restorer ?? null;
   }
 
   readonly settings: ICubeSettings;
 
-  addSection(widget: Widget, options: ISectionOptions = {}): void {
-    const rank = options.rank ?? 500;
-    (widget as any)[RANK] = rank;
-    const widgets = this.content.widgets;
-    let index = widgets.findIndex(w => ((w as any)[RANK] ?? 500) > rank);
-    if (index < 0) {
-      index = widgets.length;
+  addPanel(widget: Widget, options: IPanelOptions): CubeSidePanel {
+    if (this._panels.has(widget)) {
+      throw new Error(`cube-lab: ${options.id} is already in the sidebar`);
     }
-    this.insertWidget(index, widget);
-    if (options.collapsed) {
-      (this.content as AccordionPanel).collapse(index);
-    }
-  }
-
-  reveal(section?: Widget): void {
-    this._reveal();
-    if (section) {
-      this.expandSection(section);
-    }
-  }
-
-  /** Expand one section (the others keep their state). */
-  expandSection(section: Widget): void {
-    const accordion = this.content as AccordionPanel;
-    const index = accordion.widgets.indexOf(section);
-    if (index >= 0 && !section.isVisible && section.isHidden) {
-      accordion.expand(index);
-    }
-  }
-
-  /**
-   * A section folded before the accordion's first layout unfolds to zero
-   * height: then share the height evenly among the unfolded sections.
-   */
-  private _onToggled(accordion: AccordionPanel, index: number): void {
-    const widget = accordion.widgets[index];
-    if (!widget || widget.isHidden) {
-      return;
-    }
-    requestAnimationFrame(() => {
-      if (widget.isHidden || widget.node.clientHeight >= MIN_SECTION_PX) {
-        return;
-      }
-      const open: number[] = accordion.widgets.map(w => (w.isHidden ? 0 : 1));
-      const count = open.reduce((a, b) => a + b, 0);
-      accordion.setRelativeSizes(open.map(o => o / count));
+    const panel = new CubeSidePanel(widget, {
+      ...options,
+      translator: this._translator
     });
+    this._panels.set(widget, panel);
+    this._shell.add(panel, 'left', { rank: options.rank, type: options.id });
+    if (this._restorer) {
+      this._restorer.add(panel, options.id);
+    }
+    return panel;
   }
 
-  private _reveal: () => void;
+  reveal(widget: Widget): void {
+    const panel = this._panels.get(widget);
+    if (panel) {
+      this._shell.activateById(panel.id);
+    }
+  }
+
+  /** The side panel that holds `widget`, if it was added here. */
+  panelOf(widget: Widget): CubeSidePanel | null {
+    return this._panels.get(widget) ?? null;
+  }
+
+  private _translator: ITranslator;
+  private _shell: CubeSidebar.IShell;
+  private _restorer: ILayoutRestorer | null;
+  private _panels = new Map<Widget, CubeSidePanel>();
 }
 
-/** Below this height an unfolded section counts as squeezed shut. */
-const MIN_SECTION_PX = 40;
-
 export namespace CubeSidebar {
+  /** What the sidebar needs of JupyterLab's shell. */
+  export interface IShell {
+    add(
+      widget: Widget,
+      area: 'left',
+      options: { rank: number; type: string }
+    ): void;
+    activateById(id: string): void;
+  }
+
   export interface IOptions {
     settings: ICubeSettings;
-    /** Reveal the sidebar in the shell. */
-    reveal: () => void;
+    shell: IShell;
+    restorer?: ILayoutRestorer | null;
     translator?: ITranslator;
   }
 }

@@ -1,35 +1,52 @@
 import { ISignal } from '@lumino/signaling';
 import { Token } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
+import type { LabIcon } from '@jupyterlab/ui-components';
 
 /** Command ids of cube-lab. */
 export namespace CommandIDs {
-  export const openSidebar = 'cube-lab:open-sidebar';
   export const openModels = 'cube-lab:open-models';
   export const refreshModels = 'cube-lab:refresh-models';
   export const registerModel = 'cube-lab:register-model';
   export const openModelTab = 'cube-lab:open-model-tab';
   export const newPipeline = 'cube-lab:new-pipeline';
   export const openPipelineRun = 'cube-lab:open-pipeline-run';
+  export const openPipelineRuns = 'cube-lab:open-pipeline-runs';
   export const refreshPipelineRuns = 'cube-lab:refresh-pipeline-runs';
 }
 
 /** The launcher / palette category of cube-lab. */
 export const CATEGORY = 'cube-lab';
 
-/** Options for a sidebar section. */
-export interface ISectionOptions {
+/**
+ * Ranks of the cube-lab panels in the left sidebar, after JupyterLab's own
+ * (File Browser 100, Running 200, Table of Contents 400) and before the
+ * Extension Manager (1000).
+ */
+export namespace PanelRanks {
+  export const models = 600;
+  export const pipelineRuns = 610;
+  export const training = 620;
+  export const tuning = 630;
+  export const deployments = 640;
+  export const labeling = 650;
+}
+
+/** Options for a cube-lab side panel. */
+export interface IPanelOptions {
   /**
-   * Sections are ordered by rank, lowest first (default 500).
-   * The models section has rank 100.
+   * The side panel's id, stable across releases (the layout restorer and
+   * `page.sidebar.openTab(id)` use it), e.g. `cube-lab-models-panel`.
    */
-  rank?: number;
-  /**
-   * Start folded (the title only); `reveal(section)` unfolds it. Each open
-   * section takes a share of the sidebar's height, so the later ones start
-   * folded to leave the first ones room.
-   */
-  collapsed?: boolean;
+  id: string;
+  /** Its rank in the left sidebar, lowest first (see `PanelRanks`). */
+  rank: number;
+  /** The sidebar tab's icon. */
+  icon: LabIcon;
+  /** The header of the panel (default: the widget's `title.label`). */
+  label?: string;
+  /** The sidebar tab's tooltip (default: the widget's `title.caption`). */
+  caption?: string;
 }
 
 /**
@@ -43,27 +60,27 @@ export interface ICubeSettings {
 }
 
 /**
- * The cube-lab left sidebar. Capability plugins (models, pipelines,
- * training, ...) add their own collapsible sections to it.
+ * cube-lab's place in the left sidebar: each capability (models, pipeline
+ * runs, training, ...) adds its own side panel, with its icon, the way
+ * File Browser and Running do. Panels hold lists; details and forms open
+ * in main-area tabs.
  */
 export interface ICubeSidebar {
-  /** The sidebar widget id (to use with `app.shell.activateById`). */
-  readonly id: string;
-
   /** Shared settings (refresh interval...). */
   readonly settings: ICubeSettings;
 
   /**
-   * Add a section. The widget's `title.label` is the section header; a
-   * widget with a `toolbar` gets it shown in the header.
+   * Add `widget` to the left sidebar in a side panel of its own: a header
+   * with its label and, when the widget has a `toolbar`, its buttons. The
+   * layout restorer keeps the panel open across reloads. Returns the panel.
    */
-  addSection(widget: Widget, options?: ISectionOptions): void;
+  addPanel(widget: Widget, options: IPanelOptions): Widget;
 
-  /** Show the sidebar and expand `section` (when given). */
-  reveal(section?: Widget): void;
+  /** Show the side panel that holds `widget` (added with `addPanel`). */
+  reveal(widget: Widget): void;
 }
 
 export const ICubeSidebar = new Token<ICubeSidebar>(
   'cube-lab:ICubeSidebar',
-  'The cube-lab sidebar: add a section for a capability panel.'
+  'The cube-lab side panels: add a left-sidebar panel for a capability.'
 );

@@ -1,15 +1,15 @@
 /**
- * The base of a polled sidebar section (Training, Tuning, Deployments,
- * Labeling): a toolbar, and a poll that reads the section's data while it is
- * visible, at the shared refresh interval, faster while something it shows is
- * changing, backing off when the server does not answer.
+ * The base of a polled side panel list (Training, Tuning, Deployments,
+ * Labeling): a toolbar (shown in the side panel's header), and a poll that
+ * reads the list while it is visible, at the shared refresh interval, faster
+ * while something it shows is changing, backing off when the server does not
+ * answer.
  */
 import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { LabIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { IPoll, Poll } from '@lumino/polling';
-import { AccordionPanel } from '@lumino/widgets';
 
 import { ICubeSettings } from '../tokens';
 
@@ -65,18 +65,6 @@ export abstract class PolledSection extends ReactWidget {
     onClick: () => void
   ): void {
     this.toolbar.addItem(name, new ToolbarButton({ icon, tooltip, onClick }));
-  }
-
-  /** Give this section most of the sidebar's height (a form needs room). */
-  protected makeRoom(): void {
-    const accordion = this.parent;
-    if (!(accordion instanceof AccordionPanel)) {
-      return;
-    }
-    const sizes = accordion.widgets.map(w =>
-      w === this ? 3 : w.isHidden ? 0 : 1
-    );
-    accordion.setRelativeSizes(sizes);
   }
 
   protected onAfterShow(msg: Message): void {

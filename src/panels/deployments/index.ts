@@ -1,6 +1,6 @@
 /**
- * The serving plugin: the "Deployments" section of the cube-lab sidebar,
- * main-area deployment views (test form, traffic, live metrics, log) and the
+ * The serving plugin: the "Deployments" side panel (the list), main-area
+ * deployment views (test form, traffic, live metrics, log) and the
  * "Deploy" command the Models panel calls on a model version.
  */
 import {
@@ -13,10 +13,12 @@ import {
   MainAreaWidget,
   WidgetTracker
 } from '@jupyterlab/apputils';
+import { ILauncher } from '@jupyterlab/launcher';
 import { ITranslator } from '@jupyterlab/translation';
-import { LabIcon, refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+import { refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
 
-import { CATEGORY, CommandIDs, ICubeSidebar } from '../../tokens';
+import { deploymentIcon } from '../../icons';
+import { CATEGORY, CommandIDs, ICubeSidebar, PanelRanks } from '../../tokens';
 import { showDeployDialog } from './dialog';
 import { DeploymentsPanel } from './panel';
 import { DeploymentView } from './view';
@@ -24,9 +26,10 @@ import { DeploymentView } from './view';
 export { DeploymentsPanel } from './panel';
 export { DeploymentView } from './view';
 export * as deploymentsLogic from './logic';
+export { deploymentIcon } from '../../icons';
 
-/** Right after Models: a deployment is where a registered model goes next. */
-export const DEPLOYMENTS_SECTION_RANK = 150;
+/** The id of the Deployments side panel (the left sidebar tab). */
+export const DEPLOYMENTS_PANEL_ID = 'cube-lab-deployments-panel';
 
 export namespace DeploymentCommandIDs {
   /** Args: project, name (the model), version. Used by the Models panel. */
@@ -37,31 +40,20 @@ export namespace DeploymentCommandIDs {
   export const show = 'cube-lab:open-deployments';
 }
 
-/** A box with signal waves: a model served. */
-export const deploymentIcon = new LabIcon({
-  name: 'cube-lab:deployment',
-  svgstr:
-    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
-    '<g class="jp-icon3" fill="#616161">' +
-    '<path d="M4 9h10v10H4zm2 2v6h6v-6z"/>' +
-    '<path d="M16 7.5a6 6 0 0 1 0 8.5l-1.4-1.4a4 4 0 0 0 0-5.7z"/>' +
-    '<path d="M18.8 4.7a10 10 0 0 1 0 14.1l-1.4-1.4a8 8 0 0 0 0-11.3z"/>' +
-    '</g></svg>'
-});
-
 export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'cube-lab:deployments',
   description:
     'cube-lab serving: deploy model versions, test them, split traffic, watch metrics.',
   autoStart: true,
   requires: [ICubeSidebar, ITranslator],
-  optional: [ICommandPalette, ILayoutRestorer],
+  optional: [ICommandPalette, ILayoutRestorer, ILauncher],
   activate: (
     app: JupyterFrontEnd,
     sidebar: ICubeSidebar,
     translator: ITranslator,
     palette: ICommandPalette | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    launcher: ILauncher | null
   ) => {
     const trans = translator.load('cube_lab');
     const { commands, shell } = app;
@@ -78,7 +70,13 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
       open: d => open(d.project, d.name)
     });
     panel.id = 'cube-lab-deployments';
-    sidebar.addSection(panel, { rank: DEPLOYMENTS_SECTION_RANK });
+    sidebar.addPanel(panel, {
+      id: DEPLOYMENTS_PANEL_ID,
+      rank: PanelRanks.deployments,
+      icon: deploymentIcon,
+      label: trans.__('Deployments'),
+      caption: trans.__('Models served as inference services')
+    });
 
     commands.addCommand(DeploymentCommandIDs.show, {
       label: trans.__('Deployments'),
@@ -143,6 +141,11 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
         widget.id = `cube-lab-deployment-${encodeURIComponent(project)}-${encodeURIComponent(name)}`;
         widget.addClass('cube-DTab');
         widget.title.label = name;
+        widget.title.caption = trans.__(
+          'Deployment %1 (project %2)',
+          name,
+          project
+        );
         widget.title.icon = deploymentIcon;
         widget.title.closable = true;
         widget.toolbar.addItem(
@@ -169,6 +172,13 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
       });
     }
 
+    if (launcher) {
+      launcher.add({
+        command: DeploymentCommandIDs.show,
+        category: CATEGORY,
+        rank: 5
+      });
+    }
     if (palette) {
       palette.addItem({
         command: DeploymentCommandIDs.show,

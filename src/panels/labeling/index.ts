@@ -1,7 +1,7 @@
 /**
- * The labeling plugin: the "Labeling" section of the cube-lab sidebar
- * (datasets, labeling projects and their progress, the create forms), the
- * main-area project view (progress per person and per label, assign,
+ * The labeling plugin: the "Labeling" side panel (labeling projects and
+ * their progress, datasets), the "New dataset" / "New labeling project" tab,
+ * the main-area project view (progress per person and per label, assign,
  * pre-label, export) and the annotator (label, review).
  */
 import {
@@ -19,22 +19,27 @@ import {
   IDefaultFileBrowser,
   IFileBrowserFactory
 } from '@jupyterlab/filebrowser';
+import { ILauncher } from '@jupyterlab/launcher';
 import { ITranslator } from '@jupyterlab/translation';
-import { LabIcon, refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+import { refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
 
-import { CATEGORY, ICubeSidebar } from '../../tokens';
+import { labelingIcon } from '../../icons';
+import { CATEGORY, ICubeSidebar, PanelRanks } from '../../tokens';
 import { AnnotatorView } from './annotator';
+import { LabelingFormMode, LabelingFormView } from './forms';
 import { LabelingPanel } from './panel';
 import { LabelingProjectView } from './project';
 
 export { AnnotatorView } from './annotator';
 export { LabelingPanel } from './panel';
 export { LabelingProjectView } from './project';
+export { LabelingFormView } from './forms';
+export { labelingIcon } from '../../icons';
 export * as labelingGeometry from './geometry';
 export * as labelingLogic from './logic';
 
-/** Last: the newest capability, after Tuning. */
-export const LABELING_SECTION_RANK = 400;
+/** The id of the Labeling side panel (the left sidebar tab). */
+export const LABELING_PANEL_ID = 'cube-lab-labeling-panel';
 
 export namespace LabelingCommandIDs {
   export const show = 'cube-lab:open-labeling';
@@ -45,18 +50,9 @@ export namespace LabelingCommandIDs {
   export const annotate = 'cube-lab:open-annotator';
   export const newDataset = 'cube-lab:new-dataset';
   export const newProject = 'cube-lab:new-labeling-project';
+  /** The forms' tab as it was (args: mode, "dataset" | "project"). */
+  export const form = 'cube-lab:labeling-form';
 }
-
-/** A tag with a box: labeling. */
-export const labelingIcon = new LabIcon({
-  name: 'cube-lab:labeling',
-  svgstr:
-    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
-    '<g class="jp-icon3" fill="#616161">' +
-    '<path d="M3 3h8v2H5v6H3zM21 21h-8v-2h6v-6h2z"/>' +
-    '<path d="M8 8h8v8H8zm2 2v4h4v-4z"/>' +
-    '</g></svg>'
-});
 
 function key(project: string, name: string): string {
   return `${encodeURIComponent(project)}-${encodeURIComponent(name)}`;
@@ -72,7 +68,8 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
     ICommandPalette,
     ILayoutRestorer,
     IDefaultFileBrowser,
-    IFileBrowserFactory
+    IFileBrowserFactory,
+    ILauncher
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -81,7 +78,8 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
     defaultBrowser: IDefaultFileBrowser | null,
-    browserFactory: IFileBrowserFactory | null
+    browserFactory: IFileBrowserFactory | null,
+    launcher: ILauncher | null
   ) => {
     const trans = translator.load('cube_lab');
     const { commands, shell, serviceManager } = app;
@@ -90,6 +88,9 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
     });
     const annotators = new WidgetTracker<MainAreaWidget<AnnotatorView>>({
       namespace: 'cube-lab-annotator'
+    });
+    const forms = new WidgetTracker<MainAreaWidget<LabelingFormView>>({
+      namespace: 'cube-lab-labeling-form'
     });
 
     const open = (
@@ -122,13 +123,57 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
       settings: sidebar.settings,
       translator,
       open,
-      currentFolder
+      newForm: mode =>
+        void commands.execute(
+          mode === 'dataset'
+            ? LabelingCommandIDs.newDataset
+            : LabelingCommandIDs.newProject
+        )
     });
     panel.id = 'cube-lab-labeling';
-    sidebar.addSection(panel, {
-      rank: LABELING_SECTION_RANK,
-      collapsed: true
+    sidebar.addPanel(panel, {
+      id: LABELING_PANEL_ID,
+      rank: PanelRanks.labeling,
+      icon: labelingIcon,
+      label: trans.__('Labeling'),
+      caption: trans.__('Datasets and labeling projects')
     });
+
+    /** The one tab of the labeling forms, showing `mode`'s. */
+    const showForm = (mode: LabelingFormMode) => {
+      const existing = forms.currentWidget ?? forms.find(() => true);
+      if (existing) {
+        existing.content.showForm(mode);
+        shell.activateById(existing.id);
+        void forms.save(existing);
+        return existing;
+      }
+      const content: LabelingFormView = new LabelingFormView({
+        translator,
+        mode,
+        created: project => {
+          widget.dispose();
+          void panel.refresh();
+          sidebar.reveal(panel);
+          open(project, 'project');
+        },
+        datasetCreated: () => {
+          void panel.refresh();
+          void forms.save(widget);
+        },
+        close: () => widget.dispose(),
+        currentFolder
+      });
+      const widget = new MainAreaWidget({ content });
+      widget.id = 'cube-lab-labeling-new';
+      widget.addClass('cube-LTab');
+      widget.title.icon = labelingIcon;
+      widget.title.closable = true;
+      void forms.add(widget);
+      shell.add(widget, 'main');
+      shell.activateById(widget.id);
+      return widget;
+    };
 
     const changed = () => {
       void panel.refresh();
@@ -146,18 +191,23 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
       execute: () => panel.refresh()
     });
     commands.addCommand(LabelingCommandIDs.newDataset, {
-      label: trans.__('New Dataset…'),
-      execute: () => {
-        sidebar.reveal(panel);
-        panel.showForm('dataset');
-      }
+      label: args =>
+        args.isPalette ? trans.__('New Dataset…') : trans.__('New dataset'),
+      caption: trans.__('Register a folder of images or a file of texts'),
+      execute: () => showForm('dataset')
     });
     commands.addCommand(LabelingCommandIDs.newProject, {
-      label: trans.__('New Labeling Project…'),
-      execute: () => {
-        sidebar.reveal(panel);
-        panel.showForm('project');
-      }
+      label: args =>
+        args.isPalette
+          ? trans.__('New Labeling Project…')
+          : trans.__('New labeling project'),
+      caption: trans.__('Start labeling a dataset'),
+      execute: () => showForm('project')
+    });
+
+    commands.addCommand(LabelingCommandIDs.form, {
+      label: trans.__('Labeling Forms'),
+      execute: args => showForm(args.mode === 'project' ? 'project' : 'dataset')
     });
 
     const addTab = (
@@ -274,8 +324,20 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
         }),
         name: w => `${w.content.mode}:${w.content.project}/${w.content.name}`
       });
+      void restorer.restore(forms, {
+        command: LabelingCommandIDs.form,
+        args: w => ({ mode: w.content.mode }),
+        name: () => 'new'
+      });
     }
 
+    if (launcher) {
+      launcher.add({
+        command: LabelingCommandIDs.show,
+        category: CATEGORY,
+        rank: 6
+      });
+    }
     if (palette) {
       for (const command of [
         LabelingCommandIDs.show,

@@ -1,7 +1,7 @@
 /**
- * The "Labeling" section of the cube-lab sidebar: labeling projects with
- * their progress, the datasets, and the forms to create both. Polls while
- * visible.
+ * The list of the "Labeling" side panel: labeling projects with their
+ * progress, and the datasets. The forms to create both open in a main-area
+ * tab. Polls while visible.
  */
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { addIcon, newFolderIcon, refreshIcon } from '@jupyterlab/ui-components';
@@ -9,33 +9,17 @@ import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
 import {
-  createDataset,
-  createLabelingProject,
   Dataset,
   describeError,
   LabelingProgress,
   LabelingProject,
   listDatasets,
-  listLabelingProjects,
-  Project,
-  whoami
+  listLabelingProjects
 } from '../../api';
 import { ICubeSettings } from '../../tokens';
 import { PolledSection } from '../section';
-import { DatasetForm, ProjectForm } from './forms';
-import {
-  DatasetField,
-  datasetFormToRequest,
-  doneCount,
-  emptyDatasetForm,
-  emptyProjectForm,
-  IDatasetForm,
-  IProjectForm,
-  ProjectField,
-  progressSegments,
-  projectFormToRequest,
-  taskTypeLabel
-} from './logic';
+import type { LabelingFormMode } from './forms';
+import { doneCount, progressSegments, taskTypeLabel } from './logic';
 
 type ErrorText = { error: string; detail: string };
 
@@ -47,20 +31,20 @@ export class LabelingPanel extends PolledSection {
     });
     this.addClass('cube-LabelingPanel');
     this._open = options.open;
-    this._currentFolder = options.currentFolder;
+    this._newForm = options.newForm;
     this.title.label = this.trans.__('Labeling');
     this.title.caption = this.trans.__('Datasets and labeling projects');
     this.addButton(
       'new-project',
       addIcon,
       this.trans.__('New labeling project'),
-      () => this.showForm('project')
+      () => this._newForm('project')
     );
     this.addButton(
       'new-dataset',
       newFolderIcon,
       this.trans.__('New dataset'),
-      () => this.showForm('dataset')
+      () => this._newForm('dataset')
     );
     this.addButton(
       'refresh',
@@ -78,67 +62,11 @@ export class LabelingPanel extends PolledSection {
     return this._datasets;
   }
 
-  showForm(which: 'dataset' | 'project'): void {
-    this._formOpen = which;
-    this._submitError = null;
-    this._datasetErrors = {};
-    this._projectErrors = {};
-    const project = this._defaultProject();
-    if (which === 'dataset' && !this._datasetForm.project) {
-      this._datasetForm.project = project;
-    }
-    if (which === 'project' && !this._projectForm.project) {
-      this._projectForm.project = project;
-    }
-    this.makeRoom();
-    this.update();
-  }
-
   protected render(): JSX.Element {
     const trans = this.trans;
     const empty = !this._projects.length && !this._datasets.length;
     return (
       <div className="cube-Training cube-Labeling">
-        {this._formOpen === 'dataset' ? (
-          <DatasetForm
-            form={this._datasetForm}
-            errors={this._datasetErrors}
-            submitError={this._submitError}
-            busy={this._busy}
-            projects={this._projectsOfUser}
-            trans={trans}
-            onChange={patch => {
-              this._datasetForm = { ...this._datasetForm, ...patch };
-              for (const key of Object.keys(patch) as DatasetField[]) {
-                delete this._datasetErrors[key];
-              }
-              this.update();
-            }}
-            onSubmit={() => void this._createDataset()}
-            onCancel={() => this._closeForm()}
-            currentFolder={this._currentFolder}
-          />
-        ) : null}
-        {this._formOpen === 'project' ? (
-          <ProjectForm
-            form={this._projectForm}
-            errors={this._projectErrors}
-            submitError={this._submitError}
-            busy={this._busy}
-            projects={this._projectsOfUser}
-            datasets={this._datasets}
-            trans={trans}
-            onChange={patch => {
-              this._projectForm = { ...this._projectForm, ...patch };
-              for (const key of Object.keys(patch) as ProjectField[]) {
-                delete this._projectErrors[key];
-              }
-              this.update();
-            }}
-            onSubmit={() => void this._createProject()}
-            onCancel={() => this._closeForm()}
-          />
-        ) : null}
         {this._error ? <ErrorBox error={this._error} /> : null}
         {!this._loaded ? (
           <div className="cube-Loading">
@@ -146,40 +74,37 @@ export class LabelingPanel extends PolledSection {
             {trans.__('Loading labeling projects…')}
           </div>
         ) : empty && !this._error ? (
-          this._formOpen ? null : (
-            <div className="cube-TEmpty">
-              <p className="cube-TEmpty-title">
-                {trans.__('Nothing to label yet')}
-              </p>
-              <p className="cube-TEmpty-text">
-                {trans.__(
-                  'Register a folder of images or a CSV / JSONL of texts as a dataset, then start a labeling project on it: classes, boxes or entity spans, with your team.'
-                )}
-              </p>
-              <button
-                className="cube-Button cube-mod-primary"
-                onClick={() => this.showForm('dataset')}
-              >
-                {trans.__('New dataset')}
-              </button>
-              <p className="cube-TEmpty-text">
-                {trans.__('or a terminal:')}{' '}
-                <code>cube-lab dataset create NAME PATH</code>
-              </p>
-            </div>
-          )
+          <div className="cube-TEmpty">
+            <p className="cube-TEmpty-title">
+              {trans.__('Nothing to label yet')}
+            </p>
+            <p className="cube-TEmpty-text">
+              {trans.__(
+                'Register a folder of images or a CSV / JSONL of texts as a dataset, then start a labeling project on it: classes, boxes or entity spans, with your team.'
+              )}
+            </p>
+            <button
+              className="cube-Button cube-mod-primary"
+              onClick={() => this._newForm('dataset')}
+            >
+              {trans.__('New dataset')}
+            </button>
+            <p className="cube-TEmpty-text">
+              {trans.__('or a terminal:')}{' '}
+              <code>cube-lab dataset create NAME PATH</code>
+            </p>
+          </div>
         ) : (
           <>
             <div className="cube-LList-head">
               <span>{trans.__('Labeling projects')}</span>
-              {this._formOpen ? null : (
-                <button
-                  className="cube-TLink"
-                  onClick={() => this.showForm('project')}
-                >
-                  {trans.__('New…')}
-                </button>
-              )}
+              <button
+                className="cube-TLink"
+                onClick={() => this._newForm('project')}
+                title={trans.__('New labeling project')}
+              >
+                {trans.__('New…')}
+              </button>
             </div>
             {this._projects.length ? (
               <ul
@@ -202,14 +127,13 @@ export class LabelingPanel extends PolledSection {
             )}
             <div className="cube-LList-head">
               <span>{trans.__('Datasets')}</span>
-              {this._formOpen ? null : (
-                <button
-                  className="cube-TLink"
-                  onClick={() => this.showForm('dataset')}
-                >
-                  {trans.__('New…')}
-                </button>
-              )}
+              <button
+                className="cube-TLink"
+                onClick={() => this._newForm('dataset')}
+                title={trans.__('New dataset')}
+              >
+                {trans.__('New…')}
+              </button>
             </div>
             <ul
               className="cube-TJobs cube-LDatasets"
@@ -243,28 +167,8 @@ export class LabelingPanel extends PolledSection {
     );
   }
 
-  private _defaultProject(): string {
-    return this._me || this._projectsOfUser[0]?.name || '';
-  }
-
-  private _closeForm(): void {
-    this._formOpen = null;
-    this._submitError = null;
-    this.update();
-  }
-
   protected async fetch(): Promise<void> {
     try {
-      if (!this._identity) {
-        this._identity = whoami()
-          .then(me => {
-            this._me = me.user;
-            this._projectsOfUser = me.projects;
-          })
-          .catch(() => {
-            this._identity = null;
-          });
-      }
       const [projects, datasets] = await Promise.all([
         listLabelingProjects(),
         listDatasets()
@@ -280,94 +184,12 @@ export class LabelingPanel extends PolledSection {
     }
   }
 
-  private async _createDataset(): Promise<void> {
-    const { request, errors } = datasetFormToRequest(this._datasetForm);
-    this._datasetErrors = errors;
-    this._submitError = null;
-    if (!request) {
-      this.update();
-      return;
-    }
-    this._busy = true;
-    this.update();
-    try {
-      const dataset = await createDataset(request);
-      this._datasets = [
-        dataset,
-        ...this._datasets.filter(d => d.id !== dataset.id)
-      ];
-      this._datasetForm = emptyDatasetForm(this._datasetForm.project);
-      // Next step: a labeling project on it.
-      this._formOpen = 'project';
-      this._projectForm = {
-        ...this._projectForm,
-        project: dataset.project,
-        dataset: dataset.name,
-        type:
-          dataset.kind === 'images'
-            ? this._projectForm.type.startsWith('image')
-              ? this._projectForm.type
-              : 'image-bbox'
-            : this._projectForm.type.startsWith('text')
-              ? this._projectForm.type
-              : 'text-class',
-        name: this._projectForm.name || `${dataset.name}-labels`
-      };
-      void this.refresh();
-    } catch (err) {
-      this._submitError = describeError(err);
-    } finally {
-      this._busy = false;
-      this.update();
-    }
-  }
-
-  private async _createProject(): Promise<void> {
-    const { request, errors } = projectFormToRequest(this._projectForm);
-    this._projectErrors = errors;
-    this._submitError = null;
-    if (!request) {
-      this.update();
-      return;
-    }
-    this._busy = true;
-    this.update();
-    try {
-      const created = await createLabelingProject(request);
-      this._formOpen = null;
-      this._projectForm = emptyProjectForm(created.project);
-      this._projects = [
-        created,
-        ...this._projects.filter(
-          p => !(p.project === created.project && p.name === created.name)
-        )
-      ];
-      this._open(created, 'project');
-      void this.refresh();
-    } catch (err) {
-      this._submitError = describeError(err);
-    } finally {
-      this._busy = false;
-      this.update();
-    }
-  }
-
   private _open: (p: LabelingProject, mode: LabelingPanel.OpenMode) => void;
-  private _currentFolder: () => string | null;
+  private _newForm: (mode: LabelingFormMode) => void;
   private _loaded = false;
-  private _identity: Promise<void> | null = null;
-  private _me = '';
-  private _projectsOfUser: Project[] = [];
   private _projects: LabelingProject[] = [];
   private _datasets: Dataset[] = [];
   private _error: ErrorText | null = null;
-  private _formOpen: 'dataset' | 'project' | null = null;
-  private _datasetForm: IDatasetForm = emptyDatasetForm();
-  private _projectForm: IProjectForm = emptyProjectForm();
-  private _datasetErrors: Partial<Record<DatasetField, string>> = {};
-  private _projectErrors: Partial<Record<ProjectField, string>> = {};
-  private _submitError: ErrorText | null = null;
-  private _busy = false;
 }
 
 export namespace LabelingPanel {
@@ -381,8 +203,8 @@ export namespace LabelingPanel {
       p: Pick<LabelingProject, 'project' | 'name'>,
       mode: OpenMode
     ) => void;
-    /** The folder selected in the file browser. */
-    currentFolder: () => string | null;
+    /** Open the form to create a dataset or a labeling project. */
+    newForm: (mode: LabelingFormMode) => void;
   }
 }
 

@@ -1,7 +1,7 @@
 /**
- * The model registry plugin: the "Models" section of the cube-lab sidebar,
- * main-area model tabs, launcher / palette entries and the file browser
- * "Register as model" command.
+ * The model registry plugin: the "Models" side panel (the list of models),
+ * main-area model tabs (versions, a version, a comparison), launcher /
+ * palette entries and the file browser "Register as model" command.
  */
 import {
   ILayoutRestorer,
@@ -19,8 +19,8 @@ import { ITranslator } from '@jupyterlab/translation';
 import { refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
 
 import { whoami } from '../../api';
-import { cubeIcon } from '../../icons';
-import { CATEGORY, CommandIDs, ICubeSidebar } from '../../tokens';
+import { modelsIcon } from '../../icons';
+import { CATEGORY, CommandIDs, ICubeSidebar, PanelRanks } from '../../tokens';
 import { ModelsRoute } from './model';
 import { registerPathAsModel } from './register';
 import { ModelsPanel, reportError } from './widget';
@@ -28,8 +28,25 @@ import { ModelsPanel, reportError } from './widget';
 export { ModelsPanel } from './widget';
 export { ModelsModel } from './model';
 
-/** The rank of the Models section in the sidebar. */
-export const MODELS_SECTION_RANK = 100;
+/** The id of the Models side panel (the left sidebar tab). */
+export const MODELS_PANEL_ID = 'cube-lab-models-panel';
+
+/** A model tab's title: what it shows. */
+export function modelTabLabel(
+  route: ModelsRoute,
+  trans: { __: (msg: string, ...args: any[]) => string }
+): string {
+  switch (route.kind) {
+    case 'list':
+      return trans.__('Models');
+    case 'model':
+      return route.name;
+    case 'version':
+      return trans.__('%1 v%2', route.name, route.version);
+    case 'compare':
+      return trans.__('Compare %1', route.name);
+  }
+}
 
 export const modelsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'cube-lab:models',
@@ -65,6 +82,7 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
       });
     };
 
+    // The side panel lists the models; a model opens in a main-area tab.
     const section = new ModelsPanel({
       settings: sidebar.settings,
       commands,
@@ -72,12 +90,18 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
       openInTab
     });
     section.id = 'cube-lab-models';
-    sidebar.addSection(section, { rank: MODELS_SECTION_RANK });
+    sidebar.addPanel(section, {
+      id: MODELS_PANEL_ID,
+      rank: PanelRanks.models,
+      icon: modelsIcon,
+      label: trans.__('Models'),
+      caption: trans.__('Model registry')
+    });
 
     commands.addCommand(CommandIDs.openModels, {
       label: trans.__('Model registry'),
       caption: trans.__('Browse, compare and manage registered models'),
-      icon: args => (args.isPalette ? undefined : cubeIcon),
+      icon: args => (args.isPalette ? undefined : modelsIcon),
       execute: () => {
         sidebar.reveal(section);
       }
@@ -97,16 +121,17 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
         const project = String(args.project ?? '');
         const name = String(args.name ?? '');
         const version = Number(args.version);
-        const route: ModelsRoute = Number.isInteger(version)
-          ? { kind: 'version', project, name, version }
-          : { kind: 'model', project, name };
-        const existing = tracker.find(
-          w =>
-            w.content.model.state.route.kind !== 'list' &&
-            (w.content.model.state.route as { project: string }).project ===
-              project &&
-            (w.content.model.state.route as { name: string }).name === name
-        );
+        const route: ModelsRoute = !name
+          ? { kind: 'list' }
+          : Number.isInteger(version)
+            ? { kind: 'version', project, name, version }
+            : { kind: 'model', project, name };
+        const existing = tracker.find(w => {
+          const shown = w.content.model.state.route;
+          return shown.kind === 'list' || route.kind === 'list'
+            ? shown.kind === route.kind
+            : shown.project === project && shown.name === name;
+        });
         if (existing) {
           existing.content.navigate(route);
           shell.activateById(existing.id);
@@ -121,10 +146,27 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
         const widget = new MainAreaWidget({ content });
         widget.id = `cube-lab-model-${encodeURIComponent(project)}-${encodeURIComponent(name)}`;
         widget.addClass('cube-ModelTab');
-        widget.title.label = name;
-        widget.title.caption = trans.__('Model %1 (project %2)', name, project);
-        widget.title.icon = cubeIcon;
+        widget.title.icon = modelsIcon;
         widget.title.closable = true;
+        // The title follows what the tab shows (a version, a comparison...).
+        let shown = '';
+        const retitle = () => {
+          const now = content.model.state.route;
+          widget.title.label = modelTabLabel(now, trans);
+          widget.title.caption =
+            now.kind === 'list'
+              ? trans.__('Model registry')
+              : trans.__('Model %1 (project %2)', now.name, now.project);
+          const key = JSON.stringify(now);
+          if (key !== shown) {
+            shown = key;
+            if (tracker.has(widget)) {
+              void tracker.save(widget);
+            }
+          }
+        };
+        retitle();
+        content.model.changed.connect(retitle);
         widget.toolbar.addItem(
           'refresh',
           new ToolbarButton({
@@ -148,7 +190,13 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
           const route = w.content.model.state.route;
           return route.kind === 'list'
             ? {}
-            : { project: route.project, name: route.name };
+            : route.kind === 'version'
+              ? {
+                  project: route.project,
+                  name: route.name,
+                  version: route.version
+                }
+              : { project: route.project, name: route.name };
         },
         name: w => {
           const route = w.content.model.state.route;
@@ -162,7 +210,7 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
     commands.addCommand(CommandIDs.registerModel, {
       label: trans.__('Register as Model…'),
       caption: trans.__('Register this file or folder in the model registry'),
-      icon: cubeIcon,
+      icon: modelsIcon,
       isVisible: () => {
         const browser = browserFactory?.tracker.currentWidget;
         if (!browser) {
@@ -192,13 +240,14 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
           trans
         });
         if (version) {
-          section.navigate({
-            kind: 'version',
+          // The list shows the new version; its tab shows the details.
+          void section.refresh();
+          sidebar.reveal(section);
+          await commands.execute(CommandIDs.openModelTab, {
             project: version.project,
             name: version.model,
             version: version.version
           });
-          sidebar.reveal(section);
         }
       }
     });

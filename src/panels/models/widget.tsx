@@ -1,6 +1,6 @@
 /**
  * The Models panel: a React widget that polls the registry while visible.
- * Used as the "Models" section of the cube-lab sidebar and in main-area tabs.
+ * Used as the list of the "Models" side panel and in main-area model tabs.
  */
 import {
   Clipboard,
@@ -84,7 +84,7 @@ export class ModelsPanel extends ReactWidget {
 
   readonly model: ModelsModel;
 
-  /** The toolbar shown in the sidebar section header. */
+  /** The toolbar shown in the side panel's header. */
   readonly toolbar: Toolbar;
 
   /** Fetch now (and ask who I am again: projects may have changed). */
@@ -170,7 +170,12 @@ export class ModelsPanel extends ReactWidget {
       }
     };
     const actions: IModelsActions = {
-      navigate: route => this.navigate(route),
+      // With `openInTab` (the side panel) this view stays a list and opens
+      // a model or a version in a main-area tab.
+      navigate: route =>
+        this._openInTab && route.kind !== 'list'
+          ? this._openInTab(route)
+          : this.navigate(route),
       refresh: () => void this.refresh(),
       openPath: path => {
         void this._commands

@@ -1,7 +1,7 @@
 /**
  * The pipelines plugin: the `.pipeline` editor (document widget), "New
- * Pipeline" in the launcher and the File menu, and the "Pipeline runs"
- * section of the cube-lab sidebar.
+ * Pipeline" in the launcher and the File menu, and the "Pipeline runs" side
+ * panel.
  */
 import {
   ILayoutRestorer,
@@ -16,8 +16,8 @@ import { ILauncher } from '@jupyterlab/launcher';
 import { IMainMenu } from '@jupyterlab/mainmenu';
 import { ITranslator } from '@jupyterlab/translation';
 
-import { pipelineIcon } from '../../icons';
-import { CATEGORY, CommandIDs, ICubeSidebar } from '../../tokens';
+import { pipelineIcon, runsIcon } from '../../icons';
+import { CATEGORY, CommandIDs, ICubeSidebar, PanelRanks } from '../../tokens';
 import { PipelineRunsPanel } from './runs';
 import { newDocument } from './serializer';
 import { PipelineDocument, PipelineEditorFactory } from './widget';
@@ -26,8 +26,8 @@ export { PipelineEditor, PipelineEditorFactory } from './widget';
 export * as serializer from './serializer';
 export * as graph from './graph';
 
-/** The rank of the Pipeline runs section (after Models). */
-export const RUNS_SECTION_RANK = 200;
+/** The id of the Pipeline runs side panel (the left sidebar tab). */
+export const RUNS_PANEL_ID = 'cube-lab-pipeline-runs-panel';
 
 const FACTORY = 'cube-lab Pipeline Editor';
 const FILE_TYPE = 'cube-lab-pipeline';
@@ -151,7 +151,20 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
       openRun: run => void openRun(run.pipeline_path, run.id)
     });
     runs.id = 'cube-lab-pipeline-runs';
-    sidebar.addSection(runs, { rank: RUNS_SECTION_RANK });
+    sidebar.addPanel(runs, {
+      id: RUNS_PANEL_ID,
+      rank: PanelRanks.pipelineRuns,
+      icon: runsIcon,
+      label: trans.__('Pipeline runs'),
+      caption: trans.__('Pipeline runs: status, logs, re-run')
+    });
+
+    commands.addCommand(CommandIDs.openPipelineRuns, {
+      label: trans.__('Pipeline runs'),
+      caption: trans.__('Recent pipeline runs, their status and logs'),
+      icon: args => (args.isPalette ? undefined : runsIcon),
+      execute: () => sidebar.reveal(runs)
+    });
 
     commands.addCommand(CommandIDs.refreshPipelineRuns, {
       label: trans.__('Refresh pipeline runs'),
@@ -173,6 +186,10 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
     }
     if (palette) {
       palette.addItem({ command: CommandIDs.newPipeline, category: CATEGORY });
+      palette.addItem({
+        command: CommandIDs.openPipelineRuns,
+        category: CATEGORY
+      });
       palette.addItem({
         command: CommandIDs.refreshPipelineRuns,
         category: CATEGORY

@@ -1,14 +1,163 @@
 /**
- * The launch form of the Training panel: framework, script (from the file
- * browser), arguments, workers x processes, GPUs, environment, project.
+ * The "Launch training" tab: framework, script (from the file browser),
+ * arguments, workers x processes, GPUs, environment, project.
  */
-import { TranslationBundle } from '@jupyterlab/translation';
+import { ReactWidget } from '@jupyterlab/apputils';
+import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
-import type { Project } from '../../api';
-import { FormField, FRAMEWORKS, ILaunchForm } from './logic';
+import {
+  describeError,
+  Project,
+  submitTrainingJob,
+  TrainingJob,
+  whoami
+} from '../../api';
+import {
+  emptyForm,
+  FormField,
+  formToRequest,
+  FRAMEWORKS,
+  ILaunchForm
+} from './logic';
+
+type ErrorText = { error: string; detail: string };
+
+/**
+ * The launch form in a main-area tab. It keeps what was typed while the tab
+ * is open; a launched job opens in its own tab (`launched`).
+ */
+export class LaunchFormView extends ReactWidget {
+  constructor(options: LaunchFormView.IOptions) {
+    super();
+    this.addClass('cube-FormPage');
+    this.addClass('cube-TLaunchView');
+    this._trans = options.translator.load('cube_lab');
+    this._launched = options.launched;
+    this._close = options.close;
+    this._pickCurrent = options.pickCurrent;
+    this._browse = options.browse;
+    this._form = { ...emptyForm(), ...options.fill };
+    this.title.label = this._trans.__('Launch training');
+    this.title.caption = this._trans.__(
+      'Launch a script on several processes or machines'
+    );
+    whoami()
+      .then(me => {
+        this._projects = me.projects;
+        this.update();
+      })
+      .catch(() => {
+        // without the projects, the job goes to the personal project
+      });
+  }
+
+  /** What the form holds now. */
+  get form(): ILaunchForm {
+    return this._form;
+  }
+
+  /** Fill some fields (a script, a copy of a job, a dataset version). */
+  fill(patch: Partial<ILaunchForm>): void {
+    this._form = { ...this._form, ...patch };
+    this._errors = {};
+    this._submitError = null;
+    this.update();
+  }
+
+  /** Focus the script field. */
+  focusScript(): void {
+    requestAnimationFrame(() => {
+      this.node
+        .querySelector<HTMLInputElement>('.cube-TForm input[name="script"]')
+        ?.focus();
+    });
+  }
+
+  protected render(): JSX.Element {
+    const trans = this._trans;
+    return (
+      <div className="cube-FormPage-body">
+        <h2 className="cube-FormPage-title">{trans.__('Launch training')}</h2>
+        <p className="cube-FormPage-intro">
+          {trans.__(
+            'Runs the script on workers × processes with torchrun, DeepSpeed, TensorFlow or MPI; its logs and metrics open in a tab. The job saves what it wants to keep under $CUBE_OUTPUT_DIR.'
+          )}
+        </p>
+        <LaunchForm
+          form={this._form}
+          errors={this._errors}
+          submitError={this._submitError}
+          busy={this._busy}
+          projects={this._projects}
+          trans={trans}
+          onChange={patch => {
+            this._form = { ...this._form, ...patch };
+            for (const key of Object.keys(patch) as FormField[]) {
+              delete this._errors[key];
+            }
+            this.update();
+          }}
+          onSubmit={() => void this._submit()}
+          onCancel={this._close}
+          pickCurrent={this._pickCurrent}
+          browse={this._browse}
+        />
+      </div>
+    );
+  }
+
+  private async _submit(): Promise<void> {
+    const { request, errors } = formToRequest(this._form);
+    this._errors = errors;
+    this._submitError = null;
+    if (!request) {
+      this.update();
+      return;
+    }
+    this._busy = true;
+    this.update();
+    try {
+      const job = await submitTrainingJob(request);
+      this._busy = false;
+      this._launched(job);
+    } catch (err) {
+      this._submitError = describeError(err);
+    } finally {
+      this._busy = false;
+      if (!this.isDisposed) {
+        this.update();
+      }
+    }
+  }
+
+  private _trans: TranslationBundle;
+  private _launched: (job: TrainingJob) => void;
+  private _close: () => void;
+  private _pickCurrent: () => string | null;
+  private _browse: () => Promise<string | null>;
+  private _projects: Project[] = [];
+  private _form: ILaunchForm;
+  private _errors: Partial<Record<FormField, string>> = {};
+  private _submitError: ErrorText | null = null;
+  private _busy = false;
+}
+
+export namespace LaunchFormView {
+  export interface IOptions {
+    translator: ITranslator;
+    /** The first values of the fields. */
+    fill?: Partial<ILaunchForm>;
+    /** Called with the job the server started. */
+    launched: (job: TrainingJob) => void;
+    /** Close the tab. */
+    close: () => void;
+    pickCurrent: () => string | null;
+    browse: () => Promise<string | null>;
+  }
+}
 
 export interface ILaunchFormProps {
   form: ILaunchForm;

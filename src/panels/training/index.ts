@@ -1,7 +1,8 @@
 /**
- * The training plugin: the "Training" section of the cube-lab sidebar (launch
- * form, job list), main-area job views (live logs per rank, metric charts,
- * stop / re-run / register model) and "Train with cube-lab" on Python files.
+ * The training plugin: the "Training" side panel (the job list), the
+ * "Launch training" tab (the launch form), main-area job views (live logs per
+ * rank, metric charts, stop / re-run / register model) and "Train with
+ * cube-lab" on Python files.
  */
 import {
   ILayoutRestorer,
@@ -14,48 +15,104 @@ import {
   WidgetTracker
 } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
-import { DocumentWidget } from '@jupyterlab/docregistry';
 import {
   FileDialog,
   IDefaultFileBrowser,
   IFileBrowserFactory
 } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
-import { ITranslator } from '@jupyterlab/translation';
-import { LabIcon, refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import { refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
-import type { TrainingJob } from '../../api';
-import { CATEGORY, CommandIDs, ICubeSidebar } from '../../tokens';
+import { getTrainingJob, TrainingJob } from '../../api';
+import { trainingIcon } from '../../icons';
+import { CATEGORY, CommandIDs, ICubeSidebar, PanelRanks } from '../../tokens';
+import { LaunchFormView } from './form';
 import { TrainingJobView } from './job';
-import { dataForm, jobToForm } from './logic';
+import {
+  basename,
+  dataForm,
+  FRAMEWORKS,
+  ILaunchForm,
+  jobToForm
+} from './logic';
 import { TrainingPanel } from './panel';
+import { lastDocument } from '../shell';
 
 export { TrainingPanel } from './panel';
 export { TrainingJobView } from './job';
+export { LaunchFormView } from './form';
 export * as trainingLogic from './logic';
+export { trainingIcon } from '../../icons';
 
-/** The rank of the Training section (after Models and Pipeline runs). */
-export const TRAINING_SECTION_RANK = 300;
+/** The id of the Training side panel (the left sidebar tab). */
+export const TRAINING_PANEL_ID = 'cube-lab-training-panel';
 
 export namespace TrainingCommandIDs {
   export const open = 'cube-lab:open-training';
   export const openJob = 'cube-lab:open-training-job';
   export const refresh = 'cube-lab:refresh-training-jobs';
   export const trainFile = 'cube-lab:train-file';
+  /** The "Launch training" tab; args: any launch form field (script, args...). */
+  export const launch = 'cube-lab:launch-training';
   /** The launch form with a dataset version as its data (args: project, dataset, version, path). */
   export const trainWithData = 'cube-lab:train-with-data';
 }
 
-/** A rising loss curve on axes: training. */
-export const trainingIcon = new LabIcon({
-  name: 'cube-lab:training',
-  svgstr:
-    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
-    '<g class="jp-icon3" fill="#616161">' +
-    '<path d="M3 3h2v16h16v2H3z"/>' +
-    '<path d="M7 7.5l1.4-1.4 3.6 5.4 3.1-2.6 4.5 5.2-1.5 1.3-3.2-3.7-3.3 2.8z"/>' +
-    '</g></svg>'
-});
+/** A job tab's title: the job's name (its script's, unless named). */
+export function jobTabLabel(
+  job: Pick<TrainingJob, 'name' | 'command'> | { name?: string }
+): string {
+  const name = (job.name ?? '').trim();
+  if (name) {
+    return name;
+  }
+  const command = 'command' in job ? job.command : '';
+  const script = command.split(/\s+/).find(w => /\.(py|sh)$/.test(w));
+  return script ? basename(script) : '';
+}
+
+/** The launch form fields among a command's args (strings only). */
+export function formFromArgs(
+  args: ReadonlyPartialJSONObject
+): Partial<ILaunchForm> {
+  const fill: Partial<ILaunchForm> = {};
+  const keys: (keyof ILaunchForm)[] = [
+    'script',
+    'args',
+    'workers',
+    'nproc',
+    'gpus',
+    'gpuType',
+    'env',
+    'project',
+    'name'
+  ];
+  for (const key of keys) {
+    const value = args[key];
+    if (typeof value === 'string') {
+      (fill as Record<string, string>)[key] = value;
+    }
+  }
+  const framework = args.framework;
+  if (
+    typeof framework === 'string' &&
+    (FRAMEWORKS as string[]).includes(framework)
+  ) {
+    fill.framework = framework as ILaunchForm['framework'];
+  }
+  return fill;
+}
+
+function jobCaption(
+  job: Pick<TrainingJob, 'id' | 'command'>,
+  trans: TranslationBundle
+): string {
+  return job.command
+    ? trans.__('Training job %1: %2', job.id, job.command)
+    : trans.__('Training job %1', job.id);
+}
 
 export const trainingPlugin: JupyterFrontEndPlugin<void> = {
   id: 'cube-lab:training',
@@ -90,13 +147,18 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
       namespace: 'cube-lab-training-job'
     });
 
-    const openJob = (job: Pick<TrainingJob, 'id'>) =>
-      void commands.execute(TrainingCommandIDs.openJob, { id: job.id });
+    const openJob = (job: Pick<TrainingJob, 'id'> & Partial<TrainingJob>) =>
+      void commands.execute(TrainingCommandIDs.openJob, {
+        id: job.id,
+        ...(job.name ? { name: jobTabLabel(job as TrainingJob) } : {}),
+        ...(job.command ? { command: job.command } : {})
+      });
 
+    const currentDocument = lastDocument(shell);
     /** The file open in the main area, else the one selected in the file browser. */
     const pickCurrent = (): string | null => {
-      const current = shell.currentWidget;
-      if (current instanceof DocumentWidget) {
+      const current = currentDocument();
+      if (current) {
         return local(current.context.path);
       }
       const browser = browserFactory?.tracker.currentWidget ?? defaultBrowser;
@@ -120,15 +182,29 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
       return result.button.accept && file ? local(file.path) : null;
     };
 
+    /** What the job tabs show, as the server gave it (their titles). */
+    const shown = new WeakMap<
+      MainAreaWidget<TrainingJobView>,
+      { name: string; command: string }
+    >();
+    const forms = new WidgetTracker<MainAreaWidget<LaunchFormView>>({
+      namespace: 'cube-lab-training-form'
+    });
+
     const panel = new TrainingPanel({
       settings: sidebar.settings,
       translator,
       openJob,
-      pickCurrent,
-      browse
+      newJob: () => void commands.execute(TrainingCommandIDs.launch)
     });
     panel.id = 'cube-lab-training';
-    sidebar.addSection(panel, { rank: TRAINING_SECTION_RANK });
+    sidebar.addPanel(panel, {
+      id: TRAINING_PANEL_ID,
+      rank: PanelRanks.training,
+      icon: trainingIcon,
+      label: trans.__('Training'),
+      caption: trans.__('Training jobs')
+    });
 
     commands.addCommand(TrainingCommandIDs.open, {
       label: args =>
@@ -141,6 +217,49 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
     commands.addCommand(TrainingCommandIDs.refresh, {
       label: trans.__('Refresh training jobs'),
       execute: () => panel.refresh()
+    });
+
+    /** The one "Launch training" tab, filled with `fill`. */
+    const launch = (fill: Partial<ILaunchForm>) => {
+      const existing = forms.currentWidget ?? forms.find(() => true);
+      if (existing) {
+        existing.content.fill(fill);
+        shell.activateById(existing.id);
+        existing.content.focusScript();
+        return existing;
+      }
+      const content: LaunchFormView = new LaunchFormView({
+        translator,
+        fill,
+        launched: job => {
+          openJob(job);
+          widget.dispose();
+          void panel.refresh();
+          sidebar.reveal(panel);
+        },
+        close: () => widget.dispose(),
+        pickCurrent,
+        browse
+      });
+      const widget = new MainAreaWidget({ content });
+      widget.id = 'cube-lab-training-launch';
+      widget.title.icon = trainingIcon;
+      widget.title.closable = true;
+      void forms.add(widget);
+      shell.add(widget, 'main');
+      shell.activateById(widget.id);
+      content.focusScript();
+      return widget;
+    };
+
+    commands.addCommand(TrainingCommandIDs.launch, {
+      label: args =>
+        args.isPalette
+          ? trans.__('Launch Training…')
+          : trans.__('Launch training'),
+      caption: trans.__('Open the training launch form'),
+      icon: args => (args.isPalette ? undefined : trainingIcon),
+      execute: args => launch(formFromArgs(args))
     });
 
     commands.addCommand(TrainingCommandIDs.openJob, {
@@ -157,10 +276,7 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
           jobId: id,
           translator,
           openJob,
-          editCopy: job => {
-            panel.showForm(jobToForm(job));
-            sidebar.reveal(panel);
-          },
+          editCopy: job => void launch(jobToForm(job)),
           openModel: version =>
             void commands.execute(CommandIDs.openModelTab, {
               project: version.project,
@@ -171,7 +287,28 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
         const widget = new MainAreaWidget({ content });
         widget.id = `cube-lab-training-job-${id}`;
         widget.addClass('cube-TJobTab');
-        widget.title.label = id;
+        // Titled by the job's name; read from the server when not given.
+        const named = typeof args.name === 'string' ? args.name : '';
+        const command = typeof args.command === 'string' ? args.command : '';
+        widget.title.label = named || trans.__('Training job');
+        widget.title.caption = jobCaption({ id, command }, trans);
+        if (named && command) {
+          shown.set(widget, { name: named, command });
+        } else {
+          getTrainingJob(id)
+            .then(job => {
+              widget.title.label = jobTabLabel(job) || job.id;
+              widget.title.caption = jobCaption(job, trans);
+              shown.set(widget, {
+                name: widget.title.label,
+                command: job.command
+              });
+              void tracker.save(widget);
+            })
+            .catch(() => {
+              widget.title.label = named || id;
+            });
+        }
         widget.title.icon = trainingIcon;
         widget.title.closable = true;
         widget.toolbar.addItem(
@@ -193,25 +330,36 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
     if (restorer) {
       void restorer.restore(tracker, {
         command: TrainingCommandIDs.openJob,
-        args: w => ({ id: w.content.jobId }),
+        args: w => {
+          const job = w.content.job;
+          const known = job
+            ? { name: jobTabLabel(job), command: job.command }
+            : shown.get(w);
+          return known
+            ? { id: w.content.jobId, ...known }
+            : { id: w.content.jobId };
+        },
         name: w => w.content.jobId
+      });
+      void restorer.restore(forms, {
+        command: TrainingCommandIDs.launch,
+        args: w => ({ ...w.content.form }),
+        name: () => 'launch'
       });
     }
 
     commands.addCommand(TrainingCommandIDs.trainWithData, {
       label: trans.__('Train from a Dataset Version'),
       caption: trans.__('Open the training launch form with this data'),
-      execute: args => {
-        panel.showForm(
+      execute: args =>
+        launch(
           dataForm({
             project: String(args.project ?? ''),
             dataset: String(args.dataset ?? ''),
             version: Number(args.version ?? 0),
             path: String(args.path ?? '')
           })
-        );
-        sidebar.reveal(panel);
-      }
+        )
     });
 
     commands.addCommand(TrainingCommandIDs.trainFile, {
@@ -227,8 +375,7 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
         const browser = browserFactory?.tracker.currentWidget;
         const item = browser ? browser.selectedItems().next().value : undefined;
         if (item) {
-          panel.showForm({ script: local(item.path) });
-          sidebar.reveal(panel);
+          launch({ script: local(item.path) });
         }
       }
     });
@@ -249,6 +396,10 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
     }
     if (palette) {
       palette.addItem({ command: TrainingCommandIDs.open, category: CATEGORY });
+      palette.addItem({
+        command: TrainingCommandIDs.launch,
+        category: CATEGORY
+      });
       palette.addItem({
         command: TrainingCommandIDs.refresh,
         category: CATEGORY

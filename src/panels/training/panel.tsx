@@ -1,7 +1,7 @@
 /**
- * The "Training" section of the cube-lab sidebar: the launch form and the
- * list of jobs (status, size, start, duration; open, stop, re-run). Polls
- * while visible.
+ * The list of the "Training" side panel: the jobs (status, size, start,
+ * duration; open, stop, re-run). The launch form opens in a main-area tab.
+ * Polls while visible.
  */
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
@@ -12,24 +12,13 @@ import {
   describeError,
   isJobActive,
   listTrainingJobs,
-  Project,
   rerunTrainingJob,
   stopTrainingJob,
-  submitTrainingJob,
-  TrainingJob,
-  whoami
+  TrainingJob
 } from '../../api';
 import { ICubeSettings } from '../../tokens';
 import { PolledSection } from '../section';
-import { LaunchForm } from './form';
-import {
-  emptyForm,
-  FormField,
-  formatDuration,
-  formToRequest,
-  ILaunchForm,
-  jobSize
-} from './logic';
+import { formatDuration, jobSize } from './logic';
 
 /** Poll faster while a job of the list runs, so its status follows. */
 const ACTIVE_INTERVAL_MS = 2000;
@@ -43,13 +32,12 @@ export class TrainingPanel extends PolledSection {
     });
     this.addClass('cube-TrainingPanel');
     this._openJob = options.openJob;
-    this._pickCurrent = options.pickCurrent;
-    this._browse = options.browse;
+    this._newJob = options.newJob;
     this.title.label = this.trans.__('Training');
     this.title.caption = this.trans.__('Distributed training jobs');
 
-    this.addButton('new', addIcon, this.trans.__('New training job'), () =>
-      this.showForm()
+    this.addButton('new', addIcon, this.trans.__('Launch training'), () =>
+      this._newJob()
     );
     this.addButton(
       'refresh',
@@ -64,49 +52,10 @@ export class TrainingPanel extends PolledSection {
     return this._jobs;
   }
 
-  /** Open the launch form, optionally filled (a script path, or a copy of a job). */
-  showForm(fill: Partial<ILaunchForm> = {}): void {
-    this._formOpen = true;
-    this._form = { ...this._form, ...fill };
-    this._errors = {};
-    this._submitError = null;
-    this.makeRoom();
-    this.update();
-    requestAnimationFrame(() => {
-      this.node
-        .querySelector<HTMLInputElement>('.cube-TForm input[name="script"]')
-        ?.focus();
-    });
-  }
-
   protected render(): JSX.Element {
     const trans = this.trans;
     return (
       <div className="cube-Training">
-        {this._formOpen ? (
-          <LaunchForm
-            form={this._form}
-            errors={this._errors}
-            submitError={this._submitError}
-            busy={this._busy}
-            projects={this._projects}
-            trans={trans}
-            onChange={patch => {
-              this._form = { ...this._form, ...patch };
-              for (const key of Object.keys(patch) as FormField[]) {
-                delete this._errors[key];
-              }
-              this.update();
-            }}
-            onSubmit={() => void this._submit()}
-            onCancel={() => {
-              this._formOpen = false;
-              this.update();
-            }}
-            pickCurrent={this._pickCurrent}
-            browse={this._browse}
-          />
-        ) : null}
         {this._error ? <ErrorBox error={this._error} /> : null}
         {!this._loaded ? (
           <div className="cube-Loading">
@@ -131,14 +80,12 @@ export class TrainingPanel extends PolledSection {
                 'Launch a script on several processes with torchrun, DeepSpeed, TensorFlow or MPI; its logs and metrics show here.'
               )}
             </p>
-            {this._formOpen ? null : (
-              <button
-                className="cube-Button cube-mod-primary"
-                onClick={() => this.showForm()}
-              >
-                {trans.__('New training job')}
-              </button>
-            )}
+            <button
+              className="cube-Button cube-mod-primary"
+              onClick={() => this._newJob()}
+            >
+              {trans.__('Launch training')}
+            </button>
             <p className="cube-TEmpty-text">
               {trans.__('Or from a notebook:')}{' '}
               <code>%cube_train --nproc 2 train.py</code>
@@ -158,15 +105,6 @@ export class TrainingPanel extends PolledSection {
 
   protected async fetch(): Promise<void> {
     try {
-      if (!this._identity) {
-        this._identity = whoami()
-          .then(me => {
-            this._projects = me.projects;
-          })
-          .catch(() => {
-            this._identity = null; // asked again with the next poll
-          });
-      }
       this._jobs = (await listTrainingJobs({ limit: 100 })).jobs;
       this._error = null;
     } catch (err) {
@@ -174,30 +112,6 @@ export class TrainingPanel extends PolledSection {
       throw err;
     } finally {
       this._loaded = true;
-    }
-  }
-
-  private async _submit(): Promise<void> {
-    const { request, errors } = formToRequest(this._form);
-    this._errors = errors;
-    this._submitError = null;
-    if (!request) {
-      this.update();
-      return;
-    }
-    this._busy = true;
-    this.update();
-    try {
-      const job = await submitTrainingJob(request);
-      this._formOpen = false;
-      this._jobs = [job, ...this._jobs.filter(j => j.id !== job.id)];
-      this._openJob(job);
-      void this.refresh();
-    } catch (err) {
-      this._submitError = describeError(err);
-    } finally {
-      this._busy = false;
-      this.update();
     }
   }
 
@@ -220,19 +134,11 @@ export class TrainingPanel extends PolledSection {
   }
 
   private _openJob: (job: TrainingJob) => void;
-  private _pickCurrent: () => string | null;
-  private _browse: () => Promise<string | null>;
-  private _identity: Promise<void> | null = null;
-  private _projects: Project[] = [];
+  private _newJob: () => void;
   private _jobs: TrainingJob[] = [];
   private _loaded = false;
   private _error: { error: string; detail: string } | null = null;
   private _pending = new Set<string>();
-  private _formOpen = false;
-  private _form: ILaunchForm = emptyForm();
-  private _errors: Partial<Record<FormField, string>> = {};
-  private _submitError: { error: string; detail: string } | null = null;
-  private _busy = false;
 }
 
 export namespace TrainingPanel {
@@ -241,8 +147,8 @@ export namespace TrainingPanel {
     translator: ITranslator;
     /** Open the job's detail view in the main area. */
     openJob: (job: TrainingJob) => void;
-    pickCurrent: () => string | null;
-    browse: () => Promise<string | null>;
+    /** Open the launch form. */
+    newJob: () => void;
   }
 }
 

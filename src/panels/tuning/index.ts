@@ -1,6 +1,6 @@
 /**
- * The tuning plugin: the "Tuning" section of the cube-lab sidebar (new
- * experiment form, experiment list) and main-area experiment views (live
+ * The tuning plugin: the "Tuning" side panel (the experiment list), the "New
+ * tuning experiment" tab (the form) and main-area experiment views (live
  * trials table, intermediate curves, parallel coordinates, trial logs).
  */
 import {
@@ -13,44 +13,66 @@ import {
   MainAreaWidget,
   WidgetTracker
 } from '@jupyterlab/apputils';
-import { DocumentWidget } from '@jupyterlab/docregistry';
 import {
   IDefaultFileBrowser,
   IFileBrowserFactory
 } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { ITranslator } from '@jupyterlab/translation';
-import { LabIcon, refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { refreshIcon, ToolbarButton } from '@jupyterlab/ui-components';
+import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
-import type { TuningExperiment } from '../../api';
-import { CATEGORY, ICubeSidebar } from '../../tokens';
+import { getExperiment, TuningExperiment } from '../../api';
+import { tuningIcon } from '../../icons';
+import { CATEGORY, ICubeSidebar, PanelRanks } from '../../tokens';
+import { lastDocument } from '../shell';
 import { dirname } from '../training/logic';
 import { ExperimentView } from './experiment';
+import { ExperimentFormView } from './form';
+import { emptyExperimentForm, IExperimentForm } from './logic';
 import { TuningPanel } from './panel';
 
 export { TuningPanel } from './panel';
 export { ExperimentView } from './experiment';
+export { ExperimentFormView } from './form';
 export * as tuningLogic from './logic';
+export { tuningIcon } from '../../icons';
 
-/** The rank of the Tuning section (after Training). */
-export const TUNING_SECTION_RANK = 350;
+/** The id of the Tuning side panel (the left sidebar tab). */
+export const TUNING_PANEL_ID = 'cube-lab-tuning-panel';
 
 export namespace TuningCommandIDs {
   export const open = 'cube-lab:open-tuning';
   export const openExperiment = 'cube-lab:open-tuning-experiment';
   export const refresh = 'cube-lab:refresh-tuning-experiments';
+  /** The "New tuning experiment" tab; args: any form field. */
+  export const create = 'cube-lab:new-tuning-experiment';
 }
 
-/** Three parallel axes crossed by a line: tuning. */
-export const tuningIcon = new LabIcon({
-  name: 'cube-lab:tuning',
-  svgstr:
-    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
-    '<g class="jp-icon3" fill="#616161">' +
-    '<path d="M4 3h2v18H4zM11 3h2v18h-2zM18 3h2v18h-2z"/>' +
-    '<path d="M3.4 16.2l8.1-9.1 7 5.6 1.3-1.5-8.5-6.8-9.4 10.5z"/>' +
-    '</g></svg>'
-});
+/** The form fields among a command's args (strings only). */
+export function experimentFormFromArgs(
+  args: ReadonlyPartialJSONObject
+): Partial<IExperimentForm> {
+  const fill: Record<string, string> = {};
+  for (const key of Object.keys(emptyExperimentForm())) {
+    const value = args[key];
+    if (typeof value === 'string') {
+      fill[key] = value;
+    }
+  }
+  if (
+    fill.mode !== undefined &&
+    !['maximize', 'minimize'].includes(fill.mode)
+  ) {
+    delete fill.mode;
+  }
+  return fill as Partial<IExperimentForm>;
+}
+
+function experimentCaption(id: string, trans: TranslationBundle): string {
+  return trans.__('Tuning experiment %1', id);
+}
 
 export const tuningPlugin: JupyterFrontEndPlugin<void> = {
   id: 'cube-lab:tuning',
@@ -81,13 +103,24 @@ export const tuningPlugin: JupyterFrontEndPlugin<void> = {
     const tracker = new WidgetTracker<MainAreaWidget<ExperimentView>>({
       namespace: 'cube-lab-tuning-experiment'
     });
-    const openExperiment = (exp: Pick<TuningExperiment, 'id'>) =>
-      void commands.execute(TuningCommandIDs.openExperiment, { id: exp.id });
+    /** The names of the experiments shown, as the server gave them. */
+    const names = new WeakMap<MainAreaWidget<ExperimentView>, string>();
+    const forms = new WidgetTracker<MainAreaWidget<ExperimentFormView>>({
+      namespace: 'cube-lab-tuning-form'
+    });
+    const openExperiment = (
+      exp: Pick<TuningExperiment, 'id'> & Partial<TuningExperiment>
+    ) =>
+      void commands.execute(TuningCommandIDs.openExperiment, {
+        id: exp.id,
+        ...(exp.name ? { name: exp.name } : {})
+      });
 
+    const currentDocument = lastDocument(shell);
     /** The folder of the open file, else of the file (or the folder) selected in the browser. */
     const currentFolder = (): string | null => {
-      const current = shell.currentWidget;
-      if (current instanceof DocumentWidget) {
+      const current = currentDocument();
+      if (current) {
         return dirname(local(current.context.path));
       }
       const browser = browserFactory?.tracker.currentWidget ?? defaultBrowser;
@@ -107,10 +140,55 @@ export const tuningPlugin: JupyterFrontEndPlugin<void> = {
       settings: sidebar.settings,
       translator,
       openExperiment,
-      currentFolder
+      newExperiment: () => void commands.execute(TuningCommandIDs.create)
     });
     panel.id = 'cube-lab-tuning';
-    sidebar.addSection(panel, { rank: TUNING_SECTION_RANK });
+    sidebar.addPanel(panel, {
+      id: TUNING_PANEL_ID,
+      rank: PanelRanks.tuning,
+      icon: tuningIcon,
+      label: trans.__('Tuning'),
+      caption: trans.__('Hyperparameter tuning experiments')
+    });
+
+    /** The one "New tuning experiment" tab, filled with `fill`. */
+    const create = (fill: Partial<IExperimentForm>) => {
+      const existing = forms.currentWidget ?? forms.find(() => true);
+      if (existing) {
+        existing.content.fill(fill);
+        shell.activateById(existing.id);
+        return existing;
+      }
+      const content: ExperimentFormView = new ExperimentFormView({
+        translator,
+        fill,
+        started: exp => {
+          openExperiment(exp);
+          widget.dispose();
+          void panel.refresh();
+          sidebar.reveal(panel);
+        },
+        close: () => widget.dispose(),
+        currentFolder
+      });
+      const widget = new MainAreaWidget({ content });
+      widget.id = 'cube-lab-tuning-new';
+      widget.title.icon = tuningIcon;
+      widget.title.closable = true;
+      void forms.add(widget);
+      shell.add(widget, 'main');
+      shell.activateById(widget.id);
+      return widget;
+    };
+    commands.addCommand(TuningCommandIDs.create, {
+      label: args =>
+        args.isPalette
+          ? trans.__('New Tuning Experiment…')
+          : trans.__('New tuning experiment'),
+      caption: trans.__('Open the new tuning experiment form'),
+      icon: args => (args.isPalette ? undefined : tuningIcon),
+      execute: args => create(experimentFormFromArgs(args))
+    });
 
     commands.addCommand(TuningCommandIDs.open, {
       label: args =>
@@ -137,7 +215,23 @@ export const tuningPlugin: JupyterFrontEndPlugin<void> = {
         const widget = new MainAreaWidget({ content });
         widget.id = `cube-lab-tuning-experiment-${id}`;
         widget.addClass('cube-TuTab');
-        widget.title.label = id;
+        // Titled by the experiment's name; read from the server when not given.
+        const named = typeof args.name === 'string' ? args.name : '';
+        widget.title.label = named || trans.__('Tuning experiment');
+        widget.title.caption = experimentCaption(id, trans);
+        if (named) {
+          names.set(widget, named);
+        } else {
+          getExperiment(id)
+            .then(exp => {
+              widget.title.label = exp.name || exp.id;
+              names.set(widget, widget.title.label);
+              void tracker.save(widget);
+            })
+            .catch(() => {
+              widget.title.label = id;
+            });
+        }
         widget.title.icon = tuningIcon;
         widget.title.closable = true;
         widget.toolbar.addItem(
@@ -158,8 +252,18 @@ export const tuningPlugin: JupyterFrontEndPlugin<void> = {
     if (restorer) {
       void restorer.restore(tracker, {
         command: TuningCommandIDs.openExperiment,
-        args: w => ({ id: w.content.experimentId }),
+        args: w => {
+          const name = names.get(w);
+          return name
+            ? { id: w.content.experimentId, name }
+            : { id: w.content.experimentId };
+        },
         name: w => w.content.experimentId
+      });
+      void restorer.restore(forms, {
+        command: TuningCommandIDs.create,
+        args: w => ({ ...w.content.form }),
+        name: () => 'new'
       });
     }
     if (launcher) {
@@ -171,6 +275,7 @@ export const tuningPlugin: JupyterFrontEndPlugin<void> = {
     }
     if (palette) {
       palette.addItem({ command: TuningCommandIDs.open, category: CATEGORY });
+      palette.addItem({ command: TuningCommandIDs.create, category: CATEGORY });
       palette.addItem({
         command: TuningCommandIDs.refresh,
         category: CATEGORY

@@ -1,7 +1,7 @@
 /**
- * The "Tuning" section of the cube-lab sidebar: the new-experiment form and
- * the list of experiments (status, trials, best metric; open, stop,
- * resume). Polls while visible.
+ * The list of the "Tuning" side panel: the experiments (status, trials, best
+ * metric; open, stop, resume). The new-experiment form opens in a main-area
+ * tab. Polls while visible.
  */
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
@@ -9,29 +9,17 @@ import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
 import {
-  createExperiment,
   describeError,
   listExperiments,
-  Project,
   resumeExperiment,
   stopExperiment,
-  tuningAlgorithms,
-  TuningAlgorithms,
-  TuningExperiment,
-  whoami
+  TuningExperiment
 } from '../../api';
 import { ICubeSettings } from '../../tokens';
 import { PolledSection } from '../section';
 import { StatusBadge } from '../training/panel';
 import { formatNumber } from '../training/logic';
-import { ExperimentForm } from './form';
-import {
-  emptyExperimentForm,
-  ExperimentField,
-  formToExperiment,
-  IExperimentForm,
-  isExperimentActive
-} from './logic';
+import { isExperimentActive } from './logic';
 
 const ACTIVE_INTERVAL_MS = 2000;
 
@@ -44,12 +32,12 @@ export class TuningPanel extends PolledSection {
     });
     this.addClass('cube-TuningPanel');
     this._openExperiment = options.openExperiment;
-    this._currentFolder = options.currentFolder;
+    this._newExperiment = options.newExperiment;
     this.title.label = this.trans.__('Tuning');
     this.title.caption = this.trans.__('Hyperparameter tuning experiments');
 
-    this.addButton('new', addIcon, this.trans.__('New experiment'), () =>
-      this.showForm()
+    this.addButton('new', addIcon, this.trans.__('New tuning experiment'), () =>
+      this._newExperiment()
     );
     this.addButton(
       'refresh',
@@ -63,44 +51,10 @@ export class TuningPanel extends PolledSection {
     return this._experiments;
   }
 
-  showForm(fill: Partial<IExperimentForm> = {}): void {
-    this._formOpen = true;
-    this._form = { ...this._form, ...fill };
-    this._errors = {};
-    this._submitError = null;
-    this._loadAlgorithms();
-    this.makeRoom();
-    this.update();
-  }
-
   protected render(): JSX.Element {
     const trans = this.trans;
     return (
       <div className="cube-Training cube-Tuning">
-        {this._formOpen ? (
-          <ExperimentForm
-            form={this._form}
-            errors={this._errors}
-            submitError={this._submitError}
-            busy={this._busy}
-            algorithms={this._algorithms}
-            projects={this._projects}
-            trans={trans}
-            onChange={patch => {
-              this._form = { ...this._form, ...patch };
-              for (const key of Object.keys(patch) as ExperimentField[]) {
-                delete this._errors[key];
-              }
-              this.update();
-            }}
-            onSubmit={() => void this._submit()}
-            onCancel={() => {
-              this._formOpen = false;
-              this.update();
-            }}
-            currentFolder={this._currentFolder}
-          />
-        ) : null}
         {this._error ? <ErrorBox error={this._error} /> : null}
         {!this._loaded ? (
           <div className="cube-Loading">
@@ -129,14 +83,12 @@ export class TuningPanel extends PolledSection {
                 'Search hyperparameters with NNI tuners (TPE, Random, Anneal, Evolution, grid search); your NNI trial code runs unchanged.'
               )}
             </p>
-            {this._formOpen ? null : (
-              <button
-                className="cube-Button cube-mod-primary"
-                onClick={() => this.showForm()}
-              >
-                {trans.__('New experiment')}
-              </button>
-            )}
+            <button
+              className="cube-Button cube-mod-primary"
+              onClick={() => this._newExperiment()}
+            >
+              {trans.__('New tuning experiment')}
+            </button>
             <p className="cube-TEmpty-text">
               {trans.__('Or from a notebook:')}{' '}
               <code>%cube_tune config.yml</code>
@@ -149,40 +101,12 @@ export class TuningPanel extends PolledSection {
     );
   }
 
-  private _loadAlgorithms(): void {
-    if (this._algorithms || this._algorithmsLoading) {
-      return;
-    }
-    this._algorithmsLoading = true;
-    tuningAlgorithms()
-      .then(a => {
-        this._algorithms = a;
-        this.update();
-      })
-      .catch(err => {
-        this._submitError = describeError(err);
-        this.update();
-      })
-      .finally(() => {
-        this._algorithmsLoading = false;
-      });
-  }
-
   protected changing(): boolean {
     return this._experiments.some(isExperimentActive);
   }
 
   protected async fetch(): Promise<void> {
     try {
-      if (!this._identity) {
-        this._identity = whoami()
-          .then(me => {
-            this._projects = me.projects;
-          })
-          .catch(() => {
-            this._identity = null;
-          });
-      }
       this._experiments = (await listExperiments({ limit: 100 })).experiments;
       this._error = null;
     } catch (err) {
@@ -190,33 +114,6 @@ export class TuningPanel extends PolledSection {
       throw err;
     } finally {
       this._loaded = true;
-    }
-  }
-
-  private async _submit(): Promise<void> {
-    const { request, errors } = formToExperiment(this._form);
-    this._errors = errors;
-    this._submitError = null;
-    if (!request) {
-      this.update();
-      return;
-    }
-    this._busy = true;
-    this.update();
-    try {
-      const exp = await createExperiment(request);
-      this._formOpen = false;
-      this._experiments = [
-        exp,
-        ...this._experiments.filter(e => e.id !== exp.id)
-      ];
-      this._openExperiment(exp);
-      void this.refresh();
-    } catch (err) {
-      this._submitError = describeError(err);
-    } finally {
-      this._busy = false;
-      this.update();
     }
   }
 
@@ -238,28 +135,20 @@ export class TuningPanel extends PolledSection {
   }
 
   private _openExperiment: (exp: TuningExperiment) => void;
-  private _currentFolder: () => string | null;
-  private _identity: Promise<void> | null = null;
-  private _projects: Project[] = [];
-  private _algorithms: TuningAlgorithms | null = null;
-  private _algorithmsLoading = false;
+  private _newExperiment: () => void;
   private _experiments: TuningExperiment[] = [];
   private _loaded = false;
   private _error: { error: string; detail: string } | null = null;
   private _pending = new Set<string>();
-  private _formOpen = false;
-  private _form: IExperimentForm = emptyExperimentForm();
-  private _errors: Partial<Record<ExperimentField, string>> = {};
-  private _submitError: { error: string; detail: string } | null = null;
-  private _busy = false;
 }
 
 export namespace TuningPanel {
   export interface IOptions {
     settings: ICubeSettings;
     translator: ITranslator;
-    openExperiment: (exp: Pick<TuningExperiment, 'id'>) => void;
-    currentFolder: () => string | null;
+    openExperiment: (exp: TuningExperiment) => void;
+    /** Open the new-experiment form. */
+    newExperiment: () => void;
   }
 }
 

@@ -1,0 +1,31 @@
+/**
+ * Small helpers for the main-area tabs of the cube-lab panels.
+ */
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import { DocumentWidget } from '@jupyterlab/docregistry';
+import { Widget } from '@lumino/widgets';
+
+/**
+ * Follows the document last active in the main area. A form in a main-area
+ * tab asks for "the current file": the tab itself is current then, so the
+ * file meant is the document that was current before it.
+ */
+export function lastDocument(
+  shell: JupyterFrontEnd.IShell
+): () => DocumentWidget | null {
+  let last: DocumentWidget | null = null;
+  const note = (widget: Widget | null) => {
+    if (widget instanceof DocumentWidget) {
+      last = widget;
+    }
+  };
+  note(shell.currentWidget);
+  shell.currentChanged?.connect((_, args) => note(args.newValue));
+  return () => {
+    const current = shell.currentWidget;
+    if (current instanceof DocumentWidget) {
+      return current;
+    }
+    return last && !last.isDisposed && last.isAttached ? last : null;
+  };
+}
