@@ -9,6 +9,9 @@ try:
 except ImportError:  # running from a source tree that was never built
     __version__ = "0.0.0.dev0"
 
+# cube_lab.datasets.path(name) / .load(name): light to import (stdlib only until called)
+from . import datasets as datasets
+
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "cube-lab"}]

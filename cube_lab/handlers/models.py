@@ -25,6 +25,7 @@ REGISTER_FIELDS = (
     "source",
     "pipeline_run_id",
     "training_job_id",
+    "datasets",
 )
 CHUNK = 1 << 20
 

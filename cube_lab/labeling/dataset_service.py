@@ -10,7 +10,9 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -37,6 +39,74 @@ CONTENT_TYPES = {
 }
 
 
+@dataclass(frozen=True)
+class DatasetRef:
+    """Where a dataset version is on disk: what ``cube_lab.datasets.path`` returns and what a
+    model's lineage records. ``version`` None is the dataset as registered (its source folder
+    or file), before any export wrote a version."""
+
+    project: str
+    name: str
+    version: int | None
+    path: Path
+    format: str  # the export's: coco | yolo | labelstudio | csv | jsonl; "source" for None
+    kind: str  # images | texts
+
+    def lineage(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "name": self.name,
+            "version": self.version,
+            "path": str(self.path),
+        }
+
+
+def datasets_root(settings: Settings) -> Path:
+    """Where versions (export snapshots) live: ``<data_dir>/datasets/<id>/v<N>``."""
+    return settings.data_dir / "datasets"
+
+
+def find_by_path(
+    s: Session, project_ids: list[int], root: Path, path: str | Path
+) -> DatasetRef | None:
+    """The dataset version (or dataset source) at ``path``, in one of ``project_ids``: how a
+    job's ``$CUBE_LAB_DATASET`` becomes lineage. None for a path that is no dataset's."""
+    target = Path(path).expanduser()
+    if not target.is_absolute():
+        return None
+    target = target.resolve()
+    query = (
+        select(DatasetVersion, Dataset, Project.name)
+        .join(Dataset, Dataset.id == DatasetVersion.dataset_id)
+        .join(Project, Project.id == Dataset.project_id)
+        .where(Dataset.project_id.in_(project_ids))
+    )
+    if target.is_relative_to(root.resolve()):
+        parts = target.relative_to(root.resolve()).parts  # <dataset id>/v<N>[/<file>]
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1][1:].isdigit():
+            found = s.execute(
+                query.where(
+                    Dataset.id == int(parts[0]), DatasetVersion.version == int(parts[1][1:])
+                )
+            ).first()
+            if found is not None:
+                version, dataset, project = found
+                return DatasetRef(
+                    project, dataset.name, version.version, Path(version.path),
+                    version.format, dataset.kind,
+                )  # fmt: skip
+    found = s.execute(
+        select(Dataset, Project.name)
+        .join(Project, Project.id == Dataset.project_id)
+        .where(Dataset.project_id.in_(project_ids), Dataset.source == str(target))
+        .order_by(Dataset.id)
+    ).first()
+    if found is None:
+        return None
+    dataset, project = found
+    return DatasetRef(project, dataset.name, None, target, "source", dataset.kind)
+
+
 class DatasetService:
     def __init__(self, store: Store, projects: ProjectService, settings: Settings) -> None:
         self.store = store
@@ -46,7 +116,7 @@ class DatasetService:
     @property
     def root(self) -> Path:
         """Where versions (export snapshots) live: ``<data_dir>/datasets/<id>/v<N>``."""
-        return self.settings.data_dir / "datasets"
+        return datasets_root(self.settings)
 
     # -- create ------------------------------------------------------------------------
 
@@ -192,6 +262,114 @@ class DatasetService:
                 f"It was registered from {source}; restore the file or create the dataset again.",
             )
         return file, CONTENT_TYPES.get(file.suffix.lower(), "application/octet-stream")
+
+    def resolve(
+        self,
+        caller: Caller,
+        name: str,
+        version: int | str | None = None,
+        project: str | None = None,
+    ) -> DatasetRef:
+        """Where a dataset version is: ``version`` None (or "latest") is the newest export,
+        or the dataset's source when nothing was exported yet; "source" asks for the source.
+        Without ``project`` the dataset is looked for in the personal project, then in the
+        caller's other projects (it must be the only one of that name there)."""
+        check_name(name, "dataset name")
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            dataset, project_name = self._find(s, caller, name, project)
+            row = self._pick_version(dataset, version)
+            if row is None:
+                ref = DatasetRef(
+                    project_name, name, None, Path(dataset.source), "source", dataset.kind
+                )
+            else:
+                ref = DatasetRef(
+                    project_name, name, row.version, Path(row.path), row.format, dataset.kind
+                )
+        if not ref.path.exists():
+            what = f"version {ref.version}" if ref.version else "the source"
+            raise NotFound(
+                f"{what} of dataset {name!r} is missing on disk",
+                f"Looked for {ref.path}; "
+                + ("export the labels again." if ref.version else "restore it."),
+            )
+        return ref
+
+    def _find(
+        self, s: Session, caller: Caller, name: str, project: str | None
+    ) -> tuple[Dataset, str]:
+        if project:
+            return self.dataset(s, caller, project, name), project
+        personal = self.projects.resolve(s, caller, None)
+        rows = s.execute(
+            select(Dataset, Project.name)
+            .join(Project, Project.id == Dataset.project_id)
+            .where(
+                Dataset.name == name,
+                Dataset.project_id.in_(self.projects.visible_ids(s, caller)),
+            )
+            .options(selectinload(Dataset.versions))
+        ).all()
+        mine = [r for r in rows if r[0].project_id == personal.id]
+        if mine:
+            return mine[0][0], mine[0][1]
+        if len(rows) == 1:
+            return rows[0][0], rows[0][1]
+        if not rows:
+            raise NotFound(
+                f"dataset {name!r} not found in your projects",
+                "GET /cube/api/v1/datasets (or `cube-lab label datasets`) lists the datasets "
+                "you can see.",
+            )
+        projects = sorted(r[1] for r in rows)
+        raise InvalidInput(
+            f"dataset {name!r} is in several of your projects: {', '.join(projects)}",
+            f"Say which: project={projects[0]!r}.",
+        )
+
+    @staticmethod
+    def _pick_version(dataset: Dataset, version: int | str | None) -> DatasetVersion | None:
+        text = "latest" if version is None else str(version).strip().removeprefix("v")
+        if text == "source":
+            return None
+        if text == "latest":
+            return dataset.versions[-1] if dataset.versions else None
+        row = next((v for v in dataset.versions if str(v.version) == text), None)
+        if row is None:
+            known = ", ".join(str(v.version) for v in dataset.versions) or "none yet"
+            raise NotFound(
+                f"dataset {dataset.name!r} has no version {version!r}",
+                f"Versions: {known}. An export of a labeling project creates one; "
+                "version=None takes the newest.",
+            )
+        return row
+
+    def items(self, caller: Caller, project: str, name: str) -> list[dict[str, Any]]:
+        """The dataset's items as registered, in order: name, width/height (images) or
+        text (texts), and the text rows' other fields."""
+        with self.store.read() as s:
+            dataset = self.dataset(s, caller, project, name)
+            rows = s.execute(
+                select(
+                    DatasetItem.name,
+                    DatasetItem.width,
+                    DatasetItem.height,
+                    DatasetItem.text,
+                    DatasetItem.meta,
+                )
+                .where(DatasetItem.dataset_id == dataset.id)
+                .order_by(DatasetItem.position)
+            ).all()
+            images = dataset.kind == "images"
+        if images:
+            return [{"name": n, "width": w, "height": h} for n, w, h, _, _ in rows]
+        return [{"name": n, "text": t, **(m or {})} for n, _, _, t, m in rows]
+
+    def find_by_path(self, caller: Caller, path: str | Path) -> DatasetRef | None:
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            return find_by_path(s, self.projects.visible_ids(s, caller), self.root, path)
 
     # -- versions ------------------------------------------------------------------------
 

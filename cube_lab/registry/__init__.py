@@ -43,10 +43,18 @@ def register(
     source: str | None = None,
     pipeline_run_id: str | None = None,
     training_job_id: str | None = None,
+    datasets: list[dict[str, Any]] | None = None,
 ) -> VersionView:
-    """Register a model object (scikit-learn, PyTorch, transformers, ONNX) or a file/folder."""
+    """Register a model object (scikit-learn, PyTorch, transformers, ONNX) or a file/folder.
+
+    Lineage is filled in from where it runs: the notebook or script, the training job
+    (``$CUBE_TRAINING_JOB_ID``), and the dataset versions it used: those that
+    ``cube_lab.datasets.path`` / ``load`` resolved in this process, the job's
+    ``$CUBE_LAB_DATASET``, and any given in ``datasets``."""
+    from .. import datasets as dataset_helper
     from ..config import local_username
     from ..identity import Caller
+    from ..training.local import ENV_JOB_ID
     from ..workspace import default_workspace
 
     is_path = isinstance(obj_or_path, str | os.PathLike)
@@ -65,5 +73,6 @@ def register(
         aliases=aliases,
         source=source or _current_source(),
         pipeline_run_id=pipeline_run_id,
-        training_job_id=training_job_id,
+        training_job_id=training_job_id or os.environ.get(ENV_JOB_ID) or None,
+        datasets=dataset_helper.lineage_for_register(datasets),
     )

@@ -22,7 +22,9 @@ from ..store.models import ModelAlias, ModelVersion, Project, RegisteredModel, u
 from .artifacts import ArtifactStore, StagedArtifact
 from .flavors import check_flavor, detect_path, save_object
 from .validation import (
+    EmptyArtifact,
     check_alias,
+    check_datasets,
     check_mapping,
     check_metrics,
     check_optional_id,
@@ -59,8 +61,13 @@ class RegistryService:
         source: object = None,
         pipeline_run_id: object = None,
         training_job_id: object = None,
+        datasets: object = None,
     ) -> VersionView:
-        """Store a new version of model ``name``: version numbers never repeat, even under races."""
+        """Store a new version of model ``name``: version numbers never repeat, even under races.
+
+        ``datasets``: the dataset versions it was trained on (lineage), each
+        ``{"name", "version", "path", "project"}``. An empty folder or a 0-byte file is
+        refused (``EmptyArtifact``), and nothing is recorded."""
         check_name(name, "model name")
         assert isinstance(name, str)
         fields = {
@@ -72,6 +79,7 @@ class RegistryService:
             "source": check_text(source, "source", 1024) or None,
             "pipeline_run_id": check_optional_id(pipeline_run_id, "pipeline_run_id"),
             "training_job_id": check_optional_id(training_job_id, "training_job_id"),
+            "datasets": check_datasets(datasets),
         }
         if aliases is not None and not isinstance(aliases, list | tuple):
             raise InvalidInput("aliases must be a list of names", 'e.g. ["staging"]')
@@ -81,6 +89,12 @@ class RegistryService:
             self.projects.resolve(s, caller, project)
         staged, detected_flavor, fmt = self._stage(path, obj)
         try:
+            if staged.size_bytes == 0:  # a model of nothing would only fail to deploy later
+                raise (
+                    EmptyArtifact.of(path)
+                    if path is not None
+                    else EmptyArtifact("nothing to register: the model saved as 0 bytes")
+                )
             for attempt in range(3):
                 try:
                     return self._insert(
@@ -170,6 +184,7 @@ class RegistryService:
                     source=fields["source"],
                     pipeline_run_id=fields["pipeline_run_id"],
                     training_job_id=fields["training_job_id"],
+                    datasets=fields["datasets"] or None,
                 )
                 s.add(row)
                 model.updated_at = utcnow()

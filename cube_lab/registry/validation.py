@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
@@ -76,3 +77,73 @@ def check_optional_id(value: object, what: str) -> str | None:
     if not isinstance(value, str | int) or len(str(value)) > 128:
         raise InvalidInput(f"{what} must be a string of at most 128 characters")
     return str(value)
+
+
+MAX_DATASETS = 32
+
+
+def check_datasets(value: object) -> list[dict[str, Any]]:
+    """Lineage entries ``{"name", "version", "path", "project"}`` (version and project may be
+    null: a dataset used as registered, before any export); duplicates are dropped."""
+    if value is None:
+        return []
+    example = '[{"name": "pets", "version": 2, "path": "/data/datasets/7/v2"}]'
+    if not isinstance(value, list | tuple) or len(value) > MAX_DATASETS:
+        raise InvalidInput(f"datasets must be a list of at most {MAX_DATASETS} objects", example)
+    out: list[dict[str, Any]] = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise InvalidInput(f"datasets[{i}] must be an object with a name", example)
+        unknown = sorted(set(entry) - {"name", "version", "path", "project"})
+        if unknown:
+            raise InvalidInput(
+                f"datasets[{i}] has unknown fields {unknown}",
+                "Known: name, version, path, project.",
+            )
+        version = entry.get("version")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or version < 1
+        ):
+            raise InvalidInput(f"datasets[{i}].version must be a version number or null")
+        clean = {
+            "project": check_text(entry.get("project"), f"datasets[{i}].project", 128) or None,
+            "name": check_text(entry["name"], f"datasets[{i}].name", 128),
+            "version": version,
+            "path": check_text(entry.get("path"), f"datasets[{i}].path", 1024) or None,
+        }
+        if clean not in out:
+            out.append(clean)
+    return out
+
+
+class EmptyArtifact(InvalidInput):
+    """Nothing to register: an empty folder (or one of empty folders / files), a 0-byte file.
+    Callers that know where the model should have been saved add that with ``with_hint``."""
+
+    DETAIL = (
+        "A model needs at least one non-empty file. Save the model first (e.g. "
+        "joblib.dump(model, 'model.joblib'), torch.save(model.state_dict(), 'model.pt'), "
+        "model.save_pretrained(folder)), then register the file or folder it wrote."
+    )
+
+    def __init__(self, error: str, detail: str | None = None, path: str = "") -> None:
+        super().__init__(error, detail or self.DETAIL)
+        self.path = path
+
+    @classmethod
+    def of(cls, path: Path) -> EmptyArtifact:
+        if path.is_dir():
+            entries = list(path.rglob("*"))
+            if not entries:
+                what = f"the folder {path} is empty"
+            elif not any(p.is_file() for p in entries):
+                what = f"the folder {path} holds only empty folders"
+            else:
+                what = f"the folder {path} holds only empty (0-byte) files"
+        else:
+            what = f"the file {path} is empty (0 bytes)"
+        return cls(f"nothing to register: {what}", path=str(path))
+
+    def with_hint(self, hint: str) -> EmptyArtifact:
+        """The same refusal, saying first where the model should have been saved."""
+        return EmptyArtifact(self.error, f"{hint} {self.DETAIL}", self.path)

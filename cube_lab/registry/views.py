@@ -15,6 +15,8 @@ class Lineage:
     source: str | None
     pipeline_run_id: str | None
     training_job_id: str | None
+    # the dataset versions it was trained on: [{"project", "name", "version", "path"}]
+    datasets: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,12 @@ class VersionView:
             tags=dict(row.tags or {}),
             aliases=sorted(aliases),
             archived=row.archived,
-            lineage=Lineage(row.source, row.pipeline_run_id, row.training_job_id),
+            lineage=Lineage(
+                row.source,
+                row.pipeline_run_id,
+                row.training_job_id,
+                [dict(d) for d in row.datasets or []],
+            ),
             created_by=row.created_by,
             created_at=aware(row.created_at),
             size_bytes=row.size_bytes,

@@ -27,7 +27,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -741,22 +741,30 @@ class DeploymentService:
     # -- stop, recover -----------------------------------------------------------------------------
 
     def undeploy(self, caller: Caller, name: str, *, project: str | None = None) -> DeploymentView:
+        """Stop a running deployment (its record stays, "stopped", to deploy again or read its
+        log); a deployment that is not running (failed, dead, stopped) is removed: whatever of
+        it still runs is killed, its quota given back, its record and folder deleted. The
+        view returned then says status "removed"."""
         with self._locked(caller, name, project, active=False) as (dep_id, row):
             self._kill_all(row["info"])
+            quota.release(row["info"].get("reservation"))  # a no-op when already given back
             if row["status"] in ACTIVE:
-                quota.release(row["info"].get("reservation"))
                 self._set(dep_id, status="stopped", stopped_at=datetime.now(UTC))
-        return self.get(caller, name, project)
+                return self.get(caller, name, project)
+            with self.store.write() as s:
+                found = s.get(Deployment, dep_id)
+                if found is None:
+                    raise NotFound(f"deployment {name!r} was removed meanwhile")
+                last = DeploymentView.of(found, row["project"])
+                s.delete(found)
+        shutil.rmtree(row["info"].get("dir") or self.root / dep_id, ignore_errors=True)
+        now = datetime.now(UTC)
+        return replace(last, status="removed", endpoint=None, updated_at=now, stopped_at=now)
 
     def delete(self, caller: Caller, name: str, *, project: str | None = None) -> None:
-        """Undeploy and forget: the record and the folder go."""
-        self.undeploy(caller, name, project=project)
-        with self.store.write() as s:
-            row, _ = self._row(s, caller, name, project)
-            folder = (row.info or {}).get("dir")
-            s.delete(row)
-        if folder:
-            shutil.rmtree(folder, ignore_errors=True)
+        """Undeploy and forget: the record and the folder go, running or not."""
+        if self.undeploy(caller, name, project=project).status != "removed":
+            self.undeploy(caller, name, project=project)  # stopped now: this removes it
 
     def prewarm(self) -> bool:
         """Start the warm host now if models were served from this data dir before, so the

@@ -106,6 +106,8 @@ class ModelVersion(Base):
     source: Mapped[str | None] = mapped_column(String(1024), nullable=True)
     pipeline_run_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
     training_job_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    # lineage: the dataset versions it was trained on, [{"project", "name", "version", "path"}]
+    datasets: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
     created_by: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

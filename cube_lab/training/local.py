@@ -19,6 +19,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -71,26 +72,81 @@ def check_local(spec: JobSpec) -> None:
             "Locally only whole NVIDIA GPUs are assigned (CUDA_VISIBLE_DEVICES); "
             "use --backend kubernetes for MIG, vGPU and NPU resources.",
         )
-    if spec.framework == "mpi" and not shutil.which("mpirun"):
-        raise InvalidInput(
-            "framework 'mpi' needs mpirun, which is not installed here",
-            "Install Open MPI or MPICH (e.g. apt-get install openmpi-bin), "
-            "or run with --backend kubernetes (MPIJob).",
-        )
-    if spec.framework == "deepspeed" and importlib.util.find_spec("deepspeed") is None:
-        raise InvalidInput(
-            "framework 'deepspeed' needs the deepspeed package, which is not installed here",
-            "pip install deepspeed, or use framework 'pytorch' (torchrun).",
-        )
-    if spec.framework == "tensorflow" and importlib.util.find_spec("tensorflow") is None:
-        raise InvalidInput(
-            "framework 'tensorflow' needs the tensorflow package, which is not installed here",
-            "pip install tensorflow.",
-        )
     if spec.framework == "pytorch" and spec.command:
         raise InvalidInput(
             "framework 'pytorch' runs a script", "Use framework 'plain' for a command."
         )
+
+
+# What each framework's local launcher runs (see build_plan), checked in the Python that runs
+# the job before anything is recorded: (module, what pip installs). One table, so the hint
+# names the same install everywhere. torch 2.13.0 is the CPU build on these machines (the
+# `torch` extra; `make lab` installs it). mpi runs `mpirun -np N <python> script`: the
+# launcher needs the mpirun program only; mpi4py / Horovod are the script's own imports.
+FRAMEWORK_PACKAGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "pytorch": (("torch", "torch==2.13.0"),),  # python -m torch.distributed.run
+    "deepspeed": (("torch", "torch==2.13.0"), ("deepspeed", "deepspeed")),
+    "tensorflow": (("tensorflow", "tensorflow"),),
+    "mpi": (),
+    "plain": (),
+}
+FRAMEWORK_PROGRAMS: dict[str, tuple[tuple[str, str], ...]] = {
+    "mpi": (("mpirun", "apt-get install openmpi-bin (Open MPI) or apt-get install mpich"),),
+}
+_FIND_SPECS = (
+    "import importlib.util, sys\n"
+    "print('\\n'.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))"
+)
+
+
+def job_python() -> str:
+    """The interpreter the local launcher runs jobs with (torchrun, scripts, ranks)."""
+    return sys.executable
+
+
+def missing_modules(modules: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """Which of ``modules`` the job's Python cannot import (found, not imported: fast),
+    under the job's environment (its PYTHONPATH counts)."""
+    if not modules:
+        return []
+    try:
+        done = subprocess.run(
+            [job_python(), "-c", _FIND_SPECS, *modules],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):  # cannot ask it: ask this process instead
+        return [m for m in modules if importlib.util.find_spec(m) is None]
+    if done.returncode != 0:
+        return [m for m in modules if importlib.util.find_spec(m) is None]
+    return [line for line in done.stdout.splitlines() if line]
+
+
+def check_packages(spec: JobSpec, env: dict[str, str] | None = None) -> None:
+    """Refuse a job whose framework's launcher cannot run here, naming the install."""
+    for program, install in FRAMEWORK_PROGRAMS.get(spec.framework, ()):
+        if not shutil.which(program):
+            raise InvalidInput(
+                f"framework {spec.framework!r} needs {program}, which is not installed here",
+                f"Install it ({install}), or run with --backend kubernetes (MPIJob).",
+            )
+    needed = FRAMEWORK_PACKAGES.get(spec.framework, ())
+    missing = set(missing_modules([module for module, _ in needed], env))
+    if not missing:
+        return
+    packages = [package for module, package in needed if module in missing]
+    modules = [module for module, _ in needed if module in missing]
+    python = job_python()
+    command = f"{shlex.quote(python)} -m pip install {' '.join(packages)}"
+    raise InvalidInput(
+        f"framework {spec.framework!r} needs the {' and '.join(modules)} "
+        f"package{'s' if len(modules) > 1 else ''}, which {'are' if len(modules) > 1 else 'is'} "
+        f"not installed in the Python that runs jobs ({python})",
+        f"Install {'them' if len(modules) > 1 else 'it'}: {command} - then submit the job "
+        "again. Or choose framework 'plain' for a script that needs no launcher.",
+    )
 
 
 def free_port() -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shlex
 import signal
 import socket
@@ -36,18 +37,21 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
+from ..datasets import ENV_DATASET
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
 from ..k8s import ClusterConfig, k8s_name, require
+from ..labeling.dataset_service import datasets_root, find_by_path
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import orphaned, pid_alive
 from ..projects import ProjectService
+from ..registry.validation import EmptyArtifact
 from ..serialize import aware
 from ..store import Store
 from ..store.models import Project, TrainingJob
 from . import admission, gpus, kubernetes, metrics
 from .cluster import POLL_S, TERMINAL, ClusterJob, delete_objects, object_refs
-from .local import LocalJob, build_plan, check_local, kill_marked
+from .local import ENV_OUTPUT_DIR, LocalJob, build_plan, check_local, check_packages, kill_marked
 from .spec import JobSpec
 
 ACTIVE = ("queued", "running")
@@ -84,6 +88,9 @@ class JobView:
     finished_at: datetime | None
     duration_s: float | None
     cluster: dict[str, str] | None  # kubernetes jobs: namespace, kind, name, server
+    # the dataset versions it was given ($CUBE_LAB_DATASET): [{"project", "name", "version",
+    # "path"}]; a model registered from the job carries them in its lineage
+    datasets: list[dict[str, Any]]
 
     @classmethod
     def of(cls, job: TrainingJob, project: str) -> JobView:
@@ -116,6 +123,7 @@ class JobView:
             job.finished_at,
             duration,
             info.get("cluster"),
+            list(info.get("datasets") or []),
         )
 
 
@@ -184,6 +192,9 @@ class TrainingService:
             return self._prepare_cluster(caller, spec, on_line=on_line, cluster=cluster)
         check_local(spec)
         workdir, script = self._resolve_paths(spec, root, cwd)
+        env = self._env(caller)
+        check_packages(spec, env | spec.env)  # in the Python and environment the job gets
+        used = self._datasets(caller, spec)
         job_id = _new_job_id()
         self._admit(caller, spec, job_id)
         job_dir = self.jobs_root / job_id
@@ -193,7 +204,7 @@ class TrainingService:
             self._release(job_id)
             raise
         try:
-            plan = build_plan(spec, job_id, job_dir, workdir, self._env(caller), held)
+            plan = build_plan(spec, job_id, job_dir, workdir, env, held)
             with self.store.write() as s:
                 project = self.projects.resolve(s, caller, spec.project)
                 s.add(
@@ -210,8 +221,9 @@ class TrainingService:
                             "gpus": held,
                             "cwd": str(workdir),
                             "root": str(root) if root else None,
-                            "output_dir": plan.procs[0].env["CUBE_OUTPUT_DIR"],
+                            "output_dir": plan.procs[0].env[ENV_OUTPUT_DIR],
                             "launch": plan.describe(),
+                            "datasets": used,
                         },
                         job_dir=str(job_dir),
                         runner_pid=os.getpid(),
@@ -224,7 +236,7 @@ class TrainingService:
             self._release(job_id)
             raise
         job_dir.mkdir(parents=True, exist_ok=True)
-        Path(plan.procs[0].env["CUBE_OUTPUT_DIR"]).mkdir(parents=True, exist_ok=True)
+        Path(plan.procs[0].env[ENV_OUTPUT_DIR]).mkdir(parents=True, exist_ok=True)
         return LocalJob(
             plan,
             retries=spec.retries,
@@ -254,6 +266,18 @@ class TrainingService:
         """Give the job's quota back (it ended, or never started)."""
         admission.release(self._reservations.pop(job_id, None))
 
+    def _datasets(self, caller: Caller, spec: JobSpec) -> list[dict[str, Any]]:
+        """The dataset version the job is given in ``$CUBE_LAB_DATASET``, as lineage."""
+        value = spec.env.get(ENV_DATASET)
+        if not value:
+            return []
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            found = find_by_path(
+                s, self.projects.visible_ids(s, caller), datasets_root(self.settings), value
+            )
+        return [found.lineage()] if found else []
+
     def _prepare_cluster(
         self,
         caller: Caller,
@@ -274,6 +298,7 @@ class TrainingService:
         docs = kubernetes.manifests(
             spec, object_name, namespace=config.default_namespace(), labels=labels
         )
+        used = self._datasets(caller, spec)
         self._admit(caller, spec, job_id)
         job_dir = self.jobs_root / job_id
         refs = object_refs(docs)
@@ -298,6 +323,7 @@ class TrainingService:
                             "server": config.describe(),
                         },
                         "objects": refs,
+                        "datasets": used,
                     },
                     job_dir=str(job_dir),
                     runner_pid=os.getpid(),
@@ -512,7 +538,7 @@ class TrainingService:
             row.status = status
             row.attempts = job.attempts
             row.exit_code = job.exit_code
-            row.error = None if status == "succeeded" else job.error
+            row.error = None if status == "succeeded" else _with_reason(job.error, job_dir)
             row.finished_at = datetime.now(UTC)
 
     # -- reading ----------------------------------------------------------------------------
@@ -686,17 +712,29 @@ class TrainingService:
         if not resolved.exists():
             raise InvalidInput(f"{resolved} does not exist", "Give the path to register.")
         found = self.metrics(caller, job_id)
-        return self.registry.register(
-            caller,
-            name=name,
-            path=resolved,
-            project=project or job.project,
-            description=description,
-            metrics=found.last,
-            params={"framework": job.framework, "processes": job.workers * job.nproc_per_worker},
-            source=job.spec.get("script") or job.command,
-            training_job_id=job.id,
-        )
+        try:
+            return self.registry.register(
+                caller,
+                name=name,
+                path=resolved,
+                project=project or job.project,
+                description=description,
+                metrics=found.last,
+                params={
+                    "framework": job.framework,
+                    "processes": job.workers * job.nproc_per_worker,
+                },
+                source=job.spec.get("script") or job.command,
+                training_job_id=job.id,
+                datasets=job.datasets,
+            )
+        except EmptyArtifact as exc:
+            raise exc.with_hint(
+                f"Job {job.id} saved nothing there: a training script saves its model under "
+                f"${ENV_OUTPUT_DIR} (for this job {job.output_dir}), e.g. "
+                f"torch.save(model.state_dict(), os.path.join(os.environ['{ENV_OUTPUT_DIR}'], "
+                "'model.pt')), or register the path it did save to."
+            ) from None
 
 
 def _spec_input(spec: dict[str, Any]) -> dict[str, Any]:
@@ -704,6 +742,41 @@ def _spec_input(spec: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in spec.items() if v not in (None, [], {})}
     out["resources"] = {k: v for k, v in (spec.get("resources") or {}).items() if v is not None}
     return out
+
+
+# The last line of a Python traceback ("ValueError: bad shape"), with or without a rank prefix;
+# and an error named inside a line ("python: Error while finding module specification for
+# 'torch.distributed.run' (ModuleNotFoundError: No module named 'torch')").
+_REASON_LINE = re.compile(
+    r"^(?:\[rank \d+\]:?\s*)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::\s.*)?)$"
+)
+_REASON_INSIDE = re.compile(r"\b(\w+(?:Error|Exception): [^()]*)")
+_NOT_A_REASON = ("ChildFailedError",)  # torchrun's summary: the rank's own line says why
+REASON_SCAN = 64 * 1024
+
+
+def _with_reason(error: str | None, job_dir: Path) -> str | None:
+    """The error ("exit code 1") with the last exception line of the log, when there is one:
+    a job that failed at start (a missing module, a bad argument) says why in its record."""
+    if not error or not error.startswith("exit code"):
+        return error
+    path = job_dir / "log.txt"
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - REASON_SCAN))
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return error
+    fallback = None
+    for line in reversed(lines):
+        text = line.strip()
+        match = _REASON_LINE.match(text)
+        if match and not any(n in match.group(1) for n in _NOT_A_REASON):
+            return f"{error}: {match.group(1)[:300]}"
+        inside = fallback is None and _REASON_INSIDE.search(text)
+        if inside and not any(n in inside.group(1) for n in _NOT_A_REASON):
+            fallback = inside.group(1).strip()
+    return f"{error}: {fallback[:300]}" if fallback else error
 
 
 def _newest(folder: Path) -> str | None:

@@ -32,6 +32,7 @@ from ..identity import Caller
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import orphaned, pid_alive
 from ..projects import ProjectService
+from ..registry.validation import EmptyArtifact
 from ..store import Store
 from ..store.models import Project, TuningExperiment, TuningTrial
 from . import spec as specs
@@ -400,32 +401,40 @@ class TuningService:
         if trial.final is None:
             raise Conflict(f"trial {trial.id} reported no final result ({trial.status})")
         code_dir = Path(view.spec["code_dir"])
+        with self.store.read() as s:
+            folder = Path(self._experiment(s, caller, experiment_id)[0].folder)
         if path:
             target = (code_dir / path).resolve()
             if not target.is_relative_to(code_dir.resolve()):
                 raise InvalidInput(f"{path!r} is outside the trial code folder {code_dir}")
         else:
-            with self.store.read() as s:
-                folder = Path(self._experiment(s, caller, experiment_id)[0].folder)
             target = folder / "trials" / trial.id / "output"
-        if not target.exists() or (target.is_dir() and not any(target.iterdir())):
-            raise InvalidInput(
-                f"trial {trial.id} saved nothing at {target}",
-                "Save the model under $NNI_OUTPUT_DIR in the trial, or give the path to register.",
-            )
+        save_hint = (
+            f"Trial {trial.id} saved nothing there: a trial saves its model under "
+            f"$NNI_OUTPUT_DIR (for this trial {folder / 'trials' / trial.id / 'output'}), e.g. "
+            "joblib.dump(model, os.path.join(os.environ['NNI_OUTPUT_DIR'], 'model.joblib')), "
+            "or give the path it did save to."
+            if not path
+            else f"Give the path of a file or folder the trial saved under {code_dir}."
+        )
+        if not target.exists():
+            raise InvalidInput(f"trial {trial.id} saved nothing at {target}", save_hint)
         if self._registry is None:
             raise Conflict("no model registry is configured for tuning")
-        return self._registry().register(
-            caller,
-            name=name,
-            path=target,
-            project=project or view.project,
-            description=description or f"trial {trial.id} of experiment {view.name}",
-            params=trial.parameters,
-            metrics={view.spec.get("metric", "default"): trial.final},
-            tags={"experiment": view.id, "trial": trial.id},
-            source=f"tuning experiment {view.id}, trial {trial.id}",
-        )
+        try:
+            return self._registry().register(
+                caller,
+                name=name,
+                path=target,
+                project=project or view.project,
+                description=description or f"trial {trial.id} of experiment {view.name}",
+                params=trial.parameters,
+                metrics={view.spec.get("metric", "default"): trial.final},
+                tags={"experiment": view.id, "trial": trial.id},
+                source=f"tuning experiment {view.id}, trial {trial.id}",
+            )
+        except EmptyArtifact as exc:
+            raise exc.with_hint(save_hint) from None
 
     # -- stopping, resuming, recovering ----------------------------------------------------
 

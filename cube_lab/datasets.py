@@ -1,0 +1,258 @@
+"""Labeled data in a notebook or a training script: a dataset version's path, or its contents.
+
+::
+
+    import cube_lab
+
+    path = cube_lab.datasets.path("pets", version=2)   # pathlib.Path of the export
+    df = cube_lab.datasets.load("pets")                # the newest version, loaded
+
+``version`` None takes the newest version (an export of a labeling project writes one), or
+the dataset as registered when nothing was exported yet; ``version="source"`` asks for the
+registered folder or file itself. Without ``project`` the dataset is looked for in your
+personal project, then in your other projects.
+
+What ``load`` returns:
+
+- CSV / JSONL exports and text datasets: a ``pandas.DataFrame``, one row per item. In a
+  CSV export ``labels`` is split back into a list and ``boxes`` / ``spans`` parsed from JSON,
+  so both formats load the same.
+- COCO and YOLO exports: a ``pandas.DataFrame``, one row per image, with ``path`` (the
+  image file, absolute), ``file_name``, ``width``, ``height``, ``labels`` (the label names
+  on the image) and ``boxes``: COCO's in pixels ``{"label", "x", "y", "w", "h"}`` from the
+  top-left corner, YOLO's normalised ``{"label", "class", "x_center", "y_center", "width",
+  "height"}``. ``df.attrs`` holds the label names (``"labels"``) and the annotation file.
+  The files themselves (for pycocotools or Ultralytics) are under ``path(...)``.
+- Label Studio exports: the list of task dicts, as Label Studio imports them.
+- An image dataset with no export: a ``pandas.DataFrame`` of ``name``, ``path``, ``width``,
+  ``height``.
+
+Every dataset version resolved in this process is noted, and ``cube_lab.registry.register``
+(and ``%cube_register``) adds them to the model's lineage. A training job launched with
+``$CUBE_LAB_DATASET`` ("Train from these labels") records its dataset the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .labeling.dataset_service import DatasetRef
+
+__all__ = ["ENV_DATASET", "load", "path", "used"]
+
+ENV_DATASET = "CUBE_LAB_DATASET"  # a job's dataset version folder or file ("Train from ...")
+
+_used: list[dict[str, Any]] = []
+_lock = threading.Lock()
+
+
+def path(name: str, version: int | str | None = None, project: str | None = None) -> Path:
+    """The folder or file of dataset ``name``'s ``version`` (newest when None)."""
+    return _resolve(name, version, project).path
+
+
+def load(name: str, version: int | str | None = None, project: str | None = None) -> Any:
+    """Dataset ``name``'s ``version`` read into Python (see the module's doc for the types)."""
+    return read(_resolve(name, version, project))
+
+
+def used() -> list[dict[str, Any]]:
+    """The dataset versions ``path`` and ``load`` resolved in this process, as lineage
+    entries ``{"project", "name", "version", "path"}``, first use first."""
+    with _lock:
+        return [dict(entry) for entry in _used]
+
+
+def _resolve(name: str, version: int | str | None, project: str | None) -> DatasetRef:
+    from .config import local_username
+    from .identity import Caller
+    from .workspace import default_workspace
+
+    ref = default_workspace().datasets.resolve(Caller(local_username()), name, version, project)
+    entry = ref.lineage()
+    with _lock:
+        if entry not in _used:
+            _used.append(entry)
+    return ref
+
+
+def lineage_for_register(explicit: Any = None) -> list[dict[str, Any]]:
+    """What ``register`` records: the datasets given, those resolved in this process, and
+    the job's ``$CUBE_LAB_DATASET`` when it is a dataset version of the caller's."""
+    out: list[dict[str, Any]] = list(explicit or [])
+    out += used()
+    env = os.environ.get(ENV_DATASET)
+    if env:
+        from .config import local_username
+        from .identity import Caller
+        from .workspace import default_workspace
+
+        ref = default_workspace().datasets.find_by_path(Caller(local_username()), env)
+        if ref is not None:
+            out.append(ref.lineage())
+    unique: list[dict[str, Any]] = []
+    for entry in out:
+        if entry not in unique:
+            unique.append(entry)
+    return unique
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def read(ref: DatasetRef) -> Any:
+    """A resolved dataset version's contents (see the module's doc)."""
+    fmt, target = ref.format, ref.path
+    if fmt == "coco":
+        return _read_coco(target)
+    if fmt == "yolo":
+        return _read_yolo(target)
+    if fmt == "labelstudio":
+        return json.loads(target.read_text(encoding="utf-8"))
+    if fmt == "csv":
+        return _decode_csv_export(_read_csv(target))
+    if fmt == "jsonl":
+        return _read_jsonl(target)
+    if ref.kind == "texts":  # the source file of a text dataset
+        return _read_jsonl(target) if target.suffix.lower() == ".jsonl" else _read_csv(target)
+    return _read_images(ref)
+
+
+def _frame(records: list[dict[str, Any]], columns: list[str] | None = None) -> Any:
+    import pandas as pd
+
+    return (
+        pd.DataFrame.from_records(records, columns=columns)
+        if records
+        else pd.DataFrame(columns=columns)
+    )
+
+
+def _read_csv(file: Path) -> Any:
+    import pandas as pd
+
+    return pd.read_csv(file)
+
+
+def _read_jsonl(file: Path) -> Any:
+    with open(file, encoding="utf-8") as fh:
+        records = [json.loads(line) for line in fh if line.strip()]
+    return _frame(records)
+
+
+def _decode_csv_export(df: Any) -> Any:
+    """A CSV export's cells back into what the JSONL export holds."""
+
+    def split(cell: Any) -> list[str]:
+        return [p for p in cell.split("|") if p] if isinstance(cell, str) else []
+
+    def parse(cell: Any) -> Any:
+        return json.loads(cell) if isinstance(cell, str) and cell else []
+
+    if "labels" in df.columns:
+        df["labels"] = df["labels"].map(split)
+    for column in ("boxes", "spans"):
+        if column in df.columns:
+            df[column] = df[column].map(parse)
+    return df
+
+
+def _read_coco(folder: Path) -> Any:
+    annotations_file = folder / "annotations.json"
+    doc = json.loads(annotations_file.read_text(encoding="utf-8"))
+    images_dir = folder / ((doc.get("info") or {}).get("images_dir") or "images")
+    names = {c["id"]: c["name"] for c in doc.get("categories", [])}
+    per_image: dict[int, dict[str, Any]] = {}
+    for image in doc.get("images", []):
+        per_image[image["id"]] = {
+            "file_name": image["file_name"],
+            "path": str(images_dir / image["file_name"]),
+            "width": image.get("width"),
+            "height": image.get("height"),
+            "labels": [],
+            "boxes": [],
+        }
+    for ann in doc.get("annotations", []):
+        row = per_image.get(ann.get("image_id"))
+        if row is None:
+            continue
+        label = names.get(ann.get("category_id"))
+        if label is not None and label not in row["labels"]:
+            row["labels"].append(label)
+        if ann.get("bbox"):
+            x, y, w, h = ann["bbox"]
+            row["boxes"].append({"label": label, "x": x, "y": y, "w": w, "h": h})
+    columns = ["file_name", "path", "width", "height", "labels", "boxes"]
+    df = _frame(list(per_image.values()), columns)
+    df.attrs.update(
+        {
+            "labels": [c["name"] for c in doc.get("categories", [])],
+            "annotations": str(annotations_file),
+        }
+    )
+    return df
+
+
+def _read_yolo(folder: Path) -> Any:
+    import yaml
+
+    data_yaml = folder / "data.yaml"
+    data = yaml.safe_load(data_yaml.read_text(encoding="utf-8")) or {}
+    raw = data.get("names") or {}
+    names = dict(enumerate(raw)) if isinstance(raw, list) else {int(k): v for k, v in raw.items()}
+    images_dir = folder / str(data.get("train") or "images")
+    labels_dir = folder / "labels"
+    records = []
+    for image in sorted(p for p in images_dir.rglob("*") if p.is_file()):
+        relative = image.relative_to(images_dir)
+        label_file = (labels_dir / relative).with_suffix(".txt")
+        boxes = []
+        if label_file.is_file():
+            for line in label_file.read_text(encoding="utf-8").splitlines():
+                parts = line.split()
+                if len(parts) != 5:
+                    continue
+                cls = int(parts[0])
+                cx, cy, w, h = (float(v) for v in parts[1:])
+                boxes.append(
+                    {
+                        "label": names.get(cls),
+                        "class": cls,
+                        "x_center": cx,
+                        "y_center": cy,
+                        "width": w,
+                        "height": h,
+                    }
+                )
+        labels = list(dict.fromkeys(b["label"] for b in boxes))
+        records.append(
+            {
+                "file_name": relative.as_posix(),
+                "path": str(image),
+                "label_file": str(label_file),
+                "labels": labels,
+                "boxes": boxes,
+            }
+        )
+    df = _frame(records, ["file_name", "path", "label_file", "labels", "boxes"])
+    df.attrs.update({"labels": [names[k] for k in sorted(names)], "data_yaml": str(data_yaml)})
+    return df
+
+
+def _read_images(ref: DatasetRef) -> Any:
+    from .config import local_username
+    from .identity import Caller
+    from .workspace import default_workspace
+
+    items = default_workspace().datasets.items(Caller(local_username()), ref.project, ref.name)
+    records = [
+        {"name": i["name"], "path": str(ref.path / i["name"]), "width": i["width"],
+         "height": i["height"]}
+        for i in items
+    ]  # fmt: skip
+    return _frame(records, ["name", "path", "width", "height"])
