@@ -15,14 +15,23 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 import argparse
 import logging
 import os
-import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import cli_kserve, cli_labeling, cli_tuning
-from .cli_args import parse_pairs, print_json, print_table, split_ref
+from .cli_args import (
+    json_printed,
+    json_stdout,
+    output_target,
+    parse_pairs,
+    print_json,
+    print_table,
+    quiet_libraries,
+    split_ref,
+)
 from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
 from .identity import Caller
@@ -134,25 +143,33 @@ def model_compare(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def model_alias(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     project = _project(ws, caller, a)
     if a.remove:
-        ws.registry.delete_alias(caller, project, a.name, a.alias)
-        print(f"Removed alias {a.alias} from {a.name}")
+        detail = ws.registry.delete_alias(caller, project, a.name, a.alias)
+        message = f"Removed alias {a.alias} from {a.name}"
     else:
         if a.version is None:
             raise InvalidInput(
                 "give the version to point the alias at", "cube-lab model alias NAME ALIAS VERSION"
             )
-        ws.registry.set_alias(caller, project, a.name, a.alias, a.version)
-        print(f"{a.name}@{a.alias} -> v{a.version}")
+        detail = ws.registry.set_alias(caller, project, a.name, a.alias, a.version)
+        message = f"{a.name}@{a.alias} -> v{a.version}"
+    if a.json:
+        print_json(detail)
+    else:
+        print(message)
 
 
 def model_archive(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     name, ref = a.ref.partition(":")[0], a.ref.partition(":")[2]
     project = _project(ws, caller, a)
+    view: Any
     if ref:
-        ws.registry.update_version(caller, project, name, ref, archived=not a.undo)
+        view = ws.registry.update_version(caller, project, name, ref, archived=not a.undo)
     else:
-        ws.registry.update_model(caller, project, name, archived=not a.undo)
-    print(f"{'Restored' if a.undo else 'Archived'} {a.ref}")
+        view = ws.registry.update_model(caller, project, name, archived=not a.undo)
+    if a.json:
+        print_json(view)
+    else:
+        print(f"{'Restored' if a.undo else 'Archived'} {a.ref}")
 
 
 def model_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -166,20 +183,27 @@ def model_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         ws.registry.delete_version(caller, project, name, ref)
     else:
         ws.registry.delete_model(caller, project, name)
-    print(f"Deleted {a.ref}")
+    if a.json:
+        print_json({"deleted": a.ref, "project": project})
+    else:
+        print(f"Deleted {a.ref}")
 
 
 def model_download(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     name, ref = split_ref(a.ref)
-    found = ws.registry.download(caller, _project(ws, caller, a), name, ref)
-    target = Path(a.output).expanduser()
-    if target.exists():
-        raise InvalidInput(f"{target} already exists", "Choose another --output path.")
-    if found.is_dir:
-        shutil.copytree(found.path, target)
+    project = _project(ws, caller, a)
+    found = ws.registry.download(caller, project, name, ref)
+    output = output_target(
+        a.output,
+        what=f"model {name}:{ref} (a folder)",
+        single=None if found.is_dir else Path(found.path).name,
+    )
+    written = output.deliver(Path(found.path))
+    if a.json:
+        version = ws.registry.get_version(caller, project, name, ref)
+        print_json({"model": name, "version": version.version, "output": str(written.resolve())})
     else:
-        shutil.copy2(found.path, target)
-    print(f"Downloaded {name}:{ref} to {target}")
+        print(f"Downloaded {name}:{ref} to {written}")
 
 
 def _project(ws: Workspace, caller: Caller, a: argparse.Namespace) -> str:
@@ -205,16 +229,23 @@ def project_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 def project_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     p = ws.projects.create(caller, a.name, a.description)
-    print(f"Created project {p.name}")
+    if a.json:
+        print_json(p)
+    else:
+        print(f"Created project {p.name}")
 
 
 def project_member(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.remove:
-        ws.projects.remove_member(caller, a.project_name, a.username)
-        print(f"Removed {a.username} from {a.project_name}")
+        view = ws.projects.remove_member(caller, a.project_name, a.username)
+        message = f"Removed {a.username} from {a.project_name}"
     else:
-        ws.projects.set_member(caller, a.project_name, a.username, a.role)
-        print(f"{a.username} is now {a.role} of {a.project_name}")
+        view = ws.projects.set_member(caller, a.project_name, a.username, a.role)
+        message = f"{a.username} is now {a.role} of {a.project_name}"
+    if a.json:
+        print_json(view)
+    else:
+        print(message)
 
 
 # -- pipeline commands -------------------------------------------------------------------
@@ -312,17 +343,23 @@ def pipeline_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             f"[{time.monotonic() - started:7.2f}s] {len(finished):>3}/{total} "
             f"{SYMBOLS.get(state.status, state.status):>6} {state.node.label}{attempt}{took}"
             f"{error}",
+            file=progress_to,
             flush=True,
         )
 
+    progress_to = sys.stderr if a.json else sys.stdout  # --json keeps stdout for the result
     if not a.quiet:
         print(
             f"run {runner.plan.run_id}: {runner.pipeline.name}, {total} node(s), "
             f"parallelism {runner.plan.parallelism}",
+            file=progress_to,
             flush=True,
         )
     status = launch.run_foreground(runner, recorder, progress)
-    print(f"run {runner.plan.run_id} {status} in {time.monotonic() - started:.2f}s")
+    if a.json:
+        print_json(ws.pipelines.get_run(caller, runner.plan.run_id))
+    else:
+        print(f"run {runner.plan.run_id} {status} in {time.monotonic() - started:.2f}s")
     if status != "succeeded":
         failed = [s for s in runner.states.values() if s.status == "failed"]
         for state in failed:
@@ -380,7 +417,10 @@ def pipeline_logs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 def pipeline_cancel(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     run = ws.pipelines.cancel(caller, a.run)
-    print(f"run {run.id}: {run.status}")
+    if a.json:
+        print_json(run)
+    else:
+        print(f"run {run.id}: {run.status}")
 
 
 def pipeline_schedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -433,7 +473,10 @@ def pipeline_schedules(ws: Workspace, caller: Caller, a: argparse.Namespace) -> 
 
 def pipeline_unschedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     ws.schedules.delete(caller, a.id)
-    print(f"deleted schedule {a.id}")
+    if a.json:
+        print_json({"deleted": a.id})
+    else:
+        print(f"deleted schedule {a.id}")
 
 
 def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -447,17 +490,30 @@ def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
         from .pipelines.validation import PipelineInvalid
 
         raise PipelineInvalid(problems)
-    output = Path(a.output or path.with_suffix(".yaml"))
+    if a.submit and not a.host:
+        raise InvalidInput("--submit needs --host URL of the Kubeflow Pipelines API")
+    name = path.with_suffix(".yaml").name
+    output = output_target(
+        a.output or str(path.with_suffix(".yaml")),
+        what="the compiled pipeline (KFP v2 IR YAML)",
+        single=name,
+        replace=True,  # compiling again refreshes the file
+    )
     for note in kfp_compiler.plan_pipeline(pipeline, ws.templates).notes:
         print(f"note: {note}", file=sys.stderr)
     logging.getLogger(kfp_compiler.__name__).setLevel(logging.ERROR)  # notes printed above
-    kfp_compiler.compile_pipeline(pipeline, ws.templates, output)
-    print(f"compiled {path} to {output} (Kubeflow Pipelines v2 IR)")
-    if a.submit:
-        if not a.host:
-            raise InvalidInput("--submit needs --host URL of the Kubeflow Pipelines API")
-        run_id = kfp_compiler.submit(output, a.host, params=parse_pairs(a.param, "param"))
-        print(f"submitted: KFP run {run_id}")
+    with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
+        compiled = kfp_compiler.compile_pipeline(pipeline, ws.templates, Path(tmp) / name)
+        written = output.deliver(compiled)
+        if not a.json:
+            print(f"compiled {path} to {written} (Kubeflow Pipelines v2 IR)")
+        run_id = None
+        if a.submit:
+            run_id = kfp_compiler.submit(compiled, a.host, params=parse_pairs(a.param, "param"))
+            if not a.json:
+                print(f"submitted: KFP run {run_id}")
+    if a.json:
+        print_json({"pipeline": str(path), "output": str(written.resolve()), "kfp_run": run_id})
 
 
 # -- training commands -------------------------------------------------------------------
@@ -513,16 +569,24 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             name = spec.name or Path(spec.argv()[0]).stem
             namespace = cluster.default_namespace()
             docs = kubernetes.manifests(spec, name, namespace=namespace, kind=a.kind)
-            print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+            if a.json:
+                print_json({"manifests": docs})
+            else:
+                print(yaml.safe_dump_all(docs, sort_keys=False), end="")
             return
     if a.dry_run:
-        for line in ws.training.dry_run(spec):
-            print(line)
+        commands = ws.training.dry_run(spec)
+        if a.json:
+            print_json({"commands": commands})
+        else:
+            for line in commands:
+                print(line)
         return
+    out = sys.stderr if a.json else sys.stdout  # --json keeps stdout for the result
 
     def echo(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        out.write(text)
+        out.flush()
 
     on_line = None if a.quiet else echo
     if spec.backend == "kubernetes":
@@ -530,13 +594,17 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         job_id = job.job_id
         if not a.quiet:
             where = f"{job.kind} {job.namespace}/{job.name} on {job.config.describe()}"
-            print(f"job {job_id}: {where}; Ctrl-C deletes it", flush=True)
+            print(f"job {job_id}: {where}; Ctrl-C deletes it", file=out, flush=True)
     else:
         job = ws.training.prepare(caller, spec, None, on_line=on_line)
         job_id = job.plan.job_id
         if not a.quiet:
             gpus = f", GPUs {job.plan.gpus}" if job.plan.gpus else ""
-            print(f"job {job_id}: {spec.framework}, {spec.processes} process(es){gpus}", flush=True)
+            print(
+                f"job {job_id}: {spec.framework}, {spec.processes} process(es){gpus}",
+                file=out,
+                flush=True,
+            )
     status = ws.training.run_foreground(job)
     view = ws.training.get(caller, job_id)
     if a.json:
@@ -584,7 +652,11 @@ def training_logs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def training_stop(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    print(f"job {a.job}: {ws.training.stop(caller, a.job).status}")
+    view = ws.training.stop(caller, a.job)
+    if a.json:
+        print_json(view)
+    else:
+        print(f"job {a.job}: {view.status}")
 
 
 def training_metrics(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -599,7 +671,10 @@ def training_metrics(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
 def training_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     path = str(Path(a.path).resolve()) if a.path else None
     v = ws.training.register_model(caller, a.job, a.name, path, project=a.project)
-    print(f"Registered {v.model} v{v.version} from job {a.job} in project {v.project}")
+    if a.json:
+        print_json(v)
+    else:
+        print(f"Registered {v.model} v{v.version} from job {a.job} in project {v.project}")
 
 
 # -- serving commands ----------------------------------------------------------------------
@@ -684,9 +759,16 @@ def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         return
     if a.forget:
         ws.serving.delete(caller, a.name, project=a.project)
-        print(f"{a.name}: undeployed and forgotten")
+        if a.json:
+            print_json({"deleted": a.name})
+        else:
+            print(f"{a.name}: undeployed and forgotten")
         return
-    print(f"{a.name}: {ws.serving.undeploy(caller, a.name, project=a.project).status}")
+    view = ws.serving.undeploy(caller, a.name, project=a.project)
+    if a.json:
+        print_json(view)
+    else:
+        print(f"{a.name}: {view.status}")
 
 
 def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -731,6 +813,8 @@ def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
     print(", ".join(f"v{t['version']} {t['weight']:g}%" for t in view.traffic))
 
 
+TEXT_ACTIONS = ("logs", "metrics")  # text streams (a log, Prometheus' format): no --json
+
 # -- parser --------------------------------------------------------------------------------
 
 
@@ -743,13 +827,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cube-lab", description="cube-lab ML workspace")
     parser.add_argument("--data-dir", help="state folder (default: $CUBE_LAB_DATA_DIR)")
     parser.add_argument("--db-url", help="SQLAlchemy URL (default: $CUBE_LAB_DB_URL)")
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="also show libraries' logs and warnings"
+    )
     groups = parser.add_subparsers(dest="group", required=True)
 
-    def command(sub: Any, name: str, fn: Callable[..., None], help_: str) -> Any:
+    def command(
+        sub: Any, name: str, fn: Callable[..., None], help_: str, *, json: bool = True
+    ) -> Any:
+        """A subcommand; ``json=False`` for the ones whose output is a text stream (logs)."""
         p = sub.add_parser(name, help=help_, description=help_)
-        p.set_defaults(fn=fn)
+        p.set_defaults(fn=fn, json=False)
         p.add_argument("--project", help="project name (default: your personal project)")
-        p.add_argument("--json", action="store_true", help="print JSON")
+        if json:
+            p.add_argument(
+                "--json", action="store_true", help="print one JSON document (logs to stderr)"
+            )
         return p
 
     models = groups.add_parser("model", help="the model registry").add_subparsers(
@@ -788,7 +881,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true")
     p = command(models, "download", model_download, "copy NAME[:VERSION|ALIAS] to a path")
     p.add_argument("ref")
-    p.add_argument("--output", "-o", required=True)
+    p.add_argument(
+        "--output", "-o", required=True, help="a file (a file model), a folder, or a .zip"
+    )
 
     pipes = groups.add_parser("pipeline", help="Elyra-compatible pipelines").add_subparsers(
         dest="command", required=True
@@ -806,7 +901,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(pipes, "runs", pipeline_runs, "list runs")
     p.add_argument("path", nargs="?")
     p.add_argument("--limit", type=int, default=20)
-    p = command(pipes, "logs", pipeline_logs, "print a node's log")
+    p = command(pipes, "logs", pipeline_logs, "print a node's log", json=False)
     p.add_argument("run")
     p.add_argument("node", help="node id or label")
     p.add_argument("--follow", "-f", action="store_true")
@@ -815,7 +910,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(pipes, "compile", pipeline_compile, "compile for Kubeflow Pipelines (KFP v2 IR)")
     p.add_argument("path")
     p.add_argument("--target", choices=["kfp"], default="kfp")
-    p.add_argument("--output", "-o", help="the YAML file (default: next to the pipeline)")
+    p.add_argument(
+        "--output", "-o", help="a .yaml file, a folder, or a .zip (default: next to the pipeline)"
+    )
     p.add_argument("--submit", action="store_true", help="also submit it with the KFP client")
     p.add_argument("--host", help="the KFP API, e.g. http://ml-pipeline-ui.kubeflow")
     p.add_argument("--param", action="append", metavar="K=V")
@@ -875,7 +972,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = command(jobs, "list", training_list, "list training jobs")
     p.add_argument("--limit", type=int, default=20)
-    p = command(jobs, "logs", training_logs, "print a job's log (every rank)")
+    p = command(jobs, "logs", training_logs, "print a job's log (every rank)", json=False)
     p.add_argument("job")
     p.add_argument("--follow", "-f", action="store_true")
     p = command(jobs, "stop", training_stop, "stop a job")
@@ -929,7 +1026,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("metrics", "print the Prometheus metrics"),
         ("samples", "print sampled requests with their answers; --set PERCENT to sample"),
     ):
-        p = command(actions, action, deployment_action, help_)
+        p = command(actions, action, deployment_action, help_, json=action not in TEXT_ACTIONS)
         p.add_argument("name")
         _cluster_args(p)
         if action == "traffic":
@@ -959,6 +1056,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    as_json = bool(getattr(args, "json", False))
+    # The one place the output contract is kept: with --json stdout carries one document
+    # (print_json's) and everything else goes to stderr; libraries stay quiet unless -v.
+    with quiet_libraries(args.verbose), json_stdout(as_json):
+        return _run(args, as_json)
+
+
+def _run(args: argparse.Namespace, as_json: bool) -> int:
     try:
         ws = Workspace(Settings.resolve(args.data_dir, args.db_url))
         try:
@@ -972,6 +1077,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_problems(problems)
         elif exc.detail:
             print(f"  {exc.detail}", file=sys.stderr)
+        if as_json and not json_printed():  # the REST API's error body, for scripts
+            print_json(exc.to_json())
         return 2 if exc.status == 400 else 1
     except SystemExit as exc:
         return int(exc.code or 0)

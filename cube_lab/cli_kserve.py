@@ -52,7 +52,10 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         gpu_type=a.gpu_type or "nvidia-gpu",
     )
     if a.dry_run:
-        print(yaml.safe_dump(doc, sort_keys=False), end="")
+        if a.json:
+            print_json(doc)
+        else:
+            print(yaml.safe_dump(doc, sort_keys=False), end="")
         return
     started = time.monotonic()
     seen: list[str] = []
@@ -126,7 +129,10 @@ def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
     if not asyncio.run(kserve_cluster.remove(a.name, a.namespace, _config(a))):
         raise NotFound(f"no InferenceService {a.name!r} in namespace {a.namespace or 'default'}")
-    print(f"{a.name}: deleted")
+    if a.json:
+        print_json({"deleted": a.name, "backend": "kubernetes"})
+    else:
+        print(f"{a.name}: deleted")
 
 
 def action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_args import print_json
+from .cli_args import output_target, print_json
 from .errors import InvalidInput
 from .identity import Caller
 from .serialize import to_jsonable
@@ -20,6 +19,14 @@ if TYPE_CHECKING:
 
 TYPES = ("image-class", "image-bbox", "text-class", "text-ner")
 FORMATS = ("coco", "yolo", "labelstudio", "jsonl", "csv")
+# what each export is, for -o: a description, and its one file's name (None: several files)
+EXPORTS: dict[str, tuple[str, str | None]] = {
+    "coco": ("a COCO export (annotations.json and the images)", None),
+    "yolo": ("a YOLO export (data.yaml, labels/*.txt and the images)", None),
+    "labelstudio": ("a Label Studio export", "tasks.json"),
+    "jsonl": ("a JSONL export", "labels.jsonl"),
+    "csv": ("a CSV export", "labels.csv"),
+}
 
 
 def _project(ws: Workspace, caller: Caller, a: argparse.Namespace) -> str:
@@ -166,22 +173,17 @@ def label_import(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def label_export(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    target = Path(a.output).expanduser() if a.output else None
-    folder_format = a.format in ("coco", "yolo")  # these write a folder (labels + images)
-    # refuse before exporting, so a bad -o leaves no stray version behind
-    if target is not None and target.exists() and (folder_format or not target.is_dir()):
-        raise InvalidInput(f"{target} already exists", "Choose another -o path or remove it.")
+    # -o is checked before exporting, so a bad one leaves no stray version behind
+    output = (
+        output_target(a.output, what=EXPORTS[a.format][0], single=EXPORTS[a.format][1])
+        if a.output
+        else None
+    )
     view = ws.labeling.export(caller, _project(ws, caller, a), a.name, a.format, a.only)
     written = Path(view.version.path)
-    if target is not None:
-        if written.is_dir():
-            shutil.copytree(written, target)
-        else:
-            if target.is_dir():
-                target = target / written.name
-            shutil.copyfile(written, target)
+    target = output.deliver(written) if output is not None else None
     if a.json:
-        print_json({**to_jsonable(view), "output": str(target) if target else None})
+        print_json({**to_jsonable(view), "output": str(target.resolve()) if target else None})
         return
     where = f", copied to {target}" if target else ""
     print(
@@ -240,7 +242,11 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p = command(labels, "export", label_export, "export labels as a new dataset version")
     p.add_argument("name")
     p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("--output", "-o", help="also copy the export here")
+    p.add_argument(
+        "--output",
+        "-o",
+        help="also copy the export here: a file (.json, .jsonl, .csv), a folder, or a .zip",
+    )
     p.add_argument("--only", choices=["accepted", "submitted"])
     p = command(labels, "prelabel", label_prelabel, "store a registered model's proposals")
     p.add_argument("name")

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .cli_args import print_json
 from .errors import InvalidInput
 from .identity import Caller
-from .serialize import to_jsonable
 
 if TYPE_CHECKING:
     from .tuning.engine import Engine, Trial
@@ -73,7 +72,7 @@ def _run(ws: Workspace, engine: Engine, a: argparse.Namespace) -> None:
             "trials": view.trial_count,
             "duration_s": round(took, 3),
         }
-        print(json.dumps(to_jsonable(out), indent=2))
+        print_json(out)
     else:
         print(f"experiment {view.id} {status} in {took:.2f}s, {view.trial_count} trial(s)")
         if best:
@@ -110,7 +109,10 @@ def _on_cluster(spec: Any, a: argparse.Namespace) -> None:
     config = ClusterConfig.from_env(namespace=a.namespace)
     manifest = katib.experiment(spec, namespace=config.default_namespace(), image=a.image)
     if a.dry_run:
-        print(yaml.safe_dump(manifest, sort_keys=False), end="")
+        if a.json:
+            print_json(manifest)
+        else:
+            print(yaml.safe_dump(manifest, sort_keys=False), end="")
         return
     started = time.monotonic()
     seen: list[tuple[str, int, int]] = []
@@ -140,7 +142,7 @@ def _on_cluster(spec: Any, a: argparse.Namespace) -> None:
     )
     if a.json:
         out = {"experiment": name, "backend": "kubernetes", "status": final.status, "best": best}
-        print(json.dumps({**out, "trials": final.trials}, indent=2))
+        print_json({**out, "trials": final.trials})
     else:
         print(f"Experiment {name} {final.status}, {final.trials} trial(s)")
         if best:
@@ -157,7 +159,7 @@ def tuning_resume(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def tuning_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     views = ws.tuning.list(caller, project=a.project, limit=a.limit)
     if a.json:
-        print(json.dumps(to_jsonable(views), indent=2))
+        print_json(views)
         return
     if not views:
         print("no experiments yet: cube-lab tune CONFIG.yml")
@@ -170,7 +172,7 @@ def tuning_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def tuning_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     view = ws.tuning.get(caller, a.experiment)
     if a.json:
-        print(json.dumps(to_jsonable(view), indent=2))
+        print_json(view)
         return
     print(f"{view.id} ({view.name}) {view.status}, project {view.project}")
     for t in view.trials or []:
@@ -180,7 +182,11 @@ def tuning_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def tuning_stop(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    print(f"experiment {a.experiment}: {ws.tuning.stop(caller, a.experiment).status}")
+    view = ws.tuning.stop(caller, a.experiment)
+    if a.json:
+        print_json(view)
+    else:
+        print(f"experiment {a.experiment}: {view.status}")
 
 
 def tuning_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -188,7 +194,7 @@ def tuning_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> Non
         caller, a.experiment, a.name, a.trial, a.path, project=a.project
     )
     if a.json:
-        print(json.dumps(to_jsonable(version), indent=2))
+        print_json(version)
     else:
         print(f"registered {version.model} version {version.version}")
 
@@ -225,6 +231,6 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("--name", required=True, help="the model name")
     p.add_argument("--trial", help="default: the best trial")
     p.add_argument("--path", help="what to register (default: the trial's $NNI_OUTPUT_DIR)")
-    p = command(exps, "log", tuning_log, "a trial's output")
+    p = command(exps, "log", tuning_log, "a trial's output", json=False)
     p.add_argument("experiment")
     p.add_argument("trial")
