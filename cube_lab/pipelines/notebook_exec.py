@@ -3,14 +3,62 @@
 The original is never written; papermill injects the parameters after the cell
 tagged ``parameters`` (or at the top) and streams cell output to our stdout, which
 the runner sends to the node's log.
+
+A succeeded node's log holds the notebook's own output and nothing a user would have to
+read past. Two lines used to come from the kernel's plumbing on every run:
+
+- "Kernel is running over TCP without encryption": the kernel talks to this process only,
+  so it uses IPC (Unix sockets in a private folder) instead of TCP on localhost;
+- "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel": jupyter_client sends SIGINT
+  before every shutdown, which lands in an idle kernel after the last cell. Here the kernel
+  is shut down only once nbclient has its last reply (or has already interrupted a cell that
+  ran past its timeout), so the shutdown asks it to stop without the interrupt.
+
+A failing cell still ends the log with its traceback and the process exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import shutil
 import sys
+import tempfile
+import uuid
 from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_UNIX_SOCKET_MAX = 100  # sun_path holds 108 bytes; the port number is appended
+
+
+class NodeKernelManager(AsyncKernelManager):
+    """The kernel of one notebook node: IPC in a private folder, no SIGINT at shutdown."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._folder = tempfile.mkdtemp(prefix="cube-nb-")  # mode 0700: only we connect
+        connection_file = os.path.join(self._folder, f"kernel-{uuid.uuid4().hex[:12]}.json")
+        if len(connection_file) < _UNIX_SOCKET_MAX - 8:
+            self.connection_file = connection_file
+            self.transport = "ipc"
+            self.ip = os.path.splitext(connection_file)[0] + "-ipc"
+
+    async def _async_interrupt_kernel(self) -> None:
+        # shutdown_kernel() interrupts first; nbclient's own interrupts (a cell past its
+        # timeout) call interrupt_kernel, which AsyncKernelManager binds to the base method.
+        if self.shutting_down:
+            return
+        await super()._async_interrupt_kernel()
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def main() -> int:
@@ -35,8 +83,12 @@ def main() -> int:
             progress_bar=False,
             stdout_file=sys.stdout,
             stderr_file=sys.stderr,
+            kernel_manager_class=NodeKernelManager,
         )
     except PapermillExecutionError as exc:
+        trace = _ANSI.sub("", "\n".join(exc.traceback)).rstrip()
+        if trace:
+            print(trace, file=sys.stderr)
         print(f"cell {exc.exec_count} failed: {exc.ename}: {exc.evalue}", file=sys.stderr)
         return 1
     return 0

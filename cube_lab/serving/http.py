@@ -14,6 +14,8 @@ import asyncio
 import json
 import os
 import signal
+import sys
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +72,18 @@ def json_response(
 def error_response(status: int, error: str, detail: Any = None) -> Response:
     """The OIP error shape (``{"error": ...}``) plus cube-lab's ``detail`` saying how to fix it."""
     return json_response(status, {"error": error, "detail": detail})
+
+
+def internal_error(exc: BaseException) -> Response:
+    """A handler failed (a model's own predict code, say): the answer names the error, and the
+    traceback goes to the process's log, which is the deployment's log."""
+    traceback.print_exception(exc, file=sys.stderr)
+    sys.stderr.flush()
+    return error_response(
+        500,
+        f"the server failed on this request: {type(exc).__name__}: {exc}",
+        "The traceback is in the deployment's log (`cube-lab deployment logs NAME`).",
+    )
 
 
 def encode_response(resp: Response, keep_alive: bool) -> bytes:
@@ -176,7 +190,7 @@ class HTTPProtocol(asyncio.Protocol):
             try:
                 result = self.handler(request)
             except Exception as exc:  # a handler bug must not kill the server
-                result = error_response(500, f"internal error: {type(exc).__name__}: {exc}")
+                result = internal_error(exc)
             if isinstance(result, Response):
                 self._send(result, keep_alive)
                 continue
@@ -188,7 +202,7 @@ class HTTPProtocol(asyncio.Protocol):
         try:
             resp = await pending
         except Exception as exc:
-            resp = error_response(500, f"internal error: {type(exc).__name__}: {exc}")
+            resp = internal_error(exc)
         self.busy = False
         self._send(resp, keep_alive)
         if self.buffer:

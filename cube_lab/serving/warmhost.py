@@ -6,10 +6,10 @@ One host per data dir, listening on ``<data dir>/serving/warmhost.sock``. The de
 service starts it on its first deploy (that deploy starts its processes the usual way) and
 asks it to fork later ones. A forked child gets its own session, working folder, environment,
 argv and log file, then runs the module (``cube_lab.serving.server`` or ``.router``) as
-``__main__``, exactly as ``python -m`` would; it does not depend on the host afterwards, and
-the host reaps it when it exits. After each fork the host imports the flavor's library, so
-the next deployment of that flavor is warm too. The host leaves after ``idle`` seconds
-without requests and without children, or on ``{"op": "quit"}``.
+``python -m`` would, by calling the ``main()`` the host already imported; it does not depend
+on the host afterwards, and the host reaps it when it exits. After each fork the host
+imports the flavor's library, so the next deployment of that flavor is warm too. The host
+leaves after ``idle`` seconds without requests and without children, or on ``{"op": "quit"}``.
 
 Protocol: one JSON line each way per connection. ``{"op": "hello"}`` -> ``{"fingerprint"}``
 (a host started from other code is replaced); ``{"op": "spawn", "module", "argv", "cwd",
@@ -83,8 +83,17 @@ def _child(request: dict[str, Any], close: list[int]) -> None:
             signal.signal(sig, signal.SIG_DFL)
         become_forked_child(request["log"], request["cwd"], request["env"])
         sys.argv = [request["module"], *request["argv"]]
-        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
-        code = 0
+        entry = getattr(sys.modules.get(request["module"]), "main", None)
+        if callable(entry):
+            # The host imported the module already: call its main() as its ``__main__`` block
+            # does. runpy would run it a second time and warn "found in sys.modules after
+            # import of package ... unpredictable behaviour" into the deployment's log (and
+            # into a failed deploy's message).
+            result = entry()
+            code = result if isinstance(result, int) else 0
+        else:
+            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+            code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:
