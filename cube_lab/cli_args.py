@@ -149,11 +149,12 @@ def quiet_libraries(verbose: bool = False) -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         warnings.filterwarnings("default", module=r"cube_lab(\..*)?$")
-        logging.disable(logging.INFO)
+        before = logging.root.manager.disable
+        logging.disable(max(before, logging.INFO))
         try:
             yield
         finally:
-            logging.disable(logging.NOTSET)
+            logging.disable(before)
 
 
 # -- -o: a file, a folder or a .zip, as the name says -------------------------------------------

@@ -29,6 +29,7 @@ import pytest
 import yaml
 from labeling_util import make_images
 from pipeline_util import node, script, write_pipeline
+from test_serving_kserve_cluster import READY, run_cli
 
 from cube_lab.cli import build_parser
 from cube_lab.cli_args import output_target
@@ -140,8 +141,7 @@ class Cli:
             assert out.returncode == rc, (
                 f"cube-lab {' '.join(args)}: {out.returncode}\n{out.stderr}"
             )
-        if rc == 0 and "--json" not in args:
-            # a success prints nothing a user must read past
+        if rc == 0:  # a success prints nothing a user must read past, with --json or not
             assert not LIBRARY_WARNING.search(out.stderr), (args, out.stderr)
             assert not LIBRARY_WARNING.search(out.stdout), (args, out.stdout)
         return out
@@ -582,3 +582,96 @@ def test_the_output_rule_says_what_to_pass(
     with pytest.raises(InvalidInput) as err:
         output_target(raw, what="it", single=single)
     assert err.value.detail == message
+
+
+# -- how --json keeps stdout clean ----------------------------------------------------------
+
+STRAYS = """\
+import logging, os, subprocess, sys
+from cube_lab.cli_args import json_stdout, print_json
+
+early = logging.StreamHandler(sys.stdout)  # a library's handler, made before the command
+logging.getLogger("early").addHandler(early)
+with json_stdout():
+    late = logging.StreamHandler(sys.stdout)  # one made while it runs (NNI imported late)
+    logging.getLogger("late").addHandler(late)
+    print("a stray print")
+    logging.getLogger("early").warning("early library log")
+    logging.getLogger("late").warning("late library log")
+    os.write(1, b"written to fd 1\\n")
+    subprocess.run(["echo", "a child process"], check=True)
+    print_json({"ok": True})
+    try:
+        print_json({"again": True})
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+print("after the command")
+logging.getLogger("early").warning("early handler back on stdout")
+"""
+
+
+def test_only_the_document_reaches_stdout(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", STRAYS], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ('{\n  "ok": true\n}\nafter the command\nearly handler back on stdout\n')
+    for line in (
+        "a stray print",
+        "early library log",
+        "late library log",
+        "written to fd 1",
+        "a child process",
+        "a --json command printed a second JSON document",
+    ):
+        assert line in out.stderr
+
+
+@pytest.fixture
+def registered(ws: Any, tmp_path: Path) -> list[str]:
+    from cube_lab.cli import local_username
+    from cube_lab.identity import Caller
+
+    for version in (1, 2):
+        model = tmp_path / f"v{version}" / "model.joblib"
+        model.parent.mkdir()
+        model.write_bytes(b"only the path and the flavor matter to the manifest")
+        ws.registry.register(Caller(local_username()), name="iris", path=model)
+    return ["--data-dir", str(ws.settings.data_dir)]
+
+
+async def test_kserve_commands_print_one_document(
+    registered: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--backend kubernetes (cli_kserve) against kmock, in-process as the KServe tests run."""
+    from k8s_mock import api_server
+
+    async with api_server() as km:
+        monkeypatch.setenv("CUBE_LAB_K8S_HOST", str(km.url))
+        monkeypatch.setenv("CUBE_LAB_K8S_TOKEN", "t0k")
+        k8s = ["--backend", "kubernetes", "--namespace", "ml", "--json"]
+
+        async def one_document(argv: list[str], status: Any = None, rc: int = 0) -> Any:
+            code = await run_cli(km, [*registered, *argv, *k8s], status)
+            out, err = capsys.readouterr()
+            assert code == rc, err
+            return json.loads(out)
+
+        assert (await one_document(["deploy", "iris:1"], READY))["status"] == "ready"
+        canary = await one_document(["deploy", "iris:2", "--name", "iris", "--canary", "10"])
+        assert canary["name"] == "iris"
+        assert (await one_document(["deployment", "rollback", "iris"]))["name"] == "iris"
+        assert (await one_document(["deployment", "traffic", "iris", "20"]))["name"] == "iris"
+        assert (await one_document(["deployment", "promote", "iris"]))["name"] == "iris"
+        assert [d["name"] for d in await one_document(["deployments"])] == ["iris"]
+        gone = await one_document(["undeploy", "iris"])
+        assert gone == {"deleted": "iris", "backend": "kubernetes"}
+        error = await one_document(["undeploy", "iris"], rc=1)
+        assert "no InferenceService 'iris'" in error["error"]
+        failed = {
+            "conditions": [{"type": "Ready", "status": "False", "reason": "ModelLoadFailed"}],
+            "modelStatus": {"lastFailureInfo": {"message": "could not unpickle the model"}},
+        }
+        # it prints the service as it ended, then fails: still one document
+        got = await one_document(["deploy", "iris:1", "--name", "iris"], failed, rc=2)
+        assert got["status"] == "failed"

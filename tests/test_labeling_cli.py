@@ -59,7 +59,9 @@ def test_dataset_and_label_commands(cli: Any, ws: Any, tmp_path: Path) -> None:
     assert data["names"] == {0: "cat", 1: "dog"}
     assert len(list((tmp_path / "yolo-out" / "labels").glob("*.txt"))) == 4
     code, _, err = cli("label", "export", "pets", "--format", "yolo", "-o", "yolo-out")
-    assert code == 2 and "yolo-out already exists" in err
+    assert code == 2 and "yolo-out already exists and is not empty" in err
+    code, _, err = cli("label", "export", "pets", "--format", "coco", "-o", "coco.json")
+    assert code == 2 and "Pass a folder (-o coco) or a .zip (-o coco.zip)." in err
 
     code, out, _ = cli("label", "export", "pets", "--format", "labelstudio", "-o", "ls.json")
     assert code == 0 and len(json.loads((tmp_path / "ls.json").read_text())) == 4
