@@ -36,6 +36,19 @@ describe('load snippet', () => {
     );
     expect(pyString('a\\b')).toBe('"a\\\\b"');
   });
+
+  it('names what load returns: a DataFrame, or Label Studio tasks', () => {
+    const tasks = loadSnippet({
+      dataset: 'pets',
+      version: 2,
+      format: 'labelstudio'
+    });
+    expect(tasks).toContain(
+      'tasks = cube_lab.datasets.load("pets", version=2)'
+    );
+    const coco = loadSnippet({ dataset: 'pets', version: 2, format: 'coco' });
+    expect(coco).toContain('df = cube_lab.datasets.load("pets", version=2)');
+  });
 });
 
 describe('copyText', () => {

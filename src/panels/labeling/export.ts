@@ -10,14 +10,17 @@ export function pyString(text: string): string {
 }
 
 /**
- * The Python that loads version `version` of dataset `dataset`.
+ * The Python that loads version `version` of dataset `dataset` with
+ * `cube_lab.datasets` (cube_lab/datasets.py): `load` gives a DataFrame (a
+ * Label Studio export: its list of tasks), `path` the exported file or folder.
  *
  * The project is named only when it is not the user's own (personal) one,
- * which the helper uses by default.
+ * where the helper looks first.
  */
 export function loadSnippet(options: {
   dataset: string;
   version: number;
+  format?: string;
   project?: string;
   personalProject?: string;
 }): string {
@@ -26,11 +29,13 @@ export function loadSnippet(options: {
     project && project !== personalProject
       ? `, project=${pyString(project)}`
       : '';
+  const args = `${pyString(dataset)}, version=${version}${inProject}`;
+  const value = options.format === 'labelstudio' ? 'tasks' : 'df';
   return [
     'import cube_lab',
     '',
-    `df = cube_lab.datasets.load(${pyString(dataset)}, version=${version}${inProject})`,
-    `path = cube_lab.datasets.path(${pyString(dataset)}, version=${version}${inProject})`
+    `${value} = cube_lab.datasets.load(${args})`,
+    `path = cube_lab.datasets.path(${args})`
   ].join('\n');
 }
 

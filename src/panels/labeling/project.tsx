@@ -459,6 +459,7 @@ export class LabelingProjectView extends ReactWidget {
               text={loadSnippet({
                 dataset: answer.dataset,
                 version: answer.version.version,
+                format: answer.version.format,
                 project: this.project,
                 personalProject: this._me
               })}

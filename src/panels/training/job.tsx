@@ -415,7 +415,8 @@ function JobDetail(props: {
               job.status === 'failed'
                 ? trans.__('The job failed: %1', job.error)
                 : job.error,
-            detail: reason ?? ''
+            // The record may already carry the log's error line.
+            detail: reason && !job.error.includes(reason) ? reason : ''
           }}
           action={{
             label: trans.__('Read the log'),
