@@ -100,11 +100,11 @@ def test_only_the_known_mlflow_save_warnings_are_dropped(caplog: pytest.LogCaptu
     assert not logger.filters  # nothing stays installed afterwards
 
 
-def _notebook(path: Path, cells: list[str]) -> None:
+def _notebook(path: Path, cells: list[str], kernel: str = "python3") -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
+        "name": kernel,
+        "display_name": kernel,
         "language": "python",
     }
     nbformat.write(nb, path)
@@ -150,6 +150,12 @@ def test_a_failed_notebook_node_log_keeps_the_traceback(ws: Any, tmp_path: Path)
     assert "before" in log and "----> 2 values['missing']" in log, log
     assert log.rstrip().endswith("cell 2 failed: KeyError: 'missing'"), log
     assert "without encryption" not in log and "\x1b[" not in log
+
+    _notebook(tmp_path / "other.ipynb", ["print(1)"], kernel="julia-1.10")
+    status, log = _run_node(ws, tmp_path, "other.ipynb")
+    assert status == "failed" and "Traceback" not in log, log
+    assert "asks for the kernel 'julia-1.10', which is not installed here" in log, log
+    assert "python3" in log  # what is installed
 
 
 def _post(endpoint: str, body: Any) -> tuple[int, Any]:

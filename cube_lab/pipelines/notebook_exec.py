@@ -23,13 +23,13 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -39,11 +39,14 @@ _UNIX_SOCKET_MAX = 100  # sun_path holds 108 bytes; the port number is appended
 class NodeKernelManager(AsyncKernelManager):
     """The kernel of one notebook node: IPC in a private folder, no SIGINT at shutdown."""
 
+    folder: str | None = None  # set by main() to a private temporary folder
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._folder = tempfile.mkdtemp(prefix="cube-nb-")  # mode 0700: only we connect
-        connection_file = os.path.join(self._folder, f"kernel-{uuid.uuid4().hex[:12]}.json")
-        if len(connection_file) < _UNIX_SOCKET_MAX - 8:
+        if self.folder is None:
+            return
+        connection_file = os.path.join(self.folder, f"kernel-{uuid.uuid4().hex[:12]}.json")
+        if len(connection_file) < _UNIX_SOCKET_MAX - 8:  # else TCP, as jupyter_client does
             self.connection_file = connection_file
             self.transport = "ipc"
             self.ip = os.path.splitext(connection_file)[0] + "-ipc"
@@ -54,11 +57,6 @@ class NodeKernelManager(AsyncKernelManager):
         if self.shutting_down:
             return
         await super()._async_interrupt_kernel()
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart=restart)
-        if not restart:
-            shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def main() -> int:
@@ -73,24 +71,36 @@ def main() -> int:
     source = Path(args.source)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     print(f"executing {source.name} into {args.output}", flush=True)
-    try:
-        papermill.execute_notebook(
-            str(source),
-            args.output,
-            parameters=json.loads(args.parameters),
-            cwd=str(source.parent),
-            log_output=True,
-            progress_bar=False,
-            stdout_file=sys.stdout,
-            stderr_file=sys.stderr,
-            kernel_manager_class=NodeKernelManager,
-        )
-    except PapermillExecutionError as exc:
-        trace = _ANSI.sub("", "\n".join(exc.traceback)).rstrip()
-        if trace:
-            print(trace, file=sys.stderr)
-        print(f"cell {exc.exec_count} failed: {exc.ename}: {exc.evalue}", file=sys.stderr)
-        return 1
+    # mode 0700: only this process connects to the kernel's sockets
+    with tempfile.TemporaryDirectory(prefix="cube-nb-") as folder:
+        manager = type("NodeKernelManager", (NodeKernelManager,), {"folder": folder})
+        try:
+            papermill.execute_notebook(
+                str(source),
+                args.output,
+                parameters=json.loads(args.parameters),
+                cwd=str(source.parent),
+                log_output=True,
+                progress_bar=False,
+                stdout_file=sys.stdout,
+                stderr_file=sys.stderr,
+                kernel_manager_class=manager,
+            )
+        except PapermillExecutionError as exc:
+            trace = _ANSI.sub("", "\n".join(exc.traceback)).rstrip()
+            if trace:
+                print(trace, file=sys.stderr)
+            print(f"cell {exc.exec_count} failed: {exc.ename}: {exc.evalue}", file=sys.stderr)
+            return 1
+        except NoSuchKernel as exc:
+            installed = ", ".join(sorted(KernelSpecManager().find_kernel_specs())) or "none"
+            print(
+                f"{source.name} asks for the kernel {exc.name!r}, which is not installed here "
+                f"(installed: {installed}). Pick one of those in JupyterLab (Kernel > Change "
+                "Kernel) and save the notebook, or install that kernel.",
+                file=sys.stderr,
+            )
+            return 1
     return 0
 
 
