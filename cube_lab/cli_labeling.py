@@ -21,12 +21,13 @@ TYPES = ("image-class", "image-bbox", "text-class", "text-ner")
 FORMATS = ("coco", "yolo", "labelstudio", "jsonl", "csv")
 # what each export is, for -o: a description, and its one file's name (None: several files)
 EXPORTS: dict[str, tuple[str, str | None]] = {
-    "coco": ("a COCO export (annotations.json and the images)", None),
+    "coco": ("a COCO export (annotations.json and the images)", None),  # -o x.json: see below
     "yolo": ("a YOLO export (data.yaml, labels/*.txt and the images)", None),
     "labelstudio": ("a Label Studio export", "tasks.json"),
     "jsonl": ("a JSONL export", "labels.jsonl"),
     "csv": ("a CSV export", "labels.csv"),
 }
+COCO_ANNOTATIONS = "annotations.json"
 
 
 def _project(ws: Workspace, caller: Caller, a: argparse.Namespace) -> str:
@@ -174,18 +175,22 @@ def label_import(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 def label_export(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     # -o is checked before exporting, so a bad one leaves no stray version behind
-    output = (
-        output_target(a.output, what=EXPORTS[a.format][0], single=EXPORTS[a.format][1])
-        if a.output
-        else None
-    )
+    what, single = EXPORTS[a.format]
+    # `-o coco.json` is the COCO annotation file alone; its images stay in the version folder
+    annotations_only = a.format == "coco" and (a.output or "").lower().endswith(".json")
+    if annotations_only:
+        single = COCO_ANNOTATIONS
+    output = output_target(a.output, what=what, single=single) if a.output else None
     view = ws.labeling.export(caller, _project(ws, caller, a), a.name, a.format, a.only)
     written = Path(view.version.path)
-    target = output.deliver(written) if output is not None else None
+    source = written / COCO_ANNOTATIONS if annotations_only else written
+    target = output.deliver(source) if output is not None else None
     if a.json:
         print_json({**to_jsonable(view), "output": str(target.resolve()) if target else None})
         return
     where = f", copied to {target}" if target else ""
+    if annotations_only:
+        where += f" (its images are in {written / 'images'})"
     print(
         f"Exported {view.version.item_count} task(s) as {a.format}: dataset {view.dataset} "
         f"version {view.version.version} ({written}){where}"

@@ -466,17 +466,19 @@ def _versions(cli: Cli) -> int:
 
 def test_label_export_output_is_a_file_a_folder_or_a_zip(cli: Cli, ws: Any) -> None:
     _labeled(cli, ws)
-    # the README's example: COCO is annotations.json plus the images, so one .json is refused
-    # before anything is exported, with what to pass instead
-    out = cli("label", "export", "pets", "--format", "coco", "-o", "coco.json", rc=2)
-    assert "several files" in out.stderr and "-o coco.zip" in out.stderr, out.stderr
-    assert not (cli.cwd / "coco.json").exists() and _versions(cli) == 0
+    # refused before anything is exported, with what to pass instead
     out = cli("label", "export", "pets", "--format", "yolo", "-o", "data.yaml", rc=2)
     assert "Pass a folder (-o data) or a .zip (-o data.zip)" in out.stderr
     out = cli("label", "export", "pets", "--format", "csv", "-o", "labels.json", rc=2)
     assert "Name it labels.csv" in out.stderr
     assert _versions(cli) == 0
 
+    # the README's example: a .json is the COCO annotation file; the images stay in the version
+    out = cli("label", "export", "pets", "--format", "coco", "-o", "coco.json")
+    coco = json.loads((cli.cwd / "coco.json").read_text())
+    assert len(coco["images"]) == 3 and (cli.cwd / "coco.json").is_file()
+    images = out.stdout.split("its images are in ")[1].rstrip(")\n")
+    assert all((Path(images) / image["file_name"]).is_file() for image in coco["images"])
     cli("label", "export", "pets", "--format", "coco", "-o", "coco")
     coco = json.loads((cli.cwd / "coco" / "annotations.json").read_text())
     assert len(coco["images"]) == 3 and len(list((cli.cwd / "coco").rglob("*.png"))) == 3
@@ -505,7 +507,7 @@ def test_label_export_output_is_a_file_a_folder_or_a_zip(cli: Cli, ws: Any) -> N
     assert "not empty" in out.stderr
     out = cli("label", "export", "pets", "--format", "csv", "-o", "out", rc=2)
     assert "out/labels.csv already exists" in out.stderr
-    assert _versions(cli) == 7  # one per export that was not refused
+    assert _versions(cli) == 8  # one per export that was not refused
 
 
 def test_model_download_and_pipeline_compile_follow_the_same_rule(cli: Cli) -> None:

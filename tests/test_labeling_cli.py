@@ -60,8 +60,9 @@ def test_dataset_and_label_commands(cli: Any, ws: Any, tmp_path: Path) -> None:
     assert len(list((tmp_path / "yolo-out" / "labels").glob("*.txt"))) == 4
     code, _, err = cli("label", "export", "pets", "--format", "yolo", "-o", "yolo-out")
     assert code == 2 and "yolo-out already exists and is not empty" in err
-    code, _, err = cli("label", "export", "pets", "--format", "coco", "-o", "coco.json")
-    assert code == 2 and "Pass a folder (-o coco) or a .zip (-o coco.zip)." in err
+    code, out, _ = cli("label", "export", "pets", "--format", "coco", "-o", "coco.json")
+    assert code == 0 and "its images are in" in out  # the README's example: the COCO file
+    assert len(json.loads((tmp_path / "coco.json").read_text())["annotations"]) == 4
 
     code, out, _ = cli("label", "export", "pets", "--format", "labelstudio", "-o", "ls.json")
     assert code == 0 and len(json.loads((tmp_path / "ls.json").read_text())) == 4
@@ -72,7 +73,7 @@ def test_dataset_and_label_commands(cli: Any, ws: Any, tmp_path: Path) -> None:
     code, out, _ = cli("label", "import", "copy", "ls.json", "--format", "labelstudio")
     assert (code, out.strip()) == (0, "Imported 4 task(s), skipped 0")
     code, out, _ = cli("dataset", "show", "pics")
-    assert "v1  yolo" in out and "v2  labelstudio" in out
+    assert "v1  yolo" in out and "v2  coco" in out and "v3  labelstudio" in out
 
 
 def test_bad_input_exits_non_zero_with_a_message(cli: Any, tmp_path: Path) -> None:
