@@ -104,15 +104,18 @@ def job_python() -> str:
     return sys.executable
 
 
-def missing_modules(modules: list[str], env: dict[str, str] | None = None) -> list[str]:
+def missing_modules(
+    modules: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> list[str]:
     """Which of ``modules`` the job's Python cannot import (found, not imported: fast),
-    under the job's environment (its PYTHONPATH counts)."""
+    under the job's environment and in its working directory (both add to sys.path)."""
     if not modules:
         return []
     try:
         done = subprocess.run(
             [job_python(), "-c", _FIND_SPECS, *modules],
             env=env,
+            cwd=cwd,
             capture_output=True,
             text=True,
             timeout=60,
@@ -124,7 +127,9 @@ def missing_modules(modules: list[str], env: dict[str, str] | None = None) -> li
     return [line for line in done.stdout.splitlines() if line]
 
 
-def check_packages(spec: JobSpec, env: dict[str, str] | None = None) -> None:
+def check_packages(
+    spec: JobSpec, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> None:
     """Refuse a job whose framework's launcher cannot run here, naming the install."""
     for program, install in FRAMEWORK_PROGRAMS.get(spec.framework, ()):
         if not shutil.which(program):
@@ -133,7 +138,7 @@ def check_packages(spec: JobSpec, env: dict[str, str] | None = None) -> None:
                 f"Install it ({install}), or run with --backend kubernetes (MPIJob).",
             )
     needed = FRAMEWORK_PACKAGES.get(spec.framework, ())
-    missing = set(missing_modules([module for module, _ in needed], env))
+    missing = set(missing_modules([module for module, _ in needed], env, cwd))
     if not missing:
         return
     packages = [package for module, package in needed if module in missing]

@@ -193,7 +193,7 @@ class TrainingService:
         check_local(spec)
         workdir, script = self._resolve_paths(spec, root, cwd)
         env = self._env(caller)
-        check_packages(spec, env | spec.env)  # in the Python and environment the job gets
+        check_packages(spec, env | spec.env, workdir)  # in the Python, env and folder it gets
         used = self._datasets(caller, spec)
         job_id = _new_job_id()
         self._admit(caller, spec, job_id)
