@@ -278,3 +278,16 @@ def test_tenant_isolation_and_shared_projects(
     assert (v.version, v.created_by) == (2, "bob")
     with pytest.raises(NotFound):  # still not alice's personal work
         ws.registry.get_model(bob, "alice", "secret")
+
+
+def test_a_kernel_without_a_notebook_path_records_no_launcher_as_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cube_lab import registry
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    launcher = "/venv/lib/python3.11/site-packages/ipykernel_launcher.py"
+    monkeypatch.setattr(registry.sys, "argv", [launcher, "-f", "kernel.json"])
+    assert registry._current_source() is None
+    monkeypatch.setattr(registry.sys, "argv", ["/work/train.py"])
+    assert registry._current_source() == "/work/train.py"

@@ -26,6 +26,8 @@ def _current_source() -> str | None:
             return path.relative_to(root).as_posix()
         return notebook
     script = sys.argv[0] if sys.argv else ""
+    if Path(script).name == "ipykernel_launcher.py":
+        return None  # a kernel outside jupyter-server (nbconvert, nbclient): no notebook path
     return script if script.endswith((".py", ".ipynb")) else None
 
 
