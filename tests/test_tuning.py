@@ -169,7 +169,7 @@ def test_cli_tune_json_and_errors(tmp_path: Path) -> None:
     (tmp_path / "config.yml").write_text(yaml.safe_dump(cfg))
     out = cli("tune", "config.yml", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout[out.stdout.index("{") :])
+    result = json.loads(out.stdout)  # one document, nothing before it
     assert result["trials"] == 4 and result["status"] == "done"
     assert set(result["best"]) == {"trial", "parameters", "metric"}
     assert "x" in result["best"]["parameters"]

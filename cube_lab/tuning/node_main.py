@@ -19,9 +19,9 @@ def main(argv: list[str]) -> int:
     )  # stderr (progress and errors) goes straight to the node's log
     out = proc.stdout
     print(out, end="", flush=True)
-    if proc.returncode != 0 or "{" not in out:
-        return proc.returncode or 1
-    result = json.loads(out[out.index("{") :])
+    if proc.returncode != 0:
+        return proc.returncode
+    result = json.loads(out)  # --json prints exactly one document on stdout
     best = result.get("best") or {}
     values = {
         "experiment": result["experiment"],
