@@ -226,3 +226,26 @@ def test_serving_errors_say_what_is_wrong_without_warning_text(ws: Any, tmp_path
             if d.status in ("starting", "running", "updating"):
                 ws.serving.undeploy(ALICE, d.name)
         ws.serving._warm.quit()
+
+
+def test_the_tune_api_prints_no_tuner_log_lines(tmp_path: Path, settings: Any) -> None:
+    """``cube_lab.tune()`` in a notebook printed NNI's coloured "Using random seed" line."""
+    import subprocess
+    import sys
+
+    (tmp_path / "trial.py").write_text(
+        "import nni\np = nni.get_next_parameter()\nnni.report_final_result(-(p['x'] - 1) ** 2)\n"
+    )
+    (tmp_path / "config.yml").write_text(
+        "searchSpace: {x: {_type: uniform, _value: [0, 2]}}\ntrialCommand: python3 trial.py\n"
+        "trialConcurrency: 1\nmaxTrialNumber: 2\n"
+        "tuner: {name: TPE, classArgs: {optimize_mode: maximize}}\n"
+    )
+    env = {**os.environ, "CUBE_LAB_DATA_DIR": str(settings.data_dir), "CUBE_LAB_USER": "alice"}
+    code = "import cube_lab; best = cube_lab.tune('config.yml'); print('best', best['trials'])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "best 2\n", done.stdout

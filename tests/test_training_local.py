@@ -56,6 +56,7 @@ def test_ddp_all_reduce_metrics_checkpoint_and_register(
     log = ws.training.tail_log(alice, view.id).text
     # both ranks saw 1 + 2 = 3, each line carries its rank
     assert "[rank 0] all_reduce=3 world=2" in log and "[rank 1] all_reduce=3 world=2" in log
+    assert "Setting OMP_NUM_THREADS" not in log  # torchrun's banner: the CPUs are shared out
     found = ws.training.metrics(alice, view.id)
     assert found.source == "report"
     assert found.series["loss"] == [[0, 1.0], [1, 0.5], [2, 1 / 3]]

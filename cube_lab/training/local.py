@@ -187,6 +187,9 @@ def build_plan(
     procs: list[Proc]
     if spec.framework == "pytorch":
         env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "[rank ${rank}] "
+        # torchrun sets 1 thread per rank with a banner a user must read past; share the
+        # CPUs among the ranks instead, unless the job says otherwise
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, n))))
         launcher = [
             sys.executable,
             "-m",

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..config import local_username
 from ..errors import InvalidInput
 from ..identity import Caller
+
+
+@contextmanager
+def _tuners_quiet() -> Iterator[None]:
+    """NNI's tuners log INFO lines ("Using random seed ...") to stdout: in a notebook that is
+    noise under the cell; their warnings and errors still show."""
+    from nni.runtime import log  # sets the "nni" logger's level when first imported
+
+    logger = log.logging.getLogger("nni")
+    before = logger.level
+    logger.setLevel(max(before, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def tune(
@@ -42,7 +60,8 @@ def tune(
 
     def work() -> None:
         try:
-            result["status"] = ws.tuning.run_foreground(engine)
+            with _tuners_quiet():
+                result["status"] = ws.tuning.run_foreground(engine)
         except BaseException as exc:  # handed to the caller's thread below
             result["error"] = exc
 
