@@ -18,9 +18,10 @@ from ..identity import Caller
 def _tuners_quiet() -> Iterator[None]:
     """NNI's tuners log INFO lines ("Using random seed ...") to stdout: in a notebook that is
     noise under the cell; their warnings and errors still show."""
-    from nni.runtime import log  # sets the "nni" logger's level when first imported
+    # importing it first sets the "nni" logger's level: do that before we raise it
+    from nni.runtime import log  # noqa: F401
 
-    logger = log.logging.getLogger("nni")
+    logger = logging.getLogger("nni")
     before = logger.level
     logger.setLevel(max(before, logging.WARNING))
     try:
