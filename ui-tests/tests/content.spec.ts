@@ -99,8 +99,21 @@ async function cutSelects(root: Locator): Promise<string[]> {
   });
 }
 
+/**
+ * What a test created on the server, removed when it ends (passed or not):
+ * the specs after this one (models, labeling) start from empty lists.
+ */
+const cleanups: (() => Promise<unknown>)[] = [];
+
 test.describe('cube-lab view contents', () => {
   test.setTimeout(180 * 1000);
+
+  test.afterEach(async () => {
+    // Newest first: a labeling project goes before its dataset.
+    while (cleanups.length) {
+      await cleanups.pop()!().catch(() => undefined);
+    }
+  });
 
   test('New Pipeline asks for a name; nodes say what they are; runs keep their actions', async ({
     page,
@@ -248,6 +261,14 @@ test.describe('cube-lab view contents', () => {
     );
     // Palette titles wrap rather than end in "…".
     await expectNothingCut(editor, '.cube-Palette-item');
+    // The template node's properties: its choices are not cut.
+    await meta('fit').click();
+    const properties = editor.locator('.cube-Properties');
+    await expect(properties.locator('.cube-Properties-kind')).toHaveText(
+      'Job template: Train a scikit-learn model'
+    );
+    await expect(properties.locator('select').first()).toBeVisible();
+    expect(await cutSelects(properties)).toEqual([]);
     await shoot(page, 'content-pipeline-kinds');
 
     // A run to list: Open and Re-run are in view without scrolling sideways.
@@ -348,6 +369,11 @@ test.describe('cube-lab view contents', () => {
       metrics: { accuracy: 0.912, loss: 0.31, f1_macro_weighted: 0.9 },
       params: params(1)
     });
+    cleanups.push(() =>
+      request.delete(
+        `${base}${API}/projects/${encodeURIComponent(v1.project)}/models/content-compare`
+      )
+    );
     await post('/models', {
       name: 'content-compare',
       path: `${tmpPath}/weights.txt`,
@@ -387,9 +413,7 @@ test.describe('cube-lab view contents', () => {
     for (const cell of await narrow.locator('td').all()) {
       await expectInside(cell, tab.locator('.cube-TableWrap'), 'a narrow cell');
     }
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'content-models-compare-narrow-light.png')
-    });
+    await shoot(page, 'content-models-compare-narrow');
     await page.setViewportSize({ width: 1280, height: 720 });
 
     // A labeling project with two submitted tasks, then an export.
@@ -400,7 +424,15 @@ test.describe('cube-lab view contents', () => {
       'text\n"Great product, works well"\n"Broke after a day"\n"Fine"\n'
     );
     const dataset = `reviews-${Date.now() % 100000}`;
-    await post('/datasets', { name: dataset, path: `${tmpPath}/reviews.csv` });
+    const created = await post('/datasets', {
+      name: dataset,
+      path: `${tmpPath}/reviews.csv`
+    });
+    cleanups.push(() =>
+      request.delete(
+        `${base}${API}/projects/${encodeURIComponent(created.project)}/datasets/${dataset}`
+      )
+    );
     const project = await post('/labeling', {
       name: `${dataset}-sentiment`,
       dataset,
@@ -408,6 +440,7 @@ test.describe('cube-lab view contents', () => {
       labels: ['positive', 'negative', 'neutral']
     });
     const where = `/projects/${encodeURIComponent(project.project)}/labeling/${project.name}`;
+    cleanups.push(() => request.delete(`${base}${API}${where}`));
     for (const label of ['positive', 'negative']) {
       const task = await post(`${where}/next`, {});
       const saved = await request.put(
