@@ -9,7 +9,6 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, WidgetTracker } from '@jupyterlab/apputils';
-import { PathExt } from '@jupyterlab/coreutils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
@@ -18,8 +17,8 @@ import { ITranslator } from '@jupyterlab/translation';
 
 import { pipelineIcon, runsIcon } from '../../icons';
 import { CATEGORY, CommandIDs, ICubeSidebar, PanelRanks } from '../../tokens';
+import { createPipeline } from './create';
 import { PipelineRunsPanel } from './runs';
-import { newDocument } from './serializer';
 import { PipelineDocument, PipelineEditorFactory } from './widget';
 
 export { PipelineEditor, PipelineEditorFactory } from './widget';
@@ -110,19 +109,21 @@ export const pipelinesPlugin: JupyterFrontEndPlugin<void> = {
       execute: async args => {
         const cwd =
           typeof args.cwd === 'string' ? args.cwd : (browser?.model.path ?? '');
-        const model = await serviceManager.contents.newUntitled({
-          path: cwd,
-          type: 'file',
-          ext: '.pipeline'
+        // Asks for the name and file name, unless given (scripts, tests).
+        const path = await createPipeline({
+          contents: serviceManager.contents,
+          folder: cwd,
+          trans,
+          names: {
+            name: typeof args.name === 'string' ? args.name : undefined,
+            file: typeof args.file === 'string' ? args.file : undefined
+          }
         });
-        const name = PathExt.basename(model.path, '.pipeline');
-        await serviceManager.contents.save(model.path, {
-          type: 'file',
-          format: 'text',
-          content: JSON.stringify(newDocument(name), null, 2) + '\n'
-        });
+        if (!path) {
+          return;
+        }
         return commands.execute('docmanager:open', {
-          path: model.path,
+          path,
           factory: FACTORY
         });
       }
