@@ -2,6 +2,7 @@
  * The layout: one left-sidebar panel per capability, icons that follow the
  * theme, and main-area tabs titled by what they show.
  */
+import { WidgetTracker } from '@jupyterlab/apputils';
 import { Toolbar, ToolbarButton } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
@@ -16,6 +17,7 @@ import {
   tuningIcon
 } from '../icons';
 import { modelTabLabel } from '../panels/models';
+import { openForm } from '../panels/shell';
 import { formFromArgs, jobTabLabel } from '../panels/training';
 import { experimentFormFromArgs } from '../panels/tuning';
 import { CubeSettings, CubeSidebar } from '../sidebar';
@@ -255,5 +257,23 @@ describe('form tabs restored from command args', () => {
       experimentFormFromArgs({ name: 'q', maxTrials: '6', mode: 'minimize' })
     ).toEqual({ name: 'q', maxTrials: '6', mode: 'minimize' });
     expect(experimentFormFromArgs({ mode: 'sideways', folder: 7 })).toEqual({});
+  });
+});
+
+describe('openForm', () => {
+  it('finds the form tab in the shell and drops one the layout left out', async () => {
+    const tracker = new WidgetTracker<Widget>({ namespace: 'test-form' });
+    expect(openForm(tracker)).toBeNull();
+    const stale = new Widget();
+    await tracker.add(stale);
+    // A restored tab the saved layout did not place: never attached.
+    expect(openForm(tracker)).toBeNull();
+    expect(stale.isDisposed).toBe(true);
+    const shown = new Widget();
+    Widget.attach(shown, document.body);
+    await tracker.add(shown);
+    expect(openForm(tracker)).toBe(shown);
+    expect(shown.isDisposed).toBe(false);
+    Widget.detach(shown);
   });
 });

@@ -2,8 +2,30 @@
  * Small helpers for the main-area tabs of the cube-lab panels.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
+import type { WidgetTracker } from '@jupyterlab/apputils';
 import { DocumentWidget } from '@jupyterlab/docregistry';
 import { Widget } from '@lumino/widgets';
+
+/**
+ * The form tab of `tracker` that is in the shell, if any. A tab restored
+ * from a saved state that the saved layout does not place (a stale entry)
+ * stays out of the shell: it is disposed, so a new tab can take its place.
+ */
+export function openForm<T extends Widget>(
+  tracker: WidgetTracker<T>
+): T | null {
+  let found: T | null = null;
+  const stale: T[] = [];
+  tracker.forEach(widget => {
+    if (widget.isAttached && !found) {
+      found = widget;
+    } else if (!widget.isAttached) {
+      stale.push(widget);
+    }
+  });
+  stale.forEach(widget => widget.dispose());
+  return found;
+}
 
 /**
  * Follows the document last active in the main area. A form in a main-area

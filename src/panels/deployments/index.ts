@@ -175,6 +175,7 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({
         command: DeploymentCommandIDs.show,
+        args: { isLauncher: true },
         category: CATEGORY,
         rank: 5
       });
@@ -182,6 +183,7 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
     if (palette) {
       palette.addItem({
         command: DeploymentCommandIDs.show,
+        args: { isPalette: true },
         category: CATEGORY
       });
       palette.addItem({

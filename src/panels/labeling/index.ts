@@ -28,6 +28,7 @@ import { CATEGORY, ICubeSidebar, PanelRanks } from '../../tokens';
 import { AnnotatorView } from './annotator';
 import { LabelingFormMode, LabelingFormView } from './forms';
 import { LabelingPanel } from './panel';
+import { openForm } from '../shell';
 import { LabelingProjectView } from './project';
 
 export { AnnotatorView } from './annotator';
@@ -141,7 +142,7 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
 
     /** The one tab of the labeling forms, showing `mode`'s. */
     const showForm = (mode: LabelingFormMode) => {
-      const existing = forms.currentWidget ?? forms.find(() => true);
+      const existing = openForm(forms);
       if (existing) {
         existing.content.showForm(mode);
         shell.activateById(existing.id);
@@ -334,6 +335,7 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({
         command: LabelingCommandIDs.show,
+        args: { isLauncher: true },
         category: CATEGORY,
         rank: 6
       });
@@ -345,7 +347,11 @@ export const labelingPlugin: JupyterFrontEndPlugin<void> = {
         LabelingCommandIDs.newDataset,
         LabelingCommandIDs.newProject
       ]) {
-        palette.addItem({ command, category: CATEGORY });
+        palette.addItem({
+          command,
+          args: { isPalette: true },
+          category: CATEGORY
+        });
       }
     }
   }

@@ -99,7 +99,8 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
     });
 
     commands.addCommand(CommandIDs.openModels, {
-      label: trans.__('Model registry'),
+      label: args =>
+        args.isLauncher ? trans.__('Models') : trans.__('Model registry'),
       caption: trans.__('Browse, compare and manage registered models'),
       icon: args => (args.isPalette ? undefined : modelsIcon),
       execute: () => {
@@ -263,6 +264,7 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({
         command: CommandIDs.openModels,
+        args: { isLauncher: true },
         category: CATEGORY,
         rank: 1
       });
@@ -270,7 +272,11 @@ export const modelsPlugin: JupyterFrontEndPlugin<void> = {
 
     if (palette) {
       const category = CATEGORY;
-      palette.addItem({ command: CommandIDs.openModels, category });
+      palette.addItem({
+        command: CommandIDs.openModels,
+        args: { isPalette: true },
+        category
+      });
       palette.addItem({ command: CommandIDs.refreshModels, category });
     }
   }

@@ -38,7 +38,7 @@ import {
   jobToForm
 } from './logic';
 import { TrainingPanel } from './panel';
-import { lastDocument } from '../shell';
+import { lastDocument, openForm } from '../shell';
 
 export { TrainingPanel } from './panel';
 export { TrainingJobView } from './job';
@@ -221,7 +221,7 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
 
     /** The one "Launch training" tab, filled with `fill`. */
     const launch = (fill: Partial<ILaunchForm>) => {
-      const existing = forms.currentWidget ?? forms.find(() => true);
+      const existing = openForm(forms);
       if (existing) {
         existing.content.fill(fill);
         shell.activateById(existing.id);
@@ -390,16 +390,22 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({
         command: TrainingCommandIDs.open,
+        args: { isLauncher: true },
         category: CATEGORY,
         rank: 3
       });
     }
     if (palette) {
-      palette.addItem({ command: TrainingCommandIDs.open, category: CATEGORY });
-      palette.addItem({
-        command: TrainingCommandIDs.launch,
-        category: CATEGORY
-      });
+      for (const command of [
+        TrainingCommandIDs.open,
+        TrainingCommandIDs.launch
+      ]) {
+        palette.addItem({
+          command,
+          args: { isPalette: true },
+          category: CATEGORY
+        });
+      }
       palette.addItem({
         command: TrainingCommandIDs.refresh,
         category: CATEGORY

@@ -26,7 +26,7 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { getExperiment, TuningExperiment } from '../../api';
 import { tuningIcon } from '../../icons';
 import { CATEGORY, ICubeSidebar, PanelRanks } from '../../tokens';
-import { lastDocument } from '../shell';
+import { lastDocument, openForm } from '../shell';
 import { dirname } from '../training/logic';
 import { ExperimentView } from './experiment';
 import { ExperimentFormView } from './form';
@@ -153,7 +153,7 @@ export const tuningPlugin: JupyterFrontEndPlugin<void> = {
 
     /** The one "New tuning experiment" tab, filled with `fill`. */
     const create = (fill: Partial<IExperimentForm>) => {
-      const existing = forms.currentWidget ?? forms.find(() => true);
+      const existing = openForm(forms);
       if (existing) {
         existing.content.fill(fill);
         shell.activateById(existing.id);
@@ -269,13 +269,19 @@ export const tuningPlugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({
         command: TuningCommandIDs.open,
+        args: { isLauncher: true },
         category: CATEGORY,
         rank: 4
       });
     }
     if (palette) {
-      palette.addItem({ command: TuningCommandIDs.open, category: CATEGORY });
-      palette.addItem({ command: TuningCommandIDs.create, category: CATEGORY });
+      for (const command of [TuningCommandIDs.open, TuningCommandIDs.create]) {
+        palette.addItem({
+          command,
+          args: { isPalette: true },
+          category: CATEGORY
+        });
+      }
       palette.addItem({
         command: TuningCommandIDs.refresh,
         category: CATEGORY
