@@ -52,6 +52,8 @@ module.exports = {
   retries: process.env.CI ? 1 : 0,
   use: {
     ...baseConfig.use,
+    // The smaller of the screens the layout is made for (1280x720, 1440x900).
+    viewport: { width: 1280, height: 720 },
     // Video needs Playwright's own ffmpeg download.
     video: 'off',
     trace: 'retain-on-failure',

@@ -1,7 +1,7 @@
 /**
  * Data labeling against the real server: three small PNGs are written with
- * the contents API, registered as a dataset from the Labeling section's
- * form, an object-detection project is created from the next form, and in
+ * the contents API, registered as a dataset from the "New dataset" tab, an
+ * object-detection project is created from the next form, and in
  * the annotator a box is drawn with the mouse, relabeled with a hotkey,
  * undone and redrawn, submitted (Enter) and the next task shown (timed);
  * then the labels are exported as COCO from the project view and the export
@@ -13,7 +13,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as zlib from 'zlib';
 
-const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+import { lightAndDark } from './helpers';
+
 const API = '/cube/api/v1';
 const FOLDER = 'label-ui/shapes';
 const DATASET = 'shapes';
@@ -139,28 +140,10 @@ async function writeImages(
 }
 
 async function openLabeling(page: IJupyterLabPageFixture): Promise<Locator> {
-  await page.sidebar.openTab('cube-lab-sidebar');
+  await page.sidebar.openTab('cube-lab-labeling-panel');
   const section = page.locator('#cube-lab-labeling');
-  if (!(await section.isVisible())) {
-    await page
-      .locator('#cube-lab-sidebar .jp-AccordionPanel-title', {
-        hasText: 'Labeling'
-      })
-      .click();
-  }
   await expect(section).toBeVisible();
   return section;
-}
-
-/** Fold the other sidebar sections so ours has the room in screenshots. */
-async function foldOthers(page: IJupyterLabPageFixture): Promise<void> {
-  const expanded = page.locator(
-    '#cube-lab-sidebar .jp-AccordionPanel-title[aria-expanded="true"]',
-    { hasNotText: 'Labeling' }
-  );
-  for (let i = 0; i < 10 && (await expanded.count()); i++) {
-    await expanded.first().locator('.lm-AccordionPanel-titleLabel').click();
-  }
 }
 
 /** Drag on the image from one fraction of it to another. */
@@ -229,26 +212,32 @@ test.describe('cube-lab labeling', () => {
     const base = baseURL!;
     await writeImages(request, base);
 
-    // The section starts empty and offers to create a dataset.
+    // The panel starts empty and offers to create a dataset.
     const section = await openLabeling(page);
-    await foldOthers(page);
-    await expect(section.locator('.cube-TEmpty')).toContainText(
-      'Nothing to label yet'
-    );
+    const empty = section.locator('.cube-TEmpty');
+    await expect(empty).toContainText('Nothing to label yet');
+    await lightAndDark(page, 'labeling-empty', { ready: empty });
     await section.getByRole('button', { name: 'New dataset' }).click();
-    const datasetForm = section.locator('form[aria-label="New dataset"]');
+    // The form opens in a tab of its own.
+    const forms = page.locator('.cube-LFormView');
+    await expect(page.activity.getTabLocator('New dataset')).toBeVisible();
+    const datasetForm = forms.locator('form[aria-label="New dataset"]');
     await datasetForm.locator('input[name="path"]').fill(FOLDER);
     // The name follows the path.
     await expect(datasetForm.locator('input[name="name"]')).toHaveValue(
       DATASET
     );
+    await lightAndDark(page, 'labeling-dataset-form', { ready: datasetForm });
     await datasetForm.getByRole('button', { name: 'Create dataset' }).click();
 
-    // Next: the project form, on that dataset.
-    const projectForm = section.locator(
+    // Next: the project form, on that dataset, in the same tab.
+    const projectForm = forms.locator(
       'form[aria-label="New labeling project"]'
     );
     await expect(projectForm).toBeVisible();
+    await expect(
+      page.activity.getTabLocator('New labeling project')
+    ).toBeVisible();
     await expect(projectForm.locator('select[name="dataset"]')).toHaveValue(
       DATASET
     );
@@ -263,14 +252,15 @@ test.describe('cube-lab labeling', () => {
       .locator('textarea[name="instructions"]')
       .fill('Draw a tight box around each coloured square.');
     await expect(projectForm.locator('.cube-LPreview-label')).toHaveCount(2);
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'labeling-form-light.png')
-    });
+    await lightAndDark(page, 'labeling-form', { ready: projectForm });
     await projectForm.getByRole('button', { name: 'Create project' }).click();
 
-    // It opens the project view; the sidebar lists project and dataset.
+    // It opens the project's tab (the form's tab closes); the panel lists
+    // project and dataset.
     const view = page.locator(`.cube-LDetail[data-labeling="${PROJECT}"]`);
     await expect(view).toBeVisible();
+    await expect(page.activity.getTabLocator(PROJECT)).toBeVisible();
+    await expect(forms).toHaveCount(0);
     await expect(view.locator('.cube-LBig')).toContainText(
       '0 of 3 tasks labeled'
     );
@@ -351,10 +341,6 @@ test.describe('cube-lab labeling', () => {
     ]);
     const drawn = [boxes[0]];
 
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'labeling-annotator-light.png')
-    });
-
     // Enter submits and shows the next task, fetched while this one was shown.
     await page.keyboard.press('Enter');
     await expect(annotator).not.toHaveAttribute('data-task', firstTask!);
@@ -391,11 +377,10 @@ test.describe('cube-lab labeling', () => {
     await page.keyboard.press('Enter');
     await expect(annotator.locator('.cube-LBox[data-box]')).toHaveCount(0);
 
-    // Dark theme: the annotator and the sidebar.
-    await page.theme.setDarkTheme();
+    // A box drawn, selected: the annotator in both themes.
     await drawBox(page, image, [0.08, 0.45], [0.3, 0.78]);
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'labeling-annotator-dark.png')
+    await lightAndDark(page, 'labeling-annotator', {
+      ready: annotator.locator('.cube-LBox[data-box]')
     });
     await page.keyboard.press('Delete');
     await expect(annotator.locator('.cube-LBox[data-box]')).toHaveCount(0);
@@ -411,9 +396,7 @@ test.describe('cube-lab labeling', () => {
         timeout: 15_000
       }
     );
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'labeling-project-dark.png')
-    });
+    await lightAndDark(page, 'labeling-project', { ready: view });
     await expect(view.locator('select[name="export-format"]')).toHaveValue(
       'coco'
     );
@@ -460,25 +443,28 @@ test.describe('cube-lab labeling', () => {
     expect(download.status()).toBe(200);
     expect((await download.body()).length).toBeGreaterThan(100);
 
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'labeling-export-dark.png')
-    });
-    // "Train from these labels" opens the training form with the version as its data.
+    await lightAndDark(page, 'labeling-export', { ready: exported });
+    // "Train from these labels" opens the training form's tab with the
+    // version as its data.
     await view.getByRole('button', { name: 'Train from these labels' }).click();
-    const env = page.locator('#cube-lab-training textarea[name="env"]');
+    await expect(page.activity.getTabLocator('Launch training')).toBeVisible();
+    const env = page.locator('.cube-TLaunchView textarea[name="env"]');
     await expect(env).toBeVisible();
     await expect(env).toHaveValue(
       `CUBE_LAB_DATASET=${dataset.versions[0].path}`
     );
-    await page.sidebar.openTab('cube-lab-sidebar');
+    await page.activity.closePanel('Launch training');
+    await page
+      .locator('.lm-DockPanel-tabBar .lm-TabBar-tab', {
+        has: page.locator('.lm-TabBar-tabLabel', {
+          hasText: new RegExp(`^${PROJECT}$`)
+        })
+      })
+      .click();
+    await expect(view).toBeVisible();
+    await page.sidebar.openTab('cube-lab-labeling-panel');
     await expect(item).toContainText('2/3');
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'labeling-panel-dark.png')
-    });
-    await page.theme.setLightTheme();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'labeling-panel-light.png')
-    });
+    await lightAndDark(page, 'labeling-panel', { ready: item });
   });
 
   test('mark named entities by selecting text and pressing a hotkey', async ({
@@ -569,8 +555,8 @@ test.describe('cube-lab labeling', () => {
       'Bob',
       'Paris'
     ]);
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'labeling-ner-light.png')
+    await lightAndDark(page, 'labeling-ner', {
+      ready: annotator.locator('.cube-LSpan').first()
     });
     const first = await annotator.getAttribute('data-task');
     await page.keyboard.press('Enter');

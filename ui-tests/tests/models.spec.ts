@@ -1,14 +1,26 @@
 /**
- * The Models section of the cube-lab sidebar, against the real server:
- * files are uploaded with the Jupyter contents API, registered with the
- * cube-lab REST API, then browsed, compared and registered from the UI.
+ * The Models side panel and the model tabs, against the real server: files
+ * are uploaded with the Jupyter contents API, registered with the cube-lab
+ * REST API, then listed in the panel and browsed, compared and registered in
+ * main-area tabs. Also the layout: one left-sidebar panel per capability,
+ * launcher cards, and panels and tabs restored after a reload.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { APIRequestContext } from '@playwright/test';
-import * as path from 'path';
 
-const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+import { layoutSaved, lightAndDark } from './helpers';
+
 const API = '/cube/api/v1';
+
+/** The cube-lab panels of the left sidebar: id, header. */
+const PANELS: [string, string][] = [
+  ['cube-lab-models-panel', 'Models'],
+  ['cube-lab-pipeline-runs-panel', 'Pipeline runs'],
+  ['cube-lab-training-panel', 'Training'],
+  ['cube-lab-tuning-panel', 'Tuning'],
+  ['cube-lab-deployments-panel', 'Deployments'],
+  ['cube-lab-labeling-panel', 'Labeling']
+];
 
 /** PUT a file through the Jupyter contents API. */
 async function putFile(
@@ -59,9 +71,9 @@ const NOTEBOOK = JSON.stringify({
   nbformat_minor: 5
 });
 
-async function openModelsSection(page: IJupyterLabPageFixture): Promise<void> {
-  await page.sidebar.openTab('cube-lab-sidebar');
-  await expect(page.locator('#cube-lab-sidebar')).toBeVisible();
+async function openModelsPanel(page: IJupyterLabPageFixture): Promise<void> {
+  await page.sidebar.openTab('cube-lab-models-panel');
+  await expect(page.locator('#cube-lab-models-panel')).toBeVisible();
   await expect(page.locator('#cube-lab-models')).toBeVisible();
 }
 
@@ -77,16 +89,14 @@ test.describe('cube-lab models', () => {
       (await list.json()).total > 0,
       'the server already holds models (reused server)'
     );
-    await openModelsSection(page);
+    await openModelsPanel(page);
     const empty = page.locator('#cube-lab-models .cube-Empty');
     await expect(empty).toBeVisible();
     await expect(empty).toContainText('%cube_register NAME PATH');
     await expect(empty).toContainText('cube_lab.registry.register(');
     await expect(empty).toContainText('cube-lab model register PATH');
     await expect(empty).toContainText('Register as model');
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'models-empty-light.png')
-    });
+    await lightAndDark(page, 'models-empty', { ready: empty });
   });
 
   test('lists a registered model and shows its versions and metrics', async ({
@@ -135,11 +145,12 @@ test.describe('cube-lab models', () => {
     expect(v2.version).toBe(v1.version + 1);
     expect(v2.aliases).toContain('production');
 
-    await openModelsSection(page);
+    await openModelsPanel(page);
     const section = page.locator('#cube-lab-models');
     const item = section.locator(
       '.cube-ModelItem[data-model="iris-classifier"]'
     );
+    // The panel is a list: all three models in view, no details.
     await expect(item).toBeVisible();
     await expect(item).toContainText(`v${v2.version}`);
     await expect(item).toContainText('production');
@@ -147,9 +158,7 @@ test.describe('cube-lab models', () => {
     await expect(
       section.locator('.cube-ModelItem[data-model="sentiment-bert"]')
     ).toBeVisible();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'models-list-light.png')
-    });
+    await lightAndDark(page, 'models-list', { ready: item });
 
     // Search narrows the list.
     await section.locator('.cube-Search-input').fill('sentiment');
@@ -160,43 +169,19 @@ test.describe('cube-lab models', () => {
     await section.locator('.cube-Search-input').fill('');
     await expect(item).toBeVisible();
 
-    // Versions table.
+    // A model opens in a main-area tab named after it: its versions with
+    // every key metric; the panel stays a list.
     await item.click();
-    const rows = section.locator('.cube-VersionRow');
+    const tab = page.locator('.cube-ModelTab');
+    await expect(page.activity.getTabLocator('iris-classifier')).toBeVisible();
+    await expect(section.locator('.cube-ListView')).toBeVisible();
+    const rows = tab.locator('.cube-VersionRow');
     await expect(rows).toHaveCount(2);
     await expect(rows.first()).toHaveAttribute(
       'data-version',
       String(v2.version)
     );
     await expect(rows.first()).toContainText('production');
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'models-versions-light.png')
-    });
-
-    // Compare both versions.
-    await rows.nth(0).locator('input[type="checkbox"]').check();
-    await rows.nth(1).locator('input[type="checkbox"]').check();
-    await section.locator('.cube-CompareButton').click();
-    const compare = section.locator('.cube-CompareTable');
-    await expect(compare).toBeVisible();
-    const accuracy = compare.locator('tr[data-metric="accuracy"]');
-    await expect(accuracy).toContainText('0.912');
-    await expect(accuracy).toContainText('0.947');
-    await expect(accuracy.locator('.cube-mod-best')).toHaveText('0.947');
-    await expect(
-      compare.locator('tr[data-metric="loss"] .cube-mod-best')
-    ).toHaveText('0.22');
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'models-compare-light.png')
-    });
-
-    // The model in a main-area tab: a wide table with every key metric.
-    await section
-      .locator('.cube-Breadcrumbs-link', { hasText: 'iris-classifier' })
-      .click();
-    await section.locator('.cube-Breadcrumbs-tab').click();
-    const tab = page.locator('.cube-ModelTab');
-    await expect(tab.locator('.cube-VersionsTable')).toBeVisible();
     await expect(tab.locator('.cube-VersionsTable thead')).toContainText(
       'accuracy'
     );
@@ -206,22 +191,36 @@ test.describe('cube-lab models', () => {
     await expect(tab.locator(`tr[data-version="${v2.version}"]`)).toContainText(
       '0.947'
     );
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'models-tab-light.png')
-    });
-    await tab.locator(`tr[data-version="${v2.version}"]`).click();
-    await expect(tab.locator('.cube-VersionDetail')).toBeVisible();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'models-tab-version-light.png')
-    });
-    await page.activity.closeAll();
+    await lightAndDark(page, 'models-versions', { ready: rows.first() });
 
-    // Version detail.
+    // Compare both versions.
+    await rows.nth(0).locator('input[type="checkbox"]').check();
+    await rows.nth(1).locator('input[type="checkbox"]').check();
+    await tab.locator('.cube-CompareButton').click();
+    const compare = tab.locator('.cube-CompareTable');
+    await expect(compare).toBeVisible();
+    const accuracy = compare.locator('tr[data-metric="accuracy"]');
+    await expect(accuracy).toContainText('0.912');
+    await expect(accuracy).toContainText('0.947');
+    await expect(accuracy.locator('.cube-mod-best')).toHaveText('0.947');
+    await expect(
+      compare.locator('tr[data-metric="loss"] .cube-mod-best')
+    ).toHaveText('0.22');
+    // The tab's title says what it shows.
+    await expect(
+      page.activity.getTabLocator('Compare iris-classifier')
+    ).toBeVisible();
+    await lightAndDark(page, 'models-compare', { ready: compare });
 
-    await section
-      .locator(`.cube-VersionRow[data-version="${v2.version}"]`)
+    // Version detail, in the same tab.
+    await tab
+      .locator('.cube-Breadcrumbs-link', { hasText: 'iris-classifier' })
       .click();
-    const detail = section.locator('.cube-VersionDetail');
+    await tab.locator(`.cube-VersionRow[data-version="${v2.version}"]`).click();
+    const detail = tab.locator('.cube-VersionDetail');
+    await expect(
+      page.activity.getTabLocator(`iris-classifier v${v2.version}`)
+    ).toBeVisible();
     await expect(detail).toBeVisible();
     await expect(detail.locator('.cube-Metrics')).toContainText('accuracy');
     await expect(detail.locator('.cube-Metrics')).toContainText('0.947');
@@ -238,23 +237,13 @@ test.describe('cube-lab models', () => {
         `/cube/api/v1/projects/[^/]+/models/iris-classifier/versions/${v2.version}/download`
       )
     );
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'models-light.png') });
+    await lightAndDark(page, 'models-version', { ready: detail });
 
-    await page.theme.setDarkTheme();
+    // Clicking the model in the panel again brings its tab back (one tab).
+    await item.click();
+    await expect(page.locator('.cube-ModelTab')).toHaveCount(1);
+    await tab.locator(`.cube-VersionRow[data-version="${v2.version}"]`).click();
     await expect(detail).toBeVisible();
-    await page.screenshot({ path: path.join(SCREENSHOTS, 'models-dark.png') });
-    await section
-      .locator('.cube-Breadcrumbs-link', { hasText: 'iris-classifier' })
-      .click();
-    await expect(rows).toHaveCount(2);
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'models-versions-dark.png')
-    });
-    await section
-      .locator(`.cube-VersionRow[data-version="${v2.version}"]`)
-      .click();
-    await expect(detail).toBeVisible();
-    await page.theme.setLightTheme();
 
     // The lineage source opens the notebook.
     await detail.locator('.cube-SourceLink').click();
@@ -279,13 +268,12 @@ test.describe('cube-lab models', () => {
       metrics: { accuracy: 0.5 }
     });
 
-    await openModelsSection(page);
+    await openModelsPanel(page);
     const section = page.locator('#cube-lab-models');
     await section.locator('.cube-ModelItem[data-model="alias-demo"]').click();
-    await section
-      .locator(`.cube-VersionRow[data-version="${v.version}"]`)
-      .click();
-    const detail = section.locator('.cube-VersionDetail');
+    const tab = page.locator('.cube-ModelTab');
+    await tab.locator(`.cube-VersionRow[data-version="${v.version}"]`).click();
+    const detail = tab.locator('.cube-VersionDetail');
 
     // An invalid alias is refused before it reaches the server.
     await detail.getByRole('button', { name: 'Set alias' }).click();
@@ -315,10 +303,10 @@ test.describe('cube-lab models', () => {
     expect((await got.json()).archived).toBe(true);
 
     // Polling picks up a version registered elsewhere (no manual refresh).
-    await section
+    await tab
       .locator('.cube-Breadcrumbs-link', { hasText: 'alias-demo' })
       .click();
-    await expect(section.locator('.cube-VersionRow')).toHaveCount(1);
+    await expect(tab.locator('.cube-VersionRow')).toHaveCount(1);
     const next = await register(request, base, {
       name: 'alias-demo',
       path: `${tmpPath}/w.bin`,
@@ -326,25 +314,80 @@ test.describe('cube-lab models', () => {
       metrics: { accuracy: 0.6 }
     });
     await expect(
-      section.locator(`.cube-VersionRow[data-version="${next.version}"]`)
+      tab.locator(`.cube-VersionRow[data-version="${next.version}"]`)
     ).toBeVisible({ timeout: 15000 });
   });
 
-  test('the launcher and the palette open the model registry', async ({
+  test('each capability has a left-sidebar panel with its icon, restored after a reload', async ({
+    page
+  }) => {
+    for (const [id, header] of PANELS) {
+      const tab = page.locator(`.jp-SideBar .lm-TabBar-tab[data-id="${id}"]`);
+      await expect(tab).toBeVisible();
+      // Its own icon, drawn in the theme's colour.
+      await expect(tab.locator('svg .jp-icon3').first()).toBeAttached();
+      await page.sidebar.openTab(id);
+      const panel = page.locator(`#${id}`);
+      await expect(panel).toBeVisible();
+      await expect(panel.locator('.cube-SidePanel-title')).toHaveText(header);
+      // One list in the panel, no accordion of sections.
+      await expect(panel.locator('.lm-AccordionPanel')).toHaveCount(0);
+      await expect(panel.locator('.cube-SidePanel-section')).toHaveCount(1);
+    }
+    // Only one panel shows at a time.
+    await expect(page.locator('.cube-SidePanel:visible')).toHaveCount(1);
+
+    // The open panel and a model tab come back after a reload.
+    await page.sidebar.openTab('cube-lab-tuning-panel');
+    await page.evaluate(async () => {
+      await (window as any).jupyterapp.commands.execute(
+        'cube-lab:open-model-tab',
+        { project: 'nobody', name: 'restored-model' }
+      );
+    });
+    await expect(page.activity.getTabLocator('restored-model')).toBeVisible();
+    await layoutSaved(page, 'cube-lab-tuning-panel', ['restored-model']);
+    // (Galata's own wait expects the Launcher in front: the restored tab is.)
+    await page.reload({ waitForIsReady: false });
+    await page.locator('#jupyterlab-splash').waitFor({ state: 'detached' });
+    await expect(page.locator('#cube-lab-tuning-panel')).toBeVisible();
+    await expect(page.activity.getTabLocator('restored-model')).toBeVisible();
+    await page.activity.closeAll();
+  });
+
+  test('the launcher has a card per capability; cards and the palette open their panels', async ({
     page
   }) => {
     await page
       .locator('.jp-LauncherCard[data-category="cube-lab"]')
       .first()
       .waitFor();
-    const card = page.locator('.jp-LauncherCard[data-category="cube-lab"]', {
-      hasText: 'Model registry'
-    });
-    await card.click();
-    await expect(page.locator('#cube-lab-models')).toBeVisible();
+    const cards = page.locator('.jp-LauncherCard[data-category="cube-lab"]');
+    await expect(cards.locator('.jp-LauncherCard-label')).toHaveText([
+      'Models',
+      'Pipeline',
+      'Training',
+      'Tuning',
+      'Deployments',
+      'Labeling'
+    ]);
+    await cards.last().scrollIntoViewIfNeeded();
+    await lightAndDark(page, 'launcher', { ready: cards.first() });
+
+    for (const [label, id] of [
+      ['Deployments', 'cube-lab-deployments-panel'],
+      ['Labeling', 'cube-lab-labeling-panel'],
+      ['Models', 'cube-lab-models-panel']
+    ]) {
+      await cards.filter({ hasText: label }).click();
+      await expect(page.locator(`#${id}`)).toBeVisible();
+      if (label !== 'Models') {
+        await page.sidebar.close('left');
+      }
+    }
 
     await page.sidebar.close('left');
-    await expect(page.locator('#cube-lab-sidebar')).toBeHidden();
+    await expect(page.locator('#cube-lab-models-panel')).toBeHidden();
     await page.keyboard.press('Control+Shift+C');
     await page.locator('#modal-command-palette input').fill('Model registry');
     await page.keyboard.press('Enter');
@@ -383,9 +426,7 @@ test.describe('cube-lab models', () => {
     await expect(dialog.locator('.cube-Form-path code')).toHaveText(
       'classifier.onnx'
     );
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'register-dialog-light.png')
-    });
+    await lightAndDark(page, 'register-dialog', { ready: dialog });
 
     // The client checks the name with the server's rule.
     await name.fill('-not valid');
@@ -404,8 +445,8 @@ test.describe('cube-lab models', () => {
     await page.locator('.jp-Dialog .jp-mod-accept').click();
     await expect(page.locator('.jp-Dialog')).toHaveCount(0);
 
-    // The new version is revealed in the Models section.
-    const detail = page.locator('#cube-lab-models .cube-VersionDetail');
+    // The new version opens in its tab; the panel lists the model.
+    const detail = page.locator('.cube-ModelTab .cube-VersionDetail');
     await expect(detail).toBeVisible();
     await expect(detail.locator('.cube-Header')).toContainText(
       'onnx-classifier'
@@ -420,6 +461,11 @@ test.describe('cube-lab models', () => {
         .filter({ hasText: 'Registered onnx-classifier version' })
     ).toBeVisible();
 
+    await expect(
+      page.locator(
+        '#cube-lab-models .cube-ModelItem[data-model="onnx-classifier"]'
+      )
+    ).toBeVisible();
     const list = await request.get(`${base}${API}/models?q=onnx-classifier`);
     const models = (await list.json()).models;
     expect(models.map((m: any) => m.name)).toContain('onnx-classifier');
@@ -447,9 +493,7 @@ test.describe('cube-lab models', () => {
     const error = page.locator('.jp-Dialog .cube-Error');
     await expect(error).toBeVisible();
     await expect(error.locator('.cube-Error-title')).not.toBeEmpty();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'register-error-light.png')
-    });
+    await lightAndDark(page, 'register-error', { ready: error });
     await page.locator('.jp-Dialog .jp-mod-reject').click();
     await expect(page.locator('.jp-Dialog')).toHaveCount(0);
   });

@@ -1,13 +1,12 @@
 /**
  * The new user's tour: a notebook in the "Python 3 (cube-lab)" kernel registers a
- * model with %cube_register, and the model shows up in the Models section.
+ * model with %cube_register, and the model shows up in the Models panel.
  */
 import { expect, test } from '@jupyterlab/galata';
-import * as path from 'path';
 
-const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+import { lightAndDark } from './helpers';
 
-test('a model registered from a notebook appears in the Models section', async ({
+test('a model registered from a notebook appears in the Models panel', async ({
   page,
   request,
   baseURL,
@@ -39,15 +38,17 @@ test('a model registered from a notebook appears in the Models section', async (
     )
     .toContain('Registered tour-model v1');
 
-  await page.sidebar.openTab('cube-lab-sidebar');
+  await page.sidebar.openTab('cube-lab-models-panel');
   const models = page.locator('#cube-lab-models');
   await expect(models).toBeVisible();
-  await expect(models.getByText('tour-model').first()).toBeVisible({
-    timeout: 30_000
-  });
-  await models.getByText('tour-model').first().click();
-  await expect(models.getByText('staging').first()).toBeVisible();
-  await page.screenshot({
-    path: path.join(SCREENSHOTS, 'tour-notebook-light.png')
-  });
+  const item = models.locator('.cube-ModelItem[data-model="tour-model"]');
+  await expect(item).toBeVisible({ timeout: 30_000 });
+  await expect(item).toContainText('staging');
+  await lightAndDark(page, 'tour-notebook', { ready: item });
+  // The model opens in its tab, next to the notebook.
+  await item.click();
+  const tab = page.locator('.cube-ModelTab');
+  await expect(tab.getByText('staging').first()).toBeVisible();
+  await expect(page.activity.getTabLocator('tour-model')).toBeVisible();
+  await expect(page.activity.getTabLocator('tour.ipynb')).toBeVisible();
 });

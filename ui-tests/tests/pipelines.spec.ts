@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 
-const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+import { lightAndDark } from './helpers';
 
 async function putText(
   request: APIRequestContext,
@@ -119,9 +119,15 @@ test.describe('cube-lab pipeline editor', () => {
     }, tmpPath);
     const editor = page.locator('.cube-PipelineEditor');
     await expect(editor.locator('.react-flow')).toBeVisible();
-    // Next to the file browser the editor is narrow: the palette starts hidden
-    // so the canvas keeps its room.
+    // At 1280x720 next to the file browser the editor has room for the
+    // palette; narrower (1024 wide) the palette hides so the canvas keeps its
+    // room, and comes back when there is room again.
+    await expect(editor.locator('.cube-Palette')).toBeVisible();
+    const viewport = page.viewportSize()!;
+    await page.setViewportSize({ width: 1024, height: viewport.height });
     await expect(editor.locator('.cube-Palette')).toHaveCount(0);
+    await page.setViewportSize(viewport);
+    await expect(editor.locator('.cube-Palette')).toBeVisible();
     const canvas = (await editor
       .locator('.cube-PipelineEditor-canvas')
       .boundingBox())!;
@@ -232,9 +238,7 @@ test.describe('cube-lab pipeline editor', () => {
     expect(comments[0].content).toBe('Trains the model');
     expect(comments[0].associated_id_refs[0].node_ref).toBe(train.id);
 
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'pipeline-editor-light.png')
-    });
+    await lightAndDark(page, 'pipeline-editor', { ready: editor });
 
     // Export for Kubeflow Pipelines: a download of KFP v2 IR YAML.
     const [download] = await Promise.all([
@@ -260,9 +264,7 @@ test.describe('cube-lab pipeline editor', () => {
     const row = dialog.locator('.cube-Schedules-row');
     await expect(row).toHaveCount(1);
     await expect(row).toContainText('0 4 * * *');
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'pipeline-schedule-light.png')
-    });
+    await lightAndDark(page, 'pipeline-schedule', { ready: row });
     await row.getByRole('button', { name: 'Delete' }).click();
     await expect(row).toHaveCount(0);
     await dialog.getByRole('button', { name: 'Close' }).click();
@@ -299,12 +301,10 @@ test.describe('cube-lab pipeline editor', () => {
     await expect(
       results.locator('.cube-Chart-svg polyline.cube-Chart-series')
     ).toHaveCount(1);
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'pipeline-run-light.png')
-    });
+    await lightAndDark(page, 'pipeline-run', { ready: results });
 
-    // The run in the sidebar's Pipeline runs section.
-    await page.sidebar.openTab('cube-lab-sidebar');
+    // The run in the Pipeline runs panel.
+    await page.sidebar.openTab('cube-lab-pipeline-runs-panel');
     const runs = page.locator('#cube-lab-pipeline-runs');
     await page.evaluate(() =>
       (window as any).jupyterapp.commands.execute(
@@ -316,11 +316,9 @@ test.describe('cube-lab pipeline editor', () => {
       { timeout: 30 * 1000 }
     );
 
-    await page.theme.setDarkTheme();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'pipeline-run-dark.png')
+    await lightAndDark(page, 'pipeline-runs-panel', {
+      ready: runs.locator('.cube-Runs-row').first()
     });
-    await page.theme.setLightTheme();
     expect(errors).toEqual([]);
   });
 
@@ -456,14 +454,7 @@ test.describe('cube-lab pipeline editor', () => {
       type: '200-node open ms',
       description: String(elapsed)
     });
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'pipeline-200-light.png')
-    });
-    await page.theme.setDarkTheme();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'pipeline-200-dark.png')
-    });
-    await page.theme.setLightTheme();
+    await lightAndDark(page, 'pipeline-200');
     // The target: interactive in under 1.5 s in Chromium. The test
     // machine is shared: when other work keeps its cores busy the figure says
     // more about them than about the editor, so the target is only enforced

@@ -10,7 +10,8 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 
-const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+import { lightAndDark } from './helpers';
+
 const API = '/cube/api/v1';
 const MODEL = 'iris-svc';
 
@@ -59,24 +60,22 @@ async function register(
   return response.json();
 }
 
-/** Open version `version` of the model in the sidebar's Models section. */
+/** Open version `version` of the model: from the Models panel, in its tab. */
 async function openVersion(
   page: IJupyterLabPageFixture,
   version: number
 ): Promise<void> {
-  const section = page.locator('#cube-lab-models');
-  const crumb = section.locator('.cube-Breadcrumbs-link', { hasText: MODEL });
-  if (await crumb.isVisible()) {
-    await crumb.click();
-  } else {
-    await section.locator(`.cube-ModelItem[data-model="${MODEL}"]`).click();
-  }
-  await section
+  await page.sidebar.openTab('cube-lab-models-panel');
+  await page
+    .locator(`#cube-lab-models .cube-ModelItem[data-model="${MODEL}"]`)
+    .click();
+  const tab = page.locator('.cube-ModelTab');
+  await tab
     .locator(`.cube-VersionRow[data-version="${version}"]`)
     .first()
     .click();
   await expect(
-    section.locator(`.cube-VersionDetail[data-version="${version}"]`)
+    tab.locator(`.cube-VersionDetail[data-version="${version}"]`)
   ).toBeVisible();
 }
 
@@ -101,15 +100,15 @@ test.describe('cube-lab deployments', () => {
     });
     const project = v1.project;
 
-    await page.sidebar.openTab('cube-lab-sidebar');
+    await page.sidebar.openTab('cube-lab-deployments-panel');
     await expect(page.locator('#cube-lab-deployments')).toBeVisible();
-    await expect(
-      page.locator('#cube-lab-deployments .cube-TEmpty')
-    ).toContainText('No deployments yet');
+    const empty = page.locator('#cube-lab-deployments .cube-TEmpty');
+    await expect(empty).toContainText('No deployments yet');
+    await lightAndDark(page, 'deployments-empty', { ready: empty });
 
-    // Deploy v1 from the Models panel.
+    // Deploy v1 from its tab (opened from the Models panel).
     await openVersion(page, v1.version);
-    await page.locator('#cube-lab-models .cube-DeployButton').click();
+    await page.locator('.cube-ModelTab .cube-DeployButton').click();
     const dialog = page.locator('.cube-DDeployDialog');
     await expect(dialog).toBeVisible();
     await expect(dialog.locator('input[name="name"]')).toHaveValue(MODEL);
@@ -117,9 +116,7 @@ test.describe('cube-lab deployments', () => {
     // Opt in to adaptive batching and to keeping every request with its answer.
     await dialog.locator('input[name="batching"]').check();
     await dialog.locator('input[name="samples"]').fill('100');
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'deployments-dialog-light.png')
-    });
+    await lightAndDark(page, 'deployments-dialog', { ready: dialog });
     const started = Date.now();
     await dialog.getByRole('button', { name: 'Deploy' }).click();
 
@@ -161,9 +158,11 @@ test.describe('cube-lab deployments', () => {
       'predict: [0, 2]'
     );
     await expect(view.locator('.cube-DTest-latency')).toContainText('ms');
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'deployments-view-light.png')
-    });
+    // The tab is named after the deployment (the model's tab is, too).
+    await expect(
+      page.locator(`.lm-TabBar-tab[title^="Deployment ${MODEL} "]`)
+    ).toHaveText(MODEL);
+    await lightAndDark(page, 'deployments-view', { ready: view });
 
     // A malformed request: the model's 400 is shown, the deployment keeps serving.
     await editor.fill('{"inputs": []}');
@@ -187,14 +186,13 @@ test.describe('cube-lab deployments', () => {
     await expect(samples.locator('tbody tr').last()).toContainText('200');
     await expect(samples.locator('tbody tr').first()).toContainText('400');
     await samples.locator('.cube-DSamples-table').scrollIntoViewIfNeeded();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'deployments-samples-light.png')
-    });
+    await lightAndDark(page, 'deployments-samples', { ready: samples });
     await samples.getByRole('button', { name: 'Stop sampling' }).click();
     await expect(samples).toContainText('off: nothing is kept');
     await expect(view.locator('.cube-DLog-text')).toContainText('listening');
 
-    // The sidebar lists it with its endpoint.
+    // The Deployments panel lists it with its endpoint.
+    await page.sidebar.openTab('cube-lab-deployments-panel');
     const item = page.locator(
       `#cube-lab-deployments .cube-DItem[data-deployment="${MODEL}"]`
     );
@@ -205,13 +203,10 @@ test.describe('cube-lab deployments', () => {
 
     // Deploy v2 of the same model: the dialog offers a canary.
     await openVersion(page, v2.version);
-    await page.locator('#cube-lab-models .cube-DeployButton').click();
+    await page.locator('.cube-ModelTab .cube-DeployButton').click();
     await expect(dialog.locator('input[value="canary"]')).toBeChecked();
     await dialog.locator('input[name="percent"]').fill('30');
-    await page.theme.setDarkTheme();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'deployments-dialog-dark.png')
-    });
+    await lightAndDark(page, 'deployments-canary', { ready: dialog });
     await dialog.getByRole('button', { name: 'Deploy' }).click();
     await expect(dialog).toHaveCount(0, { timeout: 60_000 });
     await expect(view.locator('input[name="canary"]')).toHaveValue('30', {
@@ -221,16 +216,7 @@ test.describe('cube-lab deployments', () => {
       view.getByRole('button', { name: `Promote v${v2.version}` })
     ).toBeVisible();
     await expect(item).toContainText(`v${v2.version} 30%`);
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'deployments-view-dark.png')
-    });
-    await page.locator('#cube-lab-sidebar').screenshot({
-      path: path.join(SCREENSHOTS, 'deployments-panel-dark.png')
-    });
-    await page.theme.setLightTheme();
-    await page.locator('#cube-lab-sidebar').screenshot({
-      path: path.join(SCREENSHOTS, 'deployments-panel-light.png')
-    });
+    await lightAndDark(page, 'deployments-panel', { ready: item });
 
     // Roll the canary back: v1 takes everything again.
     await view

@@ -1,15 +1,17 @@
 /**
- * The Training section of the cube-lab sidebar against the real server: a
- * tiny PyTorch DDP script (gloo, CPU) is written with the contents API,
- * launched on 2 processes from the launch form, its per-rank log streams into
- * the job view and its cube_lab.report() metrics become charts; then the
- * checkpoint is registered as a model, the job is re-run and stopped.
+ * The Training side panel and tabs against the real server: a tiny PyTorch
+ * DDP script (gloo, CPU) is written with the contents API, launched on 2
+ * processes from the "Launch training" tab, its per-rank log streams into the
+ * job's tab and its cube_lab.report() metrics become charts; then the
+ * checkpoint is registered as a model, the job is re-run and stopped, and the
+ * job's tab keeps its name after a reload.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { APIRequestContext } from '@playwright/test';
 import * as path from 'path';
 
-const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+import { layoutSaved, lightAndDark } from './helpers';
+
 const API = '/cube/api/v1';
 
 /** 2 ranks train a linear model with DDP; the steps are slowed so the UI sees them live. */
@@ -63,18 +65,24 @@ async function putText(
 }
 
 async function openTraining(page: IJupyterLabPageFixture) {
-  await page.sidebar.openTab('cube-lab-sidebar');
+  await page.sidebar.openTab('cube-lab-training-panel');
   const section = page.locator('#cube-lab-training');
   await expect(section).toBeVisible();
   return section;
 }
 
-/** The "+" of the section header (the header toolbar is outside the section). */
-function newJobButton(page: IJupyterLabPageFixture) {
-  return page
-    .locator('#cube-lab-sidebar')
-    .getByRole('button', { name: 'New training job' })
-    .first();
+/** The "+" in the panel's header: the "Launch training" tab. */
+async function openLaunchForm(page: IJupyterLabPageFixture) {
+  await page
+    .locator('#cube-lab-training-panel .cube-SidePanel-header')
+    .getByRole('button', { name: 'Launch training' })
+    .click();
+  await expect(page.activity.getTabLocator('Launch training')).toBeVisible();
+  const form = page
+    .locator('.cube-TLaunchView')
+    .getByRole('form', { name: 'New training job' });
+  await expect(form).toBeVisible();
+  return form;
 }
 
 test.describe('cube-lab training', () => {
@@ -94,10 +102,8 @@ test.describe('cube-lab training', () => {
     page,
     tmpPath
   }) => {
-    const section = await openTraining(page);
-    await newJobButton(page).click();
-    const form = section.getByRole('form', { name: 'New training job' });
-    await expect(form).toBeVisible();
+    await openTraining(page);
+    const form = await openLaunchForm(page);
     await form.locator('input[name="nproc"]').fill('0');
     await form.getByRole('button', { name: 'Launch' }).click();
     // Checked here: no script, 0 processes.
@@ -130,16 +136,12 @@ test.describe('cube-lab training', () => {
       await (await request.get(`${base}${API}/training/jobs`)).json()
     ).jobs.length;
     if (jobsBefore === 0) {
-      await expect(section.locator('.cube-TEmpty')).toContainText(
-        'No training jobs yet'
-      );
-      await page.screenshot({
-        path: path.join(SCREENSHOTS, 'training-empty-light.png')
-      });
+      const empty = section.locator('.cube-TEmpty');
+      await expect(empty).toContainText('No training jobs yet');
+      await lightAndDark(page, 'training-empty', { ready: empty });
     }
 
-    await newJobButton(page).click();
-    const form = section.getByRole('form', { name: 'New training job' });
+    const form = await openLaunchForm(page);
     await form.locator('select[name="framework"]').selectOption('pytorch');
     // "Use current file" takes the script open in the editor.
     await form.getByRole('button', { name: 'Use current file' }).click();
@@ -152,6 +154,8 @@ test.describe('cube-lab training', () => {
       });
     }, `${tmpPath}/train_ddp.py`);
     await expect(page.activity.getTabLocator('train_ddp.py')).toBeVisible();
+    // Back in the form's tab, "current" is the script that was open before it.
+    await page.activity.activateTab('Launch training');
     await form.getByRole('button', { name: 'Use current file' }).click();
     await expect(form.locator('input[name="script"]')).toHaveValue(
       `${tmpPath}/train_ddp.py`
@@ -161,14 +165,15 @@ test.describe('cube-lab training', () => {
     await form.locator('summary').click();
     await form.locator('textarea[name="env"]').fill('OMP_NUM_THREADS=1');
     await form.locator('input[name="name"]').fill('ddp-linear');
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'training-form-light.png')
-    });
+    await lightAndDark(page, 'training-form', { ready: form });
     await form.getByRole('button', { name: 'Launch' }).click();
 
-    // The job view opens in the main area and follows the job.
+    // The job's tab opens, named after the job, and follows it; the form's
+    // tab closes.
     const view = page.locator('.cube-TJobView:visible');
     await expect(view.locator('h2')).toHaveText('ddp-linear');
+    await expect(page.activity.getTabLocator('ddp-linear')).toBeVisible();
+    await expect(page.activity.getTabLocator('Launch training')).toHaveCount(0);
     const jobId = await view
       .locator('.cube-TJobDetail')
       .getAttribute('data-job');
@@ -210,14 +215,14 @@ test.describe('cube-lab training', () => {
       .getAttribute('aria-label');
     expect(points).toBe('loss: 20 points');
 
-    // The job in the sidebar list, with its badge.
+    // The job in the panel's list, with its badge.
     const row = section.locator(`.cube-TJob[data-job="${jobId}"]`);
     await expect(row.locator('.cube-TBadge')).toHaveText('succeeded', {
       timeout: 30 * 1000
     });
     await view.locator('.cube-TLog-text').evaluate(el => (el.scrollTop = 0));
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'training-job-light.png')
+    await lightAndDark(page, 'training-job', {
+      ready: view.locator('.cube-TChart[data-metric="loss"]')
     });
 
     // Register the checkpoint as a model: the registry keeps the job id.
@@ -236,14 +241,18 @@ test.describe('cube-lab training', () => {
     ).json();
     expect(version.lineage.training_job_id).toBe(jobId);
 
-    await page.theme.setDarkTheme();
-    await expect(
-      view.locator('.cube-TChart[data-metric="loss"]')
-    ).toBeVisible();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'training-job-dark.png')
-    });
-    await page.theme.setLightTheme();
+    // After a reload the job's tab comes back with the job's name, not its id.
+    await layoutSaved(page, 'cube-lab-training-panel', [jobId!]);
+    // (Galata's own wait expects the Launcher in front: the restored tab is.)
+    await page.reload({ waitForIsReady: false });
+    await page.locator('#jupyterlab-splash').waitFor({ state: 'detached' });
+    await expect(page.activity.getTabLocator('ddp-linear')).toBeVisible();
+    await expect(page.activity.getTabLocator(jobId!)).toHaveCount(0);
+    await expect(view.locator('.cube-TJobDetail')).toHaveAttribute(
+      'data-job',
+      jobId!
+    );
+    await expect(page.locator('#cube-lab-training-panel')).toBeVisible();
 
     // Re-run (same spec) and stop the new job as soon as it runs.
     await view.getByRole('button', { name: 'Re-run' }).click();
@@ -258,27 +267,25 @@ test.describe('cube-lab training', () => {
     });
     await expect(rerun.locator('.cube-TLog-text')).not.toContainText('step=19');
 
-    // The sidebar: both jobs, their badges.
+    // The panel: both jobs, their badges.
     await page
-      .locator('#cube-lab-sidebar')
+      .locator('#cube-lab-training-panel')
       .getByRole('button', { name: 'Refresh training jobs' })
       .click();
     await expect(section.locator('.cube-TJob')).toHaveCount(jobsBefore + 2);
     await expect(
       section.locator('.cube-TJob').first().locator('.cube-TBadge')
     ).toHaveText('cancelled');
-    await newJobButton(page).click();
-    await section
-      .locator('input[name="script"]')
-      .fill(`${tmpPath}/train_ddp.py`);
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'training-panel-light.png')
-    });
-    await page.theme.setDarkTheme();
-    await expect(section).toBeVisible();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'training-panel-dark.png')
-    });
-    await page.theme.setLightTheme();
+    await lightAndDark(page, 'training-panel', { ready: section });
+
+    // "Edit & launch" fills the launch form's tab with the job's spec.
+    await view.getByRole('button', { name: /Edit & launch/ }).click();
+    const copy = page
+      .locator('.cube-TLaunchView')
+      .getByRole('form', { name: 'New training job' });
+    await expect(copy.locator('input[name="script"]')).toHaveValue(
+      /train_ddp\.py$/
+    );
+    await expect(copy.locator('input[name="nproc"]')).toHaveValue('2');
   });
 });

@@ -1,15 +1,17 @@
 /**
- * The Tuning section of the cube-lab sidebar against the real server: a tiny
- * NNI trial script is written with the contents API, an experiment (6 trials,
- * 2 at a time, Random tuner) is created from the panel's form, the trials
- * table fills live, the intermediate curves and the parallel-coordinates plot
- * draw, and a trial's log opens.
+ * The Tuning side panel and tabs against the real server: a tiny NNI trial
+ * script is written with the contents API, an experiment (6 trials, 2 at a
+ * time, Random tuner) is created from the "New tuning experiment" tab, the
+ * trials table fills live, the intermediate curves and the parallel-
+ * coordinates plot draw, a trial's log opens, and the experiment's tab keeps
+ * its name after a reload.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { APIRequestContext } from '@playwright/test';
 import * as path from 'path';
 
-const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+import { layoutSaved, lightAndDark } from './helpers';
+
 const API = '/cube/api/v1';
 
 /** Unchanged NNI trial code; the pause lets the UI see trials run. */
@@ -49,25 +51,26 @@ async function putFile(
 }
 
 async function openTuning(page: IJupyterLabPageFixture) {
-  await page.sidebar.openTab('cube-lab-sidebar');
+  await page.sidebar.openTab('cube-lab-tuning-panel');
   const section = page.locator('#cube-lab-tuning');
-  if (!(await section.isVisible())) {
-    // Collapsed sections of the accordion: open ours by its title.
-    await page
-      .locator('#cube-lab-sidebar .jp-AccordionPanel-title', {
-        hasText: 'Tuning'
-      })
-      .click();
-  }
   await expect(section).toBeVisible();
   return section;
 }
 
-function newExperimentButton(page: IJupyterLabPageFixture) {
-  return page
-    .locator('#cube-lab-sidebar')
-    .getByRole('button', { name: 'New experiment' })
-    .first();
+/** The "+" in the panel's header: the "New tuning experiment" tab. */
+async function openNewExperiment(page: IJupyterLabPageFixture) {
+  await page
+    .locator('#cube-lab-tuning-panel .cube-SidePanel-header')
+    .getByRole('button', { name: 'New tuning experiment' })
+    .click();
+  await expect(
+    page.activity.getTabLocator('New tuning experiment')
+  ).toBeVisible();
+  const form = page
+    .locator('.cube-TuFormView')
+    .getByRole('form', { name: 'New experiment' });
+  await expect(form).toBeVisible();
+  return form;
 }
 
 test.describe('cube-lab tuning', () => {
@@ -83,10 +86,8 @@ test.describe('cube-lab tuning', () => {
   });
 
   test('checks the search space as it is typed', async ({ page }) => {
-    const section = await openTuning(page);
-    await newExperimentButton(page).click();
-    const form = section.getByRole('form', { name: 'New experiment' });
-    await expect(form).toBeVisible();
+    await openTuning(page);
+    const form = await openNewExperiment(page);
     const space = form.locator('textarea[name="searchSpace"]');
     await space.fill('{"lr": {"_type": "loguniform", "_value": [0, 0.1]}');
     await expect(form.locator('.cube-TuProblems')).toContainText(
@@ -135,8 +136,7 @@ test.describe('cube-lab tuning', () => {
     });
 
     const section = await openTuning(page);
-    await newExperimentButton(page).click();
-    const form = section.getByRole('form', { name: 'New experiment' });
+    const form = await openNewExperiment(page);
     // The tuners come from the server.
     await expect(form.locator('select[name="tuner"] option')).toContainText([
       'TPE',
@@ -155,6 +155,8 @@ test.describe('cube-lab tuning', () => {
       });
     }, `${folder}/trial.py`);
     await expect(page.activity.getTabLocator('trial.py')).toBeVisible();
+    // Back in the form's tab, "current" is the file that was open before it.
+    await page.activity.activateTab('New tuning experiment');
     await form
       .getByRole('button', { name: 'Use the current file’s folder' })
       .click();
@@ -166,31 +168,18 @@ test.describe('cube-lab tuning', () => {
     await form.locator('input[name="concurrency"]').fill('2');
     await form.locator('input[name="maxDuration"]').fill('10m');
     await form.locator('input[name="name"]').fill('quadratic');
-    // Room for the form in the screenshots: fold the other sections.
-    const expanded = page
-      .locator(
-        '#cube-lab-sidebar .jp-AccordionPanel-title[aria-expanded="true"]'
-      )
-      .filter({ hasNotText: 'Tuning' });
-    for (let i = 0; i < 10 && (await expanded.count()); i++) {
-      await expanded.first().locator('.lm-AccordionPanel-titleLabel').click();
-    }
-    await form.evaluate(el => el.scrollIntoView());
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'tuning-form-light.png')
-    });
-    await page.theme.setDarkTheme();
-    await expect(form).toBeVisible();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'tuning-form-dark.png')
-    });
-    await page.theme.setLightTheme();
+    await lightAndDark(page, 'tuning-form', { ready: form });
     await form.getByRole('button', { name: 'Start' }).click();
 
-    // The experiment view opens and follows the trials.
+    // The experiment's tab opens, named after it, and follows the trials;
+    // the form's tab closes.
     const view = page.locator('.cube-TuExperimentView:visible');
     const detail = view.locator('.cube-TuDetail');
     await expect(view.locator('h2')).toHaveText('quadratic');
+    await expect(page.activity.getTabLocator('quadratic')).toBeVisible();
+    await expect(
+      page.activity.getTabLocator('New tuning experiment')
+    ).toHaveCount(0);
     const expId = await detail.getAttribute('data-experiment');
     expect(expId).toBeTruthy();
     const rows = view.locator('.cube-TuTable tbody tr');
@@ -249,19 +238,10 @@ test.describe('cube-lab tuning', () => {
       view.locator('.cube-TuAxis[data-axis="optimizer"] text')
     ).toContainText(['optimizer', 'sgd', 'adam', 'rmsprop']);
 
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'tuning-experiment-light.png')
-    });
     await view.locator('.cube-TuCharts').evaluate(el => el.scrollIntoView());
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'tuning-charts-light.png')
+    await lightAndDark(page, 'tuning-charts', {
+      ready: view.locator('.cube-TuParallel')
     });
-    await page.theme.setDarkTheme();
-    await expect(view.locator('.cube-TuParallel')).toBeVisible();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'tuning-charts-dark.png')
-    });
-    await page.theme.setLightTheme();
     await view.locator('.cube-TuDetail').evaluate(el => el.scrollIntoView());
 
     // A trial's log on click.
@@ -278,12 +258,7 @@ test.describe('cube-lab tuning', () => {
       'data-trial',
       trial.id
     );
-    await page.theme.setDarkTheme();
-    await expect(view.locator('.cube-TuParallel')).toBeVisible();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'tuning-experiment-dark.png')
-    });
-    await page.theme.setLightTheme();
+    await lightAndDark(page, 'tuning-experiment', { ready: log });
 
     // "Train with these parameters" gives a cube-lab train command.
     await view.getByRole('button', { name: /^Train with / }).click();
@@ -303,7 +278,7 @@ test.describe('cube-lab tuning', () => {
       'Registered tuned-quadratic version 1'
     );
 
-    // The sidebar list: status and best metric.
+    // The panel's list: status and best metric.
     const item = section.locator(`.cube-TJob[data-experiment="${expId}"]`);
     await expect(item.locator('.cube-TBadge')).toHaveText('done', {
       timeout: 30 * 1000
@@ -312,14 +287,19 @@ test.describe('cube-lab tuning', () => {
     await expect(item.locator('.cube-TuBestMeta')).toContainText(
       'best default'
     );
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'tuning-panel-light.png')
-    });
-    await page.theme.setDarkTheme();
-    await expect(item).toBeVisible();
-    await page.screenshot({
-      path: path.join(SCREENSHOTS, 'tuning-panel-dark.png')
-    });
-    await page.theme.setLightTheme();
+    await lightAndDark(page, 'tuning-panel', { ready: item });
+
+    // After a reload the experiment's tab comes back with its name, not its id.
+    await layoutSaved(page, 'cube-lab-tuning-panel', [expId!]);
+    // (Galata's own wait expects the Launcher in front: the restored tab is.)
+    await page.reload({ waitForIsReady: false });
+    await page.locator('#jupyterlab-splash').waitFor({ state: 'detached' });
+    await expect(page.activity.getTabLocator('quadratic')).toBeVisible();
+    await expect(page.activity.getTabLocator(expId!)).toHaveCount(0);
+    await expect(page.locator('.cube-TuDetail')).toHaveAttribute(
+      'data-experiment',
+      expId!
+    );
+    await expect(page.locator('#cube-lab-tuning-panel')).toBeVisible();
   });
 });
