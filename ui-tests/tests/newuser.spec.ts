@@ -44,7 +44,7 @@ test('a model registered from a notebook appears in the Models panel', async ({
   const item = models.locator('.cube-ModelItem[data-model="tour-model"]');
   await expect(item).toBeVisible({ timeout: 30_000 });
   await expect(item).toContainText('staging');
-  await lightAndDark(page, 'tour-notebook', { ready: item });
+  await lightAndDark(page, 'models-from-notebook', { ready: item });
   // The model opens in its tab, next to the notebook.
   await item.click();
   const tab = page.locator('.cube-ModelTab');
