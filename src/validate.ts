@@ -81,17 +81,26 @@ export function validateAlias(
 }
 
 /**
+ * A name the server's rule allows (models, schedules, ...) made from any
+ * text: characters the rule does not allow become "-", e.g. "Two notebooks"
+ * -> "Two-notebooks"; `fallback` when nothing is left.
+ */
+export function suggestName(text: string, fallback = 'model'): string {
+  const name = text
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .replace(/-{2,}/g, '-')
+    .slice(0, 128)
+    .replace(/[-.]+$/, '');
+  return name || fallback;
+}
+
+/**
  * A model name suggested from a file or folder path: the base name without
  * its (last) extension, with characters the rule does not allow replaced.
  */
 export function suggestModelName(path: string): string {
   const base = path.replace(/\/+$/, '').split('/').pop() ?? '';
   const dot = base.lastIndexOf('.');
-  const stem = dot > 0 ? base.slice(0, dot) : base;
-  let name = stem
-    .replace(/[^A-Za-z0-9._-]+/g, '-')
-    .replace(/^[^A-Za-z0-9]+/, '')
-    .replace(/-{2,}/g, '-');
-  name = name.slice(0, 128).replace(/[-.]+$/, '');
-  return name || 'model';
+  return suggestName(dot > 0 ? base.slice(0, dot) : base);
 }

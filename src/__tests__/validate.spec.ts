@@ -1,6 +1,7 @@
 import {
   isValidModelName,
   suggestModelName,
+  suggestName,
   validateAlias,
   validateModelName
 } from '../validate';
@@ -61,6 +62,18 @@ describe('suggested model names', () => {
     ['___', 'model']
   ])('%s -> %s', (path, name) => {
     const suggested = suggestModelName(path);
+    expect(suggested).toBe(name);
+    expect(validateModelName(suggested)).toBeNull();
+  });
+});
+
+describe('names from display names', () => {
+  it.each([
+    ['Two notebooks', 'Two-notebooks'],
+    ['v1.2 flow', 'v1.2-flow'],
+    ['训练流程', 'schedule']
+  ])('%s -> %s', (text, name) => {
+    const suggested = suggestName(text, 'schedule');
     expect(suggested).toBe(name);
     expect(validateModelName(suggested)).toBeNull();
   });

@@ -15,6 +15,7 @@ import {
   PipelineSchedule,
   setScheduleEnabled
 } from '../../api';
+import { suggestName } from '../../validate';
 import { parseValue } from './properties';
 import { PipelineParameter } from './serializer';
 
@@ -72,7 +73,8 @@ function SchedulesView(props: {
   );
   const [error, setError] = React.useState('');
   const [cron, setCron] = React.useState(CRON_PRESETS[1].cron);
-  const [label, setLabel] = React.useState(props.name);
+  // the pipeline's display name ("Two notebooks") as a name the server allows
+  const [label, setLabel] = React.useState(suggestName(props.name, 'schedule'));
   const [catchup, setCatchup] = React.useState(false);
   const [maxActive, setMaxActive] = React.useState('1');
   const [drafts, setDrafts] = React.useState<Record<string, string>>({});

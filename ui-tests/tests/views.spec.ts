@@ -6,6 +6,8 @@
  * statuses and labels are not cut, and a failed training job says why it
  * has no metrics. Each view is opened by its command, so the test does not
  * depend on where the shell puts the panels.
+ * It runs last (views.spec.ts sorts after training.spec.ts) because the
+ * failed training job it leaves cannot be deleted.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { APIRequestContext, Locator } from '@playwright/test';
