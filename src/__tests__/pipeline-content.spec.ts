@@ -111,11 +111,17 @@ describe('new pipeline names', () => {
 function memoryContents(files: Record<string, string>) {
   return {
     files,
-    get: async (path: string) => {
-      if (!(path in files)) {
-        throw new Error(`404 ${path}`);
+    // createPipeline lists the folder; a GET of anything else is a test failure
+    get: async (path: string, options?: { content?: boolean }) => {
+      const inside = (p: string) =>
+        path ? p.startsWith(`${path}/`) : !p.includes('/');
+      if (!options?.content) {
+        throw new Error(`unexpected GET ${path}: list the folder instead`);
       }
-      return { path } as Contents.IModel;
+      const content = Object.keys(files)
+        .filter(inside)
+        .map(p => ({ name: p.split('/').pop(), path: p }));
+      return { path, type: 'directory', content } as Contents.IModel;
     },
     save: async (path: string, model: Partial<Contents.IModel>) => {
       files[path] = String(model.content);

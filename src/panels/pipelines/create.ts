@@ -134,16 +134,17 @@ class NamesBody extends Widget implements Dialog.IBodyWidget<IPipelineNames> {
   private _followName: boolean;
 }
 
-async function exists(
+/**
+ * The names taken in `folder`, from one listing of it (probing each candidate
+ * with a GET would log a 404 in the browser's console for every free name).
+ */
+async function takenNames(
   contents: Contents.IManager,
-  path: string
-): Promise<boolean> {
-  try {
-    await contents.get(path, { content: false });
-    return true;
-  } catch {
-    return false;
-  }
+  folder: string
+): Promise<Set<string>> {
+  const listing = await contents.get(folder, { content: true });
+  const items = Array.isArray(listing.content) ? listing.content : [];
+  return new Set(items.map((item: Contents.IModel) => item.name));
 }
 
 /** A free path in `folder` for `file`: "a.pipeline", then "a-1.pipeline", ... */
@@ -152,14 +153,12 @@ async function freePath(
   folder: string,
   file: string
 ): Promise<string> {
+  const taken = await takenNames(contents, folder);
   const stem = file.slice(0, -PIPELINE_EXT.length);
   for (let i = 0; i < 1000; i++) {
-    const candidate = PathExt.join(
-      folder,
-      i ? `${stem}-${i}${PIPELINE_EXT}` : file
-    );
-    if (!(await exists(contents, candidate))) {
-      return candidate;
+    const candidate = i ? `${stem}-${i}${PIPELINE_EXT}` : file;
+    if (!taken.has(candidate)) {
+      return PathExt.join(folder, candidate);
     }
   }
   throw new Error(`no free file name for ${file} in ${folder || '/'}`);
@@ -215,7 +214,7 @@ export async function createPipeline(options: {
       error = checkPipelineNames(current.name, file, trans);
       if (!error) {
         path = PathExt.join(folder, file);
-        if (await exists(contents, path)) {
+        if ((await takenNames(contents, folder)).has(file)) {
           error = trans.__(
             '%1 already exists in this folder: choose another file name.',
             file
