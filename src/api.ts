@@ -45,10 +45,34 @@ export type ArtifactFormat = 'mlflow' | 'file' | 'directory';
 export type JSONValue =
   string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };
 
+/**
+ * A dataset version a model was trained on (or a job was given in
+ * `$CUBE_LAB_DATASET`). `version` null: the dataset as registered, before any
+ * export; `project` and `path` may be null when the registering call did not
+ * say.
+ */
+export interface LineageDataset {
+  project: string | null;
+  name: string;
+  version: number | null;
+  path: string | null;
+}
+
 export interface Lineage {
   source: string | null;
   pipeline_run_id: string | null;
   training_job_id: string | null;
+  /** The dataset versions it was trained on (absent from older servers). */
+  datasets?: LineageDataset[];
+}
+
+/** "pets v2" (or "pets" for a dataset used as registered, before any export). */
+export function lineageDatasetLabel(
+  d: Pick<LineageDataset, 'name' | 'version'>
+): string {
+  return d.version === null || d.version === undefined
+    ? d.name
+    : `${d.name} v${d.version}`;
 }
 
 export interface Model {
@@ -892,6 +916,11 @@ export interface TrainingJob {
   duration_s: number | null;
   /** Kubernetes jobs: where the job object is. */
   cluster?: TrainingCluster | null;
+  /**
+   * The dataset versions it was given ($CUBE_LAB_DATASET); a model registered
+   * from the job carries them in its lineage.
+   */
+  datasets?: LineageDataset[];
 }
 
 /** Series per metric: `[step, value]` pairs of the lowest rank that reported. */
@@ -1138,8 +1167,18 @@ export async function resultText(
 /* Serving (issue 8): deployments, traffic, logs, metrics, test requests       */
 /* ========================================================================== */
 
+/**
+ * "removed" is only ever the answer of the DELETE that removed a failed,
+ * dead or stopped deployment (its last state); it is then gone from the list.
+ */
 export type DeploymentStatus =
-  'starting' | 'running' | 'updating' | 'stopped' | 'failed' | 'dead';
+  | 'starting'
+  | 'running'
+  | 'updating'
+  | 'stopped'
+  | 'failed'
+  | 'dead'
+  | 'removed';
 
 export interface TrafficShare {
   version: number;
@@ -1284,7 +1323,12 @@ export function setDeploymentSamples(
   );
 }
 
-/** Stop every process of the deployment (the record stays, status "stopped"). */
+/**
+ * DELETE the deployment: a running (starting, updating) one stops (the record
+ * stays, status "stopped"); a failed, dead or stopped one is removed (what is
+ * left of it killed, its quota given back, its record and log deleted) and
+ * the answer is its last state with status "removed".
+ */
 export function undeploy(
   project: string,
   name: string,

@@ -11,6 +11,7 @@ import {
   errorFromResponse,
   getModel,
   getVersion,
+  lineageDatasetLabel,
   listModels,
   patchVersion,
   queryString,
@@ -289,5 +290,17 @@ describe('cube-lab REST client', () => {
       });
       expect(describeError('plain')).toEqual({ error: 'plain', detail: '' });
     });
+  });
+});
+
+describe('lineage datasets', () => {
+  it('reads "name vN", and the bare name for a dataset used as registered', () => {
+    expect(
+      lineageDatasetLabel({
+        name: 'pets',
+        version: 2
+      })
+    ).toBe('pets v2');
+    expect(lineageDatasetLabel({ name: 'pets', version: null })).toBe('pets');
   });
 });

@@ -3,15 +3,19 @@
  * quantiles, example OIP v2 requests from model metadata, and the deploy
  * dialog's form -> the request it sends.
  */
-import type { Deployment } from '../api';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { Deployment, isDeploymentActive, undeploy } from '../api';
 import {
   buildExampleRequest,
   canaryPercent,
   computeRates,
   defaultDeployForm,
+  endAction,
   exampleShape,
   findActive,
   histogramQuantile,
+  isRemovable,
   metadataInputs,
   parsePrometheus,
   parseRequestBody,
@@ -19,7 +23,8 @@ import {
   planDeploy,
   RateHistory,
   readCounters,
-  summarizeAnswer
+  summarizeAnswer,
+  withoutDeployment
 } from '../panels/deployments/logic';
 
 /** What cube_lab/serving/metrics.py renders, with these numbers. */
@@ -431,5 +436,89 @@ describe('planDeploy', () => {
         })
       )
     ).toBe(20);
+  });
+});
+
+describe('undeploy and remove', () => {
+  const statuses = [
+    'starting',
+    'running',
+    'updating',
+    'stopped',
+    'failed',
+    'dead',
+    'removed'
+  ];
+
+  it('offers Undeploy while active and Remove once failed, dead or stopped', () => {
+    const actions = Object.fromEntries(
+      statuses.map(status => [status, endAction(deployment({ status }))])
+    );
+    expect(actions).toEqual({
+      starting: 'undeploy',
+      running: 'undeploy',
+      updating: 'undeploy',
+      stopped: 'remove',
+      failed: 'remove',
+      dead: 'remove',
+      removed: null
+    });
+    expect(endAction(deployment({ status: 'exploded' }))).toBeNull();
+  });
+
+  it('never offers both: removable is exactly "not active, not removed"', () => {
+    for (const status of statuses) {
+      const d = deployment({ status });
+      expect(isRemovable(d)).toBe(
+        !isDeploymentActive(d) && status !== 'removed'
+      );
+    }
+  });
+
+  it('drops the removed deployment (same project and name) from the list', () => {
+    const list = [
+      deployment({ id: 'a', name: 'iris', project: 'alice', status: 'failed' }),
+      deployment({ id: 'b', name: 'iris', project: 'team' }),
+      deployment({ id: 'c', name: 'bert', project: 'alice' })
+    ];
+    expect(
+      withoutDeployment(list, { project: 'alice', name: 'iris' }).map(d => d.id)
+    ).toEqual(['b', 'c']);
+    expect(withoutDeployment(list, { project: 'x', name: 'iris' })).toEqual(
+      list
+    );
+  });
+
+  it('removes with the same DELETE as undeploy and reads the "removed" answer', async () => {
+    const settings = ServerConnection.makeSettings({
+      baseUrl: 'http://localhost:8888/',
+      token: ''
+    });
+    const last = deployment({
+      name: 'broken',
+      project: 'team a',
+      status: 'removed',
+      endpoint: null
+    });
+    const makeRequest = jest
+      .spyOn(ServerConnection, 'makeRequest')
+      .mockResolvedValue({
+        ok: true,
+        status: 200,
+        statusText: 'OK',
+        text: async () => JSON.stringify(last)
+      } as unknown as Response);
+    try {
+      const answer = await undeploy('team a', 'broken', settings);
+      const [url, init] = makeRequest.mock.calls[0];
+      expect(url).toBe(
+        'http://localhost:8888/cube/api/v1/projects/team%20a/deployments/broken'
+      );
+      expect((init as RequestInit).method).toBe('DELETE');
+      expect(answer.status).toBe('removed');
+      expect(endAction(answer)).toBeNull();
+    } finally {
+      makeRequest.mockRestore();
+    }
   });
 });

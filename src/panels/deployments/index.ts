@@ -67,7 +67,14 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
     const panel = new DeploymentsPanel({
       settings: sidebar.settings,
       translator,
-      open: d => open(d.project, d.name)
+      open: d => open(d.project, d.name),
+      // removed from the list: its open view (if any) says so
+      removed: d =>
+        tracker
+          .find(
+            w => w.content.project === d.project && w.content.name === d.name
+          )
+          ?.content.markRemoved(d)
     });
     panel.id = 'cube-lab-deployments';
     sidebar.addPanel(panel, {
@@ -120,7 +127,9 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
         const existing = tracker.find(
           w => w.content.project === project && w.content.name === name
         );
-        if (existing) {
+        if (existing && existing.content.removed) {
+          existing.dispose(); // a new deployment of that name: a fresh view
+        } else if (existing) {
           shell.activateById(existing.id);
           void existing.content.refresh();
           return existing;
@@ -135,7 +144,8 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
               name: model,
               version
             }),
-          changed: () => void panel.refresh()
+          changed: () => void panel.refresh(),
+          close: () => widget.dispose()
         });
         const widget = new MainAreaWidget({ content });
         widget.id = `cube-lab-deployment-${encodeURIComponent(project)}-${encodeURIComponent(name)}`;

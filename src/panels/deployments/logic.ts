@@ -605,3 +605,48 @@ export function formatRate(value: number | null, unit: string): string {
   const digits = value >= 100 ? 0 : value >= 10 ? 1 : 2;
   return `${value.toFixed(digits)} ${unit}`;
 }
+
+/* -------------------------------------------------------------------------- */
+/* Undeploy and remove                                                        */
+/* -------------------------------------------------------------------------- */
+
+/**
+ * The statuses a DELETE removes (kills what is left, gives the quota back,
+ * deletes the record and log); on an active deployment it only stops it.
+ */
+export const REMOVABLE_STATUSES: readonly string[] = [
+  'failed',
+  'dead',
+  'stopped'
+];
+
+/** True when DELETE removes the deployment rather than stopping it. */
+export function isRemovable(d: Pick<Deployment, 'status'>): boolean {
+  return REMOVABLE_STATUSES.includes(d.status);
+}
+
+/**
+ * What the list and the view offer on a deployment: "undeploy" (stop) while
+ * it is starting, running or updating; "remove" once it failed, died or was
+ * stopped; nothing once removed (or for a status this client does not know).
+ */
+export function endAction(
+  d: Pick<Deployment, 'status'>
+): 'undeploy' | 'remove' | null {
+  if (
+    d.status === 'starting' ||
+    d.status === 'running' ||
+    d.status === 'updating'
+  ) {
+    return 'undeploy';
+  }
+  return isRemovable(d) ? 'remove' : null;
+}
+
+/** The list without the deployment `gone` (same project and name). */
+export function withoutDeployment(
+  list: Deployment[],
+  gone: Pick<Deployment, 'project' | 'name'>
+): Deployment[] {
+  return list.filter(d => d.project !== gone.project || d.name !== gone.name);
+}

@@ -1,6 +1,7 @@
 /**
  * The "Deployments" section of the cube-lab sidebar: every deployment the
- * user can see with its status, traffic and endpoint URL (copy button).
+ * user can see with its status, traffic and endpoint URL (copy button), and
+ * a "Remove" action on the failed, dead or stopped ones.
  * Polls while visible, faster while one is starting or updating.
  */
 import { Clipboard } from '@jupyterlab/apputils';
@@ -12,7 +13,8 @@ import { ErrorBox } from '../errorbox';
 import { Deployment, describeError, listDeployments } from '../../api';
 import { ICubeSettings } from '../../tokens';
 import { PolledSection } from '../section';
-import { describeTraffic } from './logic';
+import { describeTraffic, endAction, withoutDeployment } from './logic';
+import { confirmAndRemove } from './remove';
 
 const CHANGING_INTERVAL_MS = 1500;
 
@@ -25,6 +27,7 @@ export class DeploymentsPanel extends PolledSection {
     });
     this.addClass('cube-DeploymentsPanel');
     this._open = options.open;
+    this._removed = options.removed ?? (() => undefined);
     this.title.label = this.trans.__('Deployments');
     this.title.caption = this.trans.__('Models served as inference services');
     this.addButton(
@@ -57,6 +60,8 @@ export class DeploymentsPanel extends PolledSection {
                 trans={trans}
                 open={() => this._open(d)}
                 copied={this._copied === d.id}
+                removing={this._removing.has(d.id)}
+                remove={() => void this._remove(d)}
                 copy={() => {
                   if (d.endpoint) {
                     Clipboard.copyToSystem(d.endpoint);
@@ -104,6 +109,29 @@ export class DeploymentsPanel extends PolledSection {
     }
   }
 
+  /** Confirm, then DELETE a failed / dead / stopped deployment and drop it. */
+  private async _remove(d: Deployment): Promise<void> {
+    this._removing.add(d.id);
+    this.update();
+    try {
+      const last = await confirmAndRemove(d, this.trans);
+      if (!last) {
+        return;
+      }
+      this._error = null;
+      if (last.status === 'removed') {
+        this._deployments = withoutDeployment(this._deployments, d);
+        this._removed(last);
+      }
+    } catch (err) {
+      this._error = describeError(err);
+    } finally {
+      this._removing.delete(d.id);
+      this.update();
+    }
+    void this.refresh();
+  }
+
   protected changing(): boolean {
     return this._deployments.some(
       d => d.status === 'starting' || d.status === 'updating'
@@ -111,6 +139,8 @@ export class DeploymentsPanel extends PolledSection {
   }
 
   private _open: (d: Deployment) => void;
+  private _removed: (last: Deployment) => void;
+  private _removing = new Set<string>();
   private _loaded = false;
   private _deployments: Deployment[] = [];
   private _error: { error: string; detail: string } | null = null;
@@ -123,6 +153,8 @@ export namespace DeploymentsPanel {
     translator: ITranslator;
     /** Open the deployment's view in the main area. */
     open: (d: Deployment) => void;
+    /** A deployment was removed from here (its last state, status "removed"). */
+    removed?: (last: Deployment) => void;
   }
 }
 
@@ -165,8 +197,13 @@ function DeploymentItem(props: {
   open: () => void;
   copy: () => void;
   copied: boolean;
+  remove: () => void;
+  removing: boolean;
 }): JSX.Element {
   const { d, trans } = props;
+  const error =
+    d.error && d.status !== 'stopped' && !d.endpoint ? d.error : null;
+  const removable = endAction(d) === 'remove';
   return (
     <li className="cube-DItem" data-deployment={d.name} data-status={d.status}>
       <button
@@ -200,9 +237,29 @@ function DeploymentItem(props: {
             )}
           </button>
         </span>
-      ) : d.error && d.status !== 'stopped' ? (
-        <span className="cube-DItem-error" title={d.error}>
-          {d.error}
+      ) : null}
+      {error || removable ? (
+        <span className="cube-DItem-foot">
+          {error ? (
+            <span className="cube-DItem-error" title={error}>
+              {error}
+            </span>
+          ) : (
+            <span className="cube-DItem-spacer" />
+          )}
+          {removable ? (
+            <button
+              className="cube-TLink cube-DRemove"
+              onClick={props.remove}
+              disabled={props.removing}
+              title={trans.__(
+                'Remove this %1 deployment: its record and log are deleted',
+                d.status
+              )}
+            >
+              {props.removing ? trans.__('Removing…') : trans.__('Remove')}
+            </button>
+          ) : null}
         </span>
       ) : null}
     </li>

@@ -4,7 +4,8 @@
  * answer and its latency), the traffic split (canary slider, promote,
  * roll back), live QPS / error / latency charts from the router's Prometheus
  * counters (read every 2 s, rates computed here), opt-in request samples, the
- * log followed live, and undeploy.
+ * log followed live, and undeploy; a failed, dead or stopped deployment can
+ * be removed, after which the view says so (and stops polling).
  */
 import {
   Clipboard,
@@ -21,6 +22,7 @@ import * as React from 'react';
 import { ErrorBox } from '../errorbox';
 import {
   changeTraffic,
+  CubeApiError,
   Deployment,
   deploymentLog,
   deploymentMetrics,
@@ -37,6 +39,7 @@ import { LineChart } from '../training/chart';
 import { formatNumber } from '../training/logic';
 import {
   canaryPercent,
+  endAction,
   exampleText,
   formatRate,
   ITensorMeta,
@@ -48,6 +51,7 @@ import {
   summarizeAnswer
 } from './logic';
 import { DeploymentBadge, TrafficSummary } from './panel';
+import { confirmAndRemove } from './remove';
 import { SamplesSection } from './samples';
 
 /** The issue asks for metrics every 2 s. */
@@ -73,6 +77,7 @@ export class DeploymentView extends ReactWidget {
     this._trans = options.translator.load('cube_lab');
     this._openModel = options.openModel;
     this._changed = options.changed;
+    this._close = options.close ?? (() => this.dispose());
     this.title.label = options.name;
     this._poll = new Poll({
       auto: false,
@@ -94,8 +99,33 @@ export class DeploymentView extends ReactWidget {
     return this._dep;
   }
 
+  /** True once the deployment was removed (here, from the list, or elsewhere). */
+  get removed(): boolean {
+    return this._removed;
+  }
+
   refresh(): Promise<void> {
-    return this._poll.refresh();
+    return this._removed ? Promise.resolve() : this._poll.refresh();
+  }
+
+  /**
+   * The deployment is gone (`last`: its last state, status "removed"): say
+   * so, keep the log read so far, and stop asking the server about it.
+   */
+  markRemoved(last?: Deployment): void {
+    if (this._removed || this.isDisposed) {
+      return;
+    }
+    this._removed = true;
+    const base = last ?? this._dep;
+    if (base) {
+      this._dep = { ...base, status: 'removed', endpoint: null };
+    }
+    this._loadError = null;
+    this._actionError = null;
+    this.title.caption = this._trans.__('Deployment %1 (removed)', this.name);
+    this._poll.dispose();
+    this.update();
   }
 
   dispose(): void {
@@ -138,7 +168,9 @@ export class DeploymentView extends ReactWidget {
         </div>
       );
     }
-    const active = isDeploymentActive(d);
+    const removed = this._removed;
+    const active = !removed && isDeploymentActive(d);
+    const action = removed ? null : endAction(d);
     return (
       <div
         className="cube-DDetail"
@@ -161,7 +193,35 @@ export class DeploymentView extends ReactWidget {
             >
               {trans.__('Open model')}
             </button>
-            {active ? (
+            {action === 'remove' ? (
+              <button
+                className="cube-Button cube-DDanger"
+                disabled={this._busy !== null}
+                onClick={() => void this._remove()}
+                title={trans.__(
+                  'Delete this deployment’s record and log (it is %1)',
+                  d.status
+                )}
+              >
+                {this._busy === 'remove' ? (
+                  <span className="cube-TBusy">
+                    <span className="cube-Spinner" /> {trans.__('Removing…')}
+                  </span>
+                ) : (
+                  trans.__('Remove')
+                )}
+              </button>
+            ) : null}
+            {removed ? (
+              <button
+                className="cube-Button"
+                onClick={() => this._close()}
+                title={trans.__('Close this tab')}
+              >
+                {trans.__('Close')}
+              </button>
+            ) : null}
+            {action === 'undeploy' ? (
               <button
                 className="cube-Button cube-DDanger"
                 disabled={this._busy !== null}
@@ -197,7 +257,17 @@ export class DeploymentView extends ReactWidget {
             </span>
           </div>
         ) : null}
-        {d.error && d.status !== 'running' ? (
+        {removed ? (
+          <p className="cube-TNote cube-DRemoved" role="status">
+            {trans.__(
+              'Deployment %1 was removed: its processes, record and log are gone, and it left the Deployments list. Model %2 v%3 stays in the registry.',
+              d.name,
+              d.model,
+              d.version
+            )}
+          </p>
+        ) : null}
+        {d.error && d.status !== 'running' && !removed ? (
           <ErrorBox error={{ error: d.error, detail: '' }} />
         ) : null}
         {this._actionError ? <ErrorBox error={this._actionError} /> : null}
@@ -253,6 +323,13 @@ export class DeploymentView extends ReactWidget {
               trans={trans}
             />
           </>
+        ) : removed ? null : action === 'remove' ? (
+          <p className="cube-TNote">
+            {trans.__(
+              'This deployment is %1. Deploy the model again from the Models panel, or Remove it to delete its record and log.',
+              d.status
+            )}
+          </p>
         ) : (
           <p className="cube-TNote">
             {trans.__(
@@ -274,6 +351,9 @@ export class DeploymentView extends ReactWidget {
   private async _tick(): Promise<void> {
     try {
       const d = await getDeployment(this.project, this.name);
+      if (this._removed) {
+        return; // removed while this read was on its way
+      }
       this._dep = d;
       this.title.caption = this._trans.__(
         'Deployment %1 (%2)',
@@ -300,10 +380,20 @@ export class DeploymentView extends ReactWidget {
         }
       }
     } catch (err) {
+      if (this._removed) {
+        return;
+      }
+      if (err instanceof CubeApiError && err.status === 404 && this._dep) {
+        // removed elsewhere (the list, the CLI, another tab)
+        this.markRemoved();
+        return;
+      }
       this._loadError = describeError(err);
       throw err;
     } finally {
-      this.update();
+      if (!this.isDisposed) {
+        this.update();
+      }
     }
   }
 
@@ -427,7 +517,37 @@ export class DeploymentView extends ReactWidget {
     }
   }
 
+  private async _remove(): Promise<void> {
+    const d = this._dep;
+    if (!d) {
+      return;
+    }
+    this._busy = 'remove';
+    this._actionError = null;
+    this.update();
+    try {
+      const last = await confirmAndRemove(d, this._trans);
+      if (last) {
+        this._changed();
+        if (last.status === 'removed') {
+          this.markRemoved(last);
+        } else {
+          this._dep = last; // it was deployed again meanwhile: only stopped
+        }
+      }
+    } catch (err) {
+      this._actionError = describeError(err);
+    } finally {
+      this._busy = null;
+      if (!this.isDisposed) {
+        this.update();
+      }
+    }
+  }
+
   private _trans: TranslationBundle;
+  private _close: () => void;
+  private _removed = false;
   private _openModel: (project: string, model: string, version: number) => void;
   private _changed: () => void;
   private _poll: Poll;
@@ -458,6 +578,8 @@ export namespace DeploymentView {
     openModel: (project: string, model: string, version: number) => void;
     /** The deployment changed here (the sidebar list should follow). */
     changed: () => void;
+    /** Close the view's tab (default: dispose the view). */
+    close?: () => void;
   }
 }
 

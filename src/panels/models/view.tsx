@@ -14,7 +14,13 @@ import {
 } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { Model, ModelDetail, ModelVersion, JSONValue } from '../../api';
+import {
+  JSONValue,
+  lineageDatasetLabel,
+  Model,
+  ModelDetail,
+  ModelVersion
+} from '../../api';
 import {
   formatBytes,
   formatDateTime,
@@ -1087,6 +1093,22 @@ function VersionDetailBody(props: {
     lineageRows.push([
       trans.__('Training job'),
       <code>{lineage.training_job_id}</code>
+    ]);
+  }
+  const datasets = lineage.datasets ?? [];
+  if (datasets.length) {
+    lineageRows.push([
+      trans.__('Datasets'),
+      <span className="cube-LineageDatasets">
+        {datasets.map((d, i) => (
+          <React.Fragment key={i}>
+            {i > 0 ? ', ' : null}
+            <code className="cube-LineageDataset" title={d.path ?? undefined}>
+              {lineageDatasetLabel(d)}
+            </code>
+          </React.Fragment>
+        ))}
+      </span>
     ]);
   }
 

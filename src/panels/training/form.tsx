@@ -246,6 +246,9 @@ export function LaunchForm(props: ILaunchFormProps): JSX.Element {
         label={trans.__('Script')}
         name="script"
         error={errors.script || note}
+        hint={trans.__(
+          "Save the model under $CUBE_OUTPUT_DIR (the job's output folder) so that 'Register the last checkpoint' finds it."
+        )}
       >
         {input('script', {
           placeholder: trans.__('folder/train.py'),
