@@ -2,7 +2,9 @@
  * One-click inference against the real server: a scikit-learn model is
  * trained and saved by the server's Python, registered with the REST API,
  * deployed from the Models panel, tested from the deployment's form, given a
- * canary from the Deploy dialog, and undeployed.
+ * canary from the Deploy dialog, and undeployed. A deployment whose model
+ * cannot load fails, and is removed from the Deployments panel; its model
+ * version's lineage lists the dataset it was registered with.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { APIRequestContext } from '@playwright/test';
@@ -240,5 +242,96 @@ test.describe('cube-lab deployments', () => {
       `${base}${API}/projects/${project}/deployments/${MODEL}`
     );
     expect((await after.json()).status).toBe('stopped');
+  });
+
+  test('a failed deployment shows Remove and leaves the list after it', async ({
+    page,
+    request,
+    baseURL
+  }) => {
+    const base = baseURL!;
+    const name = 'broken-ui';
+    // Ten bytes no library can load: registered as a "generic" model.
+    const tmp = process.env.CUBE_LAB_UI_TMP!;
+    const file = path.join(tmp, 'root', 'deploy-fail', 'weights.bin');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, Buffer.alloc(10));
+    const version = await register(request, base, {
+      name,
+      path: 'deploy-fail/weights.bin',
+      datasets: [{ name: 'pets', version: 2, path: '/data/datasets/7/v2' }]
+    });
+    const project = version.project;
+    const deploy = await request.post(`${base}${API}/deployments`, {
+      data: { model: `${name}:${version.version}` }
+    });
+    expect(deploy.status(), await deploy.text()).toBeGreaterThanOrEqual(400);
+
+    await page.sidebar.openTab('cube-lab-deployments-panel');
+    const item = page.locator(
+      `#cube-lab-deployments .cube-DItem[data-deployment="${name}"]`
+    );
+    await expect(item).toHaveAttribute('data-status', 'failed', {
+      timeout: 15_000
+    });
+    const remove = item.getByRole('button', { name: 'Remove' });
+    await expect(remove).toBeVisible();
+    await expect(item.locator('.cube-DItem-error')).toBeVisible();
+
+    // Its view offers Remove (no Undeploy: nothing runs).
+    await item.locator('.cube-DItem-main').click();
+    const view = page.locator(`.cube-DDetail[data-deployment="${name}"]`);
+    await expect(view).toHaveAttribute('data-status', 'failed');
+    await expect(view.getByRole('button', { name: 'Remove' })).toBeVisible();
+    await expect(view.getByRole('button', { name: 'Undeploy' })).toHaveCount(0);
+
+    // Its model version (Open model) lists the dataset it was trained on.
+    await view.getByRole('button', { name: 'Open model' }).click();
+    const lineage = page.locator(
+      `.cube-ModelTab .cube-VersionDetail[data-version="${version.version}"] .cube-Lineage`
+    );
+    await expect(lineage).toContainText('Datasets');
+    await expect(lineage.locator('.cube-LineageDataset')).toHaveText('pets v2');
+    await expect(lineage.locator('.cube-LineageDataset')).toHaveAttribute(
+      'title',
+      '/data/datasets/7/v2'
+    );
+    await page.locator(`.lm-TabBar-tab[title^="Deployment ${name} "]`).click();
+    await expect(view).toBeVisible();
+    await lightAndDark(page, 'deployments-failed', { ready: remove });
+
+    // Remove from the panel, after a dialog that says what goes.
+    await remove.click();
+    const dialog = page.locator('.jp-Dialog');
+    await expect(dialog).toContainText(`Remove ${name}?`);
+    await expect(dialog).toContainText('its record and log are deleted');
+    await lightAndDark(page, 'deployments-remove-dialog', { ready: dialog });
+    await dialog.getByRole('button', { name: 'Remove' }).click();
+    await expect(item).toHaveCount(0, { timeout: 15_000 });
+
+    // The open view says it was removed and can be closed.
+    await expect(view).toHaveAttribute('data-status', 'removed');
+    await expect(view).toContainText(`Deployment ${name} was removed`);
+    await lightAndDark(page, 'deployments-removed', {
+      ready: view.locator('.cube-DRemoved')
+    });
+    const gone = await request.get(
+      `${base}${API}/projects/${project}/deployments/${name}`
+    );
+    expect(gone.status()).toBe(404);
+    const list = await (await request.get(`${base}${API}/deployments`)).json();
+    expect(list.deployments.map((d: any) => d.name)).not.toContain(name);
+    await view.getByRole('button', { name: 'Close' }).click();
+    await expect(view).toHaveCount(0);
+
+    // The model stays in the registry; the test leaves nothing behind.
+    await page
+      .locator('.lm-TabBar-tab', { hasText: `${name} v${version.version}` })
+      .locator('.lm-TabBar-tabCloseIcon')
+      .click();
+    const model = await request.delete(
+      `${base}${API}/projects/${project}/models/${name}`
+    );
+    expect(model.status()).toBe(204);
   });
 });

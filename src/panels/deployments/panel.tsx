@@ -10,11 +10,16 @@ import { copyIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
-import { Deployment, describeError, listDeployments } from '../../api';
+import {
+  Deployment,
+  describeError,
+  listDeployments,
+  undeploy
+} from '../../api';
 import { ICubeSettings } from '../../tokens';
 import { PolledSection } from '../section';
 import { describeTraffic, endAction, withoutDeployment } from './logic';
-import { confirmAndRemove } from './remove';
+import { confirmRemove } from './remove';
 
 const CHANGING_INTERVAL_MS = 1500;
 
@@ -111,13 +116,13 @@ export class DeploymentsPanel extends PolledSection {
 
   /** Confirm, then DELETE a failed / dead / stopped deployment and drop it. */
   private async _remove(d: Deployment): Promise<void> {
+    if (!(await confirmRemove(d, this.trans))) {
+      return;
+    }
     this._removing.add(d.id);
     this.update();
     try {
-      const last = await confirmAndRemove(d, this.trans);
-      if (!last) {
-        return;
-      }
+      const last = await undeploy(d.project, d.name);
       this._error = null;
       if (last.status === 'removed') {
         this._deployments = withoutDeployment(this._deployments, d);

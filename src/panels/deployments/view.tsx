@@ -51,7 +51,7 @@ import {
   summarizeAnswer
 } from './logic';
 import { DeploymentBadge, TrafficSummary } from './panel';
-import { confirmAndRemove } from './remove';
+import { confirmRemove } from './remove';
 import { SamplesSection } from './samples';
 
 /** The issue asks for metrics every 2 s. */
@@ -326,7 +326,7 @@ export class DeploymentView extends ReactWidget {
         ) : removed ? null : action === 'remove' ? (
           <p className="cube-TNote">
             {trans.__(
-              'This deployment is %1. Deploy the model again from the Models panel, or Remove it to delete its record and log.',
+              'Nothing of this deployment runs (status: %1). Deploy the model again from the Models panel, or Remove it to delete its record and log.',
               d.status
             )}
           </p>
@@ -519,21 +519,19 @@ export class DeploymentView extends ReactWidget {
 
   private async _remove(): Promise<void> {
     const d = this._dep;
-    if (!d) {
+    if (!d || !(await confirmRemove(d, this._trans))) {
       return;
     }
     this._busy = 'remove';
     this._actionError = null;
     this.update();
     try {
-      const last = await confirmAndRemove(d, this._trans);
-      if (last) {
-        this._changed();
-        if (last.status === 'removed') {
-          this.markRemoved(last);
-        } else {
-          this._dep = last; // it was deployed again meanwhile: only stopped
-        }
+      const last = await undeploy(this.project, this.name);
+      this._changed();
+      if (last.status === 'removed') {
+        this.markRemoved(last);
+      } else {
+        this._dep = last; // it was deployed again meanwhile: only stopped
       }
     } catch (err) {
       this._actionError = describeError(err);
