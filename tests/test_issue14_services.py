@@ -286,7 +286,7 @@ async def test_rest_delete_removes_a_failed_deployment(api: Any, jp_root_dir: Pa
     status, _ = await api("alice", "POST", "models", {"name": "broken", "path": "broken"})
     assert status == 201
     status, err = await api("alice", "POST", "deployments", {"model": "broken:1"})
-    assert status == 500 and "cannot serve flavor" in json.dumps(err)
+    assert status == 422 and "cannot serve flavor" in json.dumps(err)
     status, found = await api("alice", "GET", "deployments")
     assert [d["status"] for d in found["deployments"]] == ["failed"]
     status, dep = await api("alice", "DELETE", "projects/alice/deployments/broken")

@@ -56,9 +56,11 @@ STOP_GRACE_S = 5.0
 
 
 class DeploymentFailed(CubeError):
-    """The model server or router did not come up; ``detail`` holds the log's tail."""
+    """The model server or router did not come up; ``detail`` holds the log's tail, which
+    says why (a flavor that cannot be served, a missing library, a crash in the model's
+    code). The request was well formed but this version cannot be served as asked: 422."""
 
-    status = 500
+    status = 422
 
 
 @dataclass(frozen=True)
