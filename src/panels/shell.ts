@@ -2,8 +2,9 @@
  * Small helpers for the main-area tabs of the cube-lab panels.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
-import type { WidgetTracker } from '@jupyterlab/apputils';
+import { MainAreaWidget, type WidgetTracker } from '@jupyterlab/apputils';
 import { DocumentWidget } from '@jupyterlab/docregistry';
+import type { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 /**
@@ -25,6 +26,26 @@ export function openForm<T extends Widget>(
   });
   stale.forEach(widget => widget.dispose());
   return found;
+}
+
+/**
+ * Show `content` in a new closable main-area tab (`id`, `icon`) that
+ * `tracker` keeps, so that the layout restorer brings it back.
+ */
+export function addFormTab<T extends Widget>(
+  shell: JupyterFrontEnd.IShell,
+  tracker: WidgetTracker<MainAreaWidget<T>>,
+  content: T,
+  options: { id: string; icon: LabIcon }
+): MainAreaWidget<T> {
+  const widget = new MainAreaWidget({ content });
+  widget.id = options.id;
+  widget.title.icon = options.icon;
+  widget.title.closable = true;
+  void tracker.add(widget);
+  shell.add(widget, 'main');
+  shell.activateById(widget.id);
+  return widget;
 }
 
 /**

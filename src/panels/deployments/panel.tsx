@@ -10,6 +10,7 @@ import { copyIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
+import { EmptyState } from '../empty';
 import {
   Deployment,
   describeError,
@@ -82,21 +83,15 @@ export class DeploymentsPanel extends PolledSection {
             ))}
           </ul>
         ) : this._error ? null : (
-          <div className="cube-TEmpty">
-            <p className="cube-TEmpty-title">
-              {trans.__('No deployments yet')}
-            </p>
-            <p className="cube-TEmpty-text">
-              {trans.__(
-                'Open a model version in Models and press Deploy; it is served over the Open Inference Protocol on this machine.'
-              )}
-            </p>
-            <p className="cube-TEmpty-text">
-              {trans.__('Or from a notebook:')} <code>%cube_deploy iris:1</code>
-              <br />
-              {trans.__('or a terminal:')} <code>cube-lab deploy iris:1</code>
-            </p>
-          </div>
+          <EmptyState
+            title={trans.__('No deployments yet')}
+            text={trans.__(
+              'Open a model version in Models and press Deploy; it is served over the Open Inference Protocol on this machine.'
+            )}
+            notebook="%cube_deploy iris:1"
+            terminal="cube-lab deploy iris:1"
+            trans={trans}
+          />
         )}
       </div>
     );

@@ -3,12 +3,12 @@
  * or a CSV / JSONL of texts) and "New labeling project" (dataset, task type,
  * labels with colours and hotkeys, multi-label, review, instructions).
  */
-import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
+import { FormPage, FormState, IFormProps } from '../formpage';
 import {
   createDataset,
   createLabelingProject,
@@ -16,8 +16,7 @@ import {
   describeError,
   LabelingProject,
   listDatasets,
-  Project,
-  whoami
+  Project
 } from '../../api';
 import {
   datasetFormToRequest,
@@ -35,37 +34,19 @@ import {
   taskTypeLabel
 } from './logic';
 
-type ErrorText = { error: string; detail: string };
-
 export type LabelingFormMode = 'dataset' | 'project';
 
 /**
  * The tab of the two labeling forms. A new dataset leads to the project
  * form on it; a new project opens in its own tab (`created`).
  */
-export class LabelingFormView extends ReactWidget {
+export class LabelingFormView extends FormPage {
   constructor(options: LabelingFormView.IOptions) {
-    super();
-    this.addClass('cube-FormPage');
-    this.addClass('cube-LFormView');
-    this._trans = options.translator.load('cube_lab');
+    super({ ...options, className: 'cube-LFormView' });
     this._created = options.created;
     this._datasetCreated = options.datasetCreated;
-    this._close = options.close;
     this._currentFolder = options.currentFolder;
     this.showForm(options.mode);
-    whoami()
-      .then(me => {
-        this._me = me.user;
-        this._projects = me.projects;
-        const project = this._defaultProject();
-        this._datasetForm.project ||= project;
-        this._projectForm.project ||= project;
-        this.update();
-      })
-      .catch(() => {
-        // without the projects, the personal project is used
-      });
     void this._loadDatasets();
   }
 
@@ -76,96 +57,72 @@ export class LabelingFormView extends ReactWidget {
   /** Show one of the forms; what was typed in the other one stays. */
   showForm(mode: LabelingFormMode): void {
     this._mode = mode;
-    this._submitError = null;
-    this._datasetErrors = {};
-    this._projectErrors = {};
+    this.submitError = null;
+    this._datasetForm.errors = {};
+    this._projectForm.errors = {};
     this.title.label =
       mode === 'dataset'
-        ? this._trans.__('New dataset')
-        : this._trans.__('New labeling project');
+        ? this.trans.__('New dataset')
+        : this.trans.__('New labeling project');
     this.title.caption =
       mode === 'dataset'
-        ? this._trans.__(
+        ? this.trans.__(
             'Register a folder of images or a CSV / JSONL of texts as a dataset'
           )
-        : this._trans.__('Start labeling a dataset, alone or with your team');
+        : this.trans.__('Start labeling a dataset, alone or with your team');
     if (mode === 'project') {
       void this._loadDatasets();
     }
     this.update();
   }
 
-  protected render(): JSX.Element {
-    const trans = this._trans;
-    const dataset = this._mode === 'dataset';
+  protected identified(user: string): void {
+    this._me = user;
+    const project = this._defaultProject();
+    this._datasetForm.value.project ||= project;
+    this._projectForm.value.project ||= project;
+  }
+
+  protected intro(): string {
+    return this._mode === 'dataset'
+      ? this.trans.__(
+          'A dataset is a folder of images (searched recursively) or a CSV / JSONL file of texts. Next, a labeling project on it: classes, boxes or entity spans.'
+        )
+      : this.trans.__(
+          'Labels get hotkeys 1–9 in the order given. With review on, submitted tasks wait for a reviewer before they count as done.'
+        );
+  }
+
+  protected renderForm(): JSX.Element {
+    if (this._mode === 'dataset') {
+      return (
+        <DatasetForm
+          {...this.formProps(this._datasetForm, () => this._createDataset())}
+          currentFolder={this._currentFolder}
+        />
+      );
+    }
     return (
-      <div className="cube-FormPage-body">
-        <h2 className="cube-FormPage-title">{this.title.label}</h2>
-        <p className="cube-FormPage-intro">
-          {dataset
-            ? trans.__(
-                'A dataset is a folder of images (searched recursively) or a CSV / JSONL file of texts. Next, a labeling project on it: classes, boxes or entity spans.'
-              )
-            : trans.__(
-                'Labels get hotkeys 1–9 in the order given. With review on, submitted tasks wait for a reviewer before they count as done.'
-              )}
+      <>
+        <ProjectForm
+          {...this.formProps(this._projectForm, () => this._createProject())}
+          datasets={this._datasets}
+        />
+        <p className="cube-FormPage-aside">
+          <button
+            type="button"
+            className="cube-TLink"
+            onClick={() => this.showForm('dataset')}
+          >
+            {this.trans.__('Register another dataset first…')}
+          </button>
         </p>
-        {dataset ? (
-          <DatasetForm
-            form={this._datasetForm}
-            errors={this._datasetErrors}
-            submitError={this._submitError}
-            busy={this._busy}
-            projects={this._projects}
-            trans={trans}
-            onChange={patch => {
-              this._datasetForm = { ...this._datasetForm, ...patch };
-              for (const key of Object.keys(patch) as DatasetField[]) {
-                delete this._datasetErrors[key];
-              }
-              this.update();
-            }}
-            onSubmit={() => void this._createDataset()}
-            onCancel={this._close}
-            currentFolder={this._currentFolder}
-          />
-        ) : (
-          <ProjectForm
-            form={this._projectForm}
-            errors={this._projectErrors}
-            submitError={this._submitError}
-            busy={this._busy}
-            projects={this._projects}
-            datasets={this._datasets}
-            trans={trans}
-            onChange={patch => {
-              this._projectForm = { ...this._projectForm, ...patch };
-              for (const key of Object.keys(patch) as ProjectField[]) {
-                delete this._projectErrors[key];
-              }
-              this.update();
-            }}
-            onSubmit={() => void this._createProject()}
-            onCancel={this._close}
-          />
-        )}
-        {dataset ? null : (
-          <p className="cube-FormPage-aside">
-            <button
-              type="button"
-              className="cube-TLink"
-              onClick={() => this.showForm('dataset')}
-            >
-              {trans.__('Register another dataset first…')}
-            </button>
-          </p>
-        )}
-      </div>
+      </>
     );
   }
 
   private _defaultProject(): string {
-    return this._me || this._projects[0]?.name || '';
+    return this._me || this.projects[0]?.name || '';
   }
 
   private async _loadDatasets(): Promise<void> {
@@ -173,95 +130,70 @@ export class LabelingFormView extends ReactWidget {
       this._datasets = (await listDatasets()).datasets;
       this.update();
     } catch (err) {
-      this._submitError = describeError(err);
+      this.submitError = describeError(err);
       this.update();
     }
   }
 
-  private async _createDataset(): Promise<void> {
-    const { request, errors } = datasetFormToRequest(this._datasetForm);
-    this._datasetErrors = errors;
-    this._submitError = null;
-    if (!request) {
-      this.update();
-      return;
-    }
-    this._busy = true;
-    this.update();
-    try {
-      const dataset = await createDataset(request);
-      this._datasets = [
-        dataset,
-        ...this._datasets.filter(d => d.id !== dataset.id)
-      ];
-      this._datasetForm = emptyDatasetForm(this._datasetForm.project);
-      // Next step: a labeling project on it.
-      const previous = this._projectForm;
-      this._projectForm = {
-        ...previous,
-        project: dataset.project,
-        dataset: dataset.name,
-        type:
-          dataset.kind === 'images'
-            ? previous.type.startsWith('image')
-              ? previous.type
-              : 'image-bbox'
-            : previous.type.startsWith('text')
-              ? previous.type
-              : 'text-class',
-        name: previous.name || `${dataset.name}-labels`
-      };
-      this._busy = false;
-      this.showForm('project');
-      this._datasetCreated(dataset);
-    } catch (err) {
-      this._submitError = describeError(err);
-    } finally {
-      this._busy = false;
-      this.update();
-    }
-  }
-
-  private async _createProject(): Promise<void> {
-    const { request, errors } = projectFormToRequest(this._projectForm);
-    this._projectErrors = errors;
-    this._submitError = null;
-    if (!request) {
-      this.update();
-      return;
-    }
-    this._busy = true;
-    this.update();
-    try {
-      const created = await createLabelingProject(request);
-      this._projectForm = emptyProjectForm(created.project);
-      this._busy = false;
-      this._created(created);
-    } catch (err) {
-      this._submitError = describeError(err);
-    } finally {
-      this._busy = false;
-      if (!this.isDisposed) {
-        this.update();
+  private _createDataset(): Promise<void> {
+    return this.submit(
+      this._datasetForm,
+      datasetFormToRequest,
+      createDataset,
+      dataset => {
+        this._datasets = [
+          dataset,
+          ...this._datasets.filter(d => d.id !== dataset.id)
+        ];
+        this._datasetForm.value = emptyDatasetForm(
+          this._datasetForm.value.project
+        );
+        // Next step: a labeling project on it.
+        const previous = this._projectForm.value;
+        this._projectForm.value = {
+          ...previous,
+          project: dataset.project,
+          dataset: dataset.name,
+          type:
+            dataset.kind === 'images'
+              ? previous.type.startsWith('image')
+                ? previous.type
+                : 'image-bbox'
+              : previous.type.startsWith('text')
+                ? previous.type
+                : 'text-class',
+          name: previous.name || `${dataset.name}-labels`
+        };
+        this.showForm('project');
+        this._datasetCreated(dataset);
       }
-    }
+    );
   }
 
-  private _trans: TranslationBundle;
+  private _createProject(): Promise<void> {
+    return this.submit(
+      this._projectForm,
+      projectFormToRequest,
+      createLabelingProject,
+      created => {
+        this._projectForm.value = emptyProjectForm(created.project);
+        this._created(created);
+      }
+    );
+  }
+
   private _created: (project: LabelingProject) => void;
   private _datasetCreated: (dataset: Dataset) => void;
-  private _close: () => void;
   private _currentFolder: () => string | null;
   private _mode: LabelingFormMode = 'dataset';
   private _me = '';
-  private _projects: Project[] = [];
   private _datasets: Dataset[] = [];
-  private _datasetForm: IDatasetForm = emptyDatasetForm();
-  private _projectForm: IProjectForm = emptyProjectForm();
-  private _datasetErrors: Partial<Record<DatasetField, string>> = {};
-  private _projectErrors: Partial<Record<ProjectField, string>> = {};
-  private _submitError: ErrorText | null = null;
-  private _busy = false;
+  private _datasetForm = new FormState<IDatasetForm, DatasetField>(
+    emptyDatasetForm()
+  );
+  private _projectForm = new FormState<IProjectForm, ProjectField>(
+    emptyProjectForm()
+  );
 }
 
 export namespace LabelingFormView {
@@ -309,18 +241,11 @@ function ProjectSelect(props: {
   );
 }
 
-export function DatasetForm(props: {
-  form: IDatasetForm;
-  errors: Partial<Record<DatasetField, string>>;
-  submitError: ErrorText | null;
-  busy: boolean;
-  projects: Project[];
-  trans: TranslationBundle;
-  onChange: (patch: Partial<IDatasetForm>) => void;
-  onSubmit: () => void;
-  onCancel: () => void;
-  currentFolder: () => string | null;
-}): JSX.Element {
+export function DatasetForm(
+  props: IFormProps<IDatasetForm, DatasetField> & {
+    currentFolder: () => string | null;
+  }
+): JSX.Element {
   const { form, errors, trans } = props;
   const texts = /\.(csv|jsonl)$/i.test(form.path.trim());
   return (
@@ -442,18 +367,9 @@ export function DatasetForm(props: {
   );
 }
 
-export function ProjectForm(props: {
-  form: IProjectForm;
-  errors: Partial<Record<ProjectField, string>>;
-  submitError: ErrorText | null;
-  busy: boolean;
-  projects: Project[];
-  datasets: Dataset[];
-  trans: TranslationBundle;
-  onChange: (patch: Partial<IProjectForm>) => void;
-  onSubmit: () => void;
-  onCancel: () => void;
-}): JSX.Element {
+export function ProjectForm(
+  props: IFormProps<IProjectForm, ProjectField> & { datasets: Dataset[] }
+): JSX.Element {
   const { form, errors, trans } = props;
   const kind = datasetKindFor(form.type);
   const datasets = props.datasets.filter(

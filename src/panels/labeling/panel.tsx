@@ -8,6 +8,7 @@ import { addIcon, newFolderIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
+import { EmptyState } from '../empty';
 import {
   Dataset,
   describeError,
@@ -74,26 +75,18 @@ export class LabelingPanel extends PolledSection {
             {trans.__('Loading labeling projects…')}
           </div>
         ) : empty && !this._error ? (
-          <div className="cube-TEmpty">
-            <p className="cube-TEmpty-title">
-              {trans.__('Nothing to label yet')}
-            </p>
-            <p className="cube-TEmpty-text">
-              {trans.__(
-                'Register a folder of images or a CSV / JSONL of texts as a dataset, then start a labeling project on it: classes, boxes or entity spans, with your team.'
-              )}
-            </p>
-            <button
-              className="cube-Button cube-mod-primary"
-              onClick={() => this._newForm('dataset')}
-            >
-              {trans.__('New dataset')}
-            </button>
-            <p className="cube-TEmpty-text">
-              {trans.__('or a terminal:')}{' '}
-              <code>cube-lab dataset create NAME PATH</code>
-            </p>
-          </div>
+          <EmptyState
+            title={trans.__('Nothing to label yet')}
+            text={trans.__(
+              'Register a folder of images or a CSV / JSONL of texts as a dataset, then start a labeling project on it: classes, boxes or entity spans, with your team.'
+            )}
+            action={{
+              label: trans.__('New dataset'),
+              run: () => this._newForm('dataset')
+            }}
+            terminal="cube-lab dataset create NAME PATH"
+            trans={trans}
+          />
         ) : (
           <>
             <div className="cube-LList-head">

@@ -2,19 +2,13 @@
  * The "Launch training" tab: framework, script (from the file browser),
  * arguments, workers x processes, GPUs, environment, project.
  */
-import { ReactWidget } from '@jupyterlab/apputils';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
-import {
-  describeError,
-  Project,
-  submitTrainingJob,
-  TrainingJob,
-  whoami
-} from '../../api';
+import { FormPage, FormState, IFormProps } from '../formpage';
+import { submitTrainingJob, TrainingJob } from '../../api';
 import {
   emptyForm,
   FormField,
@@ -23,47 +17,33 @@ import {
   ILaunchForm
 } from './logic';
 
-type ErrorText = { error: string; detail: string };
-
 /**
  * The launch form in a main-area tab. It keeps what was typed while the tab
  * is open; a launched job opens in its own tab (`launched`).
  */
-export class LaunchFormView extends ReactWidget {
+export class LaunchFormView extends FormPage {
   constructor(options: LaunchFormView.IOptions) {
-    super();
-    this.addClass('cube-FormPage');
-    this.addClass('cube-TLaunchView');
-    this._trans = options.translator.load('cube_lab');
+    super({ ...options, className: 'cube-TLaunchView' });
     this._launched = options.launched;
-    this._close = options.close;
     this._pickCurrent = options.pickCurrent;
     this._browse = options.browse;
-    this._form = { ...emptyForm(), ...options.fill };
-    this.title.label = this._trans.__('Launch training');
-    this.title.caption = this._trans.__(
+    this._state = new FormState({ ...emptyForm(), ...options.fill });
+    this.title.label = this.trans.__('Launch training');
+    this.title.caption = this.trans.__(
       'Launch a script on several processes or machines'
     );
-    whoami()
-      .then(me => {
-        this._projects = me.projects;
-        this.update();
-      })
-      .catch(() => {
-        // without the projects, the job goes to the personal project
-      });
   }
 
   /** What the form holds now. */
   get form(): ILaunchForm {
-    return this._form;
+    return this._state.value;
   }
 
   /** Fill some fields (a script, a copy of a job, a dataset version). */
   fill(patch: Partial<ILaunchForm>): void {
-    this._form = { ...this._form, ...patch };
-    this._errors = {};
-    this._submitError = null;
+    this._state.value = { ...this._state.value, ...patch };
+    this._state.errors = {};
+    this.submitError = null;
     this.update();
   }
 
@@ -76,73 +56,30 @@ export class LaunchFormView extends ReactWidget {
     });
   }
 
-  protected render(): JSX.Element {
-    const trans = this._trans;
-    return (
-      <div className="cube-FormPage-body">
-        <h2 className="cube-FormPage-title">{trans.__('Launch training')}</h2>
-        <p className="cube-FormPage-intro">
-          {trans.__(
-            'Runs the script on workers × processes with torchrun, DeepSpeed, TensorFlow or MPI; its logs and metrics open in a tab. The job saves what it wants to keep under $CUBE_OUTPUT_DIR.'
-          )}
-        </p>
-        <LaunchForm
-          form={this._form}
-          errors={this._errors}
-          submitError={this._submitError}
-          busy={this._busy}
-          projects={this._projects}
-          trans={trans}
-          onChange={patch => {
-            this._form = { ...this._form, ...patch };
-            for (const key of Object.keys(patch) as FormField[]) {
-              delete this._errors[key];
-            }
-            this.update();
-          }}
-          onSubmit={() => void this._submit()}
-          onCancel={this._close}
-          pickCurrent={this._pickCurrent}
-          browse={this._browse}
-        />
-      </div>
+  protected intro(): string {
+    return this.trans.__(
+      'Runs the script on workers × processes with torchrun, DeepSpeed, TensorFlow or MPI; its logs and metrics open in a tab. The job saves what it wants to keep under $CUBE_OUTPUT_DIR.'
     );
   }
 
-  private async _submit(): Promise<void> {
-    const { request, errors } = formToRequest(this._form);
-    this._errors = errors;
-    this._submitError = null;
-    if (!request) {
-      this.update();
-      return;
-    }
-    this._busy = true;
-    this.update();
-    try {
-      const job = await submitTrainingJob(request);
-      this._busy = false;
-      this._launched(job);
-    } catch (err) {
-      this._submitError = describeError(err);
-    } finally {
-      this._busy = false;
-      if (!this.isDisposed) {
-        this.update();
-      }
-    }
+  protected renderForm(): JSX.Element {
+    return (
+      <LaunchForm
+        {...this.formProps(this._state, () =>
+          this.submit(this._state, formToRequest, submitTrainingJob, job =>
+            this._launched(job)
+          )
+        )}
+        pickCurrent={this._pickCurrent}
+        browse={this._browse}
+      />
+    );
   }
 
-  private _trans: TranslationBundle;
   private _launched: (job: TrainingJob) => void;
-  private _close: () => void;
   private _pickCurrent: () => string | null;
   private _browse: () => Promise<string | null>;
-  private _projects: Project[] = [];
-  private _form: ILaunchForm;
-  private _errors: Partial<Record<FormField, string>> = {};
-  private _submitError: ErrorText | null = null;
-  private _busy = false;
+  private _state: FormState<ILaunchForm, FormField>;
 }
 
 export namespace LaunchFormView {
@@ -159,17 +96,7 @@ export namespace LaunchFormView {
   }
 }
 
-export interface ILaunchFormProps {
-  form: ILaunchForm;
-  errors: Partial<Record<FormField, string>>;
-  /** The server's answer to the last submit ({error, detail}). */
-  submitError: { error: string; detail: string } | null;
-  busy: boolean;
-  projects: Project[];
-  trans: TranslationBundle;
-  onChange: (patch: Partial<ILaunchForm>) => void;
-  onSubmit: () => void;
-  onCancel: () => void;
+export interface ILaunchFormProps extends IFormProps<ILaunchForm, FormField> {
   /** The file open in the main area, or selected in the file browser. */
   pickCurrent: () => string | null;
   /** A file dialog; null when cancelled. */

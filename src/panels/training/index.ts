@@ -38,7 +38,7 @@ import {
   jobToForm
 } from './logic';
 import { TrainingPanel } from './panel';
-import { lastDocument, openForm } from '../shell';
+import { addFormTab, lastDocument, openForm } from '../shell';
 
 export { TrainingPanel } from './panel';
 export { TrainingJobView } from './job';
@@ -241,13 +241,10 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
         pickCurrent,
         browse
       });
-      const widget = new MainAreaWidget({ content });
-      widget.id = 'cube-lab-training-launch';
-      widget.title.icon = trainingIcon;
-      widget.title.closable = true;
-      void forms.add(widget);
-      shell.add(widget, 'main');
-      shell.activateById(widget.id);
+      const widget = addFormTab(shell, forms, content, {
+        id: 'cube-lab-training-launch',
+        icon: trainingIcon
+      });
       content.focusScript();
       return widget;
     };

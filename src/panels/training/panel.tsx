@@ -8,6 +8,7 @@ import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
+import { EmptyState } from '../empty';
 import {
   describeError,
   isJobActive,
@@ -71,29 +72,19 @@ export class TrainingPanel extends PolledSection {
             rerun={job => void this._act(job, 'rerun')}
           />
         ) : this._error ? null : (
-          <div className="cube-TEmpty">
-            <p className="cube-TEmpty-title">
-              {trans.__('No training jobs yet')}
-            </p>
-            <p className="cube-TEmpty-text">
-              {trans.__(
-                'Launch a script on several processes with torchrun, DeepSpeed, TensorFlow or MPI; its logs and metrics show here.'
-              )}
-            </p>
-            <button
-              className="cube-Button cube-mod-primary"
-              onClick={() => this._newJob()}
-            >
-              {trans.__('Launch training')}
-            </button>
-            <p className="cube-TEmpty-text">
-              {trans.__('Or from a notebook:')}{' '}
-              <code>%cube_train --nproc 2 train.py</code>
-              <br />
-              {trans.__('or a terminal:')}{' '}
-              <code>cube-lab train --nproc 2 train.py</code>
-            </p>
-          </div>
+          <EmptyState
+            title={trans.__('No training jobs yet')}
+            text={trans.__(
+              'Launch a script on several processes with torchrun, DeepSpeed, TensorFlow or MPI; its logs and metrics show here.'
+            )}
+            action={{
+              label: trans.__('Launch training'),
+              run: () => this._newJob()
+            }}
+            notebook="%cube_train --nproc 2 train.py"
+            terminal="cube-lab train --nproc 2 train.py"
+            trans={trans}
+          />
         )}
       </div>
     );

@@ -3,20 +3,18 @@
  * typed), trial command and code folder, tuner / assessor, objective and
  * budget.
  */
-import { ReactWidget } from '@jupyterlab/apputils';
-import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import { ITranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
+import { FormPage, FormState, IFormProps } from '../formpage';
 import {
   createExperiment,
   describeError,
-  Project,
   tuningAlgorithms,
   TuningAlgorithms,
-  TuningExperiment,
-  whoami
+  TuningExperiment
 } from '../../api';
 import {
   checkSpaceText,
@@ -26,127 +24,68 @@ import {
   IExperimentForm
 } from './logic';
 
-type ErrorText = { error: string; detail: string };
-
 /**
  * The new-experiment form in a main-area tab. A started experiment opens in
  * its own tab (`started`).
  */
-export class ExperimentFormView extends ReactWidget {
+export class ExperimentFormView extends FormPage {
   constructor(options: ExperimentFormView.IOptions) {
-    super();
-    this.addClass('cube-FormPage');
-    this.addClass('cube-TuFormView');
-    this._trans = options.translator.load('cube_lab');
+    super({ ...options, className: 'cube-TuFormView' });
     this._started = options.started;
-    this._close = options.close;
     this._currentFolder = options.currentFolder;
-    this._form = { ...emptyExperimentForm(), ...options.fill };
-    this.title.label = this._trans.__('New tuning experiment');
-    this.title.caption = this._trans.__(
+    this._state = new FormState({ ...emptyExperimentForm(), ...options.fill });
+    this.title.label = this.trans.__('New tuning experiment');
+    this.title.caption = this.trans.__(
       'Search hyperparameters with NNI tuners'
     );
-    whoami()
-      .then(me => {
-        this._projects = me.projects;
-        this.update();
-      })
-      .catch(() => {
-        // without the projects, the experiment goes to the personal project
-      });
     tuningAlgorithms()
       .then(a => {
         this._algorithms = a;
         this.update();
       })
       .catch(err => {
-        this._submitError = describeError(err);
+        this.submitError = describeError(err);
         this.update();
       });
   }
 
   /** What the form holds now. */
   get form(): IExperimentForm {
-    return this._form;
+    return this._state.value;
   }
 
   /** Fill some fields. */
   fill(patch: Partial<IExperimentForm>): void {
-    this._form = { ...this._form, ...patch };
-    this._errors = {};
-    this._submitError = null;
+    this._state.value = { ...this._state.value, ...patch };
+    this._state.errors = {};
+    this.submitError = null;
     this.update();
   }
 
-  protected render(): JSX.Element {
-    const trans = this._trans;
-    return (
-      <div className="cube-FormPage-body">
-        <h2 className="cube-FormPage-title">
-          {trans.__('New tuning experiment')}
-        </h2>
-        <p className="cube-FormPage-intro">
-          {trans.__(
-            'Runs your NNI trial code unchanged, several trials at a time, with the tuner picking the next parameters; the trials, their curves and the best one show in the experiment’s tab.'
-          )}
-        </p>
-        <ExperimentForm
-          form={this._form}
-          errors={this._errors}
-          submitError={this._submitError}
-          busy={this._busy}
-          algorithms={this._algorithms}
-          projects={this._projects}
-          trans={trans}
-          onChange={patch => {
-            this._form = { ...this._form, ...patch };
-            for (const key of Object.keys(patch) as ExperimentField[]) {
-              delete this._errors[key];
-            }
-            this.update();
-          }}
-          onSubmit={() => void this._submit()}
-          onCancel={this._close}
-          currentFolder={this._currentFolder}
-        />
-      </div>
+  protected intro(): string {
+    return this.trans.__(
+      'Runs your NNI trial code unchanged, several trials at a time, with the tuner picking the next parameters; the trials, their curves and the best one show in the experiment’s tab.'
     );
   }
 
-  private async _submit(): Promise<void> {
-    const { request, errors } = formToExperiment(this._form);
-    this._errors = errors;
-    this._submitError = null;
-    if (!request) {
-      this.update();
-      return;
-    }
-    this._busy = true;
-    this.update();
-    try {
-      const exp = await createExperiment(request);
-      this._busy = false;
-      this._started(exp);
-    } catch (err) {
-      this._submitError = describeError(err);
-    } finally {
-      this._busy = false;
-      if (!this.isDisposed) {
-        this.update();
-      }
-    }
+  protected renderForm(): JSX.Element {
+    return (
+      <ExperimentForm
+        {...this.formProps(this._state, () =>
+          this.submit(this._state, formToExperiment, createExperiment, exp =>
+            this._started(exp)
+          )
+        )}
+        algorithms={this._algorithms}
+        currentFolder={this._currentFolder}
+      />
+    );
   }
 
-  private _trans: TranslationBundle;
   private _started: (exp: TuningExperiment) => void;
-  private _close: () => void;
   private _currentFolder: () => string | null;
-  private _projects: Project[] = [];
   private _algorithms: TuningAlgorithms | null = null;
-  private _form: IExperimentForm;
-  private _errors: Partial<Record<ExperimentField, string>> = {};
-  private _submitError: ErrorText | null = null;
-  private _busy = false;
+  private _state: FormState<IExperimentForm, ExperimentField>;
 }
 
 export namespace ExperimentFormView {
@@ -162,17 +101,11 @@ export namespace ExperimentFormView {
   }
 }
 
-export interface IExperimentFormProps {
-  form: IExperimentForm;
-  errors: Partial<Record<ExperimentField, string>>;
-  submitError: { error: string; detail: string } | null;
-  busy: boolean;
+export interface IExperimentFormProps extends IFormProps<
+  IExperimentForm,
+  ExperimentField
+> {
   algorithms: TuningAlgorithms | null;
-  projects: Project[];
-  trans: TranslationBundle;
-  onChange: (patch: Partial<IExperimentForm>) => void;
-  onSubmit: () => void;
-  onCancel: () => void;
   /** The folder of the file open in the editor or selected in the browser. */
   currentFolder: () => string | null;
 }

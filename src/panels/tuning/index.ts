@@ -26,7 +26,7 @@ import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { getExperiment, TuningExperiment } from '../../api';
 import { tuningIcon } from '../../icons';
 import { CATEGORY, ICubeSidebar, PanelRanks } from '../../tokens';
-import { lastDocument, openForm } from '../shell';
+import { addFormTab, lastDocument, openForm } from '../shell';
 import { dirname } from '../training/logic';
 import { ExperimentView } from './experiment';
 import { ExperimentFormView } from './form';
@@ -171,13 +171,10 @@ export const tuningPlugin: JupyterFrontEndPlugin<void> = {
         close: () => widget.dispose(),
         currentFolder
       });
-      const widget = new MainAreaWidget({ content });
-      widget.id = 'cube-lab-tuning-new';
-      widget.title.icon = tuningIcon;
-      widget.title.closable = true;
-      void forms.add(widget);
-      shell.add(widget, 'main');
-      shell.activateById(widget.id);
+      const widget = addFormTab(shell, forms, content, {
+        id: 'cube-lab-tuning-new',
+        icon: tuningIcon
+      });
       return widget;
     };
     commands.addCommand(TuningCommandIDs.create, {
