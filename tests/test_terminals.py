@@ -82,10 +82,11 @@ async def _run_in_terminal(url: str, command: str) -> str:
     name = made.json()["name"]
     ws_url = url.replace("http", "ws", 1) + f"/terminals/websocket/{name}?token={TOKEN}"
     conn = await websocket_connect(HTTPRequest(ws_url))
-    await conn.write_message(json.dumps(["stdin", f"{command}; echo END-OF-TEST\r"]))
+    # the typed line says END-OF-""TEST: only the shell's output has the marker whole
+    await conn.write_message(json.dumps(["stdin", f'{command}; echo END-OF-""TEST\r']))
     seen = ""
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and seen.count("END-OF-TEST") < 2:  # the echo, then output
+    while time.monotonic() < deadline and "END-OF-TEST" not in seen:
         message = await conn.read_message()
         if message is None:
             break

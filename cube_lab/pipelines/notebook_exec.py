@@ -7,8 +7,10 @@ the runner sends to the node's log.
 A succeeded node's log holds the notebook's own output and nothing a user would have to
 read past. Two lines used to come from the kernel's plumbing on every run:
 
-- "Kernel is running over TCP without encryption": the kernel talks to this process only,
-  so it uses IPC (Unix sockets in a private folder) instead of TCP on localhost;
+- "Kernel is running over TCP without encryption": the kernel application's own log (its
+  plumbing, not the notebook's output or warnings, which reach cells as stderr streams) is
+  kept to errors. (Unix sockets instead of TCP were tried: under load libzmq then aborted at
+  shutdown with "Assertion failed: pfd.revents & POLLIN".)
 - "[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel": jupyter_client sends SIGINT
   before every shutdown, which lands in an idle kernel after the last cell. Here the kernel
   is shut down only once nbclient has its last reply (or has already interrupted a cell that
@@ -21,35 +23,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
-import uuid
 from pathlib import Path
-from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_UNIX_SOCKET_MAX = 100  # sun_path holds 108 bytes; the port number is appended
 
 
 class NodeKernelManager(AsyncKernelManager):
-    """The kernel of one notebook node: IPC in a private folder, no SIGINT at shutdown."""
+    """The kernel of one notebook node: its own log kept to errors, no SIGINT at shutdown."""
 
-    folder: str | None = None  # set by main() to a private temporary folder
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if self.folder is None:
-            return
-        connection_file = os.path.join(self.folder, f"kernel-{uuid.uuid4().hex[:12]}.json")
-        if len(connection_file) < _UNIX_SOCKET_MAX - 8:  # else TCP, as jupyter_client does
-            self.connection_file = connection_file
-            self.transport = "ipc"
-            self.ip = os.path.splitext(connection_file)[0] + "-ipc"
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if any("ipykernel" in part for part in cmd):  # other kernels take other options
+            cmd.append("--IPKernelApp.log_level=ERROR")
+        return cmd
 
     async def _async_interrupt_kernel(self) -> None:
         # shutdown_kernel() interrupts first; nbclient's own interrupts (a cell past its
@@ -71,36 +62,33 @@ def main() -> int:
     source = Path(args.source)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     print(f"executing {source.name} into {args.output}", flush=True)
-    # mode 0700: only this process connects to the kernel's sockets
-    with tempfile.TemporaryDirectory(prefix="cube-nb-") as folder:
-        manager = type("NodeKernelManager", (NodeKernelManager,), {"folder": folder})
-        try:
-            papermill.execute_notebook(
-                str(source),
-                args.output,
-                parameters=json.loads(args.parameters),
-                cwd=str(source.parent),
-                log_output=True,
-                progress_bar=False,
-                stdout_file=sys.stdout,
-                stderr_file=sys.stderr,
-                kernel_manager_class=manager,
-            )
-        except PapermillExecutionError as exc:
-            trace = _ANSI.sub("", "\n".join(exc.traceback)).rstrip()
-            if trace:
-                print(trace, file=sys.stderr)
-            print(f"cell {exc.exec_count} failed: {exc.ename}: {exc.evalue}", file=sys.stderr)
-            return 1
-        except NoSuchKernel as exc:
-            installed = ", ".join(sorted(KernelSpecManager().find_kernel_specs())) or "none"
-            print(
-                f"{source.name} asks for the kernel {exc.name!r}, which is not installed here "
-                f"(installed: {installed}). Pick one of those in JupyterLab (Kernel > Change "
-                "Kernel) and save the notebook, or install that kernel.",
-                file=sys.stderr,
-            )
-            return 1
+    try:
+        papermill.execute_notebook(
+            str(source),
+            args.output,
+            parameters=json.loads(args.parameters),
+            cwd=str(source.parent),
+            log_output=True,
+            progress_bar=False,
+            stdout_file=sys.stdout,
+            stderr_file=sys.stderr,
+            kernel_manager_class=NodeKernelManager,
+        )
+    except PapermillExecutionError as exc:
+        trace = _ANSI.sub("", "\n".join(exc.traceback)).rstrip()
+        if trace:
+            print(trace, file=sys.stderr)
+        print(f"cell {exc.exec_count} failed: {exc.ename}: {exc.evalue}", file=sys.stderr)
+        return 1
+    except NoSuchKernel as exc:
+        installed = ", ".join(sorted(KernelSpecManager().find_kernel_specs())) or "none"
+        print(
+            f"{source.name} asks for the kernel {exc.name!r}, which is not installed here "
+            f"(installed: {installed}). Pick one of those in JupyterLab (Kernel > Change "
+            "Kernel) and save the notebook, or install that kernel.",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
