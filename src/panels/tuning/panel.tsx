@@ -7,6 +7,7 @@ import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
+import { EmptyState } from '../empty';
 import { ErrorBox } from '../errorbox';
 import {
   describeError,
@@ -74,28 +75,19 @@ export class TuningPanel extends PolledSection {
             ))}
           </ul>
         ) : this._error ? null : (
-          <div className="cube-TEmpty">
-            <p className="cube-TEmpty-title">
-              {trans.__('No tuning experiments yet')}
-            </p>
-            <p className="cube-TEmpty-text">
-              {trans.__(
-                'Search hyperparameters with NNI tuners (TPE, Random, Anneal, Evolution, grid search); your NNI trial code runs unchanged.'
-              )}
-            </p>
-            <button
-              className="cube-Button cube-mod-primary"
-              onClick={() => this._newExperiment()}
-            >
-              {trans.__('New tuning experiment')}
-            </button>
-            <p className="cube-TEmpty-text">
-              {trans.__('Or from a notebook:')}{' '}
-              <code>%cube_tune config.yml</code>
-              <br />
-              {trans.__('or a terminal:')} <code>cube-lab tune config.yml</code>
-            </p>
-          </div>
+          <EmptyState
+            title={trans.__('No tuning experiments yet')}
+            text={trans.__(
+              'Search hyperparameters with NNI tuners (TPE, Random, Anneal, Evolution, grid search); your NNI trial code runs unchanged.'
+            )}
+            action={{
+              label: trans.__('New tuning experiment'),
+              run: () => this._newExperiment()
+            }}
+            notebook="%cube_tune config.yml"
+            terminal="cube-lab tune config.yml"
+            trans={trans}
+          />
         )}
       </div>
     );
