@@ -508,8 +508,14 @@ class TrainingService:
         return asyncio.run(main())
 
     async def wait(self, job_id: str) -> str | None:
+        """The job's final status: once its follower ends, or at once when it has ended
+        already (then from the record); None for a job this service does not know."""
         task = self._tasks.get(job_id)
-        return await task if task else None
+        if task is not None:
+            return await task
+        with self.store.read() as s:
+            row = s.get(TrainingJob, job_id)
+            return row.status if row is not None else None
 
     def _update(self, job_id: str, *, started: bool = False, **fields: Any) -> None:
         with self.store.write() as s:
