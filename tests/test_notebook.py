@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-import nbformat
-from nbclient import NotebookClient
+from kernel_util import REPO, run_in_kernel
 
 from cube_lab.identity import Caller
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def run_notebook(cells: list[str], cwd: Path, env: dict[str, str]) -> Any:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    client = NotebookClient(
-        nb,
-        kernel_name="cube-lab",
-        timeout=180,
-        allow_errors=True,
-        resources={"metadata": {"path": str(cwd)}},
-    )
-    saved = dict(os.environ)
-    os.environ.update(env)
-    try:
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return nb
 
 
 def outputs(cell: Any) -> str:
@@ -45,7 +22,7 @@ def test_cube_register_magic_in_the_cube_lab_kernel(tmp_path: Path, settings: An
         "CUBE_LAB_USER": "alice",
         "JPY_SESSION_NAME": "experiments/iris.ipynb",
     }
-    nb = run_notebook(
+    nb = run_in_kernel(
         [
             "from sklearn.datasets import load_iris\n"
             "from sklearn.linear_model import LogisticRegression\n"
@@ -111,7 +88,9 @@ def test_cube_pipeline_magic_streams_progress(tmp_path: Path, settings: Any) -> 
         "CUBE_LAB_DATA_DIR": str(settings.data_dir),
         "CUBE_LAB_USER": "alice",
     }
-    nb = run_notebook(["%cube_pipeline run flow.pipeline", "%cube_pipeline explode"], tmp_path, env)
+    nb = run_in_kernel(
+        ["%cube_pipeline run flow.pipeline", "%cube_pipeline explode"], tmp_path, env
+    )
     first, second = outputs(nb.cells[0]), outputs(nb.cells[1])
     assert "ok step" in first and "succeeded in" in first, first
     assert "usage: %cube_pipeline" in second
@@ -137,7 +116,7 @@ def test_cube_tune_magic_and_the_python_api_in_a_notebook(tmp_path: Path, settin
         "import cube_lab\nbest = cube_lab.tune('config.yml', maxTrialNumber=2)\n"
         "print('BEST', best['trials'], sorted(best['parameters']), best['status'])",
     ]
-    nb = run_notebook(cells, tmp_path, env)
+    nb = run_in_kernel(cells, tmp_path, env)
     first, second = outputs(nb.cells[0]), outputs(nb.cells[1])
     assert "3/3 succeeded" in first and "best: trial" in first, first
     assert "BEST 2 ['x'] done" in second, second

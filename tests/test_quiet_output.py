@@ -15,32 +15,12 @@ from typing import Any
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from kernel_util import REPO, run_in_kernel
 from pipeline_util import node, write_pipeline
 
 from cube_lab.identity import Caller
 
-REPO = Path(__file__).resolve().parents[1]
 ALICE = Caller("alice")
-
-
-def run_in_kernel(cells: list[str], cwd: Path, env: dict[str, str]) -> Any:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    client = NotebookClient(
-        nb,
-        kernel_name="cube-lab",
-        timeout=180,
-        allow_errors=True,
-        resources={"metadata": {"path": str(cwd)}},
-    )
-    saved = dict(os.environ)
-    os.environ.update(env)
-    try:
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return nb
 
 
 def stderr_of(cell: Any) -> str:
