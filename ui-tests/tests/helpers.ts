@@ -4,7 +4,7 @@
  * 1280x720), and waiting for the layout to be saved before a reload.
  */
 import { expect, IJupyterLabPageFixture } from '@jupyterlab/galata';
-import type { Locator } from '@playwright/test';
+import type { APIRequestContext, Locator } from '@playwright/test';
 import * as path from 'path';
 
 export const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
@@ -62,4 +62,18 @@ export async function layoutSaved(
         new RegExp(tabs.map(t => `(?=.*${t})`).join(''))
       )
     });
+}
+
+/** PUT a text file through the Jupyter contents API. */
+export async function putText(
+  request: APIRequestContext,
+  baseURL: string,
+  filePath: string,
+  content: string
+): Promise<void> {
+  const encoded = filePath.split('/').map(encodeURIComponent).join('/');
+  const response = await request.put(`${baseURL}/api/contents/${encoded}`, {
+    data: { type: 'file', format: 'text', content }
+  });
+  expect(response.ok(), await response.text()).toBeTruthy();
 }

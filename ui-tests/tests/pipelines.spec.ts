@@ -4,25 +4,11 @@
  * watch the run on the canvas, read a node's log; and time a 200-node open.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
-import type { APIRequestContext } from '@playwright/test';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 
-import { lightAndDark } from './helpers';
-
-async function putText(
-  request: APIRequestContext,
-  baseURL: string,
-  filePath: string,
-  content: string
-): Promise<void> {
-  const response = await request.put(
-    `${baseURL}/api/contents/${filePath.split('/').map(encodeURIComponent).join('/')}`,
-    { data: { type: 'file', format: 'text', content } }
-  );
-  expect(response.ok(), await response.text()).toBeTruthy();
-}
+import { lightAndDark, putText } from './helpers';
 
 function notebook(...sources: string[]): string {
   return JSON.stringify({

@@ -7,10 +7,9 @@
  * job's tab keeps its name after a reload.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
-import type { APIRequestContext } from '@playwright/test';
 import * as path from 'path';
 
-import { layoutSaved, lightAndDark } from './helpers';
+import { layoutSaved, lightAndDark, putText } from './helpers';
 
 const API = '/cube/api/v1';
 
@@ -50,19 +49,6 @@ if rank == 0:
     torch.save(model.module.state_dict(), os.path.join(os.environ["CUBE_OUTPUT_DIR"], "model.pt"))
 dist.destroy_process_group()
 `;
-
-async function putText(
-  request: APIRequestContext,
-  baseURL: string,
-  filePath: string,
-  content: string
-): Promise<void> {
-  const response = await request.put(
-    `${baseURL}/api/contents/${filePath.split('/').map(encodeURIComponent).join('/')}`,
-    { data: { type: 'file', format: 'text', content } }
-  );
-  expect(response.ok(), await response.text()).toBeTruthy();
-}
 
 async function openTraining(page: IJupyterLabPageFixture) {
   await page.sidebar.openTab('cube-lab-training-panel');

@@ -10,27 +10,14 @@
  * failed training job it leaves cannot be deleted.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
-import type { APIRequestContext, Locator } from '@playwright/test';
-import * as path from 'path';
+import type { Locator } from '@playwright/test';
 
-const SCREENSHOTS = path.resolve(__dirname, '..', 'screenshots');
+import { lightAndDark, putText } from './helpers';
+
 const API = '/cube/api/v1';
 const FACTORY = 'cube-lab Pipeline Editor';
 
 test.use({ viewport: { width: 1280, height: 720 } });
-
-async function putText(
-  request: APIRequestContext,
-  baseURL: string,
-  filePath: string,
-  content: string
-): Promise<void> {
-  const response = await request.put(
-    `${baseURL}/api/contents/${filePath.split('/').map(encodeURIComponent).join('/')}`,
-    { data: { type: 'file', format: 'text', content } }
-  );
-  expect(response.ok(), await response.text()).toBeTruthy();
-}
 
 async function command(
   page: IJupyterLabPageFixture,
@@ -45,13 +32,6 @@ async function command(
 }
 
 /** Screenshots in the light and the dark theme. */
-async function shoot(page: IJupyterLabPageFixture, name: string) {
-  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-light.png`) });
-  await page.theme.setDarkTheme();
-  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-dark.png`) });
-  await page.theme.setLightTheme();
-}
-
 /** `inner` lies inside `outer` horizontally (1 px of rounding allowed). */
 async function expectInside(inner: Locator, outer: Locator, what: string) {
   const a = (await inner.boundingBox())!;
@@ -271,7 +251,7 @@ test.describe('cube-lab view contents', () => {
     );
     await expect(properties.locator('select').first()).toBeVisible();
     expect(await cutSelects(properties)).toEqual([]);
-    await shoot(page, 'content-pipeline-kinds');
+    await lightAndDark(page, 'content-pipeline-kinds');
 
     // A run to list: Open and Re-run are in view without scrolling sideways.
     await putText(
@@ -338,7 +318,7 @@ test.describe('cube-lab view contents', () => {
       const sideways = await runs.evaluate(n => n.scrollWidth - n.clientWidth);
       expect(sideways).toBeLessThanOrEqual(1);
       if (width === 250) {
-        await shoot(page, 'content-pipeline-runs-250');
+        await lightAndDark(page, 'content-pipeline-runs-250');
       }
     }
   });
@@ -402,7 +382,7 @@ test.describe('cube-lab view contents', () => {
     for (const cell of await compare.locator('td').all()) {
       await expectInside(cell, wrap, 'a compare cell');
     }
-    await shoot(page, 'content-models-compare');
+    await lightAndDark(page, 'content-models-compare');
     // Narrow (a split tab): names above values, every value still whole.
     await page.setViewportSize({ width: 560, height: 720 });
     await expect(
@@ -415,7 +395,7 @@ test.describe('cube-lab view contents', () => {
     for (const cell of await narrow.locator('td').all()) {
       await expectInside(cell, tab.locator('.cube-TableWrap'), 'a narrow cell');
     }
-    await shoot(page, 'content-models-compare-narrow');
+    await lightAndDark(page, 'content-models-compare-narrow');
     await page.setViewportSize({ width: 1280, height: 720 });
 
     // A labeling project with two submitted tasks, then an export.
@@ -506,7 +486,7 @@ test.describe('cube-lab view contents', () => {
       await snippet.textContent()
     );
     await exported.scrollIntoViewIfNeeded();
-    await shoot(page, 'content-labeling-export');
+    await lightAndDark(page, 'content-labeling-export');
   });
 
   test('tuning statuses and labels are whole', async ({ page, baseURL }) => {
@@ -578,7 +558,7 @@ test.describe('cube-lab view contents', () => {
       'GradientBoostingClassifier',
       'RandomForestClassifier'
     ]);
-    await shoot(page, 'content-tuning');
+    await lightAndDark(page, 'content-tuning');
     void baseURL;
   });
 
@@ -629,7 +609,7 @@ test.describe('cube-lab view contents', () => {
     await expect(view.locator('.cube-TJobFailure')).toContainText(
       'The job failed: exit code 1'
     );
-    await shoot(page, 'content-training-failed');
+    await lightAndDark(page, 'content-training-failed');
 
     // A launch the server refuses (deepspeed is not installed here): the
     // form shows the whole answer, with its install command.
@@ -651,6 +631,6 @@ test.describe('cube-lab view contents', () => {
     expect(hidden).toBeLessThanOrEqual(1);
     expect(await cutSelects(form)).toEqual([]);
     await refused.scrollIntoViewIfNeeded();
-    await shoot(page, 'content-training-refused');
+    await lightAndDark(page, 'content-training-refused');
   });
 });
