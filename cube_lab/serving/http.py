@@ -51,6 +51,7 @@ class Request:
     body: bytes
     keep_alive: bool
     target: str  # the path and query as received, for forwarding
+    client: str = ""  # the peer's address (the router's allow/deny lists and rate limits)
 
 
 @dataclass(slots=True)
@@ -128,7 +129,16 @@ def parse_head(head: bytes) -> tuple[str, str, str, dict[str, str], bool]:
 class HTTPProtocol(asyncio.Protocol):
     """One connection. Requests are answered in order; a sync handler answers at once."""
 
-    __slots__ = ("buffer", "busy", "closing", "handler", "on_close", "task", "transport")
+    __slots__ = (
+        "buffer",
+        "busy",
+        "client",
+        "closing",
+        "handler",
+        "on_close",
+        "task",
+        "transport",
+    )
 
     def __init__(self, handler: Handler, on_close: Callable[[], None] | None = None) -> None:
         self.handler = handler
@@ -138,9 +148,12 @@ class HTTPProtocol(asyncio.Protocol):
         self.task: asyncio.Future[None] | None = None
         self.closing = False
         self.on_close = on_close
+        self.client = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.client = str(peer[0]) if isinstance(peer, tuple) and peer else ""
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -186,7 +199,7 @@ class HTTPProtocol(asyncio.Protocol):
             body = bytes(self.buffer[start : start + length])
             del self.buffer[: start + length]
             path, _, query = target.partition("?")
-            request = Request(method, path, query, headers, body, keep_alive, target)
+            request = Request(method, path, query, headers, body, keep_alive, target, self.client)
             try:
                 result = self.handler(request)
             except Exception as exc:  # a handler bug must not kill the server
