@@ -11,9 +11,9 @@ from typing import IO, Any
 
 from tornado import web
 
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput
 from ..labeling.views import FileDownload
-from .base import ROOT_DIR, CubeHandler
+from .base import ROOT_DIR, CubeHandler, path_id
 
 CHUNK = 1 << 20
 
@@ -25,13 +25,6 @@ def _check_fields(body: dict[str, Any], known: set[str], required: tuple[str, ..
     for key in required:
         if body.get(key) in (None, ""):
             raise InvalidInput(f"{key} is required")
-
-
-def _int_id(raw: str, what: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise NotFound(f"no {what} {raw!r}", f"A {what} id is an integer.") from None
 
 
 def _zip_or_file(found: FileDownload) -> tuple[IO[bytes], str, str]:
@@ -112,7 +105,7 @@ class ItemContentHandler(LabelingHandler):
             self.caller,
             project,
             name,
-            _int_id(item_id, "item"),
+            path_id(item_id, "item"),
         )
         data = content if isinstance(content, bytes) else await self.call(content.read_bytes)
         # items are stored by checksum and never change under their id
@@ -128,7 +121,7 @@ class VersionDownloadHandler(LabelingHandler):
         )
         stream, filename, ctype = await self.call(_zip_or_file, found)
         self.set_header("Content-Type", ctype)
-        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
+        self.attachment(filename)
         with stream:
             while chunk := await self.call(stream.read, CHUNK):
                 self.write(chunk)
@@ -247,7 +240,7 @@ class TaskHandler(LabelingHandler):
                 self.caller,
                 project,
                 name,
-                _int_id(task_id, "task"),
+                path_id(task_id, "task"),
             )
         )
 
@@ -262,7 +255,7 @@ class TaskHandler(LabelingHandler):
             self.caller,
             project,
             name,
-            _int_id(task_id, "task"),
+            path_id(task_id, "task"),
             body["result"],
             body.get("submit", False),
         )
@@ -279,7 +272,7 @@ class ReviewHandler(LabelingHandler):
             self.caller,
             project,
             name,
-            _int_id(task_id, "task"),
+            path_id(task_id, "task"),
             body.get("decision"),
             body.get("comment"),
         )

@@ -171,7 +171,7 @@ class DownloadHandler(CubeHandler):
         found = await self.call(self.workspace.registry.download, self.caller, project, name, ref)
         stream, filename, ctype = await self.call(_open_artifact, found)
         self.set_header("Content-Type", ctype)
-        self.set_header("Content-Disposition", f'attachment; filename="{filename}"')
+        self.attachment(filename)
         with stream:
             while chunk := await self.call(stream.read, CHUNK):
                 self.write(chunk)

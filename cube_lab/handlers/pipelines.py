@@ -12,7 +12,7 @@ from tornado import web
 
 from ..errors import InvalidInput
 from ..pipelines.nodekinds import node_kinds
-from .base import ROOT_DIR, CubeHandler
+from .base import ROOT_DIR, CubeHandler, path_id
 from .models import resolve_under_root
 
 RUN_FIELDS = ("params", "only", "from", "cache", "parallelism", "project")
@@ -226,12 +226,6 @@ SCHEDULE_FIELDS = (
 )
 
 
-def _schedule_id(raw: str) -> int:
-    if not raw.isdigit():
-        raise InvalidInput(f"schedule id must be a number, got {raw!r}")
-    return int(raw)
-
-
 class SchedulesHandler(PipelineHandler):
     @web.authenticated
     async def get(self) -> None:
@@ -275,13 +269,13 @@ class ScheduleHandler(PipelineHandler):
             await self.call(
                 self.workspace.schedules.set_enabled,
                 self.caller,
-                _schedule_id(raw_id),
+                path_id(raw_id, "schedule"),
                 body["enabled"],
             )
         )
 
     @web.authenticated
     async def delete(self, raw_id: str) -> None:
-        await self.call(self.workspace.schedules.delete, self.caller, _schedule_id(raw_id))
+        await self.call(self.workspace.schedules.delete, self.caller, path_id(raw_id, "schedule"))
         self.set_status(204)
         self.finish()
