@@ -46,9 +46,18 @@ class Project(Base):
     members: Mapped[list[ProjectMember]] = relationship(
         back_populates="project", cascade="all, delete-orphan", order_by="ProjectMember.username"
     )
+    invitations: Mapped[list[ProjectInvitation]] = relationship(
+        back_populates="project",
+        cascade="all, delete-orphan",
+        order_by="ProjectInvitation.username",
+    )
 
 
 class ProjectMember(Base):
+    """A member: sees and uses everything in the project. Only accepted invitations and hub
+    project groups make one; a pending invitation is a ``ProjectInvitation``, never a row
+    here, so every query that joins members sees members only."""
+
     __tablename__ = "project_members"
 
     project_id: Mapped[int] = mapped_column(
@@ -58,6 +67,23 @@ class ProjectMember(Base):
     role: Mapped[str] = mapped_column(String(16))  # "owner" | "member"
 
     project: Mapped[Project] = relationship(back_populates="members")
+
+
+class ProjectInvitation(Base):
+    """An owner's invitation, pending until the invited user accepts (then a member) or
+    declines (then gone). The invited user sees nothing of the project meanwhile."""
+
+    __tablename__ = "project_invitations"
+
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), primary_key=True
+    )
+    username: Mapped[str] = mapped_column(String(255), primary_key=True, index=True)
+    role: Mapped[str] = mapped_column(String(16))  # the role they get on accepting
+    invited_by: Mapped[str] = mapped_column(String(255))
+    invited_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    project: Mapped[Project] = relationship(back_populates="invitations")
 
 
 class RegisteredModel(Base):
