@@ -289,10 +289,34 @@ class Deployment(Base):
     router_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
     runner_host: Mapped[str | None] = mapped_column(String(255), nullable=True)
     info: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # who may call it: {"auth", "rate_limit", "allow", "deny"} (serving/access.py); NULL on
+    # deployments made before access settings, which asked no key
+    access: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     stopped_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class DeploymentKey(Base):
+    """An API key of a deployment, stored as the SHA-256 of the key (shown once when made)
+    and its first characters. Keys belong to the deployment's project and name, so they
+    outlive a redeploy of that name; removing the deployment removes them."""
+
+    __tablename__ = "deployment_keys"
+    __table_args__ = (Index("ix_deployment_keys_deployment", "project_id", "deployment"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    deployment: Mapped[str] = mapped_column(String(128))  # the deployment's name
+    name: Mapped[str] = mapped_column(String(128))
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)  # sha256 hex
+    created_by: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(nullable=True)
 
 
 class TuningExperiment(Base):
