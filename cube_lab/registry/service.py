@@ -488,8 +488,8 @@ class RegistryService:
         text = str(ref).strip()
         if text == "latest":
             row = model.versions[0] if model.versions else None
-        elif text.isdigit():
-            row = next((v for v in model.versions if v.version == int(text)), None)
+        elif text.isascii() and text.isdigit():  # "²" is a digit int() refuses
+            row = next((v for v in model.versions if str(v.version) == text.lstrip("0")), None)
         else:
             alias = next((a for a in model.aliases if a.alias == text), None)
             row = alias.version if alias else None
