@@ -225,6 +225,10 @@ def project_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         [[p.name, p.kind, p.role, str(len(p.members)), p.description] for p in projects],
         ["NAME", "KIND", "ROLE", "MEMBERS", "DESCRIPTION"],
     )
+    invitations = ws.projects.invitations(caller)
+    if invitations:
+        names = ", ".join(f"{i.project} (from {i.invited_by})" for i in invitations)
+        print(f"\nInvited to: {names}; answer with `cube-lab project accept|decline NAME`.")
 
 
 def project_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -236,16 +240,54 @@ def project_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
 
 
 def project_member(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    """Invite someone (or change a member's role); --remove removes or withdraws."""
+    was_member = a.username in {m.username for m in ws.projects.get(caller, a.project_name).members}
     if a.remove:
         view = ws.projects.remove_member(caller, a.project_name, a.username)
-        message = f"Removed {a.username} from {a.project_name}"
+        done = "Removed" if was_member else "Withdrew the invitation of"
+        message = f"{done} {a.username} from {a.project_name}"
     else:
         view = ws.projects.set_member(caller, a.project_name, a.username, a.role)
-        message = f"{a.username} is now {a.role} of {a.project_name}"
+        message = (
+            f"{a.username} is now {a.role} of {a.project_name}"
+            if was_member
+            else f"Invited {a.username} to {a.project_name} as {a.role}: they become a member "
+            f"when they accept (cube-lab project accept {a.project_name})"
+        )
     if a.json:
         print_json(view)
     else:
         print(message)
+
+
+def project_invitations(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    invitations = ws.projects.invitations(caller)
+    if a.json:
+        print_json(invitations)
+        return
+    if not invitations:
+        print("No invitations.")
+        return
+    print_table(
+        [[i.project, i.role, i.invited_by, f"{i.invited_at:%Y-%m-%d %H:%M}"] for i in invitations],
+        ["PROJECT", "ROLE", "INVITED BY", "INVITED AT"],
+    )
+
+
+def project_accept(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    view = ws.projects.accept(caller, a.project_name)
+    if a.json:
+        print_json(view)
+    else:
+        print(f"You are now {view.role} of {view.name}")
+
+
+def project_decline(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    ws.projects.decline(caller, a.project_name)
+    if a.json:
+        print_json({"declined": a.project_name})
+    else:
+        print(f"Declined the invitation to {a.project_name}")
 
 
 # -- pipeline commands -------------------------------------------------------------------
@@ -1044,11 +1086,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(projects, "create", project_create, "create a team project")
     p.add_argument("name")
     p.add_argument("--description", default="")
-    p = command(projects, "member", project_member, "add, change or remove a member")
+    p = command(
+        projects,
+        "member",
+        project_member,
+        "invite someone (a member once they accept), change a member's role, or remove one",
+    )
     p.add_argument("project_name")
     p.add_argument("username")
     p.add_argument("--role", default="member", choices=["owner", "member"])
-    p.add_argument("--remove", action="store_true")
+    p.add_argument(
+        "--remove", action="store_true", help="remove the member or withdraw the invitation"
+    )
+    command(projects, "invitations", project_invitations, "list your pending invitations")
+    for action, fn, help_ in [
+        ("accept", project_accept, "accept an invitation: become a member of the project"),
+        ("decline", project_decline, "decline an invitation"),
+    ]:
+        p = command(projects, action, fn, help_)
+        p.add_argument("project_name")
     cli_tuning.add_commands(groups, command)
     cli_labeling.add_commands(groups, command)
     return parser

@@ -1,4 +1,5 @@
-"""Identity and projects: /whoami, /projects, /projects/{project}/members/{username}."""
+"""Identity and projects: /whoami, /projects, /projects/{project}/members/{username},
+/invitations (the caller's pending invitations, accepted or declined by the invited user)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ class WhoAmIHandler(CubeHandler):
 class ProjectsHandler(CubeHandler):
     @web.authenticated
     async def get(self) -> None:
-        self.reply({"projects": await self.call(self.workspace.projects.list, self.caller)})
+        service, caller = self.workspace.projects, self.caller
+        projects = await self.call(service.list, caller)
+        self.reply(
+            {"projects": projects, "invitations": await self.call(service.invitations, caller)}
+        )
 
     @web.authenticated
     async def post(self) -> None:
@@ -59,3 +64,24 @@ class ProjectMemberHandler(CubeHandler):
         self.reply(
             await self.call(self.workspace.projects.remove_member, self.caller, project, username)
         )
+
+
+class InvitationsHandler(CubeHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        invitations = await self.call(self.workspace.projects.invitations, self.caller)
+        self.reply({"invitations": invitations})
+
+
+class InvitationAcceptHandler(CubeHandler):
+    @web.authenticated
+    async def post(self, project: str) -> None:
+        self.reply(await self.call(self.workspace.projects.accept, self.caller, project))
+
+
+class InvitationDeclineHandler(CubeHandler):
+    @web.authenticated
+    async def post(self, project: str) -> None:
+        await self.call(self.workspace.projects.decline, self.caller, project)
+        self.set_status(204)
+        self.finish()

@@ -1,6 +1,6 @@
 """Serving REST handlers: deployments (list, deploy), one deployment (get, undeploy), traffic
 (switch, canary, shadow, promote, rollback, split), log, metrics, shadow answers, request
-samples, test infer."""
+samples, test infer, access (API keys, auth mode, rate limit, client address lists)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ _DEPLOY_FIELDS = {
     "batch_max_rows",
     "batch_wait_ms",
     "samples_percent",
+    "auth",
 }
+_KEY_FIELDS = {"name", "expires_at", "expires_in_days"}
 _TRAFFIC_ACTIONS = ("switch", "canary", "shadow", "promote", "rollback", "split")
 
 
@@ -60,6 +62,7 @@ class DeploymentsHandler(CubeHandler):
             batch_max_rows=body.get("batch_max_rows", 0),
             batch_wait_ms=body.get("batch_wait_ms", 0.0),
             samples_percent=body.get("samples_percent", 0.0),
+            auth=body.get("auth"),
         )
         self.reply(view, 201)
 
@@ -175,6 +178,59 @@ class SamplesHandler(CubeHandler):
         self.reply(view)
 
 
+class AccessHandler(CubeHandler):
+    """Who may call the deployment: auth mode, rate limit, client allow/deny lists."""
+
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        self.reply(await self.call(self.workspace.serving.access, self.caller, name, project))
+
+    @web.authenticated
+    async def put(self, project: str, name: str) -> None:
+        body = self.json_body()
+        view = await self.call(
+            self.workspace.serving.set_access, self.caller, name, body, project=project
+        )
+        self.reply(view)
+
+
+class KeysHandler(CubeHandler):
+    """The deployment's API keys: list them, make one (the answer shows the key, once)."""
+
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        keys = await self.call(self.workspace.serving.list_keys, self.caller, name, project)
+        self.reply({"keys": keys})
+
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        body = self.json_body()
+        unknown = sorted(set(body) - _KEY_FIELDS)
+        if unknown:
+            raise InvalidInput(f"unknown fields {unknown}", f"Known: {sorted(_KEY_FIELDS)}")
+        made = await self.call(
+            self.workspace.serving.create_key,
+            self.caller,
+            name,
+            body.get("name"),
+            expires_at=body.get("expires_at"),
+            expires_in_days=body.get("expires_in_days"),
+            project=project,
+        )
+        self.set_header("Cache-Control", "no-store")  # the key is in this answer
+        self.reply(made, 201)
+
+
+class KeyHandler(CubeHandler):
+    @web.authenticated
+    async def delete(self, project: str, name: str, key: str) -> None:
+        """Revoke the key (by id, or the name of a key in force)."""
+        revoked = await self.call(
+            self.workspace.serving.revoke_key, self.caller, name, key, project=project
+        )
+        self.reply(revoked)
+
+
 class InferHandler(CubeHandler):
     """The test form's request, passed to the deployment (the browser may not reach its port)."""
 
@@ -184,7 +240,7 @@ class InferHandler(CubeHandler):
         view = await self.call(self.workspace.serving.get, self.caller, name, project)
         if not view.endpoint:
             raise Conflict(f"deployment {name!r} is not running ({view.status})")
-        await self._forward(name, f"{view.endpoint}/v2/models/{view.model}", "GET", None)
+        await self._forward(project, name, f"{view.endpoint}/v2/models/{view.model}", "GET", None)
 
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
@@ -200,15 +256,19 @@ class InferHandler(CubeHandler):
             if route == "infer"
             else f"{view.endpoint}/predict"
         )
-        await self._forward(name, url, "POST", self.request.body)
+        await self._forward(project, name, url, "POST", self.request.body)
 
-    async def _forward(self, name: str, url: str, method: str, body: bytes | None) -> None:
+    async def _forward(
+        self, project: str, name: str, url: str, method: str, body: bytes | None
+    ) -> None:
+        # the router token passes the deployment's access gate (no API key needed here)
+        token = await self.call(self.workspace.serving.router_token, self.caller, name, project)
         try:
             resp = await AsyncHTTPClient().fetch(
                 url,
                 method=method,
                 body=body,
-                headers={"Content-Type": "application/json"},
+                headers={"Content-Type": "application/json", "X-Cube-Token": token},
                 request_timeout=60,
                 raise_error=False,
             )

@@ -6,7 +6,9 @@ counts everything for Prometheus.
         --ready-file ready.json            (admin token in $CUBE_ROUTER_TOKEN)
 
 The deployment service changes the routing table with ``POST /_cube/admin/config`` (token
-in ``X-Cube-Token``); a switch is one assignment, so no request sees half a table. Backends
+in ``X-Cube-Token``); a switch is one assignment, so no request sees half a table. The table
+also carries the deployment's access settings (``access``: key hashes, rate limit, client
+address lists), which the router enforces before it forwards anything (see ``access.py``). Backends
 left out of a new table are *retired*: they get no new requests, the ones in flight finish,
 and ``GET /_cube/admin/state`` shows when their count reaches zero (then they may be stopped).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hmac
 import json
 import os
 import random
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .access import OPEN_PATHS, Gate, Refusal
 from .http import Request, Response, error_response, json_response, serve
 from .metrics import Metrics
 
@@ -189,12 +193,15 @@ class Router:
         self.shadow_log: Path | None = None
         self.samples = Samples()
         self.metrics = Metrics(name)
+        self.gate = Gate(name, token)
         self.rr = 0
         self.shadow_tasks: set[asyncio.Task[None]] = set()
 
     # -- configuration --------------------------------------------------------------------
 
     def configure(self, config: dict[str, Any]) -> None:
+        if "access" in config:  # checked first: a bad one leaves the whole table as it was
+            self.gate.configure(config["access"])
         groups: list[Group] = []
         seen: dict[tuple[str, int], Backend] = {}
         for g in config.get("groups") or []:
@@ -224,6 +231,7 @@ class Router:
     def state(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "access": self.gate.state(),
             "groups": [
                 {
                     "version": g.version,
@@ -250,6 +258,12 @@ class Router:
 
     def __call__(self, req: Request) -> Response | Any:
         path = req.path
+        if path.startswith("/_cube/admin/"):
+            return self.admin(req)  # the router token guards these
+        if path not in OPEN_PATHS:
+            refused = self._refuse(req)
+            if refused is not None:
+                return refused
         if path.startswith("/v2/models/") or path == "/predict":
             return self.forward(req)
         if path == "/metrics":
@@ -259,14 +273,23 @@ class Router:
         if path == "/v2/health/ready":
             ready = any(self._usable(g) for g in self.primary)
             return json_response(200 if ready else 503, {"ready": ready})
-        if path.startswith("/_cube/admin/"):
-            return self.admin(req)
         if path == "/v2" and self.primary:
             return self.forward(req)
         return error_response(404, f"no route {req.method} {path}")
 
+    def _refuse(self, req: Request) -> Response | None:
+        """The access gate's answer when the request may not pass (403, 401, 429)."""
+        verdict = self.gate.check(req.headers, req.client, time.monotonic(), time.time())
+        if not isinstance(verdict, Refusal):
+            return None
+        self.metrics.observe("none", verdict.status, 0.0)
+        resp = error_response(verdict.status, verdict.error, verdict.detail)
+        resp.headers.extend(verdict.headers)
+        return resp
+
     def admin(self, req: Request) -> Response:
-        if not self.token or req.headers.get("x-cube-token") != self.token:
+        given = req.headers.get("x-cube-token", "").encode("utf-8", "surrogatepass")
+        if not self.token or not hmac.compare_digest(given, self.token.encode()):
             return error_response(403, "the admin routes need the deployment's token")
         if req.path == "/_cube/admin/state":
             return json_response(200, self.state())

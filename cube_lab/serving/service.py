@@ -8,6 +8,10 @@ server, ``cube-lab deploy``): one router on the deployment's port and one model 
 replica and version. Their pids and ports are recorded, so a restarted server adopts the
 deployments still answering and marks the others dead.
 
+Who may call a deployment (API keys, rate limits, client address lists) is its ``access``
+(see ``access.py``): stored on the record and in ``deployment_keys``, pushed to the router with
+the routing table, enforced there.
+
 Plain Python and synchronous: the REST handlers call it in a worker thread, the CLI directly.
 """
 
@@ -32,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from .. import quota
@@ -44,7 +48,8 @@ from ..processes import pid_alive, start
 from ..projects import ProjectService
 from ..serialize import aware
 from ..store import Store
-from ..store.models import Deployment, Project
+from ..store.models import Deployment, DeploymentKey, Project
+from . import access as acc
 from .router import TOKEN_ENV
 from .warmhost import WarmHostClient
 
@@ -84,6 +89,7 @@ class DeploymentView:
     created_at: datetime
     updated_at: datetime
     stopped_at: datetime | None
+    access: dict[str, Any]  # {"auth", "rate_limit", "allow", "deny"}: who may call it
 
     @classmethod
     def of(cls, row: Deployment, project: str) -> DeploymentView:
@@ -113,6 +119,46 @@ class DeploymentView:
             aware(row.created_at),
             aware(row.updated_at),
             aware(row.stopped_at) if row.stopped_at else None,
+            acc.normalized(row.access),
+        )
+
+
+@dataclass(frozen=True)
+class KeyView:
+    """An API key as listed: never the key itself, except ``key`` in the answer that made it."""
+
+    id: str
+    name: str
+    prefix: str  # the key's first characters, to tell keys apart
+    state: str  # "active" | "expired" | "revoked"
+    created_by: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+    key: str | None = None
+
+    @classmethod
+    def of(cls, row: DeploymentKey, key: str | None = None) -> KeyView:
+        expires = aware(row.expires_at) if row.expires_at else None
+        state = (
+            "revoked"
+            if row.revoked_at
+            else "expired"
+            if expires is not None and expires <= datetime.now(UTC)
+            else "active"
+        )
+        return cls(
+            row.id,
+            row.name,
+            row.prefix,
+            state,
+            row.created_by,
+            aware(row.created_at),
+            expires,
+            aware(row.revoked_at) if row.revoked_at else None,
+            aware(row.last_used_at) if row.last_used_at else None,
+            key,
         )
 
 
@@ -183,8 +229,13 @@ class DeploymentService:
         batch_max_rows: int = 0,
         batch_wait_ms: float = 0.0,
         samples_percent: float = 0.0,
+        auth: str | None = None,
     ) -> DeploymentView:
         """Serve ``MODEL[:VERSION|ALIAS]``; returns once every process answers ready.
+
+        ``auth`` is ``required`` (callers need an API key) or ``none``; left out, a name
+        deployed before keeps its access settings (and its keys), a new one gets the shape's
+        default (``required`` under the hub, ``none`` on the embedded single-user shape).
 
         ``batch_max_rows`` > 0 turns on adaptive batching in the model servers (up to that
         many rows a call, waiting up to ``batch_wait_ms`` for more); ``samples_percent`` keeps
@@ -195,6 +246,7 @@ class DeploymentService:
         replicas = _check_replicas(replicas)
         batching = _check_batching(batch_max_rows, batch_wait_ms)
         samples_percent = _check_percent(samples_percent)
+        access = acc.default_settings(auth)
         if port is not None and (
             isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
         ):
@@ -221,12 +273,15 @@ class DeploymentService:
         }
         try:
             self._record(caller, project_name, dep_id, name, model, version.version, replicas,
-                         host, info)  # fmt: skip
+                         host, info, access, keep_access=auth is None)  # fmt: skip
         except BaseException:
             quota.release(reservation)
             raise
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "ready").mkdir(exist_ok=True)
+        # the router starts with the access settings: it never answers unguarded
+        first = {"groups": [], "access": self._access_table(dep_id)}
+        (folder / "config.json").write_text(json.dumps(first))
         try:
             # the router and the model servers start side by side: the import of the
             # model's library is most of the wait, the router's start hides behind it
@@ -240,7 +295,7 @@ class DeploymentService:
             info["router"]["port"] = found[0]["port"]
             info["servers"] = _servers(version.version, spawned, found[1:])
             self._set(dep_id, info=info, port=found[0]["port"], router_pid=router_proc.pid)
-            self._apply(host, found[0]["port"], info, model)
+            self._apply(dep_id, host, found[0]["port"], info)
         except BaseException as exc:
             self._kill_all(info)
             quota.release(reservation)
@@ -267,6 +322,8 @@ class DeploymentService:
         replicas: int,
         host: str,
         info: dict[str, Any],
+        access: dict[str, Any],
+        keep_access: bool,
     ) -> None:
         with self.store.write() as s:
             proj = self.projects.resolve(s, caller, project_name)
@@ -280,6 +337,8 @@ class DeploymentService:
                         "Switch its version (cube-lab deploy --switch), or undeploy it first.",
                     )
                 self._kill_all(old.info or {})
+                if keep_access and old.access:
+                    access = old.access  # deployed again: the same door (its keys stay too)
                 s.delete(old)
                 s.flush()
             s.add(
@@ -297,6 +356,7 @@ class DeploymentService:
                     port=None,
                     runner_host=socket.gethostname(),
                     info=info,
+                    access=access,
                 )
             )
 
@@ -478,9 +538,10 @@ class DeploymentService:
             },
         }
 
-    def _apply(self, host: str, port: int, info: dict[str, Any], model: str) -> None:
-        """Write the routing table (a restarted router reads it) and hand it to the router."""
-        table = self._table(info)
+    def _apply(self, dep_id: str, host: str, port: int, info: dict[str, Any]) -> None:
+        """Write the routing table with the access settings (a restarted router reads it) and
+        hand it to the router."""
+        table = {**self._table(info), "access": self._access_table(dep_id)}
         folder = Path(info["dir"])
         tmp = folder / "config.json.tmp"
         tmp.write_text(json.dumps(table))
@@ -519,7 +580,7 @@ class DeploymentService:
                 raise Conflict(f"deployment {name!r} has no canary", "Start one with a version.")
             info["traffic"][0]["weight"] = 100.0 - percent
             info["traffic"][1]["weight"] = percent
-            self._apply(row["host"], row["port"], info, row["model"])
+            self._apply(dep_id, row["host"], row["port"], info)
             self._set(dep_id, info=info)
         return self.get(caller, name, project)
 
@@ -611,7 +672,7 @@ class DeploymentService:
         """Route by the new table, wait for the servers left out to drain, then stop them."""
         retired = [s for s in info["servers"] if s["version"] not in keep]
         info["servers"] = [s for s in info["servers"] if s["version"] in keep]
-        self._apply(row["host"], row["port"], info, row["model"])
+        self._apply(row["id"], row["host"], row["port"], info)
         client = RouterClient(_loopback(row["host"]), row["port"], info["token"])
         ports = {s["port"] for s in retired}
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
@@ -714,9 +775,178 @@ class DeploymentService:
         with self._locked(caller, name, project) as (dep_id, row):
             info = row["info"]
             info["samples_percent"] = percent
-            self._apply(row["host"], row["port"], info, row["model"])
+            self._apply(dep_id, row["host"], row["port"], info)
             self._set(dep_id, info=info)
         return self.get(caller, name, project)
+
+    # -- access: keys, rate limit, address lists -------------------------------------------------
+
+    def access(self, caller: Caller, name: str, project: str | None = None) -> dict[str, Any]:
+        """Who may call the deployment: ``{"auth", "rate_limit", "allow", "deny"}``."""
+        return self.get(caller, name, project).access
+
+    def set_access(
+        self, caller: Caller, name: str, changes: dict[str, Any], *, project: str | None = None
+    ) -> DeploymentView:
+        """Change the access settings (fields left out keep their value); a running
+        deployment's router takes them at once."""
+        with self._locked(caller, name, project, active=False) as (dep_id, row):
+            settings = acc.check_settings(changes, row["access"])
+            self._set(dep_id, access=settings)
+            self._push_access(dep_id, row)
+        return self.get(caller, name, project)
+
+    def create_key(
+        self,
+        caller: Caller,
+        name: str,
+        key_name: str,
+        *,
+        expires_at: object = None,
+        expires_in_days: object = None,
+        project: str | None = None,
+    ) -> KeyView:
+        """A new API key for the deployment; the answer holds the key itself (``key``), which
+        is not kept and is never shown again. A running deployment accepts it at once."""
+        key_name = check_name(key_name, "key name")
+        now = datetime.now(UTC)
+        expires = acc.check_expiry(expires_at, expires_in_days, now)
+        key = acc.new_key()
+        with self._locked(caller, name, project, active=False) as (dep_id, row):
+            with self.store.write() as s:
+                dep = s.get(Deployment, dep_id)
+                assert dep is not None  # _locked re-read it under the lock
+                taken = s.scalars(
+                    select(DeploymentKey.id).where(
+                        DeploymentKey.project_id == dep.project_id,
+                        DeploymentKey.deployment == dep.name,
+                        DeploymentKey.name == key_name,
+                        DeploymentKey.revoked_at.is_(None),
+                    )
+                ).first()
+                if taken is not None:
+                    raise Conflict(
+                        f"deployment {name!r} already has a key named {key_name!r}",
+                        "Choose another name, or revoke that key first.",
+                    )
+                made = DeploymentKey(
+                    id=f"k{uuid.uuid4().hex[:15]}",
+                    project_id=dep.project_id,
+                    deployment=dep.name,
+                    name=key_name,
+                    prefix=acc.shown_prefix(key),
+                    key_hash=acc.hash_key(key),
+                    created_by=caller.username,
+                    created_at=now,
+                    expires_at=expires,
+                )
+                s.add(made)
+                s.flush()
+                view = KeyView.of(made, key)
+            self._push_access(dep_id, row)
+        return view
+
+    def list_keys(self, caller: Caller, name: str, project: str | None = None) -> list[KeyView]:
+        """The deployment's keys, newest first, with when each was last used (the router
+        counts uses; they are read from it here and kept)."""
+        with self.store.read() as s:
+            row, _ = self._row(s, caller, name, project)
+            where = (DeploymentKey.project_id == row.project_id, DeploymentKey.deployment == name)
+            running = row.status in ACTIVE and row.port
+            host, port, token = row.host, row.port, (row.info or {}).get("token", "")
+        used: dict[str, float] = {}
+        if running:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                state = RouterClient(_loopback(host), port or 0, token).state()
+                used = dict(state["access"]["keys_used"])
+        with self.store.write() as s:
+            rows = s.scalars(
+                select(DeploymentKey).where(*where).order_by(DeploymentKey.created_at.desc())
+            ).all()
+            for key in rows:
+                seen = used.get(key.id)
+                if seen is None:
+                    continue
+                when = datetime.fromtimestamp(float(seen), UTC)
+                if key.last_used_at is None or aware(key.last_used_at) < when:
+                    key.last_used_at = when
+            return [KeyView.of(key) for key in rows]
+
+    def revoke_key(
+        self, caller: Caller, name: str, ref: str, *, project: str | None = None
+    ) -> KeyView:
+        """Revoke a key (by id, or by the name of a key in force): a running deployment
+        refuses it at once. Revoked keys stay listed, marked revoked."""
+        with self._locked(caller, name, project, active=False) as (dep_id, row):
+            with self.store.write() as s:
+                dep = s.get(Deployment, dep_id)
+                assert dep is not None
+                mine = (
+                    DeploymentKey.project_id == dep.project_id,
+                    DeploymentKey.deployment == dep.name,
+                )
+                by_id = select(DeploymentKey).where(*mine, DeploymentKey.id == ref)
+                found = s.scalars(by_id).first()
+                if found is None:
+                    found = s.scalars(
+                        select(DeploymentKey).where(
+                            *mine, DeploymentKey.name == ref, DeploymentKey.revoked_at.is_(None)
+                        )
+                    ).first()
+                if found is None:
+                    raise NotFound(
+                        f"deployment {name!r} has no key {ref!r}",
+                        f"`cube-lab deployment keys list {name}` lists its keys (id and name).",
+                    )
+                if found.revoked_at is None:
+                    found.revoked_at = datetime.now(UTC)
+                view = KeyView.of(found)
+            self._push_access(dep_id, row)
+        return view
+
+    def router_token(self, caller: Caller, name: str, project: str | None = None) -> str:
+        """The deployment's router token, for the lab server's own requests to it (the test
+        form): it passes the access gate as the owner's console. Never sent to a browser."""
+        with self.store.read() as s:
+            row, _ = self._row(s, caller, name, project)
+            return str((row.info or {}).get("token") or "")
+
+    def _access_table(self, dep_id: str) -> dict[str, Any]:
+        """What the router enforces: the settings and the hashes of the keys in force."""
+        with self.store.read() as s:
+            dep = s.get(Deployment, dep_id)
+            if dep is None:
+                raise NotFound("the deployment was removed meanwhile")
+            keys = s.scalars(
+                select(DeploymentKey).where(
+                    DeploymentKey.project_id == dep.project_id,
+                    DeploymentKey.deployment == dep.name,
+                    DeploymentKey.revoked_at.is_(None),
+                )
+            ).all()
+            return {
+                **acc.normalized(dep.access),
+                "keys": [
+                    {
+                        "id": k.id,
+                        "hash": k.key_hash,
+                        "expires_at": aware(k.expires_at).timestamp() if k.expires_at else None,
+                    }
+                    for k in keys
+                ],
+            }
+
+    def _push_access(self, dep_id: str, row: dict[str, Any]) -> None:
+        """Hand a running deployment's router the access settings in force now."""
+        if row["status"] not in ACTIVE or not row["port"]:
+            return
+        try:
+            self._apply(dep_id, row["host"], row["port"], row["info"])
+        except OSError as exc:
+            raise Conflict(
+                f"deployment {row['name']!r} did not take the change: {exc}",
+                "It is saved; the deployment's router takes it when it is deployed again.",
+            ) from None
 
     def metrics(self, caller: Caller, name: str, project: str | None = None) -> str:
         """The router's Prometheus text (its /metrics)."""
@@ -758,6 +988,12 @@ class DeploymentService:
                 if found is None:
                     raise NotFound(f"deployment {name!r} was removed meanwhile")
                 last = DeploymentView.of(found, row["project"])
+                s.execute(
+                    delete(DeploymentKey).where(
+                        DeploymentKey.project_id == found.project_id,
+                        DeploymentKey.deployment == found.name,
+                    )
+                )
                 s.delete(found)
         shutil.rmtree(row["info"].get("dir") or self.root / dep_id, ignore_errors=True)
         now = datetime.now(UTC)
@@ -847,6 +1083,8 @@ class DeploymentService:
                         f"Deploy it again: cube-lab deploy {row.model_name}:{row.version}",
                     )
                 snapshot = {
+                    "id": dep_id,
+                    "name": row.name,
                     "project": project_name,
                     "model": row.model_name,
                     "host": row.host,
@@ -854,6 +1092,7 @@ class DeploymentService:
                     "replicas": row.replicas,
                     "status": row.status,
                     "info": json.loads(json.dumps(row.info or {})),
+                    "access": acc.normalized(row.access),
                 }
             yield dep_id, snapshot
 
