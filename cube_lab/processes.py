@@ -1,5 +1,11 @@
-"""Child processes: start one, await its end, kill its group, and tell whether a
-recorded runner process is still alive (for marking crashed runs and jobs).
+"""Child processes: start one, await its end, kill its group, tell whether a recorded
+runner process is still alive (for marking crashed runs and jobs), and end the process
+groups a crashed run or job left behind.
+
+What proves a recorded pid is still ours: a pid is reused, but not within one boot with the
+same start time. A ``Group`` keeps the leader's start time (``/proc/<pid>/stat`` field 22,
+clock ticks since boot) and the boot id (``/proc/sys/kernel/random/boot_id``); a group is
+ended only while its leader (alive, or a zombie not yet reaped) still has both.
 
 Why not asyncio's subprocesses:
 ``asyncio.create_subprocess_exec`` costs a few milliseconds per process here
@@ -12,16 +18,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+END_GRACE_S = 3.0  # SIGTERM, then this long for the group to go, then SIGKILL
+
 
 def start(
-    argv: list[str], cwd: Path, env: dict[str, str], log: IO[bytes]
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    log: IO[bytes],
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """A child in its own session (so its whole process group can be killed)."""
     return subprocess.Popen(
@@ -32,6 +49,7 @@ def start(
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
 
 
@@ -101,3 +119,170 @@ def become_forked_child(log: str, cwd: str, env: dict[str, str]) -> None:
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
+
+
+# -- process groups left behind ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Group:
+    """A process group cube-lab started, and what proves later that it is still that one."""
+
+    pgid: int
+    pid: int  # the leader (pid == pgid for a child started in its own session)
+    start_ticks: int
+    boot_id: str
+    host: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pgid": self.pgid,
+            "pid": self.pid,
+            "start_ticks": self.start_ticks,
+            "boot_id": self.boot_id,
+            "host": self.host,
+        }
+
+    @classmethod
+    def of(cls, data: Any) -> Group:
+        """From a stored record: a mapping or an object with the same fields."""
+        get = data.get if isinstance(data, dict) else lambda k: getattr(data, k, None)
+        return cls(
+            int(get("pgid") or 0),
+            int(get("pid") or 0),
+            int(get("start_ticks") or 0),
+            str(get("boot_id") or ""),
+            str(get("host") or ""),
+        )
+
+
+@functools.cache
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+@functools.cache
+def hostname() -> str:
+    return socket.gethostname()
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, process group, start ticks) of ``pid``, or None when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses
+    fields = raw[raw.rindex(b")") + 2 :].split()
+    try:
+        return fields[0].decode(), int(fields[2]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def group_of(pid: int) -> Group | None:
+    """The identity of the group ``pid`` leads, read now: call it while ``pid`` is a child
+    not yet waited for (its pid cannot be reused before then). None without ``/proc``."""
+    found = _stat(pid)
+    if found is None:
+        return None
+    return Group(found[1], pid, found[2], boot_id(), hostname())
+
+
+def _members(pgid: int) -> list[tuple[int, int]]:
+    """(pid, start ticks) of the live (not zombie) processes in group ``pgid``."""
+    out = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                found = _stat(int(entry.name))
+                if found and found[1] == pgid and found[0] not in ("Z", "X"):
+                    out.append((int(entry.name), found[2]))
+    return out
+
+
+def still_ours(group: Group) -> bool:
+    """True while ``group`` is the very group that was recorded and something of it runs:
+    same machine, same boot, and its leader (alive, or a zombie not yet reaped) has the
+    recorded start time. A pid reused by another process has another start time."""
+    if not group.pgid or group.host != hostname() or not group.boot_id:
+        return False
+    if group.boot_id != boot_id():
+        return False
+    leader = _stat(group.pid)
+    if leader is None or leader[1] != group.pgid or leader[2] != group.start_ticks:
+        return False
+    return bool(_members(group.pgid))
+
+
+def end_groups(groups: Iterable[Group], grace_s: float = END_GRACE_S) -> list[Group]:
+    """End every group that is still ours: SIGTERM, up to ``grace_s`` for them to go, then
+    SIGKILL. Groups that are gone, or whose pid now belongs to another process, are left
+    alone. Returns the groups that were signalled."""
+    ours = [g for g in groups if still_ours(g)]
+    for group in ours:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group.pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    left = list(ours)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [g for g in left if _members(g.pgid)]
+    for group in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group.pgid, signal.SIGKILL)
+    return ours
+
+
+# -- the records (table ``process_groups``) ----------------------------------------------------
+
+
+def record_groups(
+    store: Any, owner_kind: str, owner_id: str, part: str, groups: list[tuple[str, Group]]
+) -> None:
+    """Replace the recorded groups of (``owner_kind``, ``owner_id``, ``part``) by ``groups``
+    (role, group); ``[]`` removes them (what started ended normally)."""
+    from sqlalchemy import delete
+
+    from .store.models import ProcessGroup
+
+    with store.write() as s:
+        s.execute(
+            delete(ProcessGroup).where(
+                ProcessGroup.owner_kind == owner_kind,
+                ProcessGroup.owner_id == owner_id,
+                ProcessGroup.part == part,
+            )
+        )
+        for role, group in groups:
+            s.add(
+                ProcessGroup(
+                    owner_kind=owner_kind,
+                    owner_id=owner_id,
+                    part=part,
+                    role=role,
+                    **group.as_dict(),
+                )
+            )
+
+
+def end_recorded(store: Any, owner_kind: str, owner_ids: list[str]) -> list[Group]:
+    """End the recorded groups of these runs or jobs that are still ours (recovery calls it
+    for what it marks interrupted), then forget every record of them."""
+    if not owner_ids:
+        return []
+    from sqlalchemy import delete, select
+
+    from .store.models import ProcessGroup
+
+    where = (ProcessGroup.owner_kind == owner_kind) & ProcessGroup.owner_id.in_(owner_ids)
+    with store.read() as s:
+        groups = [Group.of(row) for row in s.scalars(select(ProcessGroup).where(where))]
+    ended = end_groups(groups)
+    with store.write() as s:
+        s.execute(delete(ProcessGroup).where(where))
+    return ended

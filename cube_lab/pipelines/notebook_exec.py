@@ -17,12 +17,19 @@ read past. Two lines used to come from the kernel's plumbing on every run:
   ran past its timeout), so the shutdown asks it to stop without the interrupt.
 
 A failing cell still ends the log with its traceback and the process exits 1.
+
+The kernel runs in a session of its own (jupyter_client starts it so), out of reach of the
+runner's kill of the node's process group: once started, its group is reported on the pipe
+``$CUBE_PROCESS_FD`` the runner gives, which records it (so a server that starts after a
+crash ends it too) and kills it with the node.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -30,7 +37,26 @@ from pathlib import Path
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from jupyter_client.manager import AsyncKernelManager
 
+from cube_lab import processes
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ENV_PROCESS_FD = "CUBE_PROCESS_FD"
+_report_fd: int | None = None  # taken out of the environment: the kernel must not inherit it
+
+
+def take_report_fd() -> None:
+    global _report_fd
+    raw = os.environ.pop(ENV_PROCESS_FD, "")
+    _report_fd = int(raw) if raw.isdigit() else None
+
+
+def report_group(pid: int | None, role: str = "kernel") -> None:
+    """Tell the runner (on the pipe it gave) about a process group it must record."""
+    group = processes.group_of(pid) if pid and _report_fd is not None else None
+    if group is None or _report_fd is None:
+        return
+    with contextlib.suppress(OSError):
+        os.write(_report_fd, (json.dumps({"role": role, **group.as_dict()}) + "\n").encode())
 
 
 class NodeKernelManager(AsyncKernelManager):
@@ -41,6 +67,10 @@ class NodeKernelManager(AsyncKernelManager):
         if any("ipykernel" in part for part in cmd):  # other kernels take other options
             cmd.append("--IPKernelApp.log_level=ERROR")
         return cmd
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: object) -> None:
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        report_group(getattr(self.provisioner, "pid", None))
 
     async def _async_interrupt_kernel(self) -> None:
         # shutdown_kernel() interrupts first; nbclient's own interrupts (a cell past its
@@ -56,6 +86,7 @@ def main() -> int:
     parser.add_argument("output")
     parser.add_argument("--parameters", default="{}")
     args = parser.parse_args()
+    take_report_fd()
     import papermill
     from papermill.exceptions import PapermillExecutionError
 

@@ -7,6 +7,10 @@ per batch. ``close()`` drains the queue, so a finished run is fully on disk.
 The thread also opens the store, and may write the run record first (``setup``):
 the CLI starts nodes while this thread imports SQLAlchemy and migrates the store.
 Changes queued before then are written once the record exists.
+
+The process groups a node runs in (``process_groups``) go the same way: a node that starts
+and ends within one batch window costs the database nothing; a longer one is one row
+inserted with the batch that says it runs, and deleted with the one that says it ended.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .runner import NodeState, now
 
 if TYPE_CHECKING:
+    from ..processes import Group
     from ..store import Store
 
 _STOP = object()
@@ -39,6 +44,7 @@ class StoreRecorder:
         self._setup = setup
         self._on_error: Callable[[BaseException], None] | None = None
         self._queue: queue.Queue[Any] = queue.Queue()
+        self._recorded: set[str] = set()  # nodes with process-group rows in the store
         self._thread = threading.Thread(target=self._loop, name=f"recorder-{run_id}", daemon=True)
 
     def start(self, on_error: Callable[[BaseException], None] | None = None) -> None:
@@ -76,6 +82,9 @@ class StoreRecorder:
         else:
             fields["finished_at"] = now()
         self._queue.put(("run", self.run_id, fields))
+
+    def groups_changed(self, node_id: str, groups: list[tuple[str, Group]]) -> None:
+        self._queue.put(("groups", node_id, {"groups": groups}))
 
     def close(self) -> None:
         if self._thread.ident is None:  # never started: still write what was queued
@@ -117,13 +126,34 @@ class StoreRecorder:
                 return
 
     def _write(self, changes: dict[tuple[str, str], dict[str, Any]]) -> None:
-        from sqlalchemy import update
+        from sqlalchemy import delete, update
 
-        from ..store.models import NodeRun, PipelineRun
+        from ..store.models import NodeRun, PipelineRun, ProcessGroup
 
         with self.store.write() as s:
             for (what, key), fields in changes.items():
-                if what == "node":
+                if what == "groups":
+                    if key in self._recorded:
+                        s.execute(
+                            delete(ProcessGroup).where(
+                                ProcessGroup.owner_kind == "pipeline",
+                                ProcessGroup.owner_id == self.run_id,
+                                ProcessGroup.part == key,
+                            )
+                        )
+                        self._recorded.discard(key)
+                    for role, group in fields["groups"]:
+                        s.add(
+                            ProcessGroup(
+                                owner_kind="pipeline",
+                                owner_id=self.run_id,
+                                part=key,
+                                role=role,
+                                **group.as_dict(),
+                            )
+                        )
+                        self._recorded.add(key)
+                elif what == "node":
                     where = (NodeRun.run_id == self.run_id) & (NodeRun.node_id == key)
                     s.execute(update(NodeRun).where(where).values(**fields))
                 else:

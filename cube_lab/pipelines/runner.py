@@ -2,14 +2,19 @@
 
 Plain asyncio. Each node is a subprocess in its own process group (so cancelling
 kills everything it started) whose output goes straight to a log file the API
-tails. Nothing here touches the database: a ``Recorder`` persists state changes.
+tails. Nothing here touches the database: a ``Recorder`` persists state changes,
+among them the process groups a node runs in (its own; a notebook node's kernel, which
+``notebook_exec`` reports through ``$CUBE_PROCESS_FD``), so a server that starts after
+a crash can end them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
+import os
 import re
 import shutil
 import signal
@@ -75,6 +80,10 @@ class Recorder(Protocol):
 
     def run_changed(self, status: str, error: str | None = None) -> None: ...
 
+    def groups_changed(self, node_id: str, groups: list[tuple[str, processes.Group]]) -> None:
+        """The process groups (role, group) the node runs in now; [] once it ended."""
+        ...
+
 
 @dataclass
 class RunPlan:
@@ -109,6 +118,7 @@ class LocalRunner:
         self.cancelled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._groups: dict[str, list[tuple[str, processes.Group]]] = {}
         self.states = {
             n.id: NodeState(
                 n,
@@ -250,7 +260,9 @@ class LocalRunner:
         for attempt in range(1, node.retries + 2):
             state.attempts, state.status = attempt, "running"
             self._changed(state)
-            rc, error = await self._spawn(node.id, cmd, env, state.log_path, attempt, timeout)
+            rc, error = await self._spawn(
+                node.id, cmd, env, state.log_path, attempt, timeout, state.kind == "notebook"
+            )
             state.exit_code = rc
             if rc == 0:
                 missing = [str(p) for p in outputs if not p.exists()]
@@ -283,12 +295,31 @@ class LocalRunner:
         log_path: Path,
         attempt: int,
         timeout: float | None,
+        reports_groups: bool = False,
     ) -> tuple[int | None, str | None]:
+        """Run one attempt. Its process group is recorded while it runs; a node that
+        ``reports_groups`` (a notebook's kernel runs in a session of its own) names the
+        other groups it starts on a pipe, and they are recorded too, and killed with it."""
+        report_r = report_w = -1
+        if reports_groups:
+            report_r, report_w = os.pipe()
+            env = {**env, "CUBE_PROCESS_FD": str(report_w)}
         with open(log_path, "ab", buffering=0) as log:
             if attempt > 1:
                 log.write(f"\n--- attempt {attempt} ---\n".encode())
-            proc = processes.start(cmd.argv, cmd.cwd, env, log)
+            try:
+                proc = processes.start(
+                    cmd.argv, cmd.cwd, env, log, (report_w,) if reports_groups else ()
+                )
+            finally:
+                if reports_groups:
+                    os.close(report_w)
             self._procs[node_id] = proc
+            group = processes.group_of(proc.pid)  # before it is waited for: still its pid
+            groups = self._groups[node_id] = [("node", group)] if group else []
+            self.recorder.groups_changed(node_id, list(groups))
+            if reports_groups:
+                self._read_reports(node_id, report_r)
             try:
                 rc: int | None = await asyncio.wait_for(processes.wait(proc), timeout)
             except TimeoutError:
@@ -299,7 +330,44 @@ class LocalRunner:
             finally:
                 self._procs.pop(node_id, None)
                 processes.kill_group(proc, signal.SIGKILL)  # leave no stray children behind
+                if reports_groups:
+                    assert self._loop is not None
+                    self._loop.remove_reader(report_r)
+                    os.close(report_r)
+                for role, other in self._groups.pop(node_id, []):
+                    if role != "node" and processes.still_ours(other):
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(other.pgid, signal.SIGKILL)
+                self.recorder.groups_changed(node_id, [])
         return rc, (None if rc == 0 else f"exit code {rc}")
+
+    def _read_reports(self, node_id: str, fd: int) -> None:
+        """Groups the node reports: JSON lines ``{"role", "pgid", "pid", "start_ticks"}``."""
+        assert self._loop is not None
+        os.set_blocking(fd, False)
+        pending = bytearray()
+
+        def readable() -> None:
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:
+                return
+            if not chunk:
+                assert self._loop is not None
+                self._loop.remove_reader(fd)
+            pending.extend(chunk)
+            while b"\n" in pending:
+                line, _, rest = bytes(pending).partition(b"\n")
+                pending[:] = rest
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    data = json.loads(line)
+                    group = processes.Group.of(data)
+                    if group.pgid > 0 and group.start_ticks > 0:
+                        groups = self._groups.setdefault(node_id, [])
+                        groups.append((str(data.get("role") or "child")[:16], group))
+                        self.recorder.groups_changed(node_id, list(groups))
+
+        self._loop.add_reader(fd, readable)
 
     # -- helpers ----------------------------------------------------------------------------
 

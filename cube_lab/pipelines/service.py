@@ -4,7 +4,8 @@ A run is a record (``pipeline_runs`` + ``node_runs``) and a folder under
 ``<data_dir>/runs/<run id>/`` holding each node's log, published values, saved
 outputs and executed notebooks. The runner runs in the process that started it
 (the server, or ``cube-lab pipeline run``); its pid is recorded so a run whose
-process died is marked ``interrupted`` the next time a server starts.
+process died is marked ``interrupted`` the next time a server starts, and the process
+groups its nodes ran in (``process_groups``) are ended then, if they are still ours.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..config import Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
-from ..processes import orphaned, pid_alive
+from ..processes import end_recorded, orphaned, pid_alive
 from ..projects import ProjectService
 from ..store import Store
 from ..store.models import NodeRun, PipelineRun, Project
@@ -375,7 +376,8 @@ class PipelineService:
         return self.get_run(caller, run_id)
 
     def recover(self) -> list[str]:
-        """Mark runs whose runner process died (a crash, a kill) as interrupted."""
+        """Mark runs whose runner process died (a crash, a kill) as interrupted, and end
+        the node processes they left running."""
         with self.store.read() as s:
             runs = s.execute(
                 select(PipelineRun.id, PipelineRun.runner_pid, PipelineRun.runner_host).where(
@@ -399,6 +401,7 @@ class PipelineService:
                 for node in run.nodes:
                     if node.status in ("pending", "running"):
                         node.status, node.finished_at = "interrupted", stamp
+        end_recorded(self.store, "pipeline", run_ids)  # what its nodes left running
 
 
 def _display(path: str, root: Path | None) -> str:

@@ -365,6 +365,28 @@ class TuningTrial(Base):
     experiment: Mapped[TuningExperiment] = relationship(back_populates="trials")
 
 
+class ProcessGroup(Base):
+    """A process group cube-lab started for a run or job (a pipeline node, a notebook node's
+    kernel, a training job's launcher, a tuning trial or trial host), kept while it runs, so
+    recovery can end what a crash left behind. ``start_ticks`` (``/proc/<pid>/stat`` field
+    22) and ``boot_id`` prove later that ``pid`` is still that process, not a reused pid."""
+
+    __tablename__ = "process_groups"
+    __table_args__ = (Index("ix_process_groups_owner", "owner_kind", "owner_id", "part"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_kind: Mapped[str] = mapped_column(String(16))  # pipeline | training | tuning
+    owner_id: Mapped[str] = mapped_column(String(64))  # the run, job or experiment id
+    part: Mapped[str] = mapped_column(String(255), default="")  # node or trial id, "" for all
+    role: Mapped[str] = mapped_column(String(16))  # node | kernel | launcher | trial | host
+    pgid: Mapped[int] = mapped_column(Integer)
+    pid: Mapped[int] = mapped_column(Integer)
+    start_ticks: Mapped[int] = mapped_column(BigInteger)
+    boot_id: Mapped[str] = mapped_column(String(64))
+    host: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Dataset(Base):
     """Items stored by reference: a folder of images or a CSV / JSONL file of texts."""
 

@@ -9,7 +9,9 @@
 
 Every process starts in its own process group and carries ``CUBE_TRAINING_JOB_ID`` in
 its environment: stopping kills the groups, then any process still carrying the marker
-(torchrun starts each rank in a session of its own, out of reach of ``killpg``).
+(torchrun starts each rank in a session of its own, out of reach of ``killpg``). The groups
+of a running attempt are handed to ``on_groups`` (the service records them, so a server that
+starts after a crash ends them, if they are still ours: see ``cube_lab.processes``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import processes
 from ..errors import InvalidInput
 from .spec import JobSpec
 
@@ -266,12 +269,14 @@ class LocalJob:
         timeout_s: float | None = None,
         on_line: Callable[[str], None] | None = None,
         on_attempt: Callable[[int], None] | None = None,
+        on_groups: Callable[[list[processes.Group]], None] | None = None,
     ) -> None:
         self.plan = plan
         self.retries = retries
         self.timeout_s = timeout_s
         self.on_line = on_line
         self.on_attempt = on_attempt
+        self.on_groups = on_groups  # called in a worker thread: it may write to the store
         self.cancelled = False
         self.attempts = 0
         self.exit_code: int | None = None
@@ -306,6 +311,7 @@ class LocalJob:
     async def _attempt(self, log: object) -> tuple[int | None, str | None]:
         self._procs = []
         pumps = []
+        groups: list[processes.Group] = []
         try:
             for spec in self.plan.procs:
                 proc = await asyncio.create_subprocess_exec(
@@ -318,10 +324,15 @@ class LocalJob:
                     start_new_session=True,
                 )
                 self._procs.append(proc)
+                group = processes.group_of(proc.pid)
+                if group is not None:
+                    groups.append(group)
                 assert proc.stdout is not None
                 pumps.append(asyncio.create_task(self._pump(proc.stdout, spec.prefix, log)))
             if self.cancelled:  # stopped while starting
                 self._signal_all(signal.SIGKILL)
+            if self.on_groups and groups:
+                await asyncio.to_thread(self.on_groups, groups)
             waits = asyncio.gather(*(p.wait() for p in self._procs))
             try:
                 codes = await asyncio.wait_for(waits, self.timeout_s)
@@ -340,6 +351,8 @@ class LocalJob:
         finally:
             self._signal_all(signal.SIGKILL)  # leave no stray rank behind
             await asyncio.to_thread(kill_marked, self.plan.job_id)
+            if self.on_groups and groups:
+                await asyncio.to_thread(self.on_groups, [])
         bad = [c for c in codes if c != 0]
         if not bad:
             return 0, None

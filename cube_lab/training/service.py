@@ -4,7 +4,8 @@ A job is a record (``training_jobs``) and a folder ``<data_dir>/training/<job id
 holding ``log.txt`` (every rank, prefixed), ``ranks/`` (torchrun's per-rank files),
 ``metrics.jsonl`` and ``output/`` (``$CUBE_OUTPUT_DIR``, for checkpoints). The job runs
 in the process that submitted it (the server, or ``cube-lab train``); that pid is
-recorded so a job whose process died is marked ``interrupted`` at the next server start.
+recorded so a job whose process died is marked ``interrupted`` at the next server start,
+and the process groups it ran (``process_groups``) are ended then, if they are still ours.
 
 A job with backend ``kubernetes`` is the same record; its objects are created on the
 cluster (``cluster.py``), and the process that submitted it follows their status and
@@ -43,7 +44,7 @@ from ..identity import Caller
 from ..k8s import ClusterConfig, k8s_name, require
 from ..labeling.dataset_service import datasets_root, find_by_path
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
-from ..processes import orphaned, pid_alive
+from ..processes import end_recorded, orphaned, pid_alive, record_groups
 from ..projects import ProjectService
 from ..registry.validation import EmptyArtifact
 from ..serialize import aware
@@ -243,6 +244,9 @@ class TrainingService:
             timeout_s=spec.timeout_s,
             on_line=on_line,
             on_attempt=lambda n: self._update(job_id, status="running", attempts=n),
+            on_groups=lambda groups: record_groups(
+                self.store, "training", job_id, "", [("launcher", g) for g in groups]
+            ),
         )
 
     def dry_run(self, data: JobSpec | dict[str, Any], cwd: Path | None = None) -> list[str]:
@@ -652,7 +656,6 @@ class TrainingService:
         elif host == socket.gethostname() and pid_alive(pid) and pid != os.getpid():
             os.kill(pid, signal.SIGTERM)  # `cube-lab train` stops its job on SIGTERM
         else:
-            kill_marked(job_id)
             self._mark_interrupted([job_id], "its launcher is gone; marked when stopped")
         return self.get(caller, job_id)
 
@@ -682,16 +685,20 @@ class TrainingService:
         # a cluster job runs on without its follower: resume_cluster_jobs follows it again
         self._orphans = [r.id for r in rows if r.id in gone and r.backend == "kubernetes"]
         dead = [r.id for r in rows if r.id in gone and r.backend != "kubernetes"]
-        for job_id in dead:
-            kill_marked(job_id)  # ranks orphaned by the launcher's death
         if dead:
             self._mark_interrupted(dead, "the process running it stopped before it finished")
         return dead
 
     def _mark_interrupted(self, job_ids: list[str], why: str) -> None:
+        """Mark local jobs whose launcher is gone, and end what they left running: the
+        recorded process groups still ours, then any process carrying a job's marker
+        (ranks torchrun started in sessions of their own)."""
         with self.store.write() as s:
             for job in s.scalars(select(TrainingJob).where(TrainingJob.id.in_(job_ids))):
                 job.status, job.error, job.finished_at = "interrupted", why, datetime.now(UTC)
+        end_recorded(self.store, "training", job_ids)
+        for job_id in job_ids:
+            kill_marked(job_id)
 
     # -- the model registry ----------------------------------------------------------------
 

@@ -1,0 +1,287 @@
+"""What a crash leaves running is ended by the next server: a real ``jupyter server`` is
+killed with SIGKILL while a pipeline node (or a training job) sleeps; after the restart the
+run is ``interrupted`` and the sleeping process is gone. A record whose pid now belongs to
+another process is left alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from pipeline_util import node, script, write_pipeline
+from sqlalchemy import select
+
+from cube_lab import processes
+from cube_lab.identity import Caller
+from cube_lab.store.models import PipelineRun, ProcessGroup
+
+TOKEN = "orphans-token"
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _server(root: Path, data: Path, port: int, tmp: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "CUBE_LAB_USER": "alice", "JUPYTER_RUNTIME_DIR": str(tmp / "rt")}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+            f"--CubeLab.data_dir={data}",
+            "--no-browser",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _call(port: int, method: str, path: str, body: Any = None) -> Any:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/cube/api/v1/{path}",
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _wait_up(port: int) -> None:
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            _call(port, "GET", "whoami")
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("server did not start")
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for init to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _pid_from(path: Path, timeout: float = 30) -> int:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.is_file() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.1)
+    raise AssertionError(f"{path} was not written")
+
+
+def _gone(pid: int, timeout: float = 15) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not _running(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+SLEEPER = (
+    "import os\n"
+    "open('sleeper.pid', 'w').write(str(os.getpid()))\n"
+    "os.execvp('sleep', ['sleep', '60'])\n"
+)
+
+
+def _crash_and_restart(
+    server: subprocess.Popen[bytes], root: Path, data: Path, port: int, tmp: Path
+) -> subprocess.Popen[bytes]:
+    server.send_signal(signal.SIGKILL)  # the crash
+    server.wait()
+    server = _server(root, data, port, tmp)
+    _wait_up(port)
+    return server
+
+
+def test_crash_during_a_node_ends_the_node_process(tmp_path: Path) -> None:
+    root, data = tmp_path / "root", tmp_path / "data"
+    root.mkdir()
+    script(root, "sleeper.py", SLEEPER)
+    write_pipeline(root, [node("sleeper", filename="sleeper.py")])
+    port = _port()
+    server = _server(root, data, port, tmp_path)
+    pid = 0
+    try:
+        _wait_up(port)
+        run = _call(port, "POST", "pipelines/runs", {"path": "p.pipeline"})
+        pid = _pid_from(root / "sleeper.pid")
+        time.sleep(0.5)  # the recorder writes within its batch window (0.1 s)
+        assert _running(pid)
+        server = _crash_and_restart(server, root, data, port, tmp_path)
+        after = _call(port, "GET", f"pipelines/runs/{run['id']}")
+        assert after["status"] == "interrupted"
+        assert after["nodes"][0]["status"] == "interrupted"
+        assert _gone(pid), "the node's `sleep 60` still runs after the restart"
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        if pid and _running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_crash_during_a_training_job_ends_its_processes(tmp_path: Path) -> None:
+    """``env -i`` drops the job's marker from the environment: only the recorded process
+    group tells that this `sleep` belongs to the job."""
+    root, data = tmp_path / "root", tmp_path / "data"
+    root.mkdir()
+    (root / "start.sh").write_text("echo $$ > sleeper.pid\nexec env -i sleep 60\n")
+    port = _port()
+    server = _server(root, data, port, tmp_path)
+    pid = 0
+    try:
+        _wait_up(port)
+        job = _call(
+            port, "POST", "training/jobs", {"framework": "plain", "command": ["sh", "start.sh"]}
+        )
+        pid = _pid_from(root / "sleeper.pid")
+        deadline = time.time() + 15
+        while _call(port, "GET", f"training/jobs/{job['id']}")["status"] != "running":
+            assert time.time() < deadline
+            time.sleep(0.2)
+        time.sleep(0.5)
+        assert _running(pid)
+        server = _crash_and_restart(server, root, data, port, tmp_path)
+        assert _call(port, "GET", f"training/jobs/{job['id']}")["status"] == "interrupted"
+        assert _gone(pid), "the job's `sleep 60` still runs after the restart"
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        if pid and _running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _orphaned_run(ws: Any, tmp_path: Path) -> str:
+    """A run record as a crashed runner leaves it: running, its runner pid gone."""
+    path = write_pipeline(tmp_path, [node("n", filename=script(tmp_path, "n.py", "pass\n"))])
+    runner, _ = ws.pipelines.prepare(Caller("alice"), path, tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with ws.store.write() as s:
+        row = s.get(PipelineRun, runner.plan.run_id)
+        row.status, row.runner_pid = "running", dead.pid
+    return runner.plan.run_id
+
+
+def _record(ws: Any, run_id: str, group: processes.Group) -> None:
+    processes.record_groups(ws.store, "pipeline", run_id, "n", [("node", group)])
+
+
+def test_a_reused_pid_is_not_killed(ws: Any, tmp_path: Path) -> None:
+    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        actual = processes.group_of(stranger.pid)
+        assert actual is not None and actual.pgid == stranger.pid
+        run_id = _orphaned_run(ws, tmp_path)
+        # the record says this pid started one tick earlier: another process that had it
+        _record(ws, run_id, processes.Group(**{**actual.as_dict(), "start_ticks": 1}))
+        assert ws.pipelines.recover() == [run_id]
+        assert ws.pipelines.get_run(Caller("alice"), run_id).status == "interrupted"
+        time.sleep(0.3)
+        assert stranger.poll() is None, "a process that only shares the recorded pid was killed"
+        with ws.store.read() as s:  # the record is forgotten either way
+            assert not s.scalars(select(ProcessGroup)).all()
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_another_boot_or_host_is_not_ours(tmp_path: Path) -> None:
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        group = processes.group_of(proc.pid)
+        assert group is not None and processes.still_ours(group)
+        for change in ({"boot_id": "another-boot"}, {"host": "another-host"}, {"pgid": 0}):
+            assert not processes.still_ours(processes.Group(**{**group.as_dict(), **change}))
+        assert processes.end_groups([processes.Group(**{**group.as_dict(), "boot_id": "x"})]) == []
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_recorded_group_that_ignores_sigterm_is_killed(ws: Any, tmp_path: Path) -> None:
+    """SIGTERM, a short grace, then SIGKILL; the whole group, not just its leader."""
+    code = (
+        "import signal, subprocess, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "child = subprocess.Popen(['sleep', '60'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    leader = subprocess.Popen(
+        [sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert leader.stdout is not None
+        child = int(leader.stdout.readline())
+        group = processes.group_of(leader.pid)
+        assert group is not None
+        run_id = _orphaned_run(ws, tmp_path)
+        _record(ws, run_id, group)
+        started = time.monotonic()
+        assert ws.pipelines.recover() == [run_id]
+        assert time.monotonic() - started < processes.END_GRACE_S + 2
+        leader.wait(timeout=5)
+        assert leader.returncode == -signal.SIGKILL
+        assert _gone(child, timeout=5)
+    finally:
+        if leader.poll() is None:
+            leader.kill()
+            leader.wait()
+
+
+def test_a_node_records_its_group_while_it_runs_and_forgets_it_after(
+    ws: Any, tmp_path: Path
+) -> None:
+    code = "import time\nopen('running', 'w').close()\ntime.sleep(1.0)\n"
+    path = write_pipeline(tmp_path, [node("n", filename=script(tmp_path, "n.py", code))])
+    runner, recorder = ws.pipelines.prepare(Caller("alice"), path, tmp_path)
+    seen: list[list[tuple[Any, ...]]] = []
+
+    def watch() -> None:
+        deadline = time.time() + 20
+        while not (tmp_path / "running").exists() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.4)
+        with ws.store.read() as s:
+            rows = s.scalars(select(ProcessGroup))
+            seen.append(
+                [(r.owner_kind, r.owner_id, r.part, r.role, r.pgid, r.pid, r.boot_id) for r in rows]
+            )
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    assert ws.pipelines.run_foreground(runner, recorder) == "succeeded"
+    watcher.join()
+    (rows,) = seen
+    assert [r[:4] for r in rows] == [("pipeline", runner.plan.run_id, "n", "node")]
+    assert rows[0][4] == rows[0][5] and rows[0][6] == processes.boot_id()
+    with ws.store.read() as s:
+        assert not s.scalars(select(ProcessGroup)).all()
