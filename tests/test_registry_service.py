@@ -147,13 +147,25 @@ def test_missing_path_and_unknown_project(ws: Any, alice: Caller, tmp_path: Path
     assert count_rows(ws) == (0, 0) and stored_files(ws) == []
 
 
-def test_failed_copy_leaves_no_row_and_no_files(ws: Any, alice: Caller, tmp_path: Path) -> None:
+def test_failed_copy_leaves_no_row_and_no_files(
+    ws: Any, alice: Caller, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "model"
     folder.mkdir()
     for i in range(5):
         (folder / f"part{i}.bin").write_bytes(b"x" * 1000)
-    os.mkfifo(folder / "part3.pipe")  # copytree copies the rest, then fails on the pipe
-    with pytest.raises(OSError, match="named pipe"):
+    os.mkfifo(folder / "part3.pipe")  # not a regular file: left out of the copy
+    from cube_lab import containment
+
+    copy_file = containment.copy_file
+
+    def disk_full_at_part3(source: Path, target: Path, boundary: Path) -> int:
+        if Path(source).name == "part3.bin":  # parts 0-2 are copied, then the disk fills
+            raise OSError(28, "No space left on device")
+        return copy_file(source, target, boundary)
+
+    monkeypatch.setattr(containment, "copy_file", disk_full_at_part3)
+    with pytest.raises(OSError, match="No space left"):
         ws.registry.register(alice, name="big", path=folder)
     assert count_rows(ws) == (0, 0)
     assert stored_files(ws) == [], "the partial copy must be removed"

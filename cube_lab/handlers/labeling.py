@@ -4,13 +4,12 @@ export, import)."""
 
 from __future__ import annotations
 
-import tempfile
-import zipfile
 from pathlib import Path
 from typing import IO, Any
 
 from tornado import web
 
+from .. import containment
 from ..errors import InvalidInput
 from ..labeling.views import FileDownload
 from .base import ROOT_DIR, CubeHandler, path_id
@@ -31,31 +30,14 @@ def _zip_or_file(found: FileDownload) -> tuple[IO[bytes], str, str]:
     """(stream, filename, content type): the file itself, or a zip of the folder."""
     if not found.is_dir:
         return open(found.path, "rb"), found.filename, "application/octet-stream"
-    spool = tempfile.SpooledTemporaryFile(max_size=32 * CHUNK)
-    with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as archive:
-        for file in sorted(p for p in found.path.rglob("*") if p.is_file()):
-            archive.write(file, (Path(found.filename) / file.relative_to(found.path)).as_posix())
-    spool.seek(0)
+    spool = containment.zip_folder(found.path, found.filename)
     return spool, f"{found.filename}.zip", "application/zip"
 
 
 class LabelingHandler(CubeHandler):
     def under_root(self, raw: object) -> Path:
         """A path from the client: relative to the server root, or absolute inside it."""
-        root = Path(self.settings[ROOT_DIR]).resolve()
-        if not isinstance(raw, str) or not raw.strip():
-            raise InvalidInput(
-                "path is required",
-                "Give a folder of images or a .csv / .jsonl file, relative to the server root.",
-            )
-        given = Path(raw.strip()).expanduser()
-        candidate = (given if given.is_absolute() else root / given).resolve()
-        if not candidate.is_relative_to(root):
-            raise InvalidInput(
-                f"path {raw!r} is outside the server root",
-                f"Only folders and files under {root} can become datasets through the API.",
-            )
-        return candidate
+        return containment.resolve(Path(self.settings[ROOT_DIR]), raw)
 
 
 # -- datasets ------------------------------------------------------------------------------
@@ -107,7 +89,9 @@ class ItemContentHandler(LabelingHandler):
             name,
             path_id(item_id, "item"),
         )
-        data = content if isinstance(content, bytes) else await self.call(content.read_bytes)
+        if not isinstance(content, bytes):  # an image inside the dataset's source
+            content = await self.call(containment.read_inside, content, content.parent)
+        data = content
         # items are stored by checksum and never change under their id
         self.set_header("Cache-Control", "private, max-age=3600")
         self.finish(data, set_content_type=ctype)  # APIHandler would say application/json

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import tempfile
-import zipfile
 from pathlib import Path
 from typing import IO
 
 from tornado import web
 
+from .. import containment
 from ..errors import InvalidInput
 from ..registry.service import UNSET
 from ..registry.views import Download
@@ -30,19 +29,10 @@ REGISTER_FIELDS = (
 CHUNK = 1 << 20
 
 
-def resolve_under_root(root: Path, raw: object) -> Path:
-    """A path from a client, checked to stay inside the server's root folder."""
-    if not isinstance(raw, str) or not raw.strip():
-        raise InvalidInput(
-            "path is required", "Give the file or folder to register, relative to the server root."
-        )
-    candidate = (root / raw.strip().lstrip("/")).resolve()
-    if not candidate.is_relative_to(root):
-        raise InvalidInput(
-            f"path {raw!r} is outside the server root",
-            f"Only files under {root} can be registered through the API.",
-        )
-    return candidate
+def resolve_under_root(root: Path, raw: object, *, allow_root: bool = True) -> Path:
+    """A path from a client, relative to the server root (a leading ``/`` is the root, as
+    the file browser writes it), by the one rule of ``cube_lab.containment``."""
+    return containment.resolve(root, raw, absolute="anchor", allow_root=allow_root)
 
 
 class ModelsHandler(CubeHandler):
@@ -68,7 +58,7 @@ class ModelsHandler(CubeHandler):
                 f"unknown fields {unknown}",
                 f"Known fields: name, path, {', '.join(REGISTER_FIELDS)}.",
             )
-        path = resolve_under_root(Path(self.settings[ROOT_DIR]), body.get("path"))
+        path = resolve_under_root(Path(self.settings[ROOT_DIR]), body.get("path"), allow_root=False)
         if not path.exists():  # say it in the client's terms, not the server's absolute path
             raise InvalidInput(
                 f"path {body.get('path')!r} does not exist",
@@ -157,11 +147,7 @@ def _open_artifact(found: Download) -> tuple[IO[bytes], str, str]:
     """(stream, filename, content type): the file itself, or a zip of the folder."""
     if not found.is_dir:
         return open(found.path, "rb"), found.filename, "application/octet-stream"
-    spool = tempfile.SpooledTemporaryFile(max_size=32 * CHUNK)
-    with zipfile.ZipFile(spool, "w", zipfile.ZIP_DEFLATED) as archive:
-        for file in sorted(p for p in found.path.rglob("*") if p.is_file()):
-            archive.write(file, (Path(found.path.name) / file.relative_to(found.path)).as_posix())
-    spool.seek(0)
+    spool = containment.zip_folder(found.path, found.path.name)
     return spool, f"{found.filename}.zip", "application/zip"
 
 

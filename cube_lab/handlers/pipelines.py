@@ -170,9 +170,10 @@ class ResultsHandler(PipelineHandler):
 class ResultFileHandler(PipelineHandler):
     @web.authenticated
     async def get(self, run_id: str, node_id: str, rel: str) -> None:
-        path = await self.call(
-            self.workspace.pipelines.result_path, self.caller, run_id, node_id, rel
+        data = await self.call(
+            self.workspace.pipelines.read_result, self.caller, run_id, node_id, rel
         )
+        path = Path(rel)
         ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         if path.suffix.lower() == ".svg":
             # Never render a node's SVG as a page of ours: it could carry script.
@@ -181,7 +182,7 @@ class ResultFileHandler(PipelineHandler):
             )
         self.set_header("Content-Type", ctype)
         self.set_header("X-Content-Type-Options", "nosniff")
-        self.write(await self.call(path.read_bytes))
+        self.write(data)
         await self.flush()  # headers go out now: APIHandler.finish would say application/json
         self.finish()
 

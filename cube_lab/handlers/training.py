@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tornado import web
 
+from .. import containment
 from ..errors import InvalidInput
 from .base import ROOT_DIR, CubeHandler
 
@@ -85,12 +86,8 @@ class RegisterHandler(TrainingHandler):
                 f"unknown fields {unknown}", "Known: name, path, project, description"
             )
         path = body.get("path")
-        if path is not None and not isinstance(path, str):
-            raise InvalidInput("path must be a string")
-        if path and not Path(path).is_absolute():
-            path = str(self.root / path)
-        if path and not Path(path).resolve().is_relative_to(self.root.resolve()):
-            raise InvalidInput(f"{path!r} is outside the server root")
+        if path is not None:  # relative to the server root, or absolute inside it
+            path = str(containment.resolve(self.root, path, allow_root=False))
         version = await self.call(
             self.workspace.training.register_model,
             self.caller,

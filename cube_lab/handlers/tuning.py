@@ -8,6 +8,7 @@ from typing import Any
 
 from tornado import web
 
+from .. import containment
 from ..errors import InvalidInput
 from .base import ROOT_DIR, CubeHandler
 
@@ -15,14 +16,9 @@ from .base import ROOT_DIR, CubeHandler
 class TuningHandler(CubeHandler):
     def folder(self, body: dict[str, Any]) -> Path:
         """Where the config's relative paths start: a folder under the server root."""
-        root = Path(self.settings[ROOT_DIR]).resolve()
-        rel = body.get("folder") or ""
-        if not isinstance(rel, str):
-            raise InvalidInput("folder must be a string (a path under the server root)")
-        folder = (root / rel).resolve()
-        if not folder.is_relative_to(root):
-            raise InvalidInput(f"folder {rel!r} is outside the server root")
-        return folder
+        return containment.resolve(
+            Path(self.settings[ROOT_DIR]), body.get("folder") or ".", what="folder"
+        )
 
 
 class ExperimentsHandler(TuningHandler):
@@ -50,8 +46,7 @@ class ExperimentsHandler(TuningHandler):
         folder = self.folder(body)
         service = self.workspace.tuning
         spec = await self.call(service.parse, config, folder)
-        if not Path(spec.code_dir).is_relative_to(Path(self.settings[ROOT_DIR]).resolve()):
-            raise InvalidInput("trialCodeDirectory is outside the server root")
+        containment.resolve(Path(self.settings[ROOT_DIR]), spec.code_dir, what="trialCodeDirectory")
         engine = await self.call(service.prepare, self.caller, spec)
         service.start(engine)
         self.reply(await self.call(service.get, self.caller, engine.experiment_id), 201)

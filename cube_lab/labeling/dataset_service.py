@@ -18,6 +18,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
+from .. import containment
 from ..config import Settings
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
@@ -136,7 +137,7 @@ class DatasetService:
             raise InvalidInput(f"unknown dataset kind {kind!r}", "Use images or texts.")
         if text_field is not None and (not isinstance(text_field, str) or not text_field):
             raise InvalidInput("text_field must be a column name", 'e.g. "text"')
-        source = path.resolve()
+        source = containment.real(containment.check_text(path))
         if not source.exists():
             raise InvalidInput(
                 f"{path} does not exist",
@@ -255,8 +256,11 @@ class DatasetService:
             if dataset.kind == "texts":
                 return (item.text or "").encode("utf-8"), "text/plain; charset=utf-8"
             source, item_name = Path(dataset.source), item.name
-        file = (source / item_name).resolve()
-        if not file.is_relative_to(source) or not file.is_file():
+        try:
+            file = containment.resolve(source, item_name, absolute="refuse", what="item")
+        except containment.PathRefused:
+            file = source  # a name leading out of the source (a link since): not served
+        if file == source or not file.is_file():
             raise NotFound(
                 f"the image {item_name} of dataset {name!r} is missing on disk",
                 f"It was registered from {source}; restore the file or create the dataset again.",

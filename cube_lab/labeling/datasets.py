@@ -10,12 +10,12 @@ import csv
 import hashlib
 import io
 import json
-import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import containment
 from ..errors import InvalidInput
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
@@ -48,28 +48,23 @@ def guess_kind(path: Path) -> str:
 
 
 def image_files(folder: Path) -> list[Path]:
-    """Images under ``folder``, recursive, sorted by relative path; symlinks that lead
-    outside the folder are skipped so a dataset can't expose files beyond its source."""
-    found: list[Path] = []
-    root = folder.resolve()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            if name.startswith(".") or not name.lower().endswith(IMAGE_SUFFIXES):
-                continue
-            path = Path(dirpath, name)
-            if path.is_symlink() and not path.resolve().is_relative_to(root):
-                continue
-            found.append(path)
-    found.sort(key=lambda p: p.relative_to(root).as_posix())
-    return found
+    """Images under ``folder``, recursive, sorted by relative path, hidden names left out.
+    Symbolic links follow the one rule of ``cube_lab.containment``: a link leading outside
+    the folder is skipped, so a dataset can't expose files beyond its source."""
+    return [
+        path
+        for rel, path in containment.walk(folder, hidden=False)
+        if rel.lower().endswith(IMAGE_SUFFIXES)
+    ]
 
 
-def read_image(path: Path) -> tuple[str, int, int, int]:
-    """(checksum, size in bytes, width, height); raises ValueError for a broken image."""
+def read_image(path: Path, folder: Path) -> tuple[str, int, int, int]:
+    """(checksum, size in bytes, width, height) of an image inside ``folder``; raises
+    ValueError for a broken image, PathRefused for one that became a link leading out."""
     from PIL import Image
 
-    data = path.read_bytes()
+    with containment.open_inside(path, folder) as fh:
+        data = fh.read()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -94,7 +89,9 @@ def scan_images(folder: Path) -> list[ScannedItem]:
     for position, path in enumerate(files):
         rel = path.relative_to(root).as_posix()
         try:
-            checksum, size, width, height = read_image(path)
+            checksum, size, width, height = read_image(path, root)
+        except containment.PathRefused:
+            continue  # became a link leading out since the walk: skipped, by the rule
         except (OSError, ValueError) as exc:
             bad.append(f"{rel}: {exc}")
             continue

@@ -10,23 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .. import containment
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
-from ..errors import InvalidInput, NotFound
+from ..errors import CubeError, InvalidInput, NotFound
 from ..identity import Caller
 from . import elyra_format, validation
 from .model import Pipeline
-from .nodekinds import NodeContext
+from .nodekinds import NodeContext, Problem, safe_path
 from .recorder import StoreRecorder
 from .runner import LocalRunner, NodeState, Prior, RunPlan
 
@@ -131,9 +133,7 @@ def new_run_id() -> str:
 
 
 def open_pipeline(path: Path, root: Path) -> Pipeline:
-    path = path.resolve()
-    if not path.is_relative_to(root.resolve()):
-        raise InvalidInput(f"{path} is outside the project folder {root}")
+    path = containment.resolve(root, path, what="pipeline", where=f"the project folder {root}")
     return elyra_format.load(path)
 
 
@@ -161,6 +161,9 @@ def plan_launch(
     if only and from_node:
         raise InvalidInput("give --only or --from, not both")
     values = coerce_params(pipeline, params or {})
+    problems = path_param_problems(pipeline, node_context(pipeline, root, catalog), values)
+    if problems:
+        raise validation.PipelineInvalid(problems)
     width = parallelism or pipeline.parallelism or os.cpu_count() or 1
     if width < 1:
         raise InvalidInput("parallelism must be at least 1", f"got {width}")
@@ -182,6 +185,44 @@ def plan_launch(
         select_nodes(pipeline, only, from_node),
         options,
     )
+
+
+_PARAM_REF = re.compile(r"\{\{\s*params\.([A-Za-z0-9_.:-]+?)\s*\}\}")
+
+
+def path_param_problems(
+    pipeline: Pipeline, ctx: NodeContext, values: dict[str, Any]
+) -> list[Problem]:
+    """Template path parameters given as ``{{ params.x }}``, checked with this run's values
+    before anything runs (validation skips references). Those naming node values
+    (``{{ nodes.n.values.v }}``) are checked when their node starts."""
+    problems: list[Problem] = []
+    for node in pipeline.nodes:
+        raw = node.params.get("parameters") if node.op.endswith("template") else None
+        if not isinstance(raw, dict):
+            continue
+        try:
+            template = ctx.catalog.get(node.params.get("template"))
+        except CubeError:
+            continue  # validation has said so
+        for name in template.path_parameters():
+            given = raw.get(name)
+            if not isinstance(given, str) or "{{" not in given or "nodes." in given:
+                continue
+            refs = _PARAM_REF.findall(given)
+            if not refs or any(ref not in values for ref in refs):
+                continue  # an unknown parameter fails the node with its own message
+            whole = _PARAM_REF.fullmatch(given.strip())
+            value = (
+                values[whole.group(1)]
+                if whole
+                else _PARAM_REF.sub(lambda m: str(values[m.group(1)]), given)
+            )
+            if value in (None, ""):
+                continue
+            found = safe_path(value, ctx, node, f"parameters.{name}")[1]
+            problems.extend(replace(p, message=f"{p.message} (from {given})") for p in found)
+    return problems
 
 
 def select_nodes(pipeline: Pipeline, only: str | None, from_node: str | None) -> set[str]:

@@ -17,6 +17,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import containment
 from ..errors import CubeError
 from .model import OP_NOTEBOOK, OP_PYTHON, OP_R, OP_SHELL, OP_TEMPLATE, Node
 
@@ -66,25 +67,36 @@ class NodeKind(Protocol):
         ...
 
 
+def resolve_path(raw: object, ctx: NodeContext, field_name: str) -> Path:
+    """A node's path (a file, an output, a template's path parameter once its references
+    resolved) as a real path inside the project, by the one rule of
+    ``cube_lab.containment``: relative to the pipeline file, never absolute, never leading
+    out of the root through ``..`` or a symbolic link. Raises PathRefused (InvalidInput)."""
+    try:
+        return containment.resolve(
+            ctx.root, raw, base=ctx.folder, absolute="refuse", what=field_name, where="the project"
+        )
+    except containment.PathRefused as exc:
+        if exc.reason == "absolute":
+            exc.error = f"{field_name}: {raw!r} is an absolute path"
+            exc.detail = "Use a path relative to the pipeline file."
+        elif exc.reason == "outside":
+            exc.error = f"{field_name}: {raw!r} points outside the project"
+            exc.detail = "'..' and symbolic links may not lead out of the project folder."
+        raise
+
+
 def safe_path(
     raw: str, ctx: NodeContext, node: Node, field_name: str
 ) -> tuple[Path | None, list[Problem]]:
-    """Resolve a relative path, refusing absolute ones and ``..`` that escape the root."""
-    if Path(raw).is_absolute():
-        return None, [
-            Problem(
-                node.id,
-                field_name,
-                f"{raw!r} is an absolute path; use a path relative to the pipeline file",
-                node.label,
-            )
-        ]
-    resolved = (ctx.folder / raw).resolve()
-    if not resolved.is_relative_to(ctx.root.resolve()):
-        return None, [
-            Problem(node.id, field_name, f"{raw!r} points outside the project", node.label)
-        ]
-    return resolved, []
+    """:func:`resolve_path` for validation: the path, or the problem to show on the node."""
+    try:
+        return resolve_path(raw, ctx, field_name), []
+    except containment.PathRefused as exc:
+        message = exc.error.removeprefix(f"{field_name}: ")
+        if exc.reason == "absolute":
+            message += "; use a path relative to the pipeline file"
+        return None, [Problem(node.id, field_name, message, node.label)]
 
 
 class FileNodeKind:
@@ -122,7 +134,8 @@ class FileNodeKind:
         return problems
 
     def file(self, node: Node, ctx: NodeContext) -> Path:
-        return (ctx.folder / (node.filename or "")).resolve()
+        """The node's file, checked again when it runs (it may have become a link since)."""
+        return resolve_path(node.filename, ctx, "filename")
 
     def inputs(self, node: Node, ctx: NodeContext) -> list[Path]:
         main = self.file(node, ctx)
@@ -232,6 +245,11 @@ class TemplateKind:
     def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
         template = self._template(node, ctx)
         params = template.validate_params(dict(ctx.params))
+        # Checked again now that references ({{ params.x }}, {{ nodes.n.values.v }}) resolved.
+        for name in template.path_parameters():
+            value = params.get(name)
+            if value not in (None, ""):
+                resolve_path(value, ctx, f"parameters.{name}")
         argv = template.command(params, python=sys.executable)
         return NodeCommand(argv, ctx.folder, env={"CUBE_PARAMS": json.dumps(params)}, params=params)
 
@@ -242,7 +260,7 @@ class TemplateKind:
         for name in template.input_parameters():
             value = ctx.params.get(name)
             if isinstance(value, str) and value:
-                files.append((ctx.folder / value).resolve())
+                files.append(resolve_path(value, ctx, f"parameters.{name}"))
         return files
 
 

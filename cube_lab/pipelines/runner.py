@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import processes
+from .. import containment, processes
 from ..errors import CubeError
 from .model import Node, Pipeline
 from .nodekinds import NodeCommand, NodeContext, kind_for, kind_name
@@ -439,20 +439,30 @@ class LocalRunner:
                 or (o.get("parameter") if isinstance(o, dict) else None)
                 for o in getattr(template, "outputs", [])
             ]
-            return [
-                (cmd.cwd / str(cmd.params[n])).resolve() for n in names if n and cmd.params.get(n)
-            ]
-        return [(cmd.cwd / o).resolve() for o in node.outputs]
+            wanted = [(f"parameters.{n}", cmd.params[n]) for n in names if n and cmd.params.get(n)]
+        else:
+            wanted = [(f"outputs[{i}]", o) for i, o in enumerate(node.outputs)]
+        # What a node writes stays in the project, whatever its references resolved to.
+        return [
+            containment.resolve(
+                self.plan.root, raw, base=cmd.cwd, absolute="refuse", what=what, where="the project"
+            )
+            for what, raw in wanted
+        ]
 
     def _save_outputs(self, outputs: list[Path], node_dir: Path) -> list[SavedOutput]:
+        """Copy what the node wrote into the run folder, by the containment rule: a link in
+        an output that leads out of it is left out (and served from nowhere)."""
         saved = []
         for i, path in enumerate(outputs):
             target = node_dir / "outputs" / f"{i}-{path.name}"
             target.parent.mkdir(parents=True, exist_ok=True)
-            if path.is_dir():
-                shutil.copytree(path, target, dirs_exist_ok=True)
-            else:
-                shutil.copy2(path, target)
+            if not containment.is_inside(path, self.plan.root):
+                raise CubeError(
+                    f"output {path} became a link leading out of the project",
+                    "A node's outputs must be files or folders inside the project.",
+                )
+            containment.copy_tree(path, target)
             saved.append(SavedOutput(str(path), target.relative_to(self.plan.runs_root).as_posix()))
         return saved
 
@@ -463,7 +473,7 @@ class LocalRunner:
         """Put an earlier result back in place: its files where the node wrote them."""
         for out in prior.outputs:
             source, target = self.plan.runs_root / out.saved, Path(out.path)
-            if not target.resolve().is_relative_to(self.plan.root.resolve()):
+            if not containment.is_inside(target, self.plan.root):
                 continue  # never write outside the project, whatever a record says
             target.parent.mkdir(parents=True, exist_ok=True)
             if source.is_dir():

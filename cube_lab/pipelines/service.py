@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from .. import containment
 from ..config import Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
@@ -335,28 +336,45 @@ class PipelineService:
             run, node = self._node(s, caller, run_id, node_id)
             saved = [f["saved"] for f in (node.outputs or {}).get("files", [])]
             node_dir = Path(run.run_dir) / "nodes" / node_folder(node_id)
-        files = [self.runs_root / rel for rel in saved]
+        # Each file is read inside the run folder it was saved in (a reused output lives in
+        # the earlier run's): a link leading out of it is not listed, so never served.
+        files = [(self.runs_root / rel, self._run_folder(rel)) for rel in saved]
         if node_dir.is_dir():
-            files += [p for p in sorted(node_dir.iterdir()) if p.is_file() and p.name != "log.txt"]
+            files += [
+                (p, node_dir)
+                for p in sorted(node_dir.iterdir())
+                if p.name != "log.txt" and not p.is_dir()
+            ]
         out = []
-        for path in files:
-            for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
-                if file.is_file():
-                    out.append(
-                        ResultFile(
-                            file.name,
-                            file.relative_to(self.runs_root).as_posix(),
-                            _result_kind(file),
-                            file.stat().st_size,
-                        )
+        for path, boundary in files:
+            for _, file in containment.walk(path, boundary):
+                out.append(
+                    ResultFile(
+                        file.name,
+                        file.relative_to(self.runs_root).as_posix(),
+                        _result_kind(file),
+                        file.stat().st_size,
                     )
+                )
         return out
+
+    def _run_folder(self, rel: str) -> Path:
+        """The run folder a result path (relative to the runs folder) lies in."""
+        return self.runs_root / (rel.split("/", 1)[0] or ".")
 
     def result_path(self, caller: Caller, run_id: str, node_id: str, rel: str) -> Path:
         allowed = {r.path for r in self.results(caller, run_id, node_id)}
         if rel not in allowed:
             raise NotFound(f"no result {rel!r} for node {node_id!r}")
         return self.runs_root / rel
+
+    def read_result(self, caller: Caller, run_id: str, node_id: str, rel: str) -> bytes:
+        """A result's bytes, read only from inside its run folder (symlinks included)."""
+        path = self.result_path(caller, run_id, node_id, rel)
+        try:
+            return containment.read_inside(path, self._run_folder(rel))
+        except (containment.PathRefused, FileNotFoundError):
+            raise NotFound(f"no result {rel!r} for node {node_id!r}") from None
 
     # -- stopping and recovering ------------------------------------------------------------------
 

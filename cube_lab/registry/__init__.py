@@ -53,6 +53,7 @@ def register(
     (``$CUBE_TRAINING_JOB_ID``), and the dataset versions it used: those that
     ``cube_lab.datasets.path`` / ``load`` resolved in this process, the job's
     ``$CUBE_LAB_DATASET``, and any given in ``datasets``."""
+    from .. import containment
     from .. import datasets as dataset_helper
     from ..config import local_username
     from ..identity import Caller
@@ -60,7 +61,11 @@ def register(
     from ..workspace import default_workspace
 
     is_path = isinstance(obj_or_path, str | os.PathLike)
-    path = Path(obj_or_path).expanduser().resolve() if is_path else None
+    path = (
+        containment.real(Path(containment.check_text(obj_or_path)).expanduser())
+        if is_path
+        else None
+    )
     return default_workspace().registry.register(
         Caller(local_username()),
         name=name,

@@ -8,6 +8,11 @@ Layout under ``<data_dir>/artifacts``::
 
 A copy that fails leaves only a staging folder (removed at once, and swept at
 start-up after a crash); a database insert that fails removes what was moved.
+
+What is copied follows the one rule of ``cube_lab.containment``: a symbolic link inside
+the folder being registered is followed only when it leads to something inside that
+folder; others are left out, so a model never carries a file from elsewhere on the
+machine. The file system's root, and a folder that holds this store, are refused.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import containment
 
 CHUNK = 1 << 20
 
@@ -35,9 +42,9 @@ class StagedArtifact:
         return self.root / self.name
 
 
-def _hash_file(path: Path, digest: hashlib._Hash) -> int:
+def _hash_file(path: Path, digest: hashlib._Hash, boundary: Path) -> int:
     size = 0
-    with open(path, "rb") as fh:
+    with containment.open_inside(path, boundary) as fh:
         while chunk := fh.read(CHUNK):
             digest.update(chunk)
             size += len(chunk)
@@ -48,11 +55,11 @@ def fingerprint(path: Path) -> tuple[int, str]:
     """Total size and a sha256 over file contents (and relative names for folders)."""
     digest = hashlib.sha256()
     if path.is_file():
-        return _hash_file(path, digest), f"sha256:{digest.hexdigest()}"
+        return _hash_file(path, digest, path), f"sha256:{digest.hexdigest()}"
     size = 0
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
-        size += _hash_file(file, digest)
+    for rel, file in containment.walk(path):
+        digest.update(rel.encode() + b"\0")
+        size += _hash_file(file, digest, path)
     return size, f"sha256:{digest.hexdigest()}"
 
 
@@ -77,18 +84,35 @@ class ArtifactStore:
         return folder
 
     def stage_path(self, source: Path) -> StagedArtifact:
-        """Copy a file or folder into staging; nothing is left behind if the copy fails."""
+        """Copy a file or folder into staging (by the containment rule: links leading out
+        of ``source`` are left out); nothing is left behind if the copy fails."""
+        self.check_source(source)
         folder = self.new_staging()
-        target = folder / source.name
+        name = source.name or "root"
+        target = folder / name
         try:
-            if source.is_dir():
-                shutil.copytree(source, target, symlinks=False)
-            else:
-                shutil.copy2(source, target)
-            return self.finish_staging(folder, source.name)
+            containment.copy_tree(source, target)
+            return self.finish_staging(folder, name)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
+
+    def check_source(self, source: Path) -> None:
+        """Refuse what must never be copied whole: the file system's root, and a folder
+        that holds this store (the copy would copy itself, and every other model)."""
+        found = containment.real(source)
+        if found == Path(found.anchor):
+            raise containment.PathRefused(
+                f"{source} is the root of the file system",
+                "Give the model's own file or folder.",
+                "root",
+            )
+        if containment.real(self.root).is_relative_to(found):
+            raise containment.PathRefused(
+                f"{source} holds the model registry's store ({self.root})",
+                "Give the model's own file or folder, not one that holds cube-lab's data.",
+                "root",
+            )
 
     def finish_staging(self, folder: Path, name: str) -> StagedArtifact:
         target = folder / name

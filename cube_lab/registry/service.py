@@ -124,8 +124,13 @@ class RegistryService:
                     "Check the file or folder name (relative paths start at the "
                     "server's root folder or your working directory).",
                 )
-            flavor, fmt = detect_path(path)
-            return self.artifacts.stage_path(path), flavor, fmt
+            staged = self.artifacts.stage_path(path)
+            try:  # read the copy: it holds only what the containment rule let in
+                flavor, fmt = detect_path(staged.path)
+            except BaseException:
+                self.artifacts.discard(staged)
+                raise
+            return staged, flavor, fmt
         folder = self.artifacts.new_staging()
         try:
             artifact_name, flavor, fmt = save_object(obj, folder)

@@ -37,6 +37,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from .. import containment
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..datasets import ENV_DATASET
 from ..errors import Conflict, InvalidInput, NotFound
@@ -430,16 +431,18 @@ class TrainingService:
         self, spec: JobSpec, root: Path | None, cwd: Path | None
     ) -> tuple[Path, str | None]:
         base = (cwd or root or Path.cwd()).resolve()
-        workdir = (base / spec.working_dir).resolve() if spec.working_dir else base
-        if root is not None and not workdir.is_relative_to(root.resolve()):
-            raise InvalidInput(f"working_dir {spec.working_dir!r} is outside {root}")
+
+        def inside(raw: str, start: Path, what: str) -> Path:
+            if root is None:  # the command line: any folder of the user's, still a real path
+                return containment.real(start / containment.check_text(raw, what))
+            return containment.resolve(root, raw, base=start, what=what, where=str(root))
+
+        workdir = inside(spec.working_dir, base, "working_dir") if spec.working_dir else base
         if not workdir.is_dir():
             raise InvalidInput(f"working_dir {workdir} does not exist")
         script = spec.script
         if script and (spec.framework != "plain" or script.endswith(".py")):
-            path = (workdir / script).resolve()
-            if root is not None and not path.is_relative_to(root.resolve()):
-                raise InvalidInput(f"script {script!r} is outside {root}")
+            path = inside(script, workdir, "script")
             if not path.is_file():
                 raise InvalidInput(
                     f"script {script!r} not found",

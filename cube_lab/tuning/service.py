@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from .. import quota
+from .. import containment, quota
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
@@ -404,9 +404,7 @@ class TuningService:
         with self.store.read() as s:
             folder = Path(self._experiment(s, caller, experiment_id)[0].folder)
         if path:
-            target = (code_dir / path).resolve()
-            if not target.is_relative_to(code_dir.resolve()):
-                raise InvalidInput(f"{path!r} is outside the trial code folder {code_dir}")
+            target = containment.resolve(code_dir, path, where=f"the trial code folder {code_dir}")
         else:
             target = folder / "trials" / trial.id / "output"
         save_hint = (
