@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import nbformat
 from pipeline_util import node, script, write_pipeline
 from sqlalchemy import select
 
@@ -177,6 +178,38 @@ def test_crash_during_a_training_job_ends_its_processes(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def test_crash_during_a_tuning_trial_ends_the_trial(tmp_path: Path) -> None:
+    """A trial that is not a Python script runs as a plain process in a session of its own."""
+    root, data = tmp_path / "root", tmp_path / "data"
+    (root / "hpo").mkdir(parents=True)
+    (root / "hpo" / "trial.sh").write_text("echo $$ > sleeper.pid\nexec sleep 60\n")
+    config = {
+        "searchSpace": {"x": {"_type": "uniform", "_value": [0, 1]}},
+        "trialCommand": "sh trial.sh",
+        "trialCodeDirectory": ".",
+        "trialConcurrency": 1,
+        "maxTrialNumber": 1,
+        "tuner": {"name": "Random", "classArgs": {"seed": 1}},
+    }
+    port = _port()
+    server = _server(root, data, port, tmp_path)
+    pid = 0
+    try:
+        _wait_up(port)
+        exp = _call(port, "POST", "tuning/experiments", {"config": config, "folder": "hpo"})
+        pid = _pid_from(root / "hpo" / "sleeper.pid", timeout=60)
+        time.sleep(0.5)  # the trial writer's window (0.1 s)
+        assert _running(pid)
+        server = _crash_and_restart(server, root, data, port, tmp_path)
+        assert _call(port, "GET", f"tuning/experiments/{exp['id']}")["status"] == "interrupted"
+        assert _gone(pid), "the trial's `sleep 60` still runs after the restart"
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        if pid and _running(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _orphaned_run(ws: Any, tmp_path: Path) -> str:
     """A run record as a crashed runner leaves it: running, its runner pid gone."""
     path = write_pipeline(tmp_path, [node("n", filename=script(tmp_path, "n.py", "pass\n"))])
@@ -257,31 +290,63 @@ def test_a_recorded_group_that_ignores_sigterm_is_killed(ws: Any, tmp_path: Path
             leader.wait()
 
 
-def test_a_node_records_its_group_while_it_runs_and_forgets_it_after(
-    ws: Any, tmp_path: Path
-) -> None:
-    code = "import time\nopen('running', 'w').close()\ntime.sleep(1.0)\n"
-    path = write_pipeline(tmp_path, [node("n", filename=script(tmp_path, "n.py", code))])
-    runner, recorder = ws.pipelines.prepare(Caller("alice"), path, tmp_path)
+def _rows_while_running(ws: Any, flag: Path) -> tuple[threading.Thread, list[Any]]:
+    """A thread that reads the process-group rows once ``flag`` exists (and a moment more)."""
     seen: list[list[tuple[Any, ...]]] = []
 
     def watch() -> None:
-        deadline = time.time() + 20
-        while not (tmp_path / "running").exists() and time.time() < deadline:
+        deadline = time.time() + 60
+        while not flag.exists() and time.time() < deadline:
             time.sleep(0.05)
-        time.sleep(0.4)
+        time.sleep(0.4)  # the recorder writes within its batch window (0.1 s)
         with ws.store.read() as s:
-            rows = s.scalars(select(ProcessGroup))
+            rows = s.scalars(select(ProcessGroup).order_by(ProcessGroup.id))
             seen.append(
                 [(r.owner_kind, r.owner_id, r.part, r.role, r.pgid, r.pid, r.boot_id) for r in rows]
             )
 
     watcher = threading.Thread(target=watch)
     watcher.start()
+    return watcher, seen
+
+
+def test_a_node_records_its_group_while_it_runs_and_forgets_it_after(
+    ws: Any, tmp_path: Path
+) -> None:
+    code = "import time\nopen('running', 'w').close()\ntime.sleep(1.0)\n"
+    path = write_pipeline(tmp_path, [node("n", filename=script(tmp_path, "n.py", code))])
+    runner, recorder = ws.pipelines.prepare(Caller("alice"), path, tmp_path)
+    watcher, seen = _rows_while_running(ws, tmp_path / "running")
     assert ws.pipelines.run_foreground(runner, recorder) == "succeeded"
     watcher.join()
     (rows,) = seen
     assert [r[:4] for r in rows] == [("pipeline", runner.plan.run_id, "n", "node")]
     assert rows[0][4] == rows[0][5] and rows[0][6] == processes.boot_id()
+    with ws.store.read() as s:
+        assert not s.scalars(select(ProcessGroup)).all()
+
+
+def test_a_notebook_node_records_its_kernel(ws: Any, tmp_path: Path) -> None:
+    """The kernel runs in a session of its own: the node reports it, the runner records it
+    (so recovery can end it) and kills it with the node."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import os, time\nopen('kernel.pid', 'w').write(str(os.getpid()))\ntime.sleep(1.5)"
+        )
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, tmp_path / "nb.ipynb")
+    path = write_pipeline(tmp_path, [node("nb", "execute-notebook-node", filename="nb.ipynb")])
+    runner, recorder = ws.pipelines.prepare(Caller("alice"), path, tmp_path)
+    watcher, seen = _rows_while_running(ws, tmp_path / "kernel.pid")
+    status = ws.pipelines.run_foreground(runner, recorder)
+    assert status == "succeeded", ws.pipelines.tail_log(Caller("alice"), runner.plan.run_id, "nb")
+    watcher.join()
+    (rows,) = seen
+    assert [r[2:4] for r in rows] == [("nb", "node"), ("nb", "kernel")]
+    kernel_pid = int((tmp_path / "kernel.pid").read_text())
+    assert rows[1][5] == kernel_pid and rows[1][4] == kernel_pid != rows[0][4]
+    assert _gone(kernel_pid, timeout=5)
     with ws.store.read() as s:
         assert not s.scalars(select(ProcessGroup)).all()

@@ -10,6 +10,10 @@ time (``benchmarks/tuning.py``). The trial code is unchanged NNI code: it calls
 ``nni.get_next_parameter()`` and ``nni.report_*_result()`` and NNI's own trial runtime
 carries them (parameters from ``$NNI_SYS_DIR/parameter.cfg``; metrics as ``NNISDK_MEb``
 lines on stdout, what NNI's runtime prints on a non-``local`` platform).
+
+The trial host and every trial run in process groups of their own; each is handed to
+``on_groups`` while it runs (the service records them, so a server that starts after a
+crash ends them, if they are still ours: see ``cube_lab.processes``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import processes
 from ..errors import InvalidInput
 from .spec import ASSESSORS, TUNERS, ExperimentSpec
 
@@ -197,11 +202,15 @@ class Engine:
         on_change: Callable[[Trial | None], None] | None = None,
         done: list[Trial] | None = None,
         base_env: dict[str, str] | None = None,
+        on_groups: Callable[[str, list[tuple[str, processes.Group]]], None] | None = None,
     ) -> None:
         self.spec = spec
         self.folder = folder
         self.experiment_id = experiment_id
         self.on_change = on_change or (lambda _t: None)
+        # (part, [(role, group)]): the groups a trial (part = its id) or the trial host
+        # (part "host") runs in now; [] once it ended. Called on the event loop: keep it quick.
+        self.on_groups = on_groups or (lambda _part, _groups: None)
         self.trials: list[Trial] = list(done or [])  # earlier trials, when resuming
         self.base_env = dict(base_env or os.environ)
         self.stopping = False
@@ -240,6 +249,8 @@ class Engine:
         if finished:  # resume: the tuner learns from what earlier runs found
             tuner.import_data([{"parameter": t.parameters, "value": t.final} for t in finished])
         host = await starting if starting else None
+        if host:
+            self._report("host", "host", host.proc.pid)
         if host and argv and argv[0] != "-m":
             await host.preload(argv[0])
         deadline = time.monotonic() + self.spec.max_duration_s if self.spec.max_duration_s else None
@@ -285,6 +296,7 @@ class Engine:
                 await asyncio.gather(*running, return_exceptions=True)
             if host:
                 await host.close()
+                self.on_groups("host", [])
         if self.status == "running":
             self.status = "stopped" if self.stopping else "done"
         self.on_change(None)
@@ -333,6 +345,7 @@ class Engine:
             if host and argv:
                 pid = await host.run(trial.id, argv, self.spec.code_dir, env, str(fifo))
                 self._pids[trial.id] = pid
+                self._report(trial.id, "trial", pid)
                 if self.stopping:
                     _kill(pid, signal.SIGTERM)
                 code = await host.wait(trial.id)
@@ -347,6 +360,7 @@ class Engine:
                     start_new_session=True,
                 )
                 self._pids[trial.id] = proc.pid
+                self._report(trial.id, "trial", proc.pid)
                 if self.stopping:
                     _kill(proc.pid, signal.SIGTERM)
                 code = await proc.wait()
@@ -356,6 +370,7 @@ class Engine:
             pid = self._pids.pop(trial.id, None)
             if pid:
                 _kill(pid, signal.SIGKILL)  # leave no stray children behind
+                self.on_groups(trial.id, [])
         trial.exit_code, trial.finished_at = code, time.time()
         if trial.status == "running":
             if self.stopping:
@@ -371,6 +386,11 @@ class Engine:
         if assessor is not None:
             assessor.trial_end(trial.id, trial.status == "succeeded")
         self.on_change(trial)
+
+    def _report(self, part: str, role: str, pid: int) -> None:
+        group = processes.group_of(pid)
+        if group is not None:
+            self.on_groups(part, [(role, group)])
 
     async def _read_output(self, trial: Trial, fd: int, sys_dir: Path, assessor: Any) -> None:
         """Copy the trial's output to its log, taking NNI's metric lines out of it."""

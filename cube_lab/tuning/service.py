@@ -4,7 +4,9 @@ resume, recover.
 An experiment is a record (``tuning_experiments`` + ``tuning_trials``) and a folder under
 ``<data_dir>/experiments/<id>/`` holding each trial's NNI system folder (parameters, log,
 output). The engine runs in the process that started it; trial changes reach the store
-through a background writer, so a trial's start never waits for the database.
+through a background writer, so a trial's start never waits for the database. The same
+writer keeps the process groups of the trial host and of each running trial
+(``process_groups``): recovery ends those still ours when it marks an experiment interrupted.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
-from ..processes import orphaned, pid_alive
+from ..processes import Group, end_recorded, orphaned, pid_alive
 from ..projects import ProjectService
 from ..registry.validation import EmptyArtifact
 from ..store import Store
@@ -80,12 +82,14 @@ class ExperimentView:
 
 
 class _TrialWriter:
-    """Writes trial snapshots from a thread, one transaction per window."""
+    """Writes trial snapshots (and the process groups trials run in) from a thread, one
+    transaction per window."""
 
     def __init__(self, store: Store, experiment_id: str) -> None:
         self.store = store
         self.experiment_id = experiment_id
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._recorded: set[str] = set()  # parts with process-group rows in the store
         self._thread = threading.Thread(target=self._loop, daemon=True, name="tuning-writer")
         self._thread.start()
 
@@ -107,6 +111,9 @@ class _TrialWriter:
             }
         )
 
+    def put_groups(self, part: str, groups: list[tuple[str, Group]]) -> None:
+        self._queue.put({"id": None, "part": part, "groups": groups})
+
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join()
@@ -123,9 +130,11 @@ class _TrialWriter:
             except queue.Empty:
                 pass
             stop = None in batch
-            latest = {item["id"]: item for item in batch if item is not None}
-            if latest:
+            latest = {item["id"]: item for item in batch if item is not None and item["id"]}
+            groups = {item["part"]: item["groups"] for item in batch if item and not item["id"]}
+            if latest or groups:
                 with self.store.write() as s:
+                    self._write_groups(s, groups)
                     for fields in latest.values():
                         row = s.get(TuningTrial, fields["id"])
                         if row is None:
@@ -133,6 +142,34 @@ class _TrialWriter:
                         else:
                             for key, value in fields.items():
                                 setattr(row, key, value)
+
+    def _write_groups(self, s: Session, changes: dict[str, list[tuple[str, Group]]]) -> None:
+        """A trial that starts and ends within one window costs no row."""
+        from sqlalchemy import delete
+
+        from ..store.models import ProcessGroup
+
+        for part, groups in changes.items():
+            if part in self._recorded:
+                s.execute(
+                    delete(ProcessGroup).where(
+                        ProcessGroup.owner_kind == "tuning",
+                        ProcessGroup.owner_id == self.experiment_id,
+                        ProcessGroup.part == part,
+                    )
+                )
+                self._recorded.discard(part)
+            for role, group in groups:
+                s.add(
+                    ProcessGroup(
+                        owner_kind="tuning",
+                        owner_id=self.experiment_id,
+                        part=part,
+                        role=role,
+                        **group.as_dict(),
+                    )
+                )
+                self._recorded.add(part)
 
 
 class TuningService:
@@ -232,6 +269,7 @@ class TuningService:
                 listener(trial)
 
         engine.on_change = changed
+        engine.on_groups = writer.put_groups
         self._engines[engine.experiment_id] = engine
         await asyncio.to_thread(self._set_status, engine.experiment_id, "running")
         status, error = "failed", None
@@ -448,7 +486,8 @@ class TuningService:
         return self.get(caller, experiment_id)
 
     def recover(self) -> list[str]:
-        """Mark experiments whose engine died (a crash, a restart) as interrupted."""
+        """Mark experiments whose engine died (a crash, a restart) as interrupted, and end
+        the trials (and trial host) they left running."""
         with self.store.read() as s:
             rows = s.execute(
                 select(
@@ -461,6 +500,7 @@ class TuningService:
                 for row in s.scalars(select(TuningExperiment).where(TuningExperiment.id.in_(dead))):
                     row.status, row.finished_at = "interrupted", datetime.now(UTC)
                     row.error = "the process running it stopped; resume it to go on"
+            end_recorded(self.store, "tuning", dead)
         return dead
 
 
