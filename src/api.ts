@@ -1211,6 +1211,58 @@ export interface Deployment {
   created_at: string;
   updated_at: string;
   stopped_at: string | null;
+  /** Who may call the endpoint (older servers send none: no key asked). */
+  access?: DeploymentAccess;
+}
+
+/** A token bucket: `rps` requests a second, bursts of up to `burst`. */
+export interface RateLimit {
+  rps: number;
+  burst: number;
+  /** One bucket per key (requests without a key: one per client address). */
+  per_key: boolean;
+}
+
+/** Who may call a deployment; its router enforces it. */
+export interface DeploymentAccess {
+  /** "required": callers send `Authorization: Bearer <key>`. */
+  auth: 'required' | 'none';
+  rate_limit: RateLimit | null;
+  /** IP addresses / CIDR networks that may call (empty: any). */
+  allow: string[];
+  /** IP addresses / CIDR networks that may not call (wins over allow). */
+  deny: string[];
+}
+
+/** What PUT .../access takes: fields left out keep their value. */
+export interface AccessChanges {
+  auth?: 'required' | 'none';
+  rate_limit?: { rps: number; burst?: number; per_key?: boolean } | null;
+  allow?: string[];
+  deny?: string[];
+}
+
+export type KeyState = 'active' | 'expired' | 'revoked';
+
+/** An API key as listed; `key` is only set in the answer that made it. */
+export interface DeploymentKey {
+  id: string;
+  name: string;
+  /** The key's first characters, to tell keys apart. */
+  prefix: string;
+  state: KeyState | string;
+  created_by: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  key: string | null;
+}
+
+export interface NewKeyRequest {
+  name: string;
+  expires_at?: string;
+  expires_in_days?: number;
 }
 
 export interface DeployRequest {
@@ -1224,6 +1276,8 @@ export interface DeployRequest {
   batch_max_rows?: number;
   /** Opt-in: keep this percent of requests with their answers. */
   samples_percent?: number;
+  /** API keys required or not (default: the server's shape decides). */
+  auth?: 'required' | 'none';
 }
 
 /** One sampled request with its answer (bodies cut at 4 KB). */
@@ -1408,6 +1462,74 @@ export function inferDeployment(
   return requestAPI<InferAnswer>(
     deploymentPath(project, name, 'infer') + queryString({ route }),
     { method: 'POST', body },
+    settings
+  );
+}
+
+/** Who may call the deployment. */
+export function getDeploymentAccess(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<DeploymentAccess>(
+    deploymentPath(project, name, 'access'),
+    {},
+    settings
+  );
+}
+
+/** Change the access settings; the running router takes them at once. */
+export function setDeploymentAccess(
+  project: string,
+  name: string,
+  changes: AccessChanges,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<Deployment>(
+    deploymentPath(project, name, 'access'),
+    { method: 'PUT', body: changes },
+    settings
+  );
+}
+
+/** The deployment's API keys, newest first (never the keys themselves). */
+export function listDeploymentKeys(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ keys: DeploymentKey[] }>(
+    deploymentPath(project, name, 'keys'),
+    {},
+    settings
+  );
+}
+
+/** Make an API key: the answer's `key` is shown this once. */
+export function createDeploymentKey(
+  project: string,
+  name: string,
+  request: NewKeyRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<DeploymentKey>(
+    deploymentPath(project, name, 'keys'),
+    { method: 'POST', body: request },
+    settings
+  );
+}
+
+/** Revoke a key (by id): the deployment refuses it at once. */
+export function revokeDeploymentKey(
+  project: string,
+  name: string,
+  keyId: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<DeploymentKey>(
+    deploymentPath(project, name, 'keys', keyId),
+    { method: 'DELETE' },
     settings
   );
 }

@@ -4,7 +4,8 @@
  * answer and its latency), the traffic split (canary slider, promote,
  * roll back), live QPS / error / latency charts from the router's Prometheus
  * counters (read every 2 s, rates computed here), opt-in request samples, the
- * log followed live, and undeploy; a failed, dead or stopped deployment can
+ * log followed live, who may call it (API keys, auth, rate limit, address
+ * lists), and undeploy; a failed, dead or stopped deployment can
  * be removed, after which the view says so (and stops polling).
  */
 import {
@@ -50,6 +51,7 @@ import {
   readCounters,
   summarizeAnswer
 } from './logic';
+import { AccessSection } from './access';
 import { DeploymentBadge, TrafficSummary } from './panel';
 import { confirmRemove } from './remove';
 import { SamplesSection } from './samples';
@@ -337,6 +339,20 @@ export class DeploymentView extends ReactWidget {
               d.status
             )}
           </p>
+        )}
+        {removed ? null : (
+          <AccessSection
+            d={d}
+            tick={this._metricsVersion}
+            changed={next => {
+              if (next && !this._removed) {
+                this._dep = next;
+                this.update();
+              }
+              this._changed();
+            }}
+            trans={trans}
+          />
         )}
         <LogSection
           text={this._log}
