@@ -334,4 +334,119 @@ test.describe('cube-lab deployments', () => {
     );
     expect(model.status()).toBe(204);
   });
+
+  test('API keys, rate limit and address lists from the Access section', async ({
+    page,
+    request,
+    baseURL
+  }) => {
+    const base = baseURL!;
+    const name = 'keyed';
+    saveModel('deploy-keys/iris.joblib');
+    const version = await register(request, base, {
+      name,
+      path: 'deploy-keys/iris.joblib'
+    });
+    const project = version.project;
+    const deploy = await request.post(`${base}${API}/deployments`, {
+      data: { model: `${name}:${version.version}`, auth: 'required' }
+    });
+    expect(deploy.status(), await deploy.text()).toBe(201);
+    const endpoint: string = (await deploy.json()).endpoint;
+    const call = (key?: string) =>
+      request.post(`${endpoint}/predict`, {
+        data: { instances: [[5.1, 3.5, 1.4, 0.2]] },
+        headers: key ? { Authorization: `Bearer ${key}` } : {}
+      });
+    expect((await call()).status()).toBe(401);
+
+    await page.sidebar.openTab('cube-lab-deployments-panel');
+    await page
+      .locator(
+        `#cube-lab-deployments .cube-DItem[data-deployment="${name}"] .cube-DItem-main`
+      )
+      .click();
+    const view = page.locator(
+      `.cube-DDetail[data-deployment="${name}"][data-status="running"]`
+    );
+    const section = view.locator('.cube-DAccess');
+    await expect(section).toHaveAttribute('data-auth', 'required');
+    await expect(section.locator('.cube-DAccess-empty')).toContainText(
+      'nobody can call this deployment'
+    );
+    // The test form still answers: the server passes with its own token.
+    await view.getByRole('button', { name: 'Send' }).click();
+    await expect(view.locator('.cube-DStatus')).toHaveText('200');
+
+    // Make two keys; the new one is shown once, with a copy button.
+    const form = section.locator('.cube-DAccess-create');
+    await form.locator('input[name="key-name"]').fill('ci');
+    await form.getByRole('button', { name: 'Create key' }).click();
+    const secret = section.locator('.cube-DAccess-secret');
+    await expect(secret).toContainText('cube_');
+    const key = (await secret.textContent())!.trim();
+    expect((await call(key)).status()).toBe(200);
+    expect((await call(key + 'x')).status()).toBe(401);
+    await form.locator('input[name="key-name"]').fill('batch-jobs');
+    await form.locator('input[name="key-days"]').fill('30');
+    await form.getByRole('button', { name: 'Create key' }).click();
+    await expect(section.locator('tbody tr')).toHaveCount(2);
+    const other = (await secret.textContent())!.trim();
+    expect(other).not.toBe(key);
+    const ci = section.locator('tr[data-key="ci"]');
+    await expect(ci).toContainText(key.slice(0, 12));
+    await expect(ci).not.toContainText(key); // listed by its prefix only
+    await expect(ci.locator('td').nth(3)).not.toHaveText('never', {
+      timeout: 30_000
+    }); // last used, read from the router
+
+    // A rate limit and a deny list, saved to the running router.
+    const settings = section.locator('.cube-DAccess-settings');
+    await settings.locator('input[name="rate-limit"]').check();
+    await settings.locator('input[name="rps"]').fill('5');
+    await settings.locator('input[name="burst"]').fill('10');
+    await settings.locator('textarea[name="deny"]').fill('not-an-address');
+    await expect(settings.locator('.cube-TField-error')).toContainText(
+      'not-an-address is not an IP address or CIDR network.'
+    );
+    await expect(settings.getByRole('button', { name: 'Save' })).toBeDisabled();
+    await settings.locator('textarea[name="deny"]').fill('192.0.2.0/24');
+    await settings.getByRole('button', { name: 'Save' }).click();
+    await expect(settings).toContainText('Saved; the router applies it now.');
+    await expect(section.locator('.cube-DAccess-summary')).toContainText(
+      '5 requests/s, bursts of 10'
+    );
+    const stored = await (
+      await request.get(
+        `${base}${API}/projects/${project}/deployments/${name}/access`
+      )
+    ).json();
+    expect(stored).toEqual({
+      auth: 'required',
+      rate_limit: { rps: 5, burst: 10, per_key: false },
+      allow: [],
+      deny: ['192.0.2.0/24']
+    });
+    await section.scrollIntoViewIfNeeded();
+    await lightAndDark(page, 'deployments-access', { ready: secret });
+
+    // Revoke "ci" after a dialog: refused at once, the other key still works.
+    await section.getByRole('button', { name: 'Done' }).click();
+    await expect(secret).toHaveCount(0);
+    await ci.getByRole('button', { name: 'Revoke' }).click();
+    const dialog = page.locator('.jp-Dialog');
+    await expect(dialog).toContainText('Revoke key ci?');
+    await dialog.getByRole('button', { name: 'Revoke' }).click();
+    await expect(ci).toHaveAttribute('data-state', 'revoked');
+    expect((await call(key)).status()).toBe(401);
+    expect((await call(other)).status()).toBe(200);
+    await section.scrollIntoViewIfNeeded();
+    await lightAndDark(page, 'deployments-access-revoked', { ready: ci });
+
+    const gone = await request.delete(
+      `${base}${API}/projects/${project}/deployments/${name}?forget=true`
+    );
+    expect(gone.status()).toBe(204);
+    await request.delete(`${base}${API}/projects/${project}/models/${name}`);
+  });
 });
