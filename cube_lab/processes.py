@@ -184,13 +184,15 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
         return None
 
 
-def group_of(pid: int) -> Group | None:
+def group_of(pid: int, leads_own: bool = False) -> Group | None:
     """The identity of the group ``pid`` leads, read now: call it while ``pid`` is a child
-    not yet waited for (its pid cannot be reused before then). None without ``/proc``."""
+    not yet waited for (its pid cannot be reused before then). None without ``/proc``.
+    ``leads_own``: ``pid`` is (or is about to be: a forked child before its ``setsid``) the
+    leader of a group of its own."""
     found = _stat(pid)
     if found is None:
         return None
-    return Group(found[1], pid, found[2], boot_id(), hostname())
+    return Group(pid if leads_own else found[1], pid, found[2], boot_id(), hostname())
 
 
 def _members(pgid: int) -> list[tuple[int, int]]:

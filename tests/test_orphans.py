@@ -350,3 +350,29 @@ def test_a_notebook_node_records_its_kernel(ws: Any, tmp_path: Path) -> None:
     assert _gone(kernel_pid, timeout=5)
     with ws.store.read() as s:
         assert not s.scalars(select(ProcessGroup)).all()
+
+
+def test_a_dead_deployment_only_ends_processes_still_its_own() -> None:
+    """Recovery of a deployment whose router stopped answering: the recorded router and model
+    servers are killed only while their start time matches (serving/service.py)."""
+    from cube_lab.serving.service import _identity, _still_ours
+
+    ours = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        info = {
+            "router": {"pid": ours.pid, "port": 1, **_identity(ours.pid)},
+            "servers": [
+                {"version": 1, "pid": ours.pid, **_identity(ours.pid)},
+                {"version": 1, "pid": stranger.pid, **_identity(stranger.pid), "start_ticks": 1},
+                {"version": 1, "pid": stranger.pid},  # recorded before start times were kept
+            ],
+        }
+        kept = _still_ours(info, socket.gethostname())
+        assert kept["router"]["pid"] == ours.pid
+        assert [s["pid"] for s in kept["servers"]] == [ours.pid]
+        assert _still_ours(info, "another-host") == {"router": None, "servers": []}
+    finally:
+        for proc in (ours, stranger):
+            proc.kill()
+            proc.wait()

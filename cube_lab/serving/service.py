@@ -6,7 +6,9 @@ process' output, ``config.json`` the routing table, ``ready/`` the port files) a
 background processes, each in its own session so they outlive whoever started them (the
 server, ``cube-lab deploy``): one router on the deployment's port and one model server per
 replica and version. Their pids and ports are recorded, so a restarted server adopts the
-deployments still answering and marks the others dead.
+deployments still answering and marks the others dead, ending what is left of their
+processes: only those whose start time and boot id still match the record (a pid another
+program has since is left alone; see ``cube_lab.processes``).
 
 Who may call a deployment (API keys, rate limits, client address lists) is its ``access``
 (see ``access.py``): stored on the record and in ``deployment_keys``, pushed to the router with
@@ -44,7 +46,7 @@ from ..config import Settings
 from ..errors import Conflict, CubeError, InvalidInput, NotFound
 from ..identity import Caller, check_name
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
-from ..processes import pid_alive, start
+from ..processes import Group, group_of, pid_alive, start, still_ours
 from ..projects import ProjectService
 from ..serialize import aware
 from ..store import Store
@@ -286,11 +288,13 @@ class DeploymentService:
             # the router and the model servers start side by side: the import of the
             # model's library is most of the wait, the router's start hides behind it
             router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
-            info["router"] = {"pid": router_proc.pid, "port": None}
+            info["router"] = {"pid": router_proc.pid, "port": None, **_identity(router_proc.pid)}
             spawned = self._spawn_servers(
                 folder, model, version.version, version.flavor, artifact, replicas, batching
             )
-            info["servers"] = [{"version": version.version, "pid": p.pid} for p, _ in spawned]
+            info["servers"] = [
+                {"version": version.version, "pid": p.pid, **_identity(p.pid)} for p, _ in spawned
+            ]
             found = self._wait_ready([(router_proc, router_ready), *spawned], folder)
             info["router"]["port"] = found[0]["port"]
             info["servers"] = _servers(version.version, spawned, found[1:])
@@ -1033,7 +1037,7 @@ class DeploymentService:
             if self._answers(rhost, rport, rpid, info, name):
                 adopted.append(name)
                 continue
-            self._kill_all(info)
+            self._kill_all(_still_ours(info, runner_host))
             quota.release(info.get("reservation"))
             dead.append(dep_id)
         if dead:
@@ -1196,9 +1200,32 @@ def _servers(
     version: int, started: list[tuple[Any, Path]], found: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     return [
-        {"version": version, "pid": proc.pid, "port": f["port"]}
+        {"version": version, "pid": proc.pid, "port": f["port"], **_identity(proc.pid)}
         for (proc, _), f in zip(started, found, strict=True)
     ]
+
+
+def _identity(pid: int) -> dict[str, Any]:
+    """What proves later that ``pid`` is still this process (its start time, the boot)."""
+    group = group_of(pid)
+    return {"start_ticks": group.start_ticks, "boot_id": group.boot_id} if group else {}
+
+
+def _still_ours(info: dict[str, Any], host: str | None) -> dict[str, Any]:
+    """The recorded router and servers whose pid still names the process that was started
+    (records without a start time, from before it was kept, cannot tell: left alone)."""
+
+    def ours(entry: dict[str, Any] | None) -> bool:
+        if not entry or not entry.get("pid") or not entry.get("start_ticks"):
+            return False
+        pid = int(entry["pid"])
+        return still_ours(Group(pid, pid, int(entry["start_ticks"]), entry["boot_id"], host or ""))
+
+    router = info.get("router")
+    return {
+        "router": router if ours(router) else None,
+        "servers": [s for s in info.get("servers", []) if ours(s)],
+    }
 
 
 def _split(ref: str) -> tuple[str, str]:

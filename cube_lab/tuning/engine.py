@@ -388,7 +388,7 @@ class Engine:
         self.on_change(trial)
 
     def _report(self, part: str, role: str, pid: int) -> None:
-        group = processes.group_of(pid)
+        group = processes.group_of(pid, leads_own=True)  # a forked trial: maybe not yet
         if group is not None:
             self.on_groups(part, [(role, group)])
 
