@@ -722,7 +722,7 @@ class TrainingService:
         target = path or job.last_checkpoint or job.output_dir
         if not target:
             raise InvalidInput("the job recorded no checkpoint", "Give the path to register.")
-        resolved = Path(target)
+        resolved = Path(containment.check_text(target))
         if not resolved.is_absolute():
             resolved = Path(job.working_dir or ".") / resolved
         if not resolved.exists():
