@@ -62,4 +62,5 @@ def team(ws: Workspace, owner: Caller, *members: str, name: str = "team") -> str
     ws.projects.create(owner, name)
     for member in members:
         ws.projects.set_member(owner, name, member, "member")
+        ws.projects.accept(Caller(member), name)  # a member once they accept
     return name

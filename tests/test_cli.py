@@ -127,7 +127,26 @@ def test_delete_and_archive(tmp_path: Path, model_file: Path) -> None:
 
 def test_projects_from_the_cli(tmp_path: Path, model_file: Path) -> None:
     assert run("project", "create", "vision", cwd=tmp_path).returncode == 0
-    assert run("project", "member", "vision", "bob", cwd=tmp_path).returncode == 0
+    out = run("project", "member", "vision", "bob", cwd=tmp_path)
+    assert out.returncode == 0 and "Invited bob to vision" in out.stdout
+    out = run("project", "list", cwd=tmp_path, user="bob")
+    assert "vision" in out.stdout and "Invited to: vision (from alice)" in out.stdout
+    listed = json.loads(run("project", "list", "--json", cwd=tmp_path, user="bob").stdout)
+    assert [p["name"] for p in listed] == ["bob"]  # invited is not a member
+    out = run("project", "invitations", cwd=tmp_path, user="bob")
+    assert out.returncode == 0 and "vision" in out.stdout and "alice" in out.stdout
+    out = run("project", "accept", "vision", cwd=tmp_path, user="bob")
+    assert out.returncode == 0 and "You are now member of vision" in out.stdout
+    out = run("project", "accept", "vision", cwd=tmp_path, user="bob")
+    assert out.returncode == 1 and "no invitation to project 'vision'" in out.stderr
+    # carol declines; a squatted user name is refused with what to do instead
+    assert run("project", "member", "vision", "carol", cwd=tmp_path).returncode == 0
+    assert run("project", "decline", "vision", cwd=tmp_path, user="carol").returncode == 0
+    out = run("project", "invitations", cwd=tmp_path, user="carol")
+    assert out.returncode == 0 and "No invitations." in out.stdout
+    out = run("project", "create", "carol", cwd=tmp_path)
+    assert out.returncode == 1 and "project name 'carol' is not available" in out.stderr
+    assert "'alice-carol'" in out.stderr
     assert (
         run(
             "model",

@@ -62,7 +62,8 @@ CASES: dict[str, str] = {
         [
             "model register", "model list", "model show", "model compare", "model alias",
             "model archive", "model delete", "model download",
-            "project list", "project create", "project member",
+            "project list", "project create", "project member", "project invitations",
+            "project accept", "project decline",
         ],
         "test_model_and_project_commands",
     ),
@@ -211,7 +212,14 @@ def test_model_and_project_commands(cli: Cli) -> None:
 
     assert cli.json("project", "create", "vision")["name"] == "vision"
     member = cli.json("project", "member", "vision", "bob")
-    assert {m["username"]: m["role"] for m in member["members"]}["bob"] == "member"
+    assert {i["username"]: i["role"] for i in member["invitations"]} == {"bob": "member"}
+    cli.json("project", "member", "vision", "carol")
+    cli.env["CUBE_LAB_USER"] = "bob"
+    assert [i["project"] for i in cli.json("project", "invitations")] == ["vision"]
+    assert cli.json("project", "accept", "vision")["role"] == "member"
+    cli.env["CUBE_LAB_USER"] = "carol"
+    assert cli.json("project", "decline", "vision") == {"declined": "vision"}
+    cli.env["CUBE_LAB_USER"] = "alice"
     assert cli.json("project", "member", "vision", "bob", "--remove")["name"] == "vision"
     assert {p["name"] for p in cli.json("project", "list")} == {"alice", "vision"}
 

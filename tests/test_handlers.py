@@ -189,6 +189,9 @@ async def test_shared_project_is_seen_by_its_members(api: Any, jp_root_dir: Path
     status, _ = await api("bob", "PUT", "projects/vision/members/bob", {"role": "owner"})
     assert status == 404  # bob can't add himself to a project he can't see
     status, project = await api("alice", "PUT", "projects/vision/members/bob", {"role": "member"})
+    assert status == 200 and [i["username"] for i in project["invitations"]] == ["bob"]
+    assert (await api("bob", "GET", "projects/vision/models/det"))[0] == 404  # only invited
+    status, project = await api("bob", "POST", "invitations/vision/accept")
     assert status == 200 and {m["username"] for m in project["members"]} == {"alice", "bob"}
     status, detail = await api("bob", "GET", "projects/vision/models/det")
     assert status == 200 and detail["owner"] == "alice"

@@ -183,6 +183,7 @@ async def test_two_annotators_over_http(api: Any, jp_root_dir: Path) -> None:
     make_images(jp_root_dir / "pics", 40)
     assert (await api("alice", "POST", "projects", {"name": "crew"}))[0] == 201
     assert (await api("alice", "PUT", "projects/crew/members/bob", {"role": "member"}))[0] == 200
+    assert (await api("bob", "POST", "invitations/crew/accept"))[0] == 200
     status, _ = await api(
         "alice", "POST", "datasets", {"project": "crew", "name": "pics", "path": "pics"}
     )

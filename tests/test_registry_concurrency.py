@@ -27,6 +27,7 @@ def _register_many(data_dir: str, source: str, count: int, user: str) -> list[in
 def _setup(ws: Any, tmp_path: Path) -> Path:
     ws.projects.create(Caller("alice"), "team")
     ws.projects.set_member(Caller("alice"), "team", "bob", "member")
+    ws.projects.accept(Caller("bob"), "team")
     source = tmp_path / "w.bin"
     source.write_bytes(b"w" * 4096)
     return source

@@ -285,6 +285,8 @@ def test_tenant_isolation_and_shared_projects(
     ws.registry.register(alice, name="shared", path=weights(tmp_path), project="vision")
     assert ws.registry.list_models(bob).total == 0
     ws.projects.set_member(alice, "vision", "bob", "member")
+    assert ws.registry.list_models(bob).total == 0  # invited, not yet a member
+    ws.projects.accept(bob, "vision")
     assert [m.name for m in ws.registry.list_models(bob).models] == ["shared"]
     v = ws.registry.register(bob, name="shared", path=weights(tmp_path), project="vision")
     assert (v.version, v.created_by) == (2, "bob")

@@ -377,6 +377,7 @@ class ProjectService:
 
     def invitations(self, caller: Caller) -> list[InvitationView]:
         """The caller's pending invitations, oldest first."""
+        self.ensure_personal(caller)
         with self.store.read() as s:
             rows = s.scalars(
                 select(ProjectInvitation)
@@ -400,6 +401,7 @@ class ProjectService:
 
     def decline(self, caller: Caller, name: str) -> None:
         """Decline an invitation: it is gone, and the caller never sees the project."""
+        self.ensure_personal(caller)
         with self.store.write() as s:
             row = self._invitation(s, caller, name)
             row.project.invitations.remove(row)
