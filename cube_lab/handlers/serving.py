@@ -145,7 +145,7 @@ class ShadowHandler(CubeHandler):
             self.workspace.serving.shadow_log,
             self.caller,
             name,
-            self.query_int("limit", 100),
+            self.query_int("limit", 100, low=1),
             project=project,
         )
         self.reply({"records": records})
@@ -158,7 +158,7 @@ class SamplesHandler(CubeHandler):
             self.workspace.serving.samples,
             self.caller,
             name,
-            self.query_int("limit", 100),
+            self.query_int("limit", 100, low=1),
             project=project,
         )
         self.reply(found)
