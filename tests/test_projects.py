@@ -305,3 +305,11 @@ async def test_rest_invitations_and_no_existence_leak(api: Any, jp_root_dir: Pat
     status, err = await api("carol", "POST", "invitations/vision/accept")
     assert status == 404 and "no invitation" in err["error"]
     assert (await api("alice", "GET", "projects/vision"))[1]["invitations"] == []
+
+
+@pytest.mark.parametrize("username", ["", "  ", "x" * 256, "bo\x00b", "bo\nb"])
+def test_an_invitation_to_a_username_no_user_can_have_is_refused(ws: Any, username: str) -> None:
+    ws.projects.create(ALICE, "vision")
+    status, error, _ = refusal(ws.projects.set_member, ALICE, "vision", username, "member")
+    assert status == 400 and "username" in error
+    assert ws.projects.get(ALICE, "vision").invitations == []

@@ -329,6 +329,11 @@ class ProjectService:
         until they accept; inviting again changes the role they are offered)."""
         if not isinstance(username, str) or not username.strip():
             raise InvalidInput("username is required")
+        if len(username) > 255 or any(ord(c) < 32 or ord(c) == 127 for c in username):
+            raise InvalidInput(
+                f"invalid username {username[:80]!r}",
+                "A user name has at most 255 characters and no control characters.",
+            )
         if role not in ROLES:
             raise InvalidInput(f"invalid role {role!r}", f"Use one of {list(ROLES)}.")
         with self.store.write() as s:
