@@ -444,3 +444,20 @@ def test_copy_holds_nothing_from_outside(tmp_path: Path, names: list[str]) -> No
         assert {rel for rel, _ in containment.walk(dst)} <= {
             rel for rel, _ in containment.walk(src)
         }
+
+
+def test_run_template_with_a_root_checks_its_path_parameters(tmp_path: Path, secret: Path) -> None:
+    from cube_lab.jobtemplates import TemplateCatalog, run_template
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "in.csv").symlink_to(secret)
+    template = TemplateCatalog().get("read-data")
+    for raw, fragment in [
+        (str(secret), "is an absolute path"),
+        ("../outside/passwd", "is outside the project"),
+        ("in.csv", "is outside the project"),  # a link leading out
+    ]:
+        with pytest.raises(InvalidInput, match=fragment):
+            run_template(template, {"input_path": raw}, project, root=project)
+    assert not (project / "data").exists()

@@ -75,6 +75,28 @@ class JobTemplate:
         props = self.parameters.get("properties", {})
         return [n for n, p in props.items() if isinstance(p, dict) and p.get("format") == "path"]
 
+    def check_paths(self, params: dict[str, Any], folder: Path, root: Path) -> dict[str, Path]:
+        """Each path parameter's value (references already resolved) as the real path it
+        names inside ``root``, relative to ``folder``; raises ``PathRefused`` (an
+        InvalidInput) for one that is absolute, holds a NUL byte, or leads out of ``root``
+        through ``..`` or a symbolic link (the rule of ``cube_lab.containment``)."""
+        from .. import containment
+
+        found: dict[str, Path] = {}
+        for name in self.path_parameters():
+            value = params.get(name)
+            if value in (None, ""):
+                continue
+            found[name] = containment.resolve(
+                root,
+                value,
+                base=folder,
+                absolute="refuse",
+                what=f"parameters.{name}",
+                where="the project",
+            )
+        return found
+
     def input_parameters(self) -> list[str]:
         """Path parameters that are read, not written: what a cache should hash."""
         written = {o.parameter for o in self.outputs}

@@ -40,9 +40,13 @@ def run_template(
     run_id: str | None = None,
     timeout: float | None = None,
     python: str = sys.executable,
+    root: Path | None = None,
 ) -> TemplateRun:
-    """Validate ``params``, run the command in ``cwd`` and collect what it published."""
+    """Validate ``params``, run the command in ``cwd`` and collect what it published.
+    With ``root``, every path parameter must lie inside it, as in a pipeline run."""
     values_params = template.validate_params(params)
+    if root is not None:
+        template.check_paths(values_params, cwd, root)
     argv = template.command(values_params, python=python)
     with tempfile.TemporaryDirectory(prefix="cube-node-") as scratch:
         values_file = Path(scratch) / "values.json"
