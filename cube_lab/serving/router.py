@@ -23,12 +23,22 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .access import OPEN_PATHS, Gate, Refusal
-from .http import Request, Response, error_response, json_response, serve
+from .http import (
+    SMALL_WRITE,
+    Drain,
+    Request,
+    Response,
+    error_response,
+    json_response,
+    serve,
+    write_slices,
+)
 from .metrics import Metrics
 
 TOKEN_ENV = "CUBE_ROUTER_TOKEN"
@@ -37,56 +47,84 @@ SHADOW_BODY_LIMIT = 4096
 
 
 class BackendConnection(asyncio.Protocol):
-    """One keep-alive connection to a model server; one request at a time."""
+    """One keep-alive connection to a model server; one request at a time. A big request
+    body goes out in slices as the socket drains (asyncio's write buffer would otherwise
+    copy what the socket does not take at once); the answer's body is read into one buffer
+    of its final size."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
+        self.head = bytearray()
+        self.body: bytearray | None = None
+        self.got = 0
+        self.status = 0
+        self.ctype = "application/json"
         self.waiter: asyncio.Future[tuple[int, str, bytes]] | None = None
         self.open = True
         self.got_bytes = False
+        self.drain = Drain()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.open = False
+        self.drain.resume()
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(
                 ConnectionResetError("the model server closed the connection")
             )
 
+    def pause_writing(self) -> None:
+        self.drain.pause()
+
+    def resume_writing(self) -> None:
+        self.drain.resume()
+
     def data_received(self, data: bytes) -> None:
         self.got_bytes = True
-        self.buffer += data
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
+        if self.body is None:
+            self.head += data
+            end = self.head.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(self.head[:end]).decode("latin-1").split("\r\n")
+            self.status = int(head[0].split(" ", 2)[1])
+            length, self.ctype = 0, "application/json"
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                key = name.strip().lower()
+                if key == "content-length":
+                    length = int(value)
+                elif key == "content-type":
+                    self.ctype = value.strip()
+                elif key == "connection" and value.strip().lower() == "close":
+                    self.open = False
+            rest = bytes(self.head[end + 4 : end + 4 + length])
+            self.head = bytearray()
+            self.body = bytearray(length)
+            self.body[: len(rest)] = rest
+            self.got = len(rest)
+        else:
+            n = min(len(data), len(self.body) - self.got)
+            self.body[self.got : self.got + n] = memoryview(data)[:n]
+            self.got += n
+        if self.got < len(self.body):
             return
-        head = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
-        status = int(head[0].split(" ", 2)[1])
-        length, ctype = 0, "application/json"
-        for line in head[1:]:
-            name, _, value = line.partition(":")
-            key = name.strip().lower()
-            if key == "content-length":
-                length = int(value)
-            elif key == "content-type":
-                ctype = value.strip()
-            elif key == "connection" and value.strip().lower() == "close":
-                self.open = False
-        if len(self.buffer) < end + 4 + length:
-            return
-        body = bytes(self.buffer[end + 4 : end + 4 + length])
-        del self.buffer[: end + 4 + length]
+        body, self.body = self.body, None
         if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result((status, ctype, body))
+            self.waiter.set_result((self.status, self.ctype, body))  # type: ignore[arg-type]
 
-    async def request(self, data: bytes) -> tuple[int, str, bytes]:
+    async def request(self, head: bytes, body: bytes) -> tuple[int, str, bytes]:
         assert self.transport is not None
         self.waiter = asyncio.get_running_loop().create_future()
         self.got_bytes = False
-        self.transport.write(data)
         try:
+            if len(body) <= SMALL_WRITE:
+                self.transport.write(head + body)
+            else:
+                self.transport.write(head)
+                await write_slices(lambda: self.transport, self.drain, body)
             return await self.waiter
         finally:
             self.waiter = None
@@ -103,14 +141,14 @@ class Backend:
     retired: bool = False
     idle: list[BackendConnection] = field(default_factory=list)
 
-    async def call(self, data: bytes) -> tuple[int, str, bytes]:
+    async def call(self, head: bytes, body: bytes) -> tuple[int, str, bytes]:
         """Send one request; a stale pooled connection is replaced once, transparently."""
         while self.idle:
             conn = self.idle.pop()
             if not conn.open:
                 continue
             try:
-                result = await conn.request(data)
+                result = await conn.request(head, body)
             except ConnectionError:
                 if conn.got_bytes:
                     raise
@@ -119,7 +157,7 @@ class Backend:
             return result
         loop = asyncio.get_running_loop()
         _, conn = await loop.create_connection(BackendConnection, self.host, self.port)
-        result = await conn.request(data)
+        result = await conn.request(head, body)
         self._release(conn)
         return result
 
@@ -347,6 +385,8 @@ class Router:
 
     @staticmethod
     def _encode(req: Request, target: str) -> bytes:
+        """The head of the request to a model server; the body goes after it as it is (no
+        copy of it is made to join the two)."""
         head = (
             f"{req.method} {target} HTTP/1.1\r\nHost: backend\r\n"
             f"Content-Type: {req.headers.get('content-type', 'application/json')}\r\n"
@@ -355,7 +395,7 @@ class Router:
         extra = req.headers.get("inference-header-content-length")
         if extra is not None:
             head += f"Inference-Header-Content-Length: {extra}\r\n"
-        return (head + "\r\n").encode("latin-1") + req.body
+        return (head + "\r\n").encode("latin-1")
 
     async def forward(self, req: Request) -> Response:
         start = time.perf_counter()
@@ -364,7 +404,7 @@ class Router:
             assert refusal is not None
             self.metrics.observe("none", refusal.status, time.perf_counter() - start)
             return refusal
-        data = self._encode(req, req.target)
+        head = self._encode(req, req.target)
         tried: set[Backend] = set()
         self.metrics.in_flight += 1
         try:
@@ -380,7 +420,7 @@ class Router:
                 tried.add(backend)
                 backend.in_flight += 1
                 try:
-                    status, ctype, body = await backend.call(data)
+                    status, ctype, body = await backend.call(head, req.body)
                 except OSError:  # refused or reset before an answer: try another replica
                     backend.down_until = time.monotonic() + DOWN_FOR_S
                     continue
@@ -409,12 +449,22 @@ class Router:
             backend = self._pick_backend(group, set())
             if backend is None:
                 continue
-            task = asyncio.ensure_future(self._shadow_call(req, version, primary, group, backend))
+            # the body stays counted in the server's budget until the shadow has sent it
+            release = req.retain()
+            task = asyncio.ensure_future(
+                self._shadow_call(req, version, primary, group, backend, release)
+            )
             self.shadow_tasks.add(task)
             task.add_done_callback(self.shadow_tasks.discard)
 
     async def _shadow_call(
-        self, req: Request, version: str, primary: Response, group: Group, backend: Backend
+        self,
+        req: Request,
+        version: str,
+        primary: Response,
+        group: Group,
+        backend: Backend,
+        release: Callable[[], None],
     ) -> None:
         # the shadow serves the same model name: drop a pinned version from the path
         parts = req.target.split("/")
@@ -423,11 +473,12 @@ class Router:
         start = time.perf_counter()
         backend.in_flight += 1
         try:
-            status, _, body = await backend.call(self._encode(req, "/".join(parts)))
+            status, _, body = await backend.call(self._encode(req, "/".join(parts)), req.body)
         except OSError as exc:
             status, body = 502, str(exc).encode()
         finally:
             backend.in_flight -= 1
+            release()
         took = time.perf_counter() - start
         self.metrics.observe_shadow(group.version, status, took)
         if self.shadow_log is not None:

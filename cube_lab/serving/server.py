@@ -13,23 +13,41 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .batching import Batcher
-from .http import Request, Response, error_response, json_response, serve
+from .http import Request, Response, error_response, json_response, parse_size, serve
 from .loaders import LoadError, Predictor, load
-from .protocol import InferError, Tensor, decode_inputs, encode_output
+from .protocol import (
+    InferError,
+    Tensor,
+    decode_inputs,
+    dumps,
+    encode_output,
+    encode_output_array,
+    loads,
+)
+
+# A body at least this big is parsed, predicted and answered on a worker thread (in pieces,
+# see protocol.py), so the event loop keeps answering small requests meanwhile. One thread:
+# big requests take turns, so only one is ever turned into Python objects and arrays at once
+# (the others wait as raw bytes, counted in the server's body budget).
+OFFLOOP_BYTES = 512 * 1024
 
 _LIVE = json_response(200, {"live": True})
 _READY = json_response(200, {"ready": True})
 
 
 class ModelApp:
-    """Routes requests for one model version to its ``Predictor``."""
+    """Routes requests for one model version to its ``Predictor``.
+
+    Small requests are answered on the event loop's thread; big ones (``OFFLOOP_BYTES``) on
+    one worker thread, so a predictor may be called from two threads at once: the loaders'
+    predictors (scikit-learn, PyTorch, ONNX Runtime, MLflow) are safe to call so."""
 
     def __init__(
         self, name: str, version: str, predictor: Predictor, batcher: Batcher | None = None
@@ -61,6 +79,7 @@ class ModelApp:
             f"{versioned}/ready": ready,
         }
         self.infer_paths = {f"{base}/infer", f"{versioned}/infer"}
+        self.pool: ThreadPoolExecutor | None = None
 
     def __call__(self, req: Request) -> Response:
         if req.method == "POST":
@@ -95,18 +114,25 @@ class ModelApp:
         return error_response(404, f"no route {req.method} {req.path}", f"Routes: {known}")
 
     @staticmethod
-    def _json(req: Request) -> Any:
+    def _json(req: Request, key: str = "data") -> Any:
         if "inference-header-content-length" in req.headers:
             raise InferError(
                 "the binary tensor extension is not supported",
                 "Send tensors as JSON 'data' (tritonclient: binary_data=False).",
             )
-        try:
-            return json.loads(req.body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InferError("the request body is not valid JSON", str(exc)) from None
+        payload = loads(req.body, key)  # InferError for bad or too deeply nested JSON
+        if len(req.body) >= OFFLOOP_BYTES:
+            req.body = b""  # parsed: the raw bytes need not stay for the rest of the request
+        return payload
+
+    async def _offloop(self, work: Callable[[Request], Response], req: Request) -> Response:
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="cube-big-request")
+        return await asyncio.get_running_loop().run_in_executor(self.pool, work, req)
 
     def infer(self, req: Request) -> Response | Awaitable[Response]:
+        if len(req.body) >= OFFLOOP_BYTES:
+            return self._offloop(self._infer_big, req)
         try:
             payload = self._json(req)
             inputs = decode_inputs(payload)
@@ -118,6 +144,17 @@ class ModelApp:
             return error_response(400, exc.error, exc.detail)
         return self._answer(payload, results)
 
+    def _infer_big(self, req: Request) -> Response:
+        """A big request, on the worker thread (no batching: it is a batch already)."""
+        try:
+            payload = self._json(req)
+            inputs = decode_inputs(payload)
+            wanted = _wanted_outputs(payload.get("outputs"))
+            results = self.predictor.infer(inputs, wanted)
+        except InferError as exc:
+            return error_response(400, exc.error, exc.detail)
+        return self._answer(payload, results, big=True)
+
     async def _batched(self, payload: Any, pending: Awaitable[list[Tensor]]) -> Response:
         try:
             results = await pending
@@ -125,19 +162,26 @@ class ModelApp:
             return error_response(400, exc.error, exc.detail)
         return self._answer(payload, results)
 
-    def _answer(self, payload: Any, results: list[Tensor]) -> Response:
+    def _answer(self, payload: Any, results: list[Tensor], big: bool = False) -> Response:
+        encode = encode_output_array if big else encode_output
         body: dict[str, Any] = {
             "model_name": self.name,
             "model_version": self.version,
-            "outputs": [encode_output(n, a) for n, a in results],
+            "outputs": [encode(n, a) for n, a in results],
         }
         if isinstance(payload.get("id"), str):
             body["id"] = payload["id"]
-        return json_response(200, body)
+        return Response(200, dumps(body)) if big else json_response(200, body)
 
-    def predict(self, req: Request) -> Response:
+    def predict(self, req: Request) -> Response | Awaitable[Response]:
+        if len(req.body) >= OFFLOOP_BYTES:
+            return self._offloop(self._predict, req)
+        return self._predict(req)
+
+    def _predict(self, req: Request) -> Response:
+        big = len(req.body) >= OFFLOOP_BYTES
         try:
-            payload = self._json(req)
+            payload = self._json(req, "instances")
             rows = (
                 payload.get("instances", payload.get("inputs"))
                 if isinstance(payload, dict)
@@ -153,10 +197,12 @@ class ModelApp:
             return error_response(400, exc.error, exc.detail)
         except (ValueError, TypeError) as exc:
             return error_response(400, f"the model rejected the input: {exc}")
-        return json_response(
-            200,
-            {"predictions": predictions, "model_name": self.name, "model_version": self.version},
-        )
+        answer = {
+            "predictions": predictions,
+            "model_name": self.name,
+            "model_version": self.version,
+        }
+        return Response(200, dumps(answer)) if big else json_response(200, answer)
 
 
 def _wanted_outputs(outputs: Any) -> list[str] | None:
@@ -181,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ready-file")
     p.add_argument("--batch-max-rows", type=int, default=0, help="adaptive batching (0: off)")
     p.add_argument("--batch-wait-ms", type=float, default=0.0)
+    p.add_argument(
+        "--body-budget",
+        type=_size,
+        help="bytes of request bodies held at once, over all connections (e.g. 256MiB; "
+        "default: $CUBE_SERVING_BODY_BUDGET or 256MiB); a body that does not fit waits",
+    )
     a = p.parse_args(argv)
     try:
         predictor = load(Path(a.path), a.flavor, a.predictor_class)
@@ -189,8 +241,16 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     batcher = Batcher(predictor, a.batch_max_rows, a.batch_wait_ms) if a.batch_max_rows else None
     app = ModelApp(a.name, str(a.version), predictor, batcher)
-    asyncio.run(serve(app, a.host, a.port, Path(a.ready_file) if a.ready_file else None))
+    ready = Path(a.ready_file) if a.ready_file else None
+    asyncio.run(serve(app, a.host, a.port, ready, body_budget=a.body_budget))
     return 0
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 if __name__ == "__main__":
