@@ -172,10 +172,15 @@ def hostname() -> str:
 def _stat(pid: int) -> tuple[str, int, int] | None:
     """(state, process group, start ticks) of ``pid``, or None when there is none."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return None
+    try:
+        raw = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses
     fields = raw[raw.rindex(b")") + 2 :].split()
     try:

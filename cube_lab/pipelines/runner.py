@@ -34,6 +34,10 @@ OK = frozenset({"succeeded", "cached", "reused"})
 FINAL = OK | {"failed", "cancelled", "skipped", "interrupted"}
 MAX_VALUES_BYTES = 64 * 1024
 KILL_GRACE_S = 3.0
+# A node's process group is recorded once it has run this long: the hundreds of short nodes
+# of a pipeline cost neither a read of /proc nor a row (a crash that soon after a start
+# leaves at most that node running).
+RECORD_AFTER_S = 0.05
 _REF = re.compile(r"\{\{\s*(params|nodes)\.([A-Za-z0-9_.:-]+?)\s*\}\}")
 
 
@@ -297,9 +301,10 @@ class LocalRunner:
         timeout: float | None,
         reports_groups: bool = False,
     ) -> tuple[int | None, str | None]:
-        """Run one attempt. Its process group is recorded while it runs; a node that
-        ``reports_groups`` (a notebook's kernel runs in a session of its own) names the
-        other groups it starts on a pipe, and they are recorded too, and killed with it."""
+        """Run one attempt. Its process group is recorded while it runs (from
+        ``RECORD_AFTER_S`` on); a node that ``reports_groups`` (a notebook's kernel runs in
+        a session of its own) names the other groups it starts on a pipe, and they are
+        recorded too, and killed with it."""
         report_r = report_w = -1
         if reports_groups:
             report_r, report_w = os.pipe()
@@ -315,9 +320,8 @@ class LocalRunner:
                 if reports_groups:
                     os.close(report_w)
             self._procs[node_id] = proc
-            group = processes.group_of(proc.pid)  # before it is waited for: still its pid
-            groups = self._groups[node_id] = [("node", group)] if group else []
-            self.recorder.groups_changed(node_id, list(groups))
+            assert self._loop is not None
+            later = self._loop.call_later(RECORD_AFTER_S, self._record_group, node_id, proc)
             if reports_groups:
                 self._read_reports(node_id, report_r)
             try:
@@ -328,18 +332,32 @@ class LocalRunner:
                 log.write(f"\ncube-lab: timed out after {timeout:g} s\n".encode())
                 return None, f"timed out after {timeout:g} s"
             finally:
+                later.cancel()
                 self._procs.pop(node_id, None)
                 processes.kill_group(proc, signal.SIGKILL)  # leave no stray children behind
                 if reports_groups:
-                    assert self._loop is not None
                     self._loop.remove_reader(report_r)
                     os.close(report_r)
-                for role, other in self._groups.pop(node_id, []):
+                recorded = self._groups.pop(node_id, None)
+                for role, other in recorded or []:
                     if role != "node" and processes.still_ours(other):
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.killpg(other.pgid, signal.SIGKILL)
-                self.recorder.groups_changed(node_id, [])
+                if recorded is not None:
+                    self.recorder.groups_changed(node_id, [])
         return rc, (None if rc == 0 else f"exit code {rc}")
+
+    def _record_group(self, node_id: str, proc: subprocess.Popen[bytes]) -> None:
+        """Record the node's own group. On the event loop, which alone waits for the node:
+        while ``returncode`` is None the pid is not reaped, so it cannot be another's yet."""
+        if proc.returncode is not None or self._procs.get(node_id) is not proc:
+            return
+        group = processes.group_of(proc.pid)
+        if group is None:
+            return
+        groups = self._groups.setdefault(node_id, [])
+        groups.insert(0, ("node", group))
+        self.recorder.groups_changed(node_id, list(groups))
 
     def _read_reports(self, node_id: str, fd: int) -> None:
         """Groups the node reports: JSON lines ``{"role", "pgid", "pid", "start_ticks"}``."""
