@@ -44,6 +44,7 @@ downloads as zip, a pipeline node's saved outputs and its results.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -170,11 +171,13 @@ def walk(
     boundary: str | os.PathLike[str] | None = None,
     *,
     hidden: bool = True,
+    skipped: list[str] | None = None,
 ) -> Iterator[tuple[str, Path]]:
     """``(relative posix name, path)`` of every regular file under ``top``, by the rule in
     the module docstring; a file ``top`` yields itself (when inside ``boundary``).
     ``hidden=False`` leaves out names starting with ``.``. Sorted like
-    ``sorted(top.rglob("*"))`` (by the parts of the relative name)."""
+    ``sorted(top.rglob("*"))`` (by the parts of the relative name). The relative names of
+    links left out (leading out of the tree, or dangling) are appended to ``skipped``."""
     top = Path(top)
     bound = real(boundary if boundary is not None else top)
     top_real = real(top)
@@ -200,12 +203,16 @@ def walk(
                 if entry.is_symlink():
                     target = real(path)
                     if not target.is_relative_to(bound):
-                        continue  # the rule: a link leading out of the tree is skipped
+                        if skipped is not None:  # the rule: a link leading out is skipped
+                            skipped.append("/".join(rel))
+                        continue
                     if target.is_dir():
                         if target not in ancestors:  # a link back up would loop
                             stack.append((path, rel, ancestors | {target}))
                     elif target.is_file():
                         found.append((rel, "/".join(rel), path))
+                    elif skipped is not None and not target.exists():
+                        skipped.append("/".join(rel))  # dangling
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append((path, rel, ancestors | {real(path)}))
                 elif entry.is_file(follow_symlinks=False):
@@ -220,7 +227,10 @@ def walk(
 def open_inside(path: str | os.PathLike[str], boundary: str | os.PathLike[str]) -> BinaryIO:
     """``path`` opened for reading, refused (PathRefused) unless the file opened is a
     regular file lying inside ``boundary``; the check is made on the open descriptor."""
-    bound = real(boundary)
+    return _open_inside(path, real(boundary))
+
+
+def _open_inside(path: str | os.PathLike[str], bound: Path) -> BinaryIO:
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
     fd = os.open(path, flags)  # O_NONBLOCK: a FIFO swapped in cannot hang the open
     try:
@@ -259,25 +269,46 @@ def copy_file(
     source: str | os.PathLike[str], target: str | os.PathLike[str], boundary: str | os.PathLike[str]
 ) -> int:
     """Copy one file's bytes (and its mode and times) by the rule; the bytes copied."""
-    with open_inside(source, boundary) as src:
+    return _copy_file(source, target, real(boundary))
+
+
+def _copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str], bound: Path) -> int:
+    with _open_inside(source, bound) as src:
         info = os.fstat(src.fileno())
         # O_NOFOLLOW: a link planted where the copy goes is not written through
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
         with os.fdopen(os.open(target, flags, 0o600), "wb") as dst:
-            shutil.copyfileobj(src, dst, _CHUNK)
+            _copy_bytes(src, dst)
             os.chmod(dst.fileno(), stat.S_IMODE(info.st_mode) & 0o777)
     os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
     return info.st_size
+
+
+def _copy_bytes(src: BinaryIO, dst: BinaryIO) -> None:
+    """In the kernel where it can (``sendfile``: models are gigabytes), else by chunks."""
+    offset = 0
+    try:
+        while sent := os.sendfile(dst.fileno(), src.fileno(), offset, 1 << 30):
+            offset += sent
+        return
+    except OSError as exc:
+        if offset or exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise
+    except AttributeError:  # no os.sendfile on this platform
+        pass
+    shutil.copyfileobj(src, dst, _CHUNK)
 
 
 def copy_tree(
     source: str | os.PathLike[str],
     target: str | os.PathLike[str],
     boundary: str | os.PathLike[str] | None = None,
+    *,
+    skipped: list[str] | None = None,
 ) -> int:
     """Copy a file or a folder to ``target`` by the rule: links leading out of ``boundary``
-    (default: ``source`` itself) are left out; the copy is plain files and folders.
-    Returns how many files were copied."""
+    (default: ``source`` itself) are left out (their names appended to ``skipped``); the
+    copy is plain files and folders. Returns how many files were copied."""
     source, target = Path(source), Path(target)
     bound = real(boundary if boundary is not None else source)
     source_real = real(source)
@@ -299,11 +330,14 @@ def copy_tree(
         )
     target.mkdir(parents=True, exist_ok=True)
     target_real = real(target)
+    made: dict[Path, bool] = {target: True}
     count = 0
-    for rel, path in walk(source, bound):
+    for rel, path in walk(source, bound, skipped=skipped):
         out = target / rel
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if not real(out.parent).is_relative_to(target_real):
+        if out.parent not in made:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            made[out.parent] = real(out.parent).is_relative_to(target_real)
+        if not made[out.parent]:
             continue  # a folder of the copy was replaced by a link meanwhile
         try:
             copy_file(path, out, bound)

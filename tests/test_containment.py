@@ -461,3 +461,14 @@ def test_run_template_with_a_root_checks_its_path_parameters(tmp_path: Path, sec
         with pytest.raises(InvalidInput, match=fragment):
             run_template(template, {"input_path": raw}, project, root=project)
     assert not (project / "data").exists()
+
+
+async def test_a_folder_of_only_outside_links_says_why_it_is_empty(
+    api: Any, jp_root_dir: Path, secret: Path
+) -> None:
+    folder = jp_root_dir / "links"
+    folder.mkdir()
+    (folder / "passwd").symlink_to(secret)
+    status, err = await api("alice", "POST", "models", {"name": "m", "path": "links"})
+    assert status == 400 and "holds no files of its own" in err["error"], err
+    assert "passwd" in err["detail"] and "lead outside the folder" in err["detail"], err

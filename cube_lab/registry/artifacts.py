@@ -17,6 +17,7 @@ machine. The file system's root, and a folder that holds this store, are refused
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -36,6 +37,7 @@ class StagedArtifact:
     is_dir: bool
     size_bytes: int
     checksum: str
+    skipped: tuple[str, ...] = ()  # symbolic links left out of the copy (leading outside)
 
     @property
     def path(self) -> Path:
@@ -90,9 +92,11 @@ class ArtifactStore:
         folder = self.new_staging()
         name = source.name or "root"
         target = folder / name
+        skipped: list[str] = []
         try:
-            containment.copy_tree(source, target)
-            return self.finish_staging(folder, name)
+            containment.copy_tree(source, target, skipped=skipped)
+            staged = self.finish_staging(folder, name)
+            return dataclasses.replace(staged, skipped=tuple(skipped))
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

@@ -90,11 +90,21 @@ class RegistryService:
         staged, detected_flavor, fmt = self._stage(path, obj)
         try:
             if staged.size_bytes == 0:  # a model of nothing would only fail to deploy later
-                raise (
+                empty = (
                     EmptyArtifact.of(path)
                     if path is not None
                     else EmptyArtifact("nothing to register: the model saved as 0 bytes")
                 )
+                if staged.skipped and path is not None:  # what the containment rule left out
+                    shown = ", ".join(staged.skipped[:5]) + (", ..." if staged.skipped[5:] else "")
+                    empty = EmptyArtifact(
+                        f"nothing to register: the folder {path} holds no files of its own",
+                        path=str(path),
+                    ).with_hint(
+                        f"Its symbolic links lead outside the folder and were left out "
+                        f"({shown}): copy those files into the folder."
+                    )
+                raise empty
             for attempt in range(3):
                 try:
                     return self._insert(
