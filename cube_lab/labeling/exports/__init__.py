@@ -4,13 +4,13 @@ a self-contained snapshot a training job can read), Label Studio JSON, CSV and J
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ... import containment
 from ...errors import InvalidInput
 from ...serialize import aware
 from ...store.models import DatasetItem, LabelingTask
@@ -94,8 +94,8 @@ def copy_images(job: ExportJob, folder: Path) -> None:
     """The job's images under ``folder``, at their paths relative to the dataset folder."""
     made: set[Path] = set()
     for row in job.rows:
-        source = (job.source / row.name).resolve()
-        if not source.is_relative_to(job.source) or not source.is_file():
+        source = containment.real(job.source / row.name)
+        if not containment.is_inside(source, job.source) or not source.is_file():
             raise InvalidInput(
                 f"image {row.name} is missing from {job.source}",
                 "Restore it (the dataset refers to its files; it does not keep copies).",
@@ -104,7 +104,7 @@ def copy_images(job: ExportJob, folder: Path) -> None:
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        shutil.copyfile(source, target)
+        containment.copy_file(source, target, job.source)  # checked again as it is read
 
 
 def write(fmt: str, job: ExportJob, folder: Path) -> str:
