@@ -89,7 +89,8 @@ CASES: dict[str, str] = {
     **dict.fromkeys(
         [
             "deploy", "deployments", "undeploy", "deployment promote", "deployment rollback",
-            "deployment traffic", "deployment samples",
+            "deployment traffic", "deployment samples", "deployment access",
+            "deployment keys create", "deployment keys list", "deployment keys revoke",
         ],
         "test_serving_commands",
     ),
@@ -119,7 +120,8 @@ LIBRARY_WARNING = re.compile(r"\b\w*Warning: |\bWARNING\b|\bTraceback \(most rec
 
 def _key(args: list[str]) -> str:
     ns = build_parser().parse_args(args)
-    return " ".join(w for w in (ns.group, getattr(ns, "command", None)) if w)
+    words = (ns.group, getattr(ns, "command", None), getattr(ns, "keys_command", None))
+    return " ".join(w for w in words if w)
 
 
 class Cli:
@@ -399,6 +401,13 @@ def test_serving_commands(cli: Cli) -> None:
         assert cli.json("deployment", "promote", "web")["version"] == 2
         samples = cli.json("deployment", "samples", "web", "--set", "100")
         assert samples["percent"] == 100 and samples["samples"] == []
+        made = cli.json("deployment", "keys", "create", "web", "ci", "--expires-in-days", "7")
+        assert made["key"].startswith("cube_") and made["expires_at"]
+        listed = cli.json("deployment", "keys", "list", "web")["keys"]
+        assert [(k["name"], k["key"]) for k in listed] == [("ci", None)]
+        assert cli.json("deployment", "keys", "revoke", "web", "ci")["state"] == "revoked"
+        shown = cli.json("deployment", "access", "web", "--auth", "required", "--rps", "100")
+        assert shown["auth"] == "required" and shown["rate_limit"]["burst"] == 100
         assert [d["name"] for d in cli.json("deployments")] == ["web"]
         kserve = cli.json("deploy", "iris:1", "--backend", "kubernetes", "--dry-run",
                           "--storage-uri", "s3://models/iris/1")  # fmt: skip
