@@ -11,6 +11,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -223,12 +224,12 @@ def _regions(body: memoryview, raw: bytes | bytearray, key: str) -> list[tuple[i
     return found
 
 
-def _pieces(body: memoryview, raw: bytes | bytearray, start: int, end: int) -> list[Any]:
-    """The JSON arrays of ``raw[start:end+1]`` cut at top-level commas, each parsed alone;
-    they join into that array. Raises ValueError when a cut was not at the top level."""
+def _pieces(body: memoryview, raw: bytes | bytearray, start: int, end: int) -> Iterator[Any]:
+    """The JSON arrays of ``raw[start:end+1]`` cut at top-level commas, each parsed alone (one
+    at a time: only one piece is ever Python objects); they join into that array. Raises
+    ValueError when a cut was not at the top level."""
     nested = raw.find(b"[", start + 1, end) >= 0
     sep = b"]," if nested else b","
-    out: list[Any] = []
     a = start + 1
     while a < end:
         cut = raw.find(sep, min(a + PIECE, end), end) if a + PIECE < end else -1
@@ -236,9 +237,8 @@ def _pieces(body: memoryview, raw: bytes | bytearray, start: int, end: int) -> l
         piece = json.loads(b"".join((b"[", body[a:b], b"]")))
         if not piece:  # "[1,,2]" would parse piece by piece: it is not JSON
             raise ValueError("empty piece")
-        out.append(piece)
+        yield piece
         a = b + 1
-    return out
 
 
 def _piecewise(raw: bytes | bytearray, key: str) -> Any:
@@ -261,10 +261,11 @@ def _piecewise(raw: bytes | bytearray, key: str) -> Any:
             return None
         for (start, end), token in zip(regions, tokens, strict=True):
             holder, field = slots[token]
-            pieces = _pieces(body, raw, start, end)
-            joined = _join(pieces, holder if field == "data" else {}, end - start)
+            joined = _join(
+                _pieces(body, raw, start, end), holder if field == "data" else {}, end - start
+            )
             if joined is None:  # the shape does not match: one list, and decode says so
-                joined = [v for piece in pieces for v in piece]
+                joined = [v for piece in _pieces(body, raw, start, end) for v in piece]
             holder[field] = joined
         return payload
     except (ValueError, TypeError, OverflowError, RecursionError):
@@ -292,7 +293,7 @@ def _slots(payload: Any, key: str, tokens: set[str]) -> dict[str, tuple[Any, str
     return found
 
 
-def _join(pieces: list[Any], item: dict[str, Any], text_bytes: int) -> Any:
+def _join(pieces: Iterator[Any], item: dict[str, Any], text_bytes: int) -> Any:
     """Numeric tensors: one flat numpy array of the input's dtype, filled piece by piece
     (each converted as ``np.asarray`` of the whole would) into an array allocated once from
     the input's shape; anything else: the one list the pieces make."""
