@@ -863,7 +863,7 @@ class DeploymentService:
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 state = RouterClient(_loopback(host), port or 0, token).state()
                 used = dict(state["access"]["keys_used"])
-        with self.store.write() as s:
+        with self.store.write() if used else self.store.read() as s:
             rows = s.scalars(
                 select(DeploymentKey).where(*where).order_by(DeploymentKey.created_at.desc())
             ).all()
