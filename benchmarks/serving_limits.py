@@ -304,7 +304,9 @@ def main() -> int:
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     if a.write_results:
-        command = "python benchmarks/serving_limits.py " + " ".join(sys.argv[1:])
+        args = ["--note", '"..."'] if a.note else []
+        args += [x for x in sys.argv[1:] if x != a.note and x != "--note"]
+        command = "python benchmarks/serving_limits.py " + " ".join(args)
         write_results(text, command, a.note)
     return 0
 
