@@ -749,6 +749,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             batch_max_rows=a.batch_max_rows,
             batch_wait_ms=a.batch_wait_ms,
             samples_percent=a.samples,
+            auth=a.auth,
         )
         if not a.json:
             print(
@@ -756,6 +757,12 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
                 f"({view.replicas} replica(s)) in {time.monotonic() - started:.1f}s",
                 file=sys.stderr,
             )
+            if view.access["auth"] == "required":
+                print(
+                    f"callers need an API key: cube-lab deployment keys create {view.name} "
+                    "KEY-NAME, then send 'Authorization: Bearer <key>'",
+                    file=sys.stderr,
+                )
     if a.json:
         print_json(view)
         return
@@ -856,6 +863,102 @@ def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
 
 
 TEXT_ACTIONS = ("logs", "metrics")  # text streams (a log, Prometheus' format): no --json
+
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value is not None else ""
+
+
+def deployment_keys(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    """``cube-lab deployment keys create|list|revoke NAME ...``"""
+    service = ws.serving
+    if a.keys_command == "create":
+        made = service.create_key(
+            caller,
+            a.name,
+            a.key_name,
+            expires_at=a.expires_at,
+            expires_in_days=a.expires_in_days,
+            project=a.project,
+        )
+        if a.json:
+            print_json(made)
+            return
+        until = f", expires {_when(made.expires_at)} UTC" if made.expires_at else ""
+        print(
+            f"key {made.name} ({made.id}{until}) for {a.name}; it is shown only now, "
+            "send it as 'Authorization: Bearer <key>':",
+            file=sys.stderr,
+        )
+        print(made.key)
+        return
+    if a.keys_command == "revoke":
+        revoked = service.revoke_key(caller, a.name, a.key, project=a.project)
+        if a.json:
+            print_json(revoked)
+        else:
+            print(f"key {revoked.name} ({revoked.id}) of {a.name}: revoked")
+        return
+    keys = service.list_keys(caller, a.name, project=a.project)
+    if a.json:
+        print_json({"keys": keys})
+        return
+    print_table(
+        [
+            [
+                k.id,
+                k.name,
+                k.prefix + "…",
+                k.state,
+                _when(k.created_at),
+                _when(k.expires_at),
+                _when(k.last_used_at),
+            ]
+            for k in keys
+        ],
+        ["ID", "NAME", "PREFIX", "STATE", "CREATED", "EXPIRES", "LAST USED"],
+    )
+
+
+def deployment_access(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    """Show or change who may call a deployment."""
+    changes: dict[str, Any] = {}
+    if a.auth is not None:
+        changes["auth"] = a.auth
+    if a.no_rate_limit:
+        changes["rate_limit"] = None
+    elif a.rps is not None:
+        changes["rate_limit"] = {"rps": a.rps, "per_key": a.per_key}
+        if a.burst is not None:
+            changes["rate_limit"]["burst"] = a.burst
+    elif a.burst is not None or a.per_key:
+        raise InvalidInput("--burst and --per-key go with --rps", "e.g. --rps 20 --burst 40")
+    for field in ("allow", "deny"):
+        given = getattr(a, field)
+        if given is not None:
+            changes[field] = [x for x in given if x]  # --allow '' clears the list
+    service = ws.serving
+    view = (
+        service.set_access(caller, a.name, changes, project=a.project)
+        if changes
+        else service.get(caller, a.name, a.project)
+    )
+    settings = view.access
+    if a.json:
+        print_json(settings)
+        return
+    limit = settings["rate_limit"]
+    rate = (
+        f"{limit['rps']:g} requests/s, bursts of {limit['burst']}"
+        + (", per key" if limit["per_key"] else "")
+        if limit
+        else "none"
+    )
+    print(f"auth: {settings['auth']}")
+    print(f"rate limit: {rate}")
+    print(f"allow: {' '.join(settings['allow']) or 'any address'}")
+    print(f"deny: {' '.join(settings['deny']) or 'none'}")
+
 
 # -- parser --------------------------------------------------------------------------------
 
@@ -1037,6 +1140,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-wait-ms", type=float, default=0.0, help="wait for a fuller batch")
     p.add_argument("--samples", type=float, default=0.0, metavar="PERCENT",
                    help="keep PERCENT of requests with their answers (opt-in)")  # fmt: skip
+    p.add_argument("--auth", choices=["required", "none"],
+                   help="API keys: required (default under the hub) or none (default "
+                        "alone; a name deployed before keeps its setting)")  # fmt: skip
     change = p.add_mutually_exclusive_group()
     change.add_argument("--switch", action="store_true", help="a running deployment: serve this")
     change.add_argument("--canary", type=float, metavar="PERCENT", help="send PERCENT to this")
@@ -1078,6 +1184,32 @@ def build_parser() -> argparse.ArgumentParser:
         if action == "samples":
             p.add_argument("--set", type=float, metavar="PERCENT")
             p.add_argument("--limit", type=int, default=20)
+    keys = actions.add_parser(
+        "keys", help="a deployment's API keys", description="a deployment's API keys"
+    ).add_subparsers(dest="keys_command", required=True)
+    p = command(keys, "create", deployment_keys, "make an API key (printed once)")
+    p.add_argument("name", help="the deployment")
+    p.add_argument("key_name", metavar="KEY-NAME", help="what the key is for, e.g. ci")
+    until = p.add_mutually_exclusive_group()
+    until.add_argument("--expires-in-days", type=float, metavar="DAYS")
+    until.add_argument("--expires-at", metavar="ISO-TIME", help="e.g. 2030-01-31T00:00:00Z")
+    p = command(keys, "list", deployment_keys, "list the keys (never the keys themselves)")
+    p.add_argument("name", help="the deployment")
+    p = command(keys, "revoke", deployment_keys, "revoke a key: it is refused at once")
+    p.add_argument("name", help="the deployment")
+    p.add_argument("key", help="the key's id or name")
+    p = command(actions, "access", deployment_access,
+                "show or change who may call it: auth, rate limit, address lists")  # fmt: skip
+    p.add_argument("name")
+    p.add_argument("--auth", choices=["required", "none"])
+    p.add_argument("--rps", type=float, help="rate limit: requests a second")
+    p.add_argument("--burst", type=int, help="rate limit: requests at once (default: --rps)")
+    p.add_argument("--per-key", action="store_true", help="rate limit: a bucket per key")
+    p.add_argument("--no-rate-limit", action="store_true", help="turn the rate limit off")
+    p.add_argument("--allow", nargs="*", metavar="ADDR",
+                   help="only these addresses/CIDRs may call (none given: any)")  # fmt: skip
+    p.add_argument("--deny", nargs="*", metavar="ADDR",
+                   help="these addresses/CIDRs may not call (none given: clear)")  # fmt: skip
 
     projects = groups.add_parser("project", help="projects and members").add_subparsers(
         dest="command", required=True
