@@ -11,6 +11,8 @@ also carries the deployment's access settings (``access``: key hashes, rate limi
 address lists), which the router enforces before it forwards anything (see ``access.py``). Backends
 left out of a new table are *retired*: they get no new requests, the ones in flight finish,
 and ``GET /_cube/admin/state`` shows when their count reaches zero (then they may be stopped).
+Every forwarded request carries the backend key derived from the token, without which the
+model servers answer nothing but their health probes (see ``backend_auth.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import backend_auth
 from .access import OPEN_PATHS, Gate, Refusal
 from .http import (
     SMALL_WRITE,
@@ -224,6 +227,9 @@ class Router:
     def __init__(self, name: str, token: str) -> None:
         self.name = name
         self.token = token
+        # one header line in every forwarded request's head: the model servers answer only it
+        key = backend_auth.derive(token)
+        self.backend_key_line = f"{backend_auth.HEADER}: {key}\r\n" if key else ""
         self.groups: list[Group] = []
         self.primary: list[Group] = []  # groups that take live traffic (weight > 0)
         self.shadows: list[Group] = []
@@ -383,12 +389,12 @@ class Router:
                 best = b
         return best
 
-    @staticmethod
-    def _encode(req: Request, target: str) -> bytes:
-        """The head of the request to a model server; the body goes after it as it is (no
-        copy of it is made to join the two)."""
+    def _encode(self, req: Request, target: str) -> bytes:
+        """The head of the request to a model server, with the backend key; the body goes
+        after it as it is (no copy of it is made to join the two). Of the client's headers
+        only the content's type and the binary extension's length pass."""
         head = (
-            f"{req.method} {target} HTTP/1.1\r\nHost: backend\r\n"
+            f"{req.method} {target} HTTP/1.1\r\nHost: backend\r\n{self.backend_key_line}"
             f"Content-Type: {req.headers.get('content-type', 'application/json')}\r\n"
             f"Content-Length: {len(req.body)}\r\n"
         )

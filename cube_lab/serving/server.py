@@ -7,6 +7,11 @@ The model is loaded before the socket opens, so "listening" means "ready"; the r
 file (port and pid, written atomically) tells the deployment service the port it got.
 Routes: /v2/health/live|ready, /v2, /v2/models/{name}[/versions/{v}][/ready|/infer] and a
 plain JSON ``POST /predict`` (``{"instances": [...]}`` -> ``{"predictions": [...]}``).
+
+Started by the deployment service, it answers only its router: the backend key comes in
+``$CUBE_BACKEND_KEY`` and every request but the health probes must carry it in
+``X-Cube-Backend-Key`` (401 without, 403 with a wrong one; see ``backend_auth.py``). Started
+by hand without that variable, it answers anyone who can reach its address.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import hmac
 import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .backend_auth import HEADER, take_from_env
 from .batching import Batcher
 from .http import Request, Response, error_response, json_response, parse_size, serve
 from .loaders import LoadError, Predictor, load
@@ -41,6 +48,8 @@ OFFLOOP_BYTES = 512 * 1024
 
 _LIVE = json_response(200, {"live": True})
 _READY = json_response(200, {"ready": True})
+_KEY_HEADER = HEADER.lower()  # request headers arrive lower-cased
+_PROBES = frozenset({"/v2/health/live", "/v2/health/ready"})  # open: they carry no data
 
 
 class ModelApp:
@@ -48,11 +57,20 @@ class ModelApp:
 
     Small requests are answered on the event loop's thread; big ones (``OFFLOOP_BYTES``) on
     one worker thread, so a predictor may be called from two threads at once: the loaders'
-    predictors (scikit-learn, PyTorch, ONNX Runtime, MLflow) are safe to call so."""
+    predictors (scikit-learn, PyTorch, ONNX Runtime, MLflow) are safe to call so.
+
+    With a ``key``, every request but the health probes must carry it (the router adds it);
+    it is checked, in constant time, before anything else is looked at."""
 
     def __init__(
-        self, name: str, version: str, predictor: Predictor, batcher: Batcher | None = None
+        self,
+        name: str,
+        version: str,
+        predictor: Predictor,
+        batcher: Batcher | None = None,
+        key: str = "",
     ) -> None:
+        self.key = key.encode() if key else None
         self.name = name
         self.version = version
         self.predictor = predictor
@@ -82,7 +100,13 @@ class ModelApp:
         self.infer_paths = {f"{base}/infer", f"{versioned}/infer"}
         self.pool: ThreadPoolExecutor | None = None
 
-    def __call__(self, req: Request) -> Response:
+    def __call__(self, req: Request) -> Response | Awaitable[Response]:
+        if self.key is not None:
+            given = req.headers.get(_KEY_HEADER)
+            # headers are decoded as latin-1, so they encode back to the bytes received
+            wrong = given is None or not hmac.compare_digest(given.encode("latin-1"), self.key)
+            if wrong and (req.path not in _PROBES or req.method not in ("GET", "HEAD")):
+                return _refused(given is None)
         if req.method == "POST":
             if req.path in self.infer_paths:
                 return self.infer(req)
@@ -206,6 +230,17 @@ class ModelApp:
         return Response(200, dumps(answer)) if big else json_response(200, answer)
 
 
+def _refused(missing: bool) -> Response:
+    how = (
+        "This model server answers only its deployment's router. Send the request to the "
+        "deployment's endpoint (`cube-lab deployments` shows it), with an API key if the "
+        "deployment needs one."
+    )
+    if missing:
+        return error_response(401, "this model server needs its router's backend key", how)
+    return error_response(403, "the backend key is not this model server's", how)
+
+
 def _trimmed(work: Callable[[Request], Response], req: Request) -> Response:
     """``work(req)``, then the C heap's free pages go back to the system: a big request's
     pieces and arrays leave holes that malloc would otherwise keep (and count in RSS)."""
@@ -257,13 +292,14 @@ def main(argv: list[str] | None = None) -> int:
         "default: $CUBE_SERVING_BODY_BUDGET or 256MiB); a body that does not fit waits",
     )
     a = p.parse_args(argv)
+    key = take_from_env()  # first: the model's own code must not find it in the environment
     try:
         predictor = load(Path(a.path), a.flavor, a.predictor_class)
     except LoadError as exc:
         print(f"cube-lab model server: cannot load the model: {exc}", file=sys.stderr, flush=True)
         return 3
     batcher = Batcher(predictor, a.batch_max_rows, a.batch_wait_ms) if a.batch_max_rows else None
-    app = ModelApp(a.name, str(a.version), predictor, batcher)
+    app = ModelApp(a.name, str(a.version), predictor, batcher, key)
     ready = Path(a.ready_file) if a.ready_file else None
     asyncio.run(serve(app, a.host, a.port, ready, body_budget=a.body_budget))
     return 0

@@ -52,6 +52,7 @@ from ..serialize import aware
 from ..store import Store
 from ..store.models import Deployment, DeploymentKey, Project
 from . import access as acc
+from . import backend_auth
 from .router import TOKEN_ENV
 from .warmhost import WarmHostClient
 
@@ -266,6 +267,9 @@ class DeploymentService:
             "reservation": reservation,
             "dir": str(folder),
             "token": secrets.token_urlsafe(24),
+            # the model servers answer only the router (the key derives from the token);
+            # deployments started before it lack the mark, and their routers the key
+            "backend_auth": 1,
             "creator_pid": os.getpid(),
             "servers": [],
             "traffic": [{"version": version.version, "weight": 100.0, "shadow": False}],
@@ -290,7 +294,14 @@ class DeploymentService:
             router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
             info["router"] = {"pid": router_proc.pid, "port": None, **_identity(router_proc.pid)}
             spawned = self._spawn_servers(
-                folder, model, version.version, version.flavor, artifact, replicas, batching
+                folder,
+                model,
+                version.version,
+                version.flavor,
+                artifact,
+                replicas,
+                batching,
+                _backend_key(info),
             )
             info["servers"] = [
                 {"version": version.version, "pid": p.pid, **_identity(p.pid)} for p, _ in spawned
@@ -431,7 +442,11 @@ class DeploymentService:
         artifact: Path,
         replicas: int,
         batching: dict[str, Any] | None,
+        key: str,
     ) -> list[tuple[Any, Path]]:
+        """Start the model servers; ``key``: the backend key they demand of every request
+        (in their environment: argv is world-readable in /proc)."""
+        env = {backend_auth.KEY_ENV: key} if key else {}
         started = []
         for _ in range(replicas):
             ready = folder / "ready" / f"server-{uuid.uuid4().hex[:8]}.json"
@@ -453,7 +468,7 @@ class DeploymentService:
             if batching:
                 argv += ["--batch-max-rows", str(batching["max_rows"])]
                 argv += ["--batch-wait-ms", str(batching["wait_ms"])]
-            started.append((self._spawn(argv, folder, {}, flavor), ready))
+            started.append((self._spawn(argv, folder, env, flavor), ready))
         return started
 
     def _start_servers(
@@ -465,12 +480,13 @@ class DeploymentService:
         artifact: Path,
         replicas: int,
         batching: dict[str, Any] | None,
+        key: str,
     ) -> list[dict[str, Any]]:
         """Start ``replicas`` model servers at once and wait until each has loaded the model."""
         started: list[tuple[Any, Path]] = []
         try:
             started = self._spawn_servers(
-                folder, model, version, flavor, artifact, replicas, batching
+                folder, model, version, flavor, artifact, replicas, batching, key
             )
             found = _servers(version, started, self._wait_ready(started, folder))
             self._warm.start_wanted()
@@ -647,6 +663,7 @@ class DeploymentService:
                         artifact,
                         row["replicas"],
                         info.get("batching"),
+                        _backend_key(info),
                     )
                     info["servers"] = info["servers"] + have
                 if mode == "switch":
@@ -1160,9 +1177,16 @@ class Forked:
         return None if pid_alive(self.pid) else -1
 
 
+def _backend_key(info: dict[str, Any]) -> str:
+    """The key the deployment's model servers demand; "" for a deployment started before
+    there was one (its router, still running that code, would not send it)."""
+    return backend_auth.derive(info.get("token") or "") if info.get("backend_auth") else ""
+
+
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
     """This process's environment, with cube-lab importable, plus ``extra``."""
     env = dict(os.environ)
+    env.pop(backend_auth.KEY_ENV, None)  # only the model servers get one, their own
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env.update(extra)

@@ -115,16 +115,18 @@ class Host:
         self.inode = 0
 
     def bind(self) -> socket.socket | None:
-        """The listening socket, or None when a live host already owns the path."""
+        """The listening socket, or None when a live host already owns the path. Only its
+        owner may connect (mode 0600 from the start): a request here starts processes as the
+        owner, with the environment it names (a deployment's backend key among it)."""
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            listener.bind(str(self.path))
+            _bind_private(listener, self.path)
         except OSError:
             if ask(self.path, {"op": "hello"}, timeout=10.0) is not None:  # may be importing
                 listener.close()
                 return None
             self.path.unlink(missing_ok=True)  # a stale socket of a host that died
-            listener.bind(str(self.path))
+            _bind_private(listener, self.path)
         listener.listen(64)
         self.inode = self.path.stat().st_ino
         return listener
@@ -203,6 +205,14 @@ class Host:
                 if self.path.stat().st_ino == self.inode:  # not a successor's socket
                     self.path.unlink()
             listener.close()
+
+
+def _bind_private(listener: socket.socket, path: Path) -> None:
+    old = os.umask(0o177)  # the host is one thread: nothing else creates files meanwhile
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old)
 
 
 def ask(path: Path, request: dict[str, Any], timeout: float = 2.0) -> dict[str, Any] | None:
