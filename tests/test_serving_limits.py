@@ -28,7 +28,7 @@ import pytest
 
 from cube_lab.config import Settings
 from cube_lab.identity import Caller
-from cube_lab.serving import protocol
+from cube_lab.serving import backend_auth, protocol
 from cube_lab.serving.http import (
     BodyBudget,
     Request,
@@ -60,10 +60,12 @@ def big_body(nbytes: int, seed: int = 0) -> tuple[bytes, np.ndarray]:
     return head + json.dumps(values.ravel().tolist()).encode() + tail, values
 
 
-def post(port: int, path: str, body: bytes, timeout: float = 300) -> tuple[int, Any]:
+def post(
+    port: int, path: str, body: bytes, timeout: float = 300, key: dict[str, str] | None = None
+) -> tuple[int, Any]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("POST", path, body, {"Content-Type": "application/json"})
+        conn.request("POST", path, body, {"Content-Type": "application/json", **(key or {})})
         resp = conn.getresponse()
         return resp.status, json.loads(resp.read())
     finally:
@@ -107,10 +109,19 @@ def ports_and_pids(dep: Any) -> tuple[int, int, int, int]:
     return int(dep.endpoint.rsplit(":", 1)[1]), router["pid"], server["port"], server["pid"]
 
 
-def parallel(port: int, body: bytes, n: int) -> list[tuple[int, Any]]:
+def backend_key(ws: Workspace, name: str) -> dict[str, str]:
+    """The header a model server wants straight at its port (it answers only its router)."""
+    token = ws.serving.router_token(ALICE, name)
+    return {backend_auth.HEADER: backend_auth.derive(token)}
+
+
+def parallel(
+    port: int, body: bytes, n: int, key: dict[str, str] | None = None
+) -> list[tuple[int, Any]]:
     out: list[tuple[int, Any]] = []
     threads = [
-        threading.Thread(target=lambda: out.append(post(port, INFER, body))) for _ in range(n)
+        threading.Thread(target=lambda: out.append(post(port, INFER, body, key=key)))
+        for _ in range(n)
     ]
     for t in threads:
         t.start()
@@ -131,7 +142,7 @@ def test_parallel_big_bodies_stay_within_the_budget(deployed: Any) -> None:
     took = time.monotonic() - started
     router_growth = kb(router_pid, "VmHWM") - idle[router_pid]
     # and straight at the model server, which has its own budget
-    answers += parallel(server_port, body, 4)
+    answers += parallel(server_port, body, 4, backend_key(ws, "mem"))
     server_growth = kb(server_pid, "VmHWM") - idle[server_pid]
     print(
         f"8 x {len(body) / MB:.0f} MB via the router in {took:.1f} s; peak growth: "
@@ -195,10 +206,10 @@ def test_deeply_nested_json_gets_a_400(deployed: Any) -> None:
     in_object = b'{"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": ' + deep
     in_object += b"}]}"
     padded = deep + b" " * (2 * MiB)  # big enough to be parsed on the worker thread
-    for target in (port, server_port):
+    for target, key in ((port, None), (server_port, backend_key(ws, "nested"))):
         for path in (INFER, "/predict", "/v2/models/iris/versions/1/infer"):
             for body in (deep, in_object, padded):
-                status, answer = post(target, path, body)
+                status, answer = post(target, path, body, key=key)
                 assert status == 400, (path, len(body), answer)
                 assert answer["error"] == "the request body is nested too deeply"
                 assert "flat 'data' list" in answer["detail"]
