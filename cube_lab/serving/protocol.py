@@ -16,6 +16,11 @@ from typing import Any
 
 import numpy as np
 
+try:  # a strict JSON parser several times faster than ``json`` on numbers (see _parse_piece)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - a dependency; without it the pieces use json
+    _orjson = None
+
 # OIP datatype -> numpy dtype (BYTES are Python strings in an object array)
 DTYPES: dict[str, Any] = {
     "BOOL": np.bool_,
@@ -32,6 +37,7 @@ DTYPES: dict[str, Any] = {
     "FP64": np.float64,
     "BYTES": object,
 }
+_FLOAT_TYPES = frozenset({"FP16", "FP32", "FP64"})
 _NAMES = {np.dtype(v).name: k for k, v in DTYPES.items() if v is not object}
 
 
@@ -224,21 +230,54 @@ def _regions(body: memoryview, raw: bytes | bytearray, key: str) -> list[tuple[i
     return found
 
 
-def _pieces(body: memoryview, raw: bytes | bytearray, start: int, end: int) -> Iterator[Any]:
+def _pieces(
+    body: memoryview, raw: bytes | bytearray, start: int, end: int, floats: bool = False
+) -> Iterator[Any]:
     """The JSON arrays of ``raw[start:end+1]`` cut at top-level commas, each parsed alone (one
     at a time: only one piece is ever Python objects); they join into that array. Raises
-    ValueError when a cut was not at the top level."""
+    ValueError when a cut was not at the top level. ``floats``: the values become a float
+    tensor (see ``_parse_piece``)."""
     nested = raw.find(b"[", start + 1, end) >= 0
     sep = b"]," if nested else b","
     a = start + 1
     while a < end:
         cut = raw.find(sep, min(a + PIECE, end), end) if a + PIECE < end else -1
         b = end if cut < 0 else cut + (1 if nested else 0)
-        piece = json.loads(b"".join((b"[", body[a:b], b"]")))
+        piece = _parse_piece(b"".join((b"[", body[a:b], b"]")), floats)
         if not piece:  # "[1,,2]" would parse piece by piece: it is not JSON
             raise ValueError("empty piece")
         yield piece
         a = b + 1
+
+
+def _parse_piece(text: bytes, floats: bool) -> Any:
+    """``json.loads(text)``, the same values and the same refusals, with orjson where that is
+    sure to be so (about 6x faster on a piece of numbers).
+
+    orjson refuses everything ``json`` refuses (both follow RFC 8259 for numbers: no ``.5``,
+    ``+1``, ``01``, ``1.``, trailing commas), and more: ``NaN``, ``Infinity``, numbers that
+    overflow a double, lone surrogates. Whatever orjson refuses goes to ``json``, which accepts
+    or refuses it as it always did. Where both accept, the values are equal (floats are
+    correctly rounded by both: tests/test_serving_limits.py compares them) except for integers
+    outside [-2**63, 2**64): ``json`` keeps them exact, orjson makes them floats. For a float
+    tensor that is the same value (numpy turns the exact integer into the nearest double, which
+    is orjson's float); otherwise a piece with a run of 19 or more digits goes to ``json``."""
+    if _orjson is not None and (floats or not _long_digit_run(text)):
+        try:
+            return _orjson.loads(text)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
+def _long_digit_run(text: bytes, run: int = 19) -> bool:
+    """Whether ``text`` holds ``run`` ASCII digits in a row (an integer orjson could not keep:
+    the shortest out of its range, -9223372036854775809, has 19)."""
+    if len(text) < run:
+        return False
+    codes = np.frombuffer(text, dtype=np.uint8)
+    digits = np.cumsum((codes - 48) < 10, dtype=np.int32)  # uint8 wraps: only 0-9 are < 10
+    return bool((digits[run:] - digits[:-run] == run).any()) or bool(digits[run - 1] == run)
 
 
 def _piecewise(raw: bytes | bytearray, key: str) -> Any:
@@ -261,9 +300,9 @@ def _piecewise(raw: bytes | bytearray, key: str) -> Any:
             return None
         for (start, end), token in zip(regions, tokens, strict=True):
             holder, field = slots[token]
-            joined = _join(
-                _pieces(body, raw, start, end), holder if field == "data" else {}, end - start
-            )
+            item = holder if field == "data" else {}
+            floats = item.get("datatype") in _FLOAT_TYPES
+            joined = _join(_pieces(body, raw, start, end, floats), item, end - start)
             if joined is None:  # the shape does not match: one list, and decode says so
                 joined = [v for piece in _pieces(body, raw, start, end) for v in piece]
             holder[field] = joined
@@ -353,14 +392,39 @@ def _dump(value: Any, out: list[bytes]) -> None:
     elif isinstance(value, np.ndarray) or (isinstance(value, list) and len(value) > PIECE_ITEMS):
         out.append(b"[")
         for i in range(0, len(value), PIECE_ITEMS):
-            chunk = value[i : i + PIECE_ITEMS]
-            if isinstance(chunk, np.ndarray):
-                chunk = chunk.tolist()
-            text = json.dumps(chunk, separators=(",", ":")).encode()
+            text = _dump_chunk(value[i : i + PIECE_ITEMS])
             out.append((b"," if i else b"") + text[1:-1])
         out.append(b"]")
     else:
         out.append(json.dumps(value, separators=(",", ":")).encode())
+
+
+def _dump_chunk(chunk: list[Any] | np.ndarray) -> bytes:
+    """A list, or a flat array (as its ``tolist()``), as ``json.dumps`` writes it compactly,
+    with orjson (about 20x faster) where the values come out the same: numbers may be spelled
+    differently (``1e-05`` / ``0.00001``) but are equal, strings are UTF-8 rather than
+    ``\\u`` escapes. orjson writes NaN and infinities as ``null`` where ``json`` writes
+    ``NaN``, and refuses what it cannot write exactly (integers past 64 bits, lone surrogates,
+    numpy scalars in a list): those chunks go to ``json``."""
+    if _orjson is not None:
+        option = 0
+        if isinstance(chunk, np.ndarray):
+            if chunk.dtype.kind == "f" and chunk.dtype != np.float64:
+                chunk = chunk.astype(np.float64)  # tolist()'s values: FP32 0.1 is 0.100000001...
+            if chunk.dtype.kind in "biuf":
+                option = _orjson.OPT_SERIALIZE_NUMPY
+                chunk = np.ascontiguousarray(chunk)
+        if option or isinstance(chunk, list):
+            try:
+                text = _orjson.dumps(chunk, option=option)
+            except TypeError:  # orjson.JSONEncodeError
+                pass
+            else:
+                if b"null" not in text:  # no NaN or infinity (nor None) that json spells apart
+                    return text
+    if isinstance(chunk, np.ndarray):
+        chunk = chunk.tolist()
+    return json.dumps(chunk, separators=(",", ":")).encode()
 
 
 def encode_output_array(name: str, value: Any) -> dict[str, Any]:
