@@ -5,7 +5,6 @@ another process is left alone."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -13,68 +12,17 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import nbformat
 from pipeline_util import node, script, write_pipeline
+from server_util import call, free_port, start_server, wait_up
 from sqlalchemy import select
 
 from cube_lab import processes
 from cube_lab.identity import Caller
 from cube_lab.store.models import PipelineRun, ProcessGroup
-
-TOKEN = "orphans-token"
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _server(root: Path, data: Path, port: int, tmp: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "CUBE_LAB_USER": "alice", "JUPYTER_RUNTIME_DIR": str(tmp / "rt")}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={root}",
-            f"--CubeLab.data_dir={data}",
-            "--no-browser",
-            "--allow-root",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-def _call(port: int, method: str, path: str, body: Any = None) -> Any:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/cube/api/v1/{path}",
-        method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
-
-
-def _wait_up(port: int) -> None:
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            _call(port, "GET", "whoami")
-            return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError("server did not start")
 
 
 def _running(pid: int) -> bool:
@@ -116,8 +64,8 @@ def _crash_and_restart(
 ) -> subprocess.Popen[bytes]:
     server.send_signal(signal.SIGKILL)  # the crash
     server.wait()
-    server = _server(root, data, port, tmp)
-    _wait_up(port)
+    server = start_server(root, data, port, tmp)
+    wait_up(port)
     return server
 
 
@@ -126,17 +74,17 @@ def test_crash_during_a_node_ends_the_node_process(tmp_path: Path) -> None:
     root.mkdir()
     script(root, "sleeper.py", SLEEPER)
     write_pipeline(root, [node("sleeper", filename="sleeper.py")])
-    port = _port()
-    server = _server(root, data, port, tmp_path)
+    port = free_port()
+    server = start_server(root, data, port, tmp_path)
     pid = 0
     try:
-        _wait_up(port)
-        run = _call(port, "POST", "pipelines/runs", {"path": "p.pipeline"})
+        wait_up(port)
+        run = call(port, "POST", "pipelines/runs", {"path": "p.pipeline"})
         pid = _pid_from(root / "sleeper.pid")
         time.sleep(0.5)  # the recorder writes within its batch window (0.1 s)
         assert _running(pid)
         server = _crash_and_restart(server, root, data, port, tmp_path)
-        after = _call(port, "GET", f"pipelines/runs/{run['id']}")
+        after = call(port, "GET", f"pipelines/runs/{run['id']}")
         assert after["status"] == "interrupted"
         assert after["nodes"][0]["status"] == "interrupted"
         assert _gone(pid), "the node's `sleep 60` still runs after the restart"
@@ -153,23 +101,23 @@ def test_crash_during_a_training_job_ends_its_processes(tmp_path: Path) -> None:
     root, data = tmp_path / "root", tmp_path / "data"
     root.mkdir()
     (root / "start.sh").write_text("echo $$ > sleeper.pid\nexec env -i sleep 60\n")
-    port = _port()
-    server = _server(root, data, port, tmp_path)
+    port = free_port()
+    server = start_server(root, data, port, tmp_path)
     pid = 0
     try:
-        _wait_up(port)
-        job = _call(
+        wait_up(port)
+        job = call(
             port, "POST", "training/jobs", {"framework": "plain", "command": ["sh", "start.sh"]}
         )
         pid = _pid_from(root / "sleeper.pid")
         deadline = time.time() + 15
-        while _call(port, "GET", f"training/jobs/{job['id']}")["status"] != "running":
+        while call(port, "GET", f"training/jobs/{job['id']}")["status"] != "running":
             assert time.time() < deadline
             time.sleep(0.2)
         time.sleep(0.5)
         assert _running(pid)
         server = _crash_and_restart(server, root, data, port, tmp_path)
-        assert _call(port, "GET", f"training/jobs/{job['id']}")["status"] == "interrupted"
+        assert call(port, "GET", f"training/jobs/{job['id']}")["status"] == "interrupted"
         assert _gone(pid), "the job's `sleep 60` still runs after the restart"
     finally:
         server.send_signal(signal.SIGKILL)
@@ -191,17 +139,17 @@ def test_crash_during_a_tuning_trial_ends_the_trial(tmp_path: Path) -> None:
         "maxTrialNumber": 1,
         "tuner": {"name": "Random", "classArgs": {"seed": 1}},
     }
-    port = _port()
-    server = _server(root, data, port, tmp_path)
+    port = free_port()
+    server = start_server(root, data, port, tmp_path)
     pid = 0
     try:
-        _wait_up(port)
-        exp = _call(port, "POST", "tuning/experiments", {"config": config, "folder": "hpo"})
+        wait_up(port)
+        exp = call(port, "POST", "tuning/experiments", {"config": config, "folder": "hpo"})
         pid = _pid_from(root / "hpo" / "sleeper.pid", timeout=60)
         time.sleep(0.5)  # the trial writer's window (0.1 s)
         assert _running(pid)
         server = _crash_and_restart(server, root, data, port, tmp_path)
-        assert _call(port, "GET", f"tuning/experiments/{exp['id']}")["status"] == "interrupted"
+        assert call(port, "GET", f"tuning/experiments/{exp['id']}")["status"] == "interrupted"
         assert _gone(pid), "the trial's `sleep 60` still runs after the restart"
     finally:
         server.send_signal(signal.SIGKILL)
