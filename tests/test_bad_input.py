@@ -15,7 +15,7 @@ import pytest
 from labeling_util import make_images
 from werkzeug.http import parse_options_header
 
-from cube_lab.handlers.base import INT64_MAX, content_disposition
+from cube_lab.handlers.inputs import INT64_MAX, content_disposition
 from cube_lab.handlers.openapi import openapi_document
 
 HUGE = "59355821030896467968"  # > 2^64, the review's schedule id

@@ -12,7 +12,8 @@ from tornado import web
 from .. import containment
 from ..errors import InvalidInput
 from ..labeling.views import FileDownload
-from .base import ROOT_DIR, CubeHandler, path_id
+from .base import ROOT_DIR, CubeHandler
+from .inputs import path_id
 
 CHUNK = 1 << 20
 

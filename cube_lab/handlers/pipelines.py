@@ -12,7 +12,8 @@ from tornado import web
 
 from ..errors import InvalidInput
 from ..pipelines.nodekinds import node_kinds
-from .base import ROOT_DIR, CubeHandler, path_id
+from .base import ROOT_DIR, CubeHandler
+from .inputs import path_id
 from .models import resolve_under_root
 
 RUN_FIELDS = ("params", "only", "from", "cache", "parallelism", "project")
