@@ -206,7 +206,9 @@ def test_project_namespaces_point_the_labs_jobs_at_the_project(
 def test_project_volume_claim_is_valid(settings_file: Path) -> None:
     pvc = hubk8s.project_pvc(load(settings_file), "Vision_2025")
     kubernetes_validate.validate(pvc, K8S_VERSION, strict=True)
-    assert pvc["metadata"]["name"] == "cube-project-vision-2025"
+    # escaped (cube_lab.names), so it is not the claim of a group named "vision-2025"
+    assert pvc["metadata"]["name"] == "cube-project-x---56ision-5f2025"
+    assert hubk8s.project_claim("vision-2025") == "cube-project-vision-2025"
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
 
 

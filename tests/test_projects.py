@@ -148,13 +148,19 @@ def test_upgrade_from_a_squatted_store_gives_the_rightful_user_their_name(
         upgraded.close()
 
 
-def test_two_names_that_escape_alike_the_exact_one_wins(ws: Any) -> None:
-    ws.projects.list(Caller("a b"))  # "a b" -> "a-b", first come
-    assert personal(ws, "a b") == "a-b"
+def test_names_that_used_to_escape_alike_are_separated_on_arrival(ws: Any) -> None:
+    """Under the older naming "a b" became "a-b" too; a store from then is put right: the
+    user whose name "a-b" exactly is takes it, "a b" gets its own escaped name."""
+    with ws.store.write() as s:  # "a b" arrived first under the old rules
+        old = Project(name="a-b", kind="personal", description="", created_by="a b")
+        old.members.append(ProjectMember(username="a b", role="owner"))
+        s.add(old)
     ws.projects.list(Caller("a-b"))  # the user whose name it exactly is
     assert (personal(ws, "a-b"), personal(ws, "a b")) == ("a-b", "a-b-2")
+    ws.projects.list(Caller("a b"))  # and "a b" arrives: renamed to its own name
+    assert personal(ws, "a b") == "x--a-20b"
     fresh = ProjectService(ws.store)  # and it stays settled
-    assert {p.name for p in fresh.list(Caller("a b"))} == {"a-b-2"}
+    assert {p.name for p in fresh.list(Caller("a b"))} == {"x--a-20b"}
     assert {p.name for p in fresh.list(Caller("a-b"))} == {"a-b"}
 
 

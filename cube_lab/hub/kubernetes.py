@@ -11,6 +11,11 @@
 - A per-user volume at ``/mnt/<username>`` (a PVC KubeSpawner creates) and, for each of the
   user's project groups, the group's shared ReadWriteMany PVC at ``/mnt/projects/<group>``
   (``project_pvc`` makes its manifest; an admin applies it once per group).
+- Names: the project volumes and namespaces are ``cube-project-<slug>`` and ``cube-<slug>``
+  with the group's slug from ``cube_lab.names`` (distinct groups, distinct objects; plain
+  names such as ``vision`` are themselves). KubeSpawner names the user's pod and volume
+  itself (``jupyter-{user_server}``, ``claim-{user_server}``, ``/mnt/{username}``) with its
+  ``safe`` slug scheme, which is collision-free too (a hash for any name not already safe).
 - ``project_namespaces: true``: the lab's jobs go to the project's namespace ``cube-<group>``.
 
 Nothing here has run against a real cluster: tests render and validate the manifests.
@@ -19,12 +24,13 @@ Nothing here has run against a real cluster: tests render and validate the manif
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 from kubespawner import KubeSpawner
 
 from ..errors import InvalidInput
+from ..k8s.names import identity_name
+from ..names import folder_name
 from . import policy
 from .quotas import GroupPolicy
 from .settings import HubSettings, Profile
@@ -48,12 +54,12 @@ NO_GPU_ENV = {"NVIDIA_VISIBLE_DEVICES": "void", "CUDA_VISIBLE_DEVICES": ""}
 
 
 def k8s_name(value: str, prefix: str = "") -> str:
-    """A DNS-1123 label for a group or user name (lower case, '-', at most 63 characters)."""
-    cleaned = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")
-    name = f"{prefix}{cleaned}"[:63].rstrip("-")
-    if not name:
-        raise InvalidInput(f"cannot make a Kubernetes name from {value!r}")
-    return name
+    """A DNS-1123 label for a group or user name: ``prefix`` and the name's slug
+    (``cube_lab.names``), at most 63 characters. Distinct names get distinct labels; plain
+    names (``vision``, ``cv-2025``) are themselves, as they were before."""
+    if not value:
+        raise InvalidInput("cannot make a Kubernetes name from an empty name")
+    return identity_name(value, prefix)
 
 
 def project_claim(group: str) -> str:
@@ -63,6 +69,12 @@ def project_claim(group: str) -> str:
 def project_namespace(group: str) -> str:
     """The namespace of a project group's jobs when ``project_namespaces`` is on."""
     return k8s_name(group, "cube-")
+
+
+def project_mount(group: str) -> str:
+    """Where a project group's shared volume is mounted in its members' pods (the same
+    folder name as the local shape's ``projects/<folder>``)."""
+    return f"/mnt/projects/{folder_name(group)}"
 
 
 def profile_override(settings: HubSettings, profile: Profile) -> dict[str, Any]:
@@ -155,7 +167,7 @@ class CubeKubeSpawner(CubeSpawnerMixin, KubeSpawner):
         for name in self.group_policies():
             claim = project_claim(name)
             volumes.append({"name": claim, "persistentVolumeClaim": {"claimName": claim}})
-            mounts.append({"name": claim, "mountPath": f"/mnt/projects/{name}"})
+            mounts.append({"name": claim, "mountPath": project_mount(name)})
         self.volumes = volumes
         self.volume_mounts = mounts
 

@@ -13,7 +13,6 @@ import asyncio
 import functools
 import html
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,8 @@ from jupyterhub.spawner import SimpleLocalProcessSpawner
 from tornado import web
 from traitlets import default
 
-from ..errors import CubeError
+from ..errors import CubeError, Forbidden
+from ..names import folder_name, legacy_folder_is_own, legacy_folder_name
 from . import policy
 from .client import ENV_ADMIN_URL
 from .ledger import Ledger, server_holder
@@ -43,10 +43,72 @@ def _ledger(path: str) -> Ledger:
     return Ledger(path)
 
 
-def safe_dirname(username: str) -> str:
-    """A folder name for a hub user (NativeAuthenticator already refuses '/', ',' and spaces)."""
-    cleaned = re.sub(r"[^A-Za-z0-9._@+-]", "_", username).lstrip(".")
-    return cleaned or "_"
+OWNERS = ".owners"  # <users_dir>/.owners/<folder>: whose home each folder is
+
+
+def safe_dirname(name: str) -> str:
+    """The folder of a hub user (``users/<this>``) or project group (``projects/<this>``):
+    ``cube_lab.names.folder_name``, distinct for distinct names (张三 and 李四 no longer
+    share ``__``); plain names (``alice``, ``student1``, ``ml-course``) are themselves."""
+    return folder_name(name)
+
+
+def settle_home(users_dir: Path, username: str) -> Path:
+    """The user's home, made (or moved over from the old naming) and recorded as theirs.
+
+    The home is ``users/<folder_name>``; ``users/.owners/<folder>`` holds the user name it
+    was made for, and a home recorded for someone else is never handed out. A home from
+    before this naming is moved over only when its old folder was named exactly after the
+    user (``Alice``, ``j.smith``): an old folder that several names shared (``__`` for 张三 and
+    李四) stays where it is, for an admin to sort out."""
+    home = users_dir / folder_name(username)
+    owners = users_dir / OWNERS
+    record = owners / home.name
+    owner = record.read_text(encoding="utf-8") if record.is_file() else None
+    if owner is not None and owner != username:
+        raise Forbidden(
+            f"the home folder {home.name} is recorded for another user",
+            f"An admin should check {record} and the folder it names.",
+        )
+    if owner is None and home.exists() and home.name != username:
+        # an old folder another user had under this very name: not this user's to take
+        raise Forbidden(
+            f"the home folder {home.name} holds another account's files from before "
+            "user names were escaped",
+            f"An admin should move {home} (its owner's home is now recorded in {owners}).",
+        )
+    if not home.exists():
+        legacy = users_dir / legacy_folder_name(username)
+        if (
+            legacy_folder_is_own(username)
+            and legacy != home
+            and legacy.is_dir()
+            and not legacy.is_symlink()
+            and not (owners / legacy.name).exists()
+        ):
+            legacy.rename(home)
+    home.mkdir(parents=True, exist_ok=True)
+    if owner is None:
+        owners.mkdir(parents=True, exist_ok=True)
+        record.write_text(username, encoding="utf-8")
+    return home
+
+
+def settle_project_folder(projects_dir: Path, group: str) -> Path:
+    """A project group's shared folder ``projects/<folder_name>``, made, or moved over from
+    the old naming when that was named exactly after the group (``ML_Course``)."""
+    target = projects_dir / folder_name(group)
+    if not target.exists():
+        legacy = projects_dir / legacy_folder_name(group)
+        if (
+            legacy_folder_is_own(group)
+            and legacy != target
+            and legacy.is_dir()
+            and not legacy.is_symlink()
+        ):
+            legacy.rename(target)
+    target.mkdir(parents=True, exist_ok=True)
+    return target
 
 
 def refused(exc: CubeError) -> web.HTTPError:
@@ -204,6 +266,12 @@ class CubeLocalSpawner(CubeSpawnerMixin, SimpleLocalProcessSpawner):
         # resource displays, and counted against the project's quota.
         self.mem_limit = profile.memory
         self.cpu_limit = profile.cpu
+        try:
+            if Path(self.home_dir).parent == self.cube.users_dir:  # not a configured one
+                settle_home(self.cube.users_dir, self.user.name)
+        except CubeError as exc:
+            self.log.warning("cube-lab: refused %s: %s", self.holder, exc.error)
+            raise refused(exc) from exc
         self.link_projects()
 
     def link_projects(self) -> None:
@@ -212,10 +280,9 @@ class CubeLocalSpawner(CubeSpawnerMixin, SimpleLocalProcessSpawner):
         home = Path(self.home_dir)
         links = home / "projects"
         links.mkdir(parents=True, exist_ok=True)
-        wanted = {safe_dirname(name) for name in self.group_policies()}
-        for name in wanted:
-            target = self.cube.projects_dir / name
-            target.mkdir(parents=True, exist_ok=True)
+        wanted = {safe_dirname(name): name for name in self.group_policies()}
+        for name, group in wanted.items():
+            target = settle_project_folder(self.cube.projects_dir, group)
             link = links / name
             if not link.is_symlink():
                 link.symlink_to(target, target_is_directory=True)

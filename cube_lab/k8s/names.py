@@ -1,8 +1,18 @@
-"""Kubernetes object names: DNS-1123 labels (RFC 1035 style: a letter first)."""
+"""Kubernetes object names: DNS-1123 labels (RFC 1035 style: a letter first).
+
+``k8s_name`` makes a readable name from free text (a job's display name) and may map two
+texts to one name: objects named with it carry a unique id as well. Names that stand for a
+*user or group* (their volumes, namespaces, labels) go through ``cube_lab.names`` instead,
+which never does: ``user_label`` and ``identity_name`` here.
+"""
 
 from __future__ import annotations
 
 import re
+
+from ..names import label_value, object_name
+
+__all__ = ["MAX_LABEL", "identity_name", "is_label", "k8s_name", "user_label"]
 
 MAX_LABEL = 63
 _LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -18,3 +28,13 @@ def k8s_name(text: str, max_len: int = 50) -> str:
 
 def is_label(name: str) -> bool:
     return len(name) <= MAX_LABEL and bool(_LABEL.match(name))
+
+
+def user_label(name: str) -> str:
+    """A label value naming a user or group: distinct names, distinct values."""
+    return label_value(name)
+
+
+def identity_name(name: str, prefix: str, max_len: int = MAX_LABEL) -> str:
+    """An object name for a user or group (``prefix`` + its slug, at most ``max_len``)."""
+    return object_name(name, prefix, max_len)

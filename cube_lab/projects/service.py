@@ -1,8 +1,9 @@
 """Projects, membership and invitations.
 
 Names
-    A user's personal project is named ``personal_name(username)``: their user name, with
-    any character a project name cannot hold replaced by ``-``. That name is theirs:
+    A user's personal project is named ``personal_name(username)``: their user name escaped
+    by ``cube_lab.names`` (plain names as they are, distinct names never the same). That
+    name is theirs:
 
     - Nobody else can create a project with it: a user the store knows (anyone who has a
       personal project, is a member or has an invitation) has their name reserved.
@@ -12,8 +13,10 @@ Names
       ``-3``... when that is taken too) and the personal project takes the name. If the user
       had been added to the squatting project (before invitations, nobody was asked), that
       membership becomes a pending invitation they may accept or decline.
-    - When two user names escape to the same project name (``a b`` and ``a-b``), the user
-      whose name it is exactly has it; the other gets ``<name>-2``.
+    - Distinct user names have distinct project names; only two very long names (shortened
+      with a hash, ``cube_lab.names``) could meet. Should they, or should an older name
+      stand in the way, the user whose name it is exactly has it; the other gets
+      ``<name>-2``.
     - A hub project group's project (made by ``join_groups``, ``created_by == "hub"``) keeps
       its name: group names are the hub admin's, and a user named like a group gets
       ``<name>-2`` rather than taking the group's project away. Likewise a team project a user
@@ -38,7 +41,6 @@ Membership
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -48,6 +50,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
+from ..names import project_name
 from ..store import Store
 from ..store.models import Project, ProjectInvitation, ProjectMember, utcnow
 
@@ -118,8 +121,13 @@ class InvitationView:
 
 
 def personal_name(username: str) -> str:
-    """The name of ``username``'s personal project (theirs alone; see the module docstring)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "-", username).lstrip("._-")[:100] or "user"
+    """The name of ``username``'s personal project (theirs alone; see the module docstring):
+    ``cube_lab.names.project_name``, the same escaping as the user's home and pods. Plain
+    names (``alice``, ``student1``, ``jean-luc``) are themselves; any other is escaped
+    (张三 -> ``x---e5-bc-a0-e4-b8-89``, ``Alice`` -> ``x---41lice``), so distinct users never
+    share a name. A personal project made under the older naming (张三's ``user``, ``Alice``)
+    is renamed to this on the user's next request, as ``personal_project`` does."""
+    return project_name(username)
 
 
 _personal_name = personal_name  # the older private name

@@ -43,6 +43,7 @@ from ..datasets import ENV_DATASET
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
 from ..k8s import ClusterConfig, k8s_name, require
+from ..k8s.names import user_label
 from ..labeling.dataset_service import datasets_root, find_by_path
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import end_recorded, orphaned, pid_alive, record_groups
@@ -299,7 +300,7 @@ class TrainingService:
         # a given name names the object (so a clash is the user's to see); else it is unique
         base = spec.name if spec.name and not unique else k8s_name(display, 40)
         object_name = base if spec.name and not unique else f"{base}-{job_id[-6:]}"
-        labels = {"cube-lab.io/job-id": job_id, "cube-lab.io/owner": k8s_name(caller.username)}
+        labels = {"cube-lab.io/job-id": job_id, "cube-lab.io/owner": user_label(caller.username)}
         docs = kubernetes.manifests(
             spec, object_name, namespace=config.default_namespace(), labels=labels
         )
