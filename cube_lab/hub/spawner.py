@@ -230,8 +230,9 @@ async def _maybe_await(value: Any) -> Any:
 
 class CubeLocalSpawner(CubeSpawnerMixin, SimpleLocalProcessSpawner):
     """One local ``jupyterhub-singleuser`` process (JupyterLab + cube-lab) per user, all run as
-    the hub's OS user, each rooted in ``<data_dir>/users/<name>`` with a ``projects/<group>``
-    link to every shared project folder of the user's groups.
+    the hub's OS user, each rooted in ``<data_dir>/users/<folder>`` with a
+    ``projects/<folder>`` link to every shared project folder of the user's groups (the
+    folder names are ``safe_dirname``: the name itself when plain, else escaped).
 
     Isolation is by the hub: each server answers only its owner's token or cookie, and
     cube-lab's API shows each user only their projects' objects. Processes share one OS user,
