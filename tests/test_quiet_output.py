@@ -17,6 +17,7 @@ import nbformat
 import pytest
 from kernel_util import REPO, run_in_kernel
 from pipeline_util import node, write_pipeline
+from serving_util import stop_serving
 
 from cube_lab.identity import Caller
 
@@ -202,10 +203,7 @@ def test_serving_errors_say_what_is_wrong_without_warning_text(ws: Any, tmp_path
         log = ws.serving.tail_log(ALICE, "custom").text
         assert "Traceback" in log and "self.table['weights']" in log, log
     finally:
-        for d in ws.serving.list(ALICE):
-            if d.status in ("starting", "running", "updating"):
-                ws.serving.undeploy(ALICE, d.name)
-        ws.serving._warm.quit()
+        stop_serving(ws, ALICE)
 
 
 def test_the_tune_api_prints_no_tuner_log_lines(tmp_path: Path, settings: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 import requests
+from serving_util import stop_serving
 
 from cube_lab import cli
 from cube_lab.config import Settings
@@ -49,10 +50,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
         try:
             yield ws
         finally:
-            for dep in ws.serving.list(ALICE):
-                if dep.status in ("starting", "running", "updating"):
-                    ws.serving.undeploy(ALICE, dep.name)
-            ws.serving._warm.quit()
+            stop_serving(ws, ALICE)
             ws.close()
 
 

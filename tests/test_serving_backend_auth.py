@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import requests
+from serving_util import stop_serving
 
 from cube_lab.config import Settings
 from cube_lab.identity import Caller
@@ -51,10 +52,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
         try:
             yield ws
         finally:
-            for dep in ws.serving.list(ALICE):
-                if dep.status in ("starting", "running", "updating"):
-                    ws.serving.undeploy(ALICE, dep.name)
-            ws.serving._warm.quit()
+            stop_serving(ws, ALICE)
             ws.close()
 
 

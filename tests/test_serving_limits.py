@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from serving_util import stop_serving
 
 from cube_lab.config import Settings
 from cube_lab.identity import Caller
@@ -96,10 +97,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspa
         try:
             yield ws, model
         finally:
-            for dep in ws.serving.list(ALICE):
-                if dep.status in ("starting", "running", "updating"):
-                    ws.serving.undeploy(ALICE, dep.name)
-            ws.serving._warm.quit()
+            stop_serving(ws, ALICE)
             ws.close()
 
 

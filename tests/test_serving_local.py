@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from serving_util import stop_serving
 
 from cube_lab.config import Settings
 from cube_lab.errors import Conflict, NotFound
@@ -45,10 +46,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace
         try:
             yield ws, (x, models)
         finally:
-            for dep in ws.serving.list(ALICE):
-                if dep.status in ("starting", "running", "updating"):
-                    ws.serving.undeploy(ALICE, dep.name)
-            ws.serving._warm.quit()
+            stop_serving(ws, ALICE)
             ws.close()
 
 
