@@ -165,12 +165,29 @@ def label_import(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         raise InvalidInput(f"{path} does not exist") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
-    answer = ws.labeling.import_labels(caller, _project(ws, caller, a), a.name, a.format, data)
+    answer = ws.labeling.import_labels(
+        caller, _project(ws, caller, a), a.name, a.format, data, a.pick
+    )
     if a.json:
         print_json(answer)
         return
     unmatched = f" (unmatched: {', '.join(answer['unmatched'])})" if answer["unmatched"] else ""
     print(f"Imported {answer['imported']} task(s), skipped {answer['skipped']}{unmatched}")
+    if answer["regions_skipped"] or answer["regions_adjusted"]:
+        print(
+            f"Regions: {answer['regions_skipped']} skipped, {answer['regions_adjusted']} "
+            "adjusted (clipped, or rotated boxes bounded)"
+        )
+    for line in answer["report"]:
+        what = f"  task {line['task']}" + (f" ({line['item']})" if line["item"] else "")
+        if line.get("reason"):
+            print(f"{what}: {line['outcome']}: {line['reason']}")
+        for note in line.get("regions", []):
+            print(
+                f"{what}: {note['in']} region {note['region']} {note['action']}: {note['reason']}"
+            )
+    if answer["report_left_off"]:
+        print(f"  ... {answer['report_left_off']} more (see --json)")
 
 
 def label_export(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -244,6 +261,12 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("name")
     p.add_argument("file")
     p.add_argument("--format", required=True, choices=["labelstudio"])
+    p.add_argument(
+        "--pick",
+        choices=["newest", "oldest", "first", "last"],
+        help="which of several annotations of a task: newest by created_at (default), "
+        "oldest, or first / last as listed",
+    )
     p = command(labels, "export", label_export, "export labels as a new dataset version")
     p.add_argument("name")
     p.add_argument("--format", required=True, choices=FORMATS)

@@ -174,7 +174,7 @@ def _read_coco(folder: Path) -> Any:
             "path": str(images_dir / image["file_name"]),
             "width": image.get("width"),
             "height": image.get("height"),
-            "labels": [],
+            "labels": list(image.get("labels") or []),  # image-class exports
             "boxes": [],
         }
     for ann in doc.get("annotations", []):

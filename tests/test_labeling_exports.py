@@ -118,7 +118,8 @@ def test_labelstudio_round_trip_boxes(ws: Any, tmp_path: Path) -> None:
         ALICE, "again", dataset="pics", type="image-bbox", labels=["cat", "dog"], review=False
     )
     answer = ws.labeling.import_labels(ALICE, "alice", "again", "labelstudio", data)
-    assert answer == {"imported": 6, "skipped": 0, "unmatched": []}
+    assert (answer["imported"], answer["skipped"], answer["unmatched"]) == (6, 0, [])
+    assert answer["report"] == [] and answer["regions_skipped"] == 0
     before, after = _results_by_item(ws, "pets"), _results_by_item(ws, "again")
     assert after == before
     assert any(p and p["boxes"][0]["score"] == 0.7 for _, p, _ in after.values())
@@ -190,7 +191,8 @@ def test_import_label_studio_shaped_json(ws: Any, tmp_path: Path) -> None:
         {"id": 72, "data": {"image": "s3://bucket/unknown.png"}, "annotations": []},
     ]
     answer = ws.labeling.import_labels(ALICE, "alice", "pets", "labelstudio", data)
-    assert answer == {"imported": 1, "skipped": 1, "unmatched": ["72"]}
+    assert (answer["imported"], answer["skipped"], answer["unmatched"]) == (1, 1, ["72"])
+    assert answer["report"][0]["task"] == "72" and "unknown.png" in answer["report"][0]["reason"]
     task = ws.labeling.list_tasks(ALICE, "alice", "pets", status="submitted")["tasks"][0]
     assert task.item["name"] == "img0000.png" and task.assignee == "alice"
     assert task.result == {"boxes": [{"label": "dog", "x": 10, "y": 3, "w": 20, "h": 12}]}
@@ -216,9 +218,10 @@ def test_import_label_studio_shaped_json(ws: Any, tmp_path: Path) -> None:
             ],
         }
     ]
-    with pytest.raises(InvalidInput) as err:
-        ws.labeling.import_labels(ALICE, "alice", "pets", "labelstudio", bad)
-    assert "Label Studio task 9 (img0001.png)" in err.value.error and "outside" in err.value.error
+    answer = ws.labeling.import_labels(ALICE, "alice", "pets", "labelstudio", bad)
+    assert answer["imported"] == 1 and answer["regions_adjusted"] == 1  # clipped, not refused
+    (note,) = answer["report"][0]["regions"]
+    assert note["action"] == "clipped" and "32x48" in note["reason"]
     with pytest.raises(InvalidInput, match="none of the 1 Label Studio tasks"):
         ws.labeling.import_labels(
             ALICE, "alice", "pets", "labelstudio", [{"data": {"image": "nope.png"}}]

@@ -302,7 +302,7 @@ class ImportHandler(LabelingHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
         body = self.json_body()
-        _check_fields(body, {"format", "data"}, ("format",))
+        _check_fields(body, {"format", "data", "pick"}, ("format",))
         answer = await self.call(
             self.workspace.labeling.import_labels,
             self.caller,
@@ -310,5 +310,6 @@ class ImportHandler(LabelingHandler):
             name,
             body.get("format"),
             body.get("data"),
+            body.get("pick"),
         )
         self.reply(answer)

@@ -521,10 +521,19 @@ class LabelingService:
         )
 
     def import_labels(
-        self, caller: Caller, project: str, name: str, fmt: object, data: object
+        self,
+        caller: Caller,
+        project: str,
+        name: str,
+        fmt: object,
+        data: object,
+        pick: object = None,
     ) -> dict[str, Any]:
+        """Import Label Studio JSON; ``pick`` chooses among several annotations of a task
+        (newest by created_at, oldest, first, last); see exports/labelstudio.py."""
         from .exports import labelstudio
 
+        rule = labelstudio.check_pick(pick)
         if fmt != "labelstudio":
             raise InvalidInput(
                 f"cannot import format {fmt!r}", "Import Label Studio JSON: labelstudio."
@@ -542,7 +551,7 @@ class LabelingService:
                 .join(DatasetItem, DatasetItem.id == LabelingTask.item_id)
                 .where(LabelingTask.labeling_id == ctx.labeling_id)
             ).all()
-            return labelstudio.apply_import(ctx, caller, data, rows)
+            return labelstudio.apply_import(ctx, caller, data, rows, rule)
 
 
 def _names(row: LabelingProject) -> list[str]:

@@ -1,8 +1,10 @@
 """COCO object-detection JSON (``annotations.json``) plus the images under ``images/``.
 
 Boxes are COCO's ``[x, y, width, height]`` in pixels from the top-left corner, which is
-how cube-lab stores them; categories are numbered from 1 in label-set order. For
-image-class projects each label becomes an annotation with a category and no box.
+how cube-lab stores them; categories are numbered from 1 in label-set order. An
+image-class project has no boxes, and COCO annotations are boxes (pycocotools' COCOeval
+needs ``bbox`` on every one): its labels go on the images instead, as ``labels`` (names)
+and ``category_ids``, and ``annotations`` stays empty.
 """
 
 from __future__ import annotations
@@ -48,15 +50,9 @@ def build(job: ExportJob) -> dict[str, Any]:
                     "segmentation": [],
                 }
             )
-        for label in result.get("labels", []):
-            annotations.append(
-                {
-                    "id": len(annotations) + 1,
-                    "image_id": image_id,
-                    "category_id": category_id[label],
-                    "iscrowd": 0,
-                }
-            )
+        if "labels" in result:  # image-class: image-level labels, not annotations
+            images[-1]["labels"] = list(result["labels"])
+            images[-1]["category_ids"] = [category_id[label] for label in result["labels"]]
     return {
         "info": {
             "description": f"cube-lab labeling project {job.labeling} ({job.task_type})",

@@ -4,10 +4,18 @@ Each label line is ``class x_center y_center width height``, normalised by the i
 classes are numbered from 0 in label-set order. ``data.yaml`` leaves out ``path`` so tools
 (Ultralytics) take the folder that holds it: the version can be moved or downloaded.
 An image with no boxes gets an empty label file (a negative example).
+
+Beside ``data.yaml`` (for Ultralytics) the folder holds ``classes.txt`` (one name a line,
+line i = class i) and ``notes.json`` (``categories`` with ids and names), the files
+``label-studio-converter import yolo`` reads. Class ids follow the label set, not Label
+Studio's alphabetical order: its converter reads the names from ``classes.txt``, so the
+boxes keep their labels either way.
 """
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -16,6 +24,7 @@ import yaml
 from . import ExportJob, copy_images
 
 IMAGES, LABELS, DATA_YAML = "images", "labels", "data.yaml"
+CLASSES, NOTES = "classes.txt", "notes.json"
 
 
 def label_lines(boxes: list[dict[str, Any]], labels: list[str], width: int, height: int) -> str:
@@ -45,4 +54,10 @@ def write(job: ExportJob, folder: Path) -> str:
     }
     header = f"# cube-lab labeling project {job.labeling}: YOLO detection dataset\n"
     (folder / DATA_YAML).write_text(header + yaml.safe_dump(data, sort_keys=False))
+    (folder / CLASSES).write_text("".join(f"{name}\n" for name in job.labels))
+    notes = {
+        "categories": [{"id": i, "name": name} for i, name in enumerate(job.labels)],
+        "info": {"year": datetime.now(UTC).year, "version": "1.0", "contributor": "cube-lab"},
+    }
+    (folder / NOTES).write_text(json.dumps(notes, indent=1, ensure_ascii=False))
     return ""
