@@ -599,7 +599,7 @@ def apply_import(
             line["outcome"] = "imported"
         else:
             skipped += 1
-        if not outcome or line.get("regions") or line.get("reason"):
+        if not outcome or any(k in line for k in ("regions", "reason", "picked")):
             report.append(line)
     if data and not imported and len(unmatched) == len(data):
         raise InvalidInput(
