@@ -40,6 +40,19 @@ class Predictor:
         """``wanted``: the output names the request asked for (None: the default ones)."""
         raise NotImplementedError
 
+    def infer_native(self, value: Any, wanted: list[str] | None = None) -> list[Tensor]:
+        """A request decoded by an MLServer content type (``codecs.Native``): a list of strings
+        goes in as one BYTES tensor; a DataFrame only to predictors that take one."""
+        if value.content_type == "pd":
+            raise InferError(
+                f"a {self.platform} model does not take content_type 'pd'",
+                "Send tensors (no content_type, or 'np').",
+            )
+        name = self.inputs()[0]["name"] if self.inputs() else "input-0"
+        array = np.empty(len(value.value), dtype=object)
+        array[:] = value.value
+        return self.infer([(name, array)], wanted)
+
     def predict_rows(self, rows: Any) -> Any:
         """The plain ``POST /predict`` route: ``instances`` in, ``predictions`` out."""
         array = np.asarray(rows)
@@ -77,15 +90,21 @@ class SklearnPredictor(Predictor):
         from .forest import ForestRunner
 
         self.fast = ForestRunner(model) if ForestRunner.supports(model) else model
+        self.predict_type = _predict_type(model, self.n_features)
 
     def inputs(self) -> list[dict[str, Any]]:
         return [tensor_meta("input-0", "FP64", [-1, self.n_features or -1])]
 
     def outputs(self) -> list[dict[str, Any]]:
-        out = [tensor_meta("predict", "FP64", [-1])]
+        out = [tensor_meta("predict", self.predict_type, [-1])]
         if self.has_proba:
             out.append(tensor_meta("predict_proba", "FP64", [-1, -1]))
         return out
+
+    def infer_native(self, value: Any, wanted: list[str] | None = None) -> list[Tensor]:
+        """A DataFrame (``pd``) or a list of strings (``str``) goes to the model as it is,
+        as MLServer's scikit-learn runtime gives it (a text pipeline takes the strings)."""
+        return self._run(value.value, wanted)
 
     def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
         x = _single(inputs, "a scikit-learn model")
@@ -98,13 +117,17 @@ class SklearnPredictor(Predictor):
                 f"the model expects {self.n_features} features per row, got {x.shape[1]}",
                 f"Send shape [n_rows, {self.n_features}].",
             )
+        return self._run(x, wanted)
+
+    def _run(self, x: Any, wanted: list[str] | None) -> list[Tensor]:
+        fast = self.fast if isinstance(x, np.ndarray) else self.model
         try:
             out: list[Tensor] = []
             for name in wanted or ["predict"]:
                 if name == "predict":
-                    out.append(("predict", self.fast.predict(x)))
+                    out.append(("predict", np.asarray(fast.predict(x))))
                 elif name == "predict_proba" and self.has_proba:
-                    out.append(("predict_proba", self.fast.predict_proba(x)))
+                    out.append(("predict_proba", np.asarray(fast.predict_proba(x))))
                 else:
                     raise InferError(
                         f"unknown output {name!r}",
@@ -113,6 +136,20 @@ class SklearnPredictor(Predictor):
             return out
         except (ValueError, TypeError) as exc:  # bad values for this model: the caller's fault
             raise InferError(f"the model rejected the input: {exc}") from None
+
+
+def _predict_type(model: Any, n_features: int | None) -> str:
+    """The datatype ``predict`` answers with, for the metadata: a classifier's labels'
+    (``classes_``), else what one row of zeros predicts, else FP64."""
+    classes = getattr(model, "classes_", None)
+    if isinstance(classes, np.ndarray) and classes.ndim == 1:
+        return datatype_of(classes)
+    if n_features:
+        try:
+            return datatype_of(np.asarray(model.predict(np.zeros((1, n_features)))))
+        except Exception:  # a model that needs other input than zeros: fall back
+            pass
+    return "FP64"
 
 
 def load_sklearn(path: Path) -> Predictor:
@@ -165,6 +202,12 @@ class PyfuncPredictor(Predictor):
 
             data = pd.DataFrame({n: a.reshape(-1) for n, a in inputs})
         result = self.model.predict(data)
+        if hasattr(result, "to_numpy"):
+            result = result.to_numpy()
+        return [("output-0", np.asarray(result))]
+
+    def infer_native(self, value: Any, wanted: list[str] | None = None) -> list[Tensor]:
+        result = self.model.predict(value.value)
         if hasattr(result, "to_numpy"):
             result = result.to_numpy()
         return [("output-0", np.asarray(result))]

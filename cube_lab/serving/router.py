@@ -47,6 +47,8 @@ from .metrics import Metrics
 TOKEN_ENV = "CUBE_ROUTER_TOKEN"
 DOWN_FOR_S = 1.0  # a backend that refused a connection is skipped this long
 SHADOW_BODY_LIMIT = 4096
+# a model server's answer: status, content type, body, the headers that pass to the client
+Answer = tuple[int, str, bytes, list[tuple[str, str]]]
 
 
 class BackendConnection(asyncio.Protocol):
@@ -62,7 +64,8 @@ class BackendConnection(asyncio.Protocol):
         self.got = 0
         self.status = 0
         self.ctype = "application/json"
-        self.waiter: asyncio.Future[tuple[int, str, bytes]] | None = None
+        self.passed: list[tuple[str, str]] = []  # answer headers that go back to the client
+        self.waiter: asyncio.Future[Answer] | None = None
         self.open = True
         self.got_bytes = False
         self.drain = Drain()
@@ -93,7 +96,7 @@ class BackendConnection(asyncio.Protocol):
                 return
             head = bytes(self.head[:end]).decode("latin-1").split("\r\n")
             self.status = int(head[0].split(" ", 2)[1])
-            length, self.ctype = 0, "application/json"
+            length, self.ctype, self.passed = 0, "application/json", []
             for line in head[1:]:
                 name, _, value = line.partition(":")
                 key = name.strip().lower()
@@ -103,6 +106,8 @@ class BackendConnection(asyncio.Protocol):
                     self.ctype = value.strip()
                 elif key == "connection" and value.strip().lower() == "close":
                     self.open = False
+                elif key == "inference-header-content-length":  # the binary tensor extension
+                    self.passed.append(("Inference-Header-Content-Length", value.strip()))
             rest = bytes(self.head[end + 4 : end + 4 + length])
             self.head = bytearray()
             self.body = bytearray(length)
@@ -116,9 +121,9 @@ class BackendConnection(asyncio.Protocol):
             return
         body, self.body = self.body, None
         if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result((self.status, self.ctype, body))  # type: ignore[arg-type]
+            self.waiter.set_result((self.status, self.ctype, body, self.passed))  # type: ignore[arg-type]
 
-    async def request(self, head: bytes, body: bytes) -> tuple[int, str, bytes]:
+    async def request(self, head: bytes, body: bytes) -> Answer:
         assert self.transport is not None
         self.waiter = asyncio.get_running_loop().create_future()
         self.got_bytes = False
@@ -144,7 +149,7 @@ class Backend:
     retired: bool = False
     idle: list[BackendConnection] = field(default_factory=list)
 
-    async def call(self, head: bytes, body: bytes) -> tuple[int, str, bytes]:
+    async def call(self, head: bytes, body: bytes) -> Answer:
         """Send one request; a stale pooled connection is replaced once, transparently."""
         while self.idle:
             conn = self.idle.pop()
@@ -426,7 +431,7 @@ class Router:
                 tried.add(backend)
                 backend.in_flight += 1
                 try:
-                    status, ctype, body = await backend.call(head, req.body)
+                    status, ctype, body, passed = await backend.call(head, req.body)
                 except OSError:  # refused or reset before an answer: try another replica
                     backend.down_until = time.monotonic() + DOWN_FOR_S
                     continue
@@ -435,7 +440,7 @@ class Router:
                     if backend.retired and not backend.in_flight:
                         backend.close_idle()
                 backend.served += 1
-                resp = Response(status, body, ctype, [("X-Cube-Version", group.version)])
+                resp = Response(status, body, ctype, [("X-Cube-Version", group.version), *passed])
                 break
         finally:
             self.metrics.in_flight -= 1
@@ -479,7 +484,7 @@ class Router:
         start = time.perf_counter()
         backend.in_flight += 1
         try:
-            status, _, body = await backend.call(self._encode(req, "/".join(parts)), req.body)
+            status, _, body, _ = await backend.call(self._encode(req, "/".join(parts)), req.body)
         except OSError as exc:
             status, body = 502, str(exc).encode()
         finally:

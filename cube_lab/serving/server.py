@@ -20,12 +20,14 @@ import argparse
 import asyncio
 import ctypes
 import hmac
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from . import binary, codecs
 from .backend_auth import HEADER, take_from_env
 from .batching import Batcher
 from .http import Request, Response, error_response, json_response, parse_size, serve
@@ -98,6 +100,7 @@ class ModelApp:
             f"{versioned}/ready": ready,
         }
         self.infer_paths = {f"{base}/infer", f"{versioned}/infer"}
+        self.aliases = _aliases([o["name"] for o in self.metadata["outputs"]])
         self.pool: ThreadPoolExecutor | None = None
 
     def __call__(self, req: Request) -> Response | Awaitable[Response]:
@@ -140,12 +143,16 @@ class ModelApp:
 
     @staticmethod
     def _json(req: Request, key: str = "data") -> Any:
-        if "inference-header-content-length" in req.headers:
+        header = req.headers.get("inference-header-content-length")
+        if header is None:
+            payload = loads(req.body, key)  # InferError for bad or too deeply nested JSON
+        elif key == "data":
+            payload = binary.read_request(req.body, header)  # the binary tensor extension
+        else:
             raise InferError(
-                "the binary tensor extension is not supported",
-                "Send tensors as JSON 'data' (tritonclient: binary_data=False).",
+                f"/predict takes JSON only, not the binary tensor extension ({binary.HEADER})",
+                "Send binary tensors to /v2/models/{name}/infer.",
             )
-        payload = loads(req.body, key)  # InferError for bad or too deeply nested JSON
         if len(req.body) >= OFFLOOP_BYTES:
             req.body = b""  # parsed: the raw bytes need not stay for the rest of the request
         return payload
@@ -160,22 +167,35 @@ class ModelApp:
             return self._offloop(self._infer_big, req)
         try:
             payload = self._json(req)
-            inputs = decode_inputs(payload)
-            wanted = _wanted_outputs(payload.get("outputs"))
-            if self.batcher is not None and self.batcher.stackable(inputs):
-                return self._batched(payload, self.batcher.submit(inputs, wanted))
-            results = self.predictor.infer(inputs, wanted)
+            model_input, wanted = self._decode(payload)
+            batcher = self.batcher
+            listed = isinstance(model_input, list)
+            if batcher is not None and listed and batcher.stackable(model_input):  # type: ignore[arg-type]
+                return self._batched(payload, batcher.submit(model_input, wanted))
+            results = self._run(model_input, wanted)
         except InferError as exc:
             return error_response(400, exc.error, exc.detail)
         return self._answer(payload, results)
+
+    def _decode(self, payload: Any) -> tuple[list[Tensor] | codecs.Native, list[str] | None]:
+        """(what the model is given, the output names it is asked for) of a request."""
+        inputs = decode_inputs(payload)
+        request_id(payload)
+        wanted = _wanted_outputs(payload.get("outputs"))
+        if wanted is not None:
+            wanted = [self.aliases.get(n, n) for n in wanted]
+        return codecs.decode(payload, inputs), wanted
+
+    def _run(self, model_input: list[Tensor] | codecs.Native, wanted: list[str] | None) -> Any:
+        if isinstance(model_input, codecs.Native):
+            return self.predictor.infer_native(model_input, wanted)
+        return self.predictor.infer(model_input, wanted)
 
     def _infer_big(self, req: Request) -> Response:
         """A big request, on the worker thread (no batching: it is a batch already)."""
         try:
             payload = self._json(req)
-            inputs = decode_inputs(payload)
-            wanted = _wanted_outputs(payload.get("outputs"))
-            results = self.predictor.infer(inputs, wanted)
+            results = self._run(*self._decode(payload))
         except InferError as exc:
             return error_response(400, exc.error, exc.detail)
         return self._answer(payload, results, big=True)
@@ -189,14 +209,16 @@ class ModelApp:
 
     def _answer(self, payload: Any, results: list[Tensor], big: bool = False) -> Response:
         encode = encode_output_array if big else encode_output
-        body: dict[str, Any] = {
-            "model_name": self.name,
-            "model_version": self.version,
-            "outputs": [encode(n, a) for n, a in results],
-        }
+        results = _named_as_asked(payload, results, self.aliases)
+        head: dict[str, Any] = {"model_name": self.name, "model_version": self.version}
         if isinstance(payload.get("id"), str):
-            body["id"] = payload["id"]
-        return Response(200, dumps(body)) if big else json_response(200, body)
+            head["id"] = payload["id"]
+        raw = binary.binary_outputs(payload, [n for n, _ in results])
+        if raw:
+            body, length = binary.encode_answer(head, results, raw, encode)
+            return Response(200, body, "application/octet-stream", [(binary.HEADER, str(length))])
+        head["outputs"] = [encode(n, a) for n, a in results]
+        return Response(200, dumps(head)) if big else json_response(200, head)
 
     def predict(self, req: Request) -> Response | Awaitable[Response]:
         if len(req.body) >= OFFLOOP_BYTES:
@@ -261,6 +283,38 @@ def _libc() -> Any:
 
 
 _LIBC = _libc()
+
+
+def request_id(payload: Any) -> str | None:
+    """The request's ``id``, which the protocol makes a string (echoed in the answer)."""
+    rid = payload.get("id")
+    if rid is None or isinstance(rid, str):
+        return rid
+    raise InferError(
+        f"'id' must be a string, got {type(rid).__name__} {json.dumps(rid)[:40]}",
+        f'The Open Inference Protocol makes the request id a string: send "id": "{rid}".',
+    )
+
+
+def _aliases(outputs: list[str]) -> dict[str, str]:
+    """Other servers' names for a model's first (default) output: KServe's sklearn server
+    calls it ``output-0``, MLServer ``predict``; either is accepted where the model has no
+    output of that name, and the answer uses the name that was asked for."""
+    if not outputs:
+        return {}
+    return {n: outputs[0] for n in ("output-0", "predict") if n not in outputs}
+
+
+def _named_as_asked(payload: Any, results: list[Tensor], aliases: dict[str, str]) -> list[Tensor]:
+    """Results in the names the request asked for (an output asked for by an alias is
+    answered under that alias)."""
+    asked = payload.get("outputs")
+    if not aliases or not isinstance(asked, list) or len(asked) != len(results):
+        return results
+    return [
+        (o["name"], a) if aliases.get(o["name"]) == n else (n, a)
+        for o, (n, a) in zip(asked, results, strict=True)
+    ]
 
 
 def _wanted_outputs(outputs: Any) -> list[str] | None:
