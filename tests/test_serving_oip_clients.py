@@ -401,3 +401,34 @@ def test_kserve_sdk_v2_rest_client_default_mode(deployed: dict[str, Any]) -> Non
         assert outputs["predict"] == ["INT64", forest.predict(rows).tolist()]
         if binary_out == "True":
             assert np.array_equal(outputs["predict_proba"][1], forest.predict_proba(rows))
+
+
+def test_a_big_binary_request_is_answered_off_the_loop_in_binary() -> None:
+    """Over OFFLOOP_BYTES the model server parses and answers on its worker thread; the binary
+    extension takes that path too (in process: no deployment needed)."""
+    import asyncio
+
+    from sklearn.linear_model import LinearRegression
+
+    from cube_lab.serving.http import Request
+    from cube_lab.serving.loaders import SklearnPredictor
+    from cube_lab.serving.server import OFFLOOP_BYTES, ModelApp
+
+    rng = np.random.default_rng(0)
+    model = LinearRegression().fit(rng.random((20, 4)), rng.random(20))
+    app = ModelApp("r", "1", SklearnPredictor(model))
+    assert app.metadata["outputs"][0]["datatype"] == "FP64"  # a regressor predicts floats
+    rows = rng.random((40000, 4))
+    item = {"name": "input-0", "shape": list(rows.shape), "datatype": "FP64"}
+    item["parameters"] = {"binary_data_size": rows.nbytes}
+    asked = [{"name": "output-0", "parameters": {"binary_data": True}}]
+    head = json.dumps({"inputs": [item], "outputs": asked}).encode()
+    body = head + rows.tobytes()
+    assert len(body) >= OFFLOOP_BYTES
+    path = "/v2/models/r/infer"
+    headers = {"inference-header-content-length": str(len(head))}
+    resp = asyncio.run(app.infer(Request("POST", path, "", headers, body, True, path)))
+    length = int(dict(resp.headers)["Inference-Header-Content-Length"])
+    (out,) = json.loads(resp.body[:length])["outputs"]
+    assert resp.status == 200 and out["parameters"]["binary_data_size"] == 8 * len(rows)
+    assert np.array_equal(np.frombuffer(resp.body[length:]), model.predict(rows))
