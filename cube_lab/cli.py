@@ -304,10 +304,16 @@ SYMBOLS = {
 
 
 def _pipeline_root(path: Path) -> Path:
-    """The project folder nothing may escape: the server root when inside it, else the file's."""
+    """The project folder nothing may escape: the server root when inside it, else the
+    current folder when the file lies under it (as Elyra's CLI takes its root), else the
+    file's own folder. Node paths still resolve relative to the pipeline file, so
+    ``../scripts/x.py`` works wherever the root covers it."""
     env_root = os.environ.get(ENV_ROOT_DIR)
     if env_root and path.resolve().is_relative_to(Path(env_root).resolve()):
         return Path(env_root).resolve()
+    cwd = Path.cwd().resolve()
+    if path.resolve().is_relative_to(cwd):
+        return cwd
     return path.resolve().parent
 
 

@@ -132,7 +132,8 @@ def test_version_6_node_settings_move_under_component_parameters() -> None:
 
 
 @pytest.mark.parametrize(
-    "version, message", [(3, "version 3 is too old"), (9, "newer Elyra (pipeline version 9)")]
+    "version, message",
+    [(9, "newer Elyra (pipeline version 9)"), (8.5, "newer Elyra (pipeline version 8.5)")],
 )
 def test_unsupported_versions_are_named(version: int, message: str) -> None:
     with pytest.raises(PipelineFormatError, match=re.escape(message)):

@@ -441,9 +441,13 @@ class _Planner:
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise _node_error(node, f"{where} must be a number", f"got {value!r}")
         if isinstance(value, int | float):
-            if value <= 0:
+            if value < 0:  # validation refuses it too; never drop it silently
+                raise _node_error(node, f"{where} must be greater than zero", f"got {value!r}")
+            if value == 0:
                 return None  # Elyra writes 0 for "not set"
             return f"{value:g}{unit}"
+        if value.strip().startswith("-"):
+            raise _node_error(node, f"{where} must be greater than zero", f"got {value!r}")
         return value.strip() + (unit if value.strip().replace(".", "", 1).isdigit() else "")
 
     def accelerator(self, node: Node, task: TaskPlan) -> None:

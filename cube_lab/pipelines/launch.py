@@ -155,7 +155,7 @@ def plan_launch(
 ) -> Launch:
     """Validate everything about a run request; raise a clear error or return the plan."""
     pipeline = open_pipeline(path, root)
-    problems = validation.check(pipeline, node_context(pipeline, root, catalog))
+    problems = validation.check(pipeline, node_context(pipeline, root, catalog), params)
     if problems:
         raise validation.PipelineInvalid(problems)
     if only and from_node:

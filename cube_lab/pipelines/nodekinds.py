@@ -127,6 +127,15 @@ class FileNodeKind:
             ]
         for i, dep in enumerate(node.dependencies):
             _, dep_problems = safe_path(dep, ctx, node, f"dependencies[{i}]")
+            if not dep_problems and not _matches(path.parent, dep):
+                dep_problems = [
+                    Problem(
+                        node.id,
+                        f"dependencies[{i}]",
+                        f"{dep!r} matches no file next to {node.filename!r}",
+                        node.label,
+                    )
+                ]
             problems.extend(dep_problems)
         for i, out in enumerate(node.outputs):
             _, out_problems = safe_path(out, ctx, node, f"outputs[{i}]")
@@ -145,6 +154,14 @@ class FileNodeKind:
         return found
 
 
+def _matches(folder: Path, pattern: str) -> bool:
+    """Whether a dependency (a path or a glob, relative to the node's file) names a file."""
+    try:
+        return any(p.is_file() for p in folder.glob(pattern))
+    except (ValueError, NotImplementedError, OSError):  # an unusable pattern matches nothing
+        return False
+
+
 class PythonKind(FileNodeKind):
     name, ops, display_name, suffixes = "python", (OP_PYTHON,), "Python script", (".py",)
 
@@ -154,7 +171,8 @@ class PythonKind(FileNodeKind):
 
 
 class NotebookKind(FileNodeKind):
-    name, ops, display_name, suffixes = "notebook", (OP_NOTEBOOK,), "Notebook", (".ipynb",)
+    # Any suffix, as in Elyra (a notebook saved as .json or without a suffix still runs).
+    name, ops, display_name, suffixes = "notebook", (OP_NOTEBOOK,), "Notebook", ()
 
     def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
         path = self.file(node, ctx)
@@ -175,18 +193,18 @@ class NotebookKind(FileNodeKind):
 class RKind(FileNodeKind):
     name, ops, display_name, suffixes = "r", (OP_R,), "R script", (".r",)
 
-    def check(self, node: Node, ctx: NodeContext) -> list[Problem]:
-        if shutil.which("Rscript") is None:
-            return [
-                Problem(
-                    node.id, "op", "R nodes need Rscript, which is not installed here", node.label
-                )
-            ]
-        return super().check(node, ctx)
+    # Rscript is looked for when the node runs, not when the pipeline is checked: a pipeline
+    # validated here may run elsewhere (a cluster image), as in Elyra.
 
     def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
         path = self.file(node, ctx)
-        return NodeCommand(["Rscript", str(path)], path.parent)
+        rscript = shutil.which("Rscript")
+        if rscript is None:
+            raise CubeError(
+                "R nodes need Rscript, which is not installed here",
+                "Install R (e.g. apt-get install r-base-core) or run the pipeline on a cluster.",
+            )
+        return NodeCommand([rscript, str(path)], path.parent)
 
 
 class ShellKind:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import keyword
+import re
 from dataclasses import asdict
 from typing import Any
 
 from ..errors import InvalidInput
+from .elyra_format import SCHEMA_VERSION
 from .model import Pipeline
 from .nodekinds import NodeContext, Problem, kind_for, node_kinds
 
@@ -50,8 +53,12 @@ def find_cycle(pipeline: Pipeline) -> list[str] | None:
     return None
 
 
-def check(pipeline: Pipeline, ctx: NodeContext) -> list[Problem]:
-    problems: list[Problem] = []
+def check(
+    pipeline: Pipeline, ctx: NodeContext, given: dict[str, Any] | None = None
+) -> list[Problem]:
+    """Every problem found. ``given``: parameter values supplied for a run (a required
+    parameter without a default is then fine when it is given)."""
+    problems: list[Problem] = _check_document(pipeline)
     ids: set[str] = set()
     for node in pipeline.nodes:
         if node.id in ids:
@@ -97,7 +104,187 @@ def check(pipeline: Pipeline, ctx: NodeContext) -> list[Problem]:
         problems.append(
             Problem(None, "pipeline_parameters", f"parameter {name!r} is defined twice")
         )
+    problems.extend(_check_parameters(pipeline, given or {}))
+    problems.extend(_check_elyra_properties(pipeline))
     return problems
+
+
+def _check_document(pipeline: Pipeline) -> list[Problem]:
+    """What Elyra's validator refuses about the file as a whole."""
+    problems: list[Problem] = []
+    doc = pipeline.raw or {}
+    schema = doc.get("version")
+    try:
+        schema_ok = float(schema) == float(SCHEMA_VERSION)
+    except (TypeError, ValueError):
+        schema_ok = False
+    if not schema_ok:
+        problems.append(
+            Problem(
+                None,
+                "version",
+                f"the pipeline schema version is {schema!r}; Elyra pipelines use "
+                f'{SCHEMA_VERSION!r} (set the document\'s "version" to "{SCHEMA_VERSION}")',
+            )
+        )
+    pipelines = doc.get("pipelines") if isinstance(doc.get("pipelines"), list) else []
+    ids = [p.get("id") for p in pipelines if isinstance(p, dict)]
+    primary_id = doc.get("primary_pipeline")
+    if primary_id not in ids:
+        problems.append(
+            Problem(
+                None,
+                "primary_pipeline",
+                f"primary_pipeline {primary_id!r} names no pipeline of this file"
+                f" (pipeline ids: {', '.join(repr(i) for i in ids) or 'none'})",
+            )
+        )
+    primary = pipelines[pipeline.primary_index] if pipelines else {}
+    app = primary.get("app_data") if isinstance(primary, dict) else None
+    if not isinstance(app, dict) or "version" not in app:
+        problems.append(
+            Problem(
+                None,
+                "app_data.version",
+                "the pipeline has no version; Elyra writes app_data.version (8 today). "
+                "Add it, or save the pipeline from the editor",
+            )
+        )
+    if not pipeline.nodes:
+        problems.append(Problem(None, "nodes", "the pipeline has no nodes; add at least one"))
+    return problems
+
+
+def _check_parameters(pipeline: Pipeline, given: dict[str, Any]) -> list[Problem]:
+    problems: list[Problem] = []
+    for i, param in enumerate(pipeline.parameters):
+        where = f"pipeline_parameters[{i}].name"
+        if not param.name.isidentifier() or keyword.iskeyword(param.name):
+            problems.append(
+                Problem(
+                    None,
+                    where,
+                    f"{param.name!r} is not a valid parameter name: use letters, digits and "
+                    "underscores, not starting with a digit, and not a Python keyword",
+                )
+            )
+        if param.required and param.default in (None, "") and given.get(param.name) in (None, ""):
+            problems.append(
+                Problem(
+                    None,
+                    f"pipeline_parameters[{i}].default_value",
+                    f"parameter {param.name!r} is required but has no value; give it a default "
+                    "value (or pass one for the run)",
+                )
+            )
+    defined = {p.name for p in pipeline.parameters}
+    for node in pipeline.nodes:
+        used = node.params.get("pipeline_parameters")
+        if used is None:
+            continue
+        if not isinstance(used, list):
+            problems.append(
+                Problem(node.id, "pipeline_parameters", "must be a list of names", node.label)
+            )
+            continue
+        for name in used:
+            if name not in defined:
+                problems.append(
+                    Problem(
+                        node.id,
+                        "pipeline_parameters",
+                        f"references pipeline parameter {name!r}, which this pipeline does not "
+                        f"define (defined: {', '.join(sorted(defined)) or 'none'})",
+                        node.label,
+                    )
+                )
+    return problems
+
+
+# A container image reference: [registry[:port]/]name[/name...][:tag][@digest]
+_IMAGE = re.compile(
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[A-Za-z0-9]+:[0-9a-fA-F]{32,})?$"
+)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESOURCES = ("cpu", "cpu_limit", "gpu", "memory", "memory_limit")
+
+
+def _check_elyra_properties(pipeline: Pipeline) -> list[Problem]:
+    """Elyra-owned node properties (and their pipeline defaults): env vars, image, resources."""
+    problems: list[Problem] = []
+    scopes: list[tuple[str | None, str | None, dict[str, Any], str]] = [
+        (None, None, pipeline.defaults, "pipeline_defaults.")
+    ]
+    scopes += [(n.id, n.label, n.params, "") for n in pipeline.nodes]
+    for node_id, label, params, prefix in scopes:
+        env = params.get("env_vars")
+        for i, item in enumerate(env if isinstance(env, list) else []):
+            where = f"{prefix}env_vars[{i}]"
+            if not isinstance(item, dict):
+                problems.append(
+                    Problem(node_id, where, 'must be {"env_var": NAME, "value": ...}', label)
+                )
+                continue
+            name = item.get("env_var")
+            if not isinstance(name, str) or not name.strip():
+                problems.append(
+                    Problem(node_id, where, "environment variable name is empty", label)
+                )
+            elif not _ENV_NAME.match(name):
+                why = "includes spaces" if re.search(r"\s", name) else "is not a valid name"
+                problems.append(
+                    Problem(
+                        node_id,
+                        where,
+                        f"environment variable name {name!r} {why}; use letters, digits and "
+                        "underscores, not starting with a digit",
+                        label,
+                    )
+                )
+        image = params.get("runtime_image")
+        if image not in (None, "") and (not isinstance(image, str) or not _IMAGE.match(image)):
+            problems.append(
+                Problem(
+                    node_id,
+                    f"{prefix}runtime_image",
+                    f"{image!r} is not a valid container image name; write "
+                    "[registry/]owner/image[:tag], e.g. python:3.11 or quay.io/org/image:1.0",
+                    label,
+                )
+            )
+        for key in _RESOURCES:
+            value = params.get(key)
+            if value is None or value == "":
+                continue
+            number = _leading_number(value)
+            if number is None:
+                problems.append(
+                    Problem(node_id, f"{prefix}{key}", f"{value!r} is not a number", label)
+                )
+            elif number < 0:
+                problems.append(
+                    Problem(
+                        node_id,
+                        f"{prefix}{key}",
+                        f"must be greater than zero (got {value!r}; 0 or empty means not set)",
+                        label,
+                    )
+                )
+    return problems
+
+
+def _leading_number(value: Any) -> float | None:
+    """The number in 4, 2.5, "4", "4G" or "500m"; None when there is none."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        found = re.match(r"^\s*(-?\d+(?:\.\d+)?)\s*[A-Za-z]*\s*$", value)
+        return float(found.group(1)) if found else None
+    return None
 
 
 def _check_cube_settings(node_id: str, label: str, cube: dict[str, Any]) -> list[Problem]:
@@ -111,7 +298,7 @@ def _check_cube_settings(node_id: str, label: str, cube: dict[str, Any]) -> list
     return problems
 
 
-def validate(pipeline: Pipeline, ctx: NodeContext) -> None:
-    problems = check(pipeline, ctx)
+def validate(pipeline: Pipeline, ctx: NodeContext, given: dict[str, Any] | None = None) -> None:
+    problems = check(pipeline, ctx, given)
     if problems:
         raise PipelineInvalid(problems)

@@ -1,0 +1,2 @@
+import os
+print("FOO=" + str(os.environ.get("FOO")))

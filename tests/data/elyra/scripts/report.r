@@ -1,0 +1,1 @@
+cat("hello from R\n")
