@@ -4,13 +4,13 @@ Handlers stay thin: parse, call a service in a worker thread (services do blocki
 database and file work), serialize. A ``CubeError`` from a service becomes its
 4xx status with ``{"error", "detail"}``; anything else is a 500 with the same shape.
 
-Input every handler gets is checked here once (the rules are in ``inputs.py``), so no route can pass a service what it cannot
-store or open: a NUL byte in a URL path segment, a query argument or any string (or key) of a
-JSON body is a 400 naming where it was; a body nested deeper than ``MAX_JSON_DEPTH``, an
-integer outside the signed 64-bit range the database holds, or NaN / Infinity is a 400 too.
-Integers from the URL go through ``path_id`` (an id that cannot exist is a 404) and
-``query_int`` (a 400 outside its range); downloads name their file with
-``content_disposition``.
+Input every handler gets is checked here once (the rules are in ``inputs.py``), so no route
+can pass a service what it cannot store or open: a NUL byte in a URL path segment, a query
+argument or any string (or key) of a JSON body is a 400 naming where it was; a body nested
+deeper than ``MAX_JSON_DEPTH``, an integer outside the signed 64-bit range the database
+holds, or NaN / Infinity is a 400 too. Integers from the URL go through ``path_id`` (an id
+that cannot exist is a 404) and ``query_int`` (a 400 outside its range); downloads name
+their file with ``content_disposition``.
 """
 
 from __future__ import annotations

@@ -1,2 +1,3 @@
 import os
+
 print("FOO=" + str(os.environ.get("FOO")))
