@@ -17,6 +17,9 @@ ENV_DATA_DIR = "CUBE_LAB_DATA_DIR"
 ENV_DB_URL = "CUBE_LAB_DB_URL"
 ENV_ROOT_DIR = "CUBE_LAB_ROOT_DIR"
 ENV_USER = "CUBE_LAB_USER"
+# Under the hub: the cube-lab service that owns the store (set for user servers by the
+# spawner). Where it is set, the store is reached only through it, with the hub token.
+ENV_SERVICE_URL = "CUBE_LAB_SERVICE_URL"
 BACKENDS = ("local", "kubernetes")
 
 

@@ -11,10 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .client import ENV_ADMIN_URL
 from .settings import ADMIN_GROUP, ENV_DATA_DIR, ENV_SETTINGS, HubSettings
 
 ADMIN_SERVICE = "cube-admin"
 ADMIN_SCOPE = "custom:cube-admin:write"
+STORE_SERVICE = "cube-lab"  # owns cube-lab's store; see cube_lab/hub/store_service.py
 CULLER = "idle-culler"
 HUB_FOLDER = Path(__file__).resolve().parents[2] / "hub"
 
@@ -31,6 +33,11 @@ def proxy_command() -> list[str]:
         "configurable-http-proxy not found: run `make hub` (npm install in hub/) "
         "or `npm install -g configurable-http-proxy`"
     )
+
+
+def service_base(settings: HubSettings) -> str:
+    """Where user servers reach the cube-lab service (its own address, not through the proxy)."""
+    return settings.service_url.rstrip("/") + f"/services/{STORE_SERVICE}/"
 
 
 def _secret_file(path: Path) -> None:
@@ -94,11 +101,12 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
     # the spawners (in this process) read the same file
     os.environ[ENV_SETTINGS] = str(settings.path)
     os.environ[ENV_DATA_DIR] = str(settings.data_dir)
-    # what a server's own token may do: post activity, ask cube-admin for admission, read
-    # its user's groups (the projects its lab shows)
+    # what a server's own token may do: post activity, ask cube-admin for admission, reach the
+    # cube-lab service as its user (the only way to the store), read its user's groups
     c.Spawner.server_token_scopes = [
         "users:activity!user",
         f"access:services!service={ADMIN_SERVICE}",
+        f"access:services!service={STORE_SERVICE}",
         "read:users:groups!user",
     ]
 
@@ -106,7 +114,10 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
     j.custom_scopes = {
         ADMIN_SCOPE: {"description": "Edit project groups, their members, quotas and profiles."}
     }
-    j.extra_user_scopes = {f"access:services!service={ADMIN_SERVICE}"}
+    j.extra_user_scopes = {
+        f"access:services!service={ADMIN_SERVICE}",
+        f"access:services!service={STORE_SERVICE}",
+    }
     # under the chart, keep its roles and services (e.g. its culler's) and add ours
     kept_roles = list(j["load_roles"]) if helm and "load_roles" in j else []
     j.load_roles = [
@@ -129,6 +140,17 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
             ],
             "services": [ADMIN_SERVICE],
         },
+        {
+            # who a token belongs to and their groups; admission on the user's behalf
+            "name": "cube-lab-service",
+            "scopes": [
+                "read:users",
+                "read:groups",
+                ADMIN_SCOPE,
+                f"access:services!service={ADMIN_SERVICE}",
+            ],
+            "services": [STORE_SERVICE],
+        },
     ]
     env = {ENV_SETTINGS: str(settings.path), ENV_DATA_DIR: str(settings.data_dir)}
     services: list[dict[str, Any]] = list(j["services"]) if helm and "services" in j else []
@@ -141,7 +163,17 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
             "oauth_client_allowed_scopes": [ADMIN_SCOPE],
             "oauth_no_confirm": True,  # part of the hub: no consent page
             "display": True,
-        }
+        },
+        {
+            "name": STORE_SERVICE,
+            "url": settings.service_url,
+            "command": [sys.executable, "-m", "cube_lab.hub.store_service"],
+            "environment": {
+                **env,
+                ENV_ADMIN_URL: settings.admin_url.rstrip("/") + f"/services/{ADMIN_SERVICE}/",
+            },
+            "display": False,  # an API for lab servers, not a page
+        },
     ]
     if settings.idle_timeout > 0 and not helm:
         j.load_roles.append(

@@ -224,6 +224,7 @@ def write_files(
             "hub_bind_url": f"http://127.0.0.1:{free_port()}",
             "proxy_api_url": f"http://127.0.0.1:{free_port()}",
             "admin_url": f"http://127.0.0.1:{free_port()}",
+            "service_url": f"http://127.0.0.1:{free_port()}",
             "data_dir": str(root / "data"),
         }
     )

@@ -157,6 +157,7 @@ class HubSettings:
     hub_bind_url: str = "http://127.0.0.1:8081"  # the hub's API, reached by servers and services
     proxy_api_url: str = "http://127.0.0.1:8001"
     admin_url: str = "http://127.0.0.1:8010"  # where the cube-admin service listens
+    service_url: str = "http://127.0.0.1:8020"  # where the cube-lab service (the store) listens
     sso: dict[str, Any] | None = None  # OIDC instead of NativeAuthenticator (see auth.py)
 
     # -- where things live ------------------------------------------------------------
@@ -176,7 +177,7 @@ class HubSettings:
 
     @property
     def cube_data_dir(self) -> Path:
-        """cube-lab's store, shared by every user's server (objects are filtered by owner)."""
+        """cube-lab's store: the cube-lab service's alone (user servers never see it)."""
         return self.data_dir / "cube-lab"
 
     @property
@@ -264,5 +265,6 @@ def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:
         hub_bind_url=str(raw.get("hub_bind_url", HubSettings.hub_bind_url)),
         proxy_api_url=str(raw.get("proxy_api_url", HubSettings.proxy_api_url)),
         admin_url=str(raw.get("admin_url", HubSettings.admin_url)),
+        service_url=str(raw.get("service_url", HubSettings.service_url)),
         sso=dict(raw["sso"]) if raw.get("sso") else None,
     )

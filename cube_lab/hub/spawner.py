@@ -21,10 +21,12 @@ from jupyterhub.spawner import SimpleLocalProcessSpawner
 from tornado import web
 from traitlets import default
 
+from ..config import ENV_SERVICE_URL
 from ..errors import CubeError, Forbidden
 from ..names import folder_name, legacy_folder_is_own, legacy_folder_name
 from . import policy
 from .client import ENV_ADMIN_URL
+from .config import service_base
 from .ledger import Ledger, server_holder
 from .quotas import GroupPolicy
 from .settings import ENV_SETTINGS, HubSettings, Profile, load
@@ -219,6 +221,9 @@ class CubeSpawnerMixin:
             env[ENV_PROJECT] = self.cube_group.name
         if self.cube.admin_url:
             env[ENV_ADMIN_URL] = self.cube.admin_url.rstrip("/") + "/services/cube-admin/"
+        # the store is the cube-lab service's: a user's server gets its address, never the
+        # database URL or the data dir, and reaches it with its own (the user's) hub token
+        env[ENV_SERVICE_URL] = service_base(self.cube)
         return env
 
 
@@ -300,9 +305,6 @@ class CubeLocalSpawner(CubeSpawnerMixin, SimpleLocalProcessSpawner):
     def get_env(self) -> dict[str, str]:
         env = super().get_env()
         env.update(self.cube_env())
-        env["CUBE_LAB_DATA_DIR"] = str(self.cube.cube_data_dir)
-        if self.cube.cube_db_url:
-            env["CUBE_LAB_DB_URL"] = self.cube.cube_db_url
         env.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
         if self.cube_profile is not None and not self.cube_profile.count:
             # a CPU-only profile sees no GPU, as the cluster shape's pods request none
