@@ -247,7 +247,7 @@ def test_z2jh_values_example_holds_a_valid_settings_file(
     c = Config()
     c.JupyterHub.services = [{"name": "cull-idle"}]  # what the chart sets before extraConfig
     configure(c, load(path), helm=True)
-    assert [s["name"] for s in c.JupyterHub.services] == ["cull-idle", "cube-admin"]
+    assert [s["name"] for s in c.JupyterHub.services] == ["cull-idle", "cube-admin", "cube-lab"]
     assert "bind_url" not in c.JupyterHub and "db_url" not in c.JupyterHub  # the chart's
     assert c.JupyterHub.spawner_class == "cube_lab.hub.kubernetes.CubeKubeSpawner"
     assert "configure(c, load(), helm=True)" in values["hub"]["extraConfig"]["cube-lab"]
