@@ -9,7 +9,6 @@ Configure it like any Jupyter app, e.g. in ``jupyter_server_config.py``::
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,10 @@ from jupyter_server.auth.identity import (
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Enum, Unicode, default
 
-from . import config, terminals
-from .handlers import routes
+from . import config, startup, terminals
+from .handlers import forward, routes
 from .handlers.base import LOCAL_USER, ROOT_DIR, WORKSPACE
+from .handlers.forward import SERVICE
 from .workspace import Workspace
 
 # Providers that give every browser a random "anonymous" user: in the embedded
@@ -61,24 +61,21 @@ class CubeLab(ExtensionApp):
         return config.default_db_url(Path(self.data_dir).expanduser())
 
     def initialize_settings(self) -> None:
-        settings = config.Settings.resolve(self.data_dir, self.db_url, self.backend)
-        workspace = Workspace.open(settings)
-        workspace.registry.artifacts.sweep()
-        interrupted = workspace.pipelines.recover()
-        if interrupted:
-            self.log.warning("cube-lab: marked %d pipeline run(s) interrupted", len(interrupted))
-        jobs = workspace.training.recover()
-        if jobs:
-            self.log.warning("cube-lab: marked %d training job(s) interrupted", len(jobs))
-        experiments = workspace.tuning.recover()
-        if experiments:
-            self.log.warning("cube-lab: marked %d experiment(s) interrupted", len(experiments))
-        served = workspace.serving.recover()
-        workspace.serving.prewarm()  # the first deploy after a restart need not start cold
-        if served["adopted"] or served["dead"]:
-            self.log.warning("cube-lab: deployments adopted %s, dead %s", *served.values())
-        self._join_hub_projects(workspace)
         root_dir = Path(self.serverapp.root_dir).expanduser().resolve()
+        os.environ[config.ENV_ROOT_DIR] = str(root_dir)
+        terminals.put_bin_on_path()  # `!cube-lab` and `python` in kernels are this venv's
+        service = os.environ.get(config.ENV_SERVICE_URL)
+        token = os.environ.get("JUPYTERHUB_API_TOKEN")
+        if service and token:
+            # Under the hub: the store is the cube-lab service's; this server only forwards.
+            # Nothing it or its kernels hold reaches the store except as this user.
+            for name in (config.ENV_DATA_DIR, config.ENV_DB_URL, config.ENV_USER):
+                os.environ.pop(name, None)
+            self.settings[SERVICE] = (service, token)
+            self.log.info("cube-lab: the store is the cube-lab service's, at %s", service)
+            return
+        settings = config.Settings.resolve(self.data_dir, self.db_url, self.backend)
+        workspace = startup.open_workspace(settings, self.log)
         local_user = None
         if type(self.serverapp.identity_provider) in _ANONYMOUS_PROVIDERS:
             local_user = config.local_username()
@@ -86,10 +83,8 @@ class CubeLab(ExtensionApp):
         # `%cube_register` and the `cube-lab` CLI use the same store as the UI.
         os.environ[config.ENV_DATA_DIR] = str(settings.data_dir)
         os.environ[config.ENV_DB_URL] = settings.db_url
-        os.environ[config.ENV_ROOT_DIR] = str(root_dir)
         if local_user:
             os.environ[config.ENV_USER] = local_user
-        terminals.put_bin_on_path()  # `!cube-lab` and `python` in kernels are this venv's
         self.settings.update(
             {WORKSPACE: workspace, ROOT_DIR: str(root_dir), LOCAL_USER: local_user}
         )
@@ -102,32 +97,15 @@ class CubeLab(ExtensionApp):
         )
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(routes())
+        self.handlers.extend(forward.routes() if SERVICE in self.settings else routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Runs inside the server's event loop: start the pipeline scheduler there."""
-        workspace: Workspace = self.settings[WORKSPACE]
         # Every extension has loaded by now, the terminals' one included.
         terminals.adopt_terminal_manager(serverapp.web_app.settings, serverapp.terminado_settings)
-        self._scheduler = asyncio.get_running_loop().create_task(workspace.schedules.run_forever())
-        workspace.training.resume_cluster_jobs()  # cluster jobs found by recover(), if any
-
-    def _join_hub_projects(self, workspace: Workspace) -> None:
-        """Under the cube-lab hub: the user's project groups become their team projects."""
-        from .hub.labside import hub_user, project_groups
-
-        user = hub_user()
-        if user is None:
-            return
-        try:
-            joined = workspace.projects.join_groups(user, project_groups(user))
-        except (OSError, ValueError) as exc:
-            self.log.warning(
-                "cube-lab: cannot read %s's project groups from the hub: %s", user, exc
-            )
-            return
-        if joined:
-            self.log.info("cube-lab: %s joined project(s) %s from the hub", user, joined)
+        workspace: Workspace | None = self.settings.get(WORKSPACE)
+        if workspace is not None:
+            self._scheduler = startup.start_background(workspace)
 
     async def stop_extension(self) -> None:
         if getattr(self, "_scheduler", None) is not None:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from jupyter_core.paths import jupyter_data_dir
 
+from .errors import StoreIsRemote
+
 ENV_DATA_DIR = "CUBE_LAB_DATA_DIR"
 ENV_DB_URL = "CUBE_LAB_DB_URL"
 ENV_ROOT_DIR = "CUBE_LAB_ROOT_DIR"
@@ -20,11 +22,23 @@ ENV_USER = "CUBE_LAB_USER"
 # Under the hub: the cube-lab service that owns the store (set for user servers by the
 # spawner). Where it is set, the store is reached only through it, with the hub token.
 ENV_SERVICE_URL = "CUBE_LAB_SERVICE_URL"
+# Set (to the reason) in the environment of a job run as its owner's OS account: it has no
+# store, and cube-lab inside it says so rather than opening an empty one under its HOME.
+ENV_NO_STORE = "CUBE_LAB_NO_STORE"
 BACKENDS = ("local", "kubernetes")
 
 
 def default_data_dir() -> Path:
     env = os.environ.get(ENV_DATA_DIR)
+    if not env and os.environ.get(ENV_NO_STORE):
+        from .errors import StoreUnavailable
+
+        raise StoreUnavailable(
+            f"no cube-lab store in this job: {os.environ[ENV_NO_STORE]}",
+            "Register models, read datasets and start jobs from your notebook or terminal "
+            "(they reach the cube-lab service), or have the job write files its pipeline "
+            "declares as outputs.",
+        )
     return Path(env).expanduser() if env else Path(jupyter_data_dir()) / "cube-lab"
 
 
@@ -42,11 +56,25 @@ class Settings:
     data_dir: Path
     db_url: str
     backend: str = "local"
+    # Jobs run as their owner's OS account (``accounts``), without the store's keys: set by
+    # the hub's cube-lab service when it runs as root; False keeps the embedded shape.
+    os_accounts: bool = False
 
     @classmethod
     def resolve(
         cls, data_dir: str | Path | None = None, db_url: str | None = None, backend: str = "local"
     ) -> Settings:
+        """The store from the arguments, else the environment. Under the hub (a lab server with
+        ``$CUBE_LAB_SERVICE_URL``) there is none to take from the environment."""
+        service = os.environ.get(ENV_SERVICE_URL)
+        if service and not data_dir and not db_url:
+            raise StoreIsRemote(
+                "under the hub, cube-lab's store belongs to the cube-lab service; "
+                "this lab server cannot open it",
+                "Use the cube-lab panels, or its REST API: "
+                f"{service.rstrip('/')}/cube/api/v1/... with the header "
+                '"Authorization: token $JUPYTERHUB_API_TOKEN" (you act as yourself).',
+            )
         resolved_dir = Path(data_dir).expanduser() if data_dir else default_data_dir()
         return cls(
             data_dir=resolved_dir.resolve(),

@@ -39,6 +39,13 @@ class Conflict(CubeError):
     status = 409
 
 
+class StoreIsRemote(CubeError):
+    """Under the hub a lab server, its kernels and terminals have no store: it is the cube-lab
+    service's, reached only through the REST API as the server's user."""
+
+    status = 409
+
+
 class StoreUnavailable(CubeError):
     """The database cannot be opened (a bad URL, a server down, a folder not writable)."""
 

@@ -19,6 +19,7 @@ import asyncio
 import functools
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from jupyter_server.base.handlers import APIHandler
@@ -33,7 +34,7 @@ from .inputs import INT64_MAX, content_disposition, parse_int, parse_json
 T = TypeVar("T")
 
 WORKSPACE = "cube_lab.workspace"
-ROOT_DIR = "cube_lab.root_dir"
+ROOT_DIR = "cube_lab.root_dir"  # the server root; in the cube-lab service, a function of the caller
 LOCAL_USER = "cube_lab.local_user"  # set in the embedded shape; None when the server names users
 
 
@@ -41,6 +42,13 @@ class CubeHandler(APIHandler):
     @property
     def workspace(self) -> Workspace:
         return self.settings[WORKSPACE]
+
+    @property
+    def root_dir(self) -> Path:
+        """The folder user-given paths resolve in and may not leave: the server root, or (in
+        the cube-lab service under the hub) the calling user's home."""
+        root = self.settings[ROOT_DIR]
+        return Path(root(self.caller) if callable(root) else root)
 
     @property
     def caller(self) -> Caller:

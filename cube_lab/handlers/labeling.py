@@ -12,7 +12,7 @@ from tornado import web
 from .. import containment
 from ..errors import InvalidInput
 from ..labeling.views import FileDownload
-from .base import ROOT_DIR, CubeHandler
+from .base import CubeHandler
 from .inputs import path_id
 
 CHUNK = 1 << 20
@@ -38,7 +38,7 @@ def _zip_or_file(found: FileDownload) -> tuple[IO[bytes], str, str]:
 class LabelingHandler(CubeHandler):
     def under_root(self, raw: object) -> Path:
         """A path from the client: relative to the server root, or absolute inside it."""
-        return containment.resolve(Path(self.settings[ROOT_DIR]), raw)
+        return containment.resolve(self.root_dir, raw)
 
 
 # -- datasets ------------------------------------------------------------------------------

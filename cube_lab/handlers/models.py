@@ -11,7 +11,7 @@ from .. import containment
 from ..errors import InvalidInput
 from ..registry.service import UNSET
 from ..registry.views import Download
-from .base import ROOT_DIR, CubeHandler
+from .base import CubeHandler
 
 REGISTER_FIELDS = (
     "project",
@@ -58,7 +58,7 @@ class ModelsHandler(CubeHandler):
                 f"unknown fields {unknown}",
                 f"Known fields: name, path, {', '.join(REGISTER_FIELDS)}.",
             )
-        path = resolve_under_root(Path(self.settings[ROOT_DIR]), body.get("path"), allow_root=False)
+        path = resolve_under_root(self.root_dir, body.get("path"), allow_root=False)
         if not path.exists():  # say it in the client's terms, not the server's absolute path
             raise InvalidInput(
                 f"path {body.get('path')!r} does not exist",

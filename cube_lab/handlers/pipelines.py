@@ -12,7 +12,7 @@ from tornado import web
 
 from ..errors import InvalidInput
 from ..pipelines.nodekinds import node_kinds
-from .base import ROOT_DIR, CubeHandler
+from .base import CubeHandler
 from .inputs import path_id
 from .models import resolve_under_root
 
@@ -22,7 +22,7 @@ RUN_FIELDS = ("params", "only", "from", "cache", "parallelism", "project")
 class PipelineHandler(CubeHandler):
     @property
     def root(self) -> Path:
-        return Path(self.settings[ROOT_DIR])
+        return self.root_dir
 
     def pipeline_path(self, raw: object) -> Path:
         path = resolve_under_root(self.root, raw)

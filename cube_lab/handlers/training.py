@@ -8,13 +8,13 @@ from tornado import web
 
 from .. import containment
 from ..errors import InvalidInput
-from .base import ROOT_DIR, CubeHandler
+from .base import CubeHandler
 
 
 class TrainingHandler(CubeHandler):
     @property
     def root(self) -> Path:
-        return Path(self.settings[ROOT_DIR])
+        return self.root_dir
 
 
 class JobsHandler(TrainingHandler):

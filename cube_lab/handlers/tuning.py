@@ -10,14 +10,14 @@ from tornado import web
 
 from .. import containment
 from ..errors import InvalidInput
-from .base import ROOT_DIR, CubeHandler
+from .base import CubeHandler
 
 
 class TuningHandler(CubeHandler):
     def folder(self, body: dict[str, Any]) -> Path:
         """Where the config's relative paths start: a folder under the server root."""
         return containment.resolve(
-            Path(self.settings[ROOT_DIR]), body.get("folder") or ".", what="folder"
+            self.root_dir, body.get("folder") or ".", what="folder"
         )
 
 
@@ -46,7 +46,7 @@ class ExperimentsHandler(TuningHandler):
         folder = self.folder(body)
         service = self.workspace.tuning
         spec = await self.call(service.parse, config, folder)
-        containment.resolve(Path(self.settings[ROOT_DIR]), spec.code_dir, what="trialCodeDirectory")
+        containment.resolve(self.root_dir, spec.code_dir, what="trialCodeDirectory")
         engine = await self.call(service.prepare, self.caller, spec)
         service.start(engine)
         self.reply(await self.call(service.get, self.caller, engine.experiment_id), 201)

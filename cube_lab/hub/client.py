@@ -14,6 +14,7 @@ run it in a worker thread, as they do their other I/O.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 import urllib.error
@@ -25,6 +26,11 @@ from ..errors import CubeError, Forbidden, InvalidInput, NotFound
 from .ledger import QuotaExceeded
 
 ENV_ADMIN_URL = "CUBE_HUB_ADMIN_URL"  # set by the hub's spawner for each lab server
+# In the cube-lab service: the user a request came from. Its jobs are admitted for that user,
+# asked for with the service's own token (which may name the user it asks for).
+ON_BEHALF_OF: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "cube_lab_on_behalf_of", default=None
+)
 
 
 class AdmissionUnavailable(CubeError):
@@ -83,8 +89,13 @@ def admit(
     where = _where(base_url, token)
     if where is None:
         return None
-    user = os.environ.get("JUPYTERHUB_USER", "")
-    server = f"{user}/{os.environ.get('JUPYTERHUB_SERVER_NAME', '')}" if user else ""
+    on_behalf_of = ON_BEHALF_OF.get()
+    user = on_behalf_of or os.environ.get("JUPYTERHUB_USER", "")
+    server = (
+        ""
+        if on_behalf_of
+        else (f"{user}/{os.environ.get('JUPYTERHUB_SERVER_NAME', '')}" if user else "")
+    )
     body = {
         "kind": "job",
         "project": project or os.environ.get("CUBE_LAB_PROJECT", ""),
@@ -95,6 +106,8 @@ def admit(
         "pid": pid,
         "server": server,
     }
+    if on_behalf_of:
+        body["user"] = on_behalf_of
     return _call("POST", "api/admission", body, base=where[0], token=where[1])
 
 

@@ -153,6 +153,8 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
         },
     ]
     env = {ENV_SETTINGS: str(settings.path), ENV_DATA_DIR: str(settings.data_dir)}
+    if "CUBE_LAB_OS_ACCOUNTS" in os.environ:  # the admin's choice reaches the service too
+        env["CUBE_LAB_OS_ACCOUNTS"] = os.environ["CUBE_LAB_OS_ACCOUNTS"]
     services: list[dict[str, Any]] = list(j["services"]) if helm and "services" in j else []
     services += [
         {

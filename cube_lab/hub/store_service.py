@@ -1,0 +1,193 @@
+"""The cube-lab service: under the hub, the one process that owns cube-lab's store.
+
+Users run arbitrary code in their lab servers, so those servers hold no database URL, no
+data dir and no compute credentials. This service, managed by the hub beside cube-admin, holds
+them: it serves the same REST API as the lab extension (``cube_lab.handlers.routes``) at
+``/services/cube-lab/cube/api/v1/...``, and a lab server forwards its users' requests here
+(``cube_lab/handlers/forward.py``) with its own hub token.
+
+Who calls is decided here and only here: every request must carry a hub token (header
+``Authorization: token ...``; cookies and URL tokens are not read) that grants
+``access:services!service=cube-lab``; the hub says whose it is, and that user's groups and
+admin flag come from the hub, not from anything the caller sends. Paths a user gives resolve
+in that user's home (``users/<folder>``). Run by the hub (see ``config.py``):
+``python -m cube_lab.hub.store_service``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from jupyter_server.auth.identity import IdentityProvider, User
+from jupyterhub.services.auth import HubAuth
+from tornado import web
+
+from .. import startup
+from ..config import Settings
+from ..errors import CubeError
+from ..handlers import routes
+from ..handlers.base import LOCAL_USER, ROOT_DIR, WORKSPACE
+from ..identity import Caller
+from ..names import folder_name
+from ..workspace import Workspace
+from . import client
+from .config import STORE_SERVICE
+from .hubapi import HubAPI
+from .settings import ADMIN_GROUP, HubSettings, load
+
+log = logging.getLogger("cube-lab-service")
+USER_TTL_S = 2.0  # how long a user's groups and admin flag are taken as the hub last said
+
+
+@dataclass
+class HubCaller(User):
+    """The identity of a request: a hub user, as the hub describes them."""
+
+    hub_user: dict[str, Any] = field(default_factory=dict)
+
+
+class HubUsers:
+    """Each user's hub record (groups, admin), fetched with the service's own token and kept
+    ``USER_TTL_S``: a burst of requests costs the hub one call. Joining the user's project
+    groups as team projects happens here too, once per change of their groups."""
+
+    def __init__(self, hub: HubAPI, workspace: Workspace) -> None:
+        self.hub = hub
+        self.workspace = workspace
+        self._users: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._joined: dict[str, tuple[str, ...]] = {}
+
+    async def get(self, name: str) -> dict[str, Any]:
+        now = time.monotonic()
+        cached = self._users.get(name)
+        if cached and now - cached[0] < USER_TTL_S:
+            return cached[1]
+        model = await self.hub.user(name)
+        record = {
+            "name": model["name"],
+            "admin": bool(model.get("admin")),
+            "groups": [g for g in model.get("groups") or () if g != ADMIN_GROUP],
+        }
+        self._users[name] = (now, record)
+        groups = tuple(sorted(record["groups"]))
+        if self._joined.get(name) != groups:
+            joined = await asyncio.to_thread(
+                self.workspace.projects.join_groups, name, list(groups)
+            )
+            if joined:
+                log.info("%s joined project(s) %s from the hub", name, joined)
+            self._joined[name] = groups
+        return record
+
+
+class HubTokenIdentity(IdentityProvider):
+    """jupyter-server's identity hook, answered by the hub: the token's owner, or nobody."""
+
+    hub_auth: HubAuth | None = None
+    users: HubUsers | None = None
+
+    async def get_user(self, handler: web.RequestHandler) -> HubCaller | None:  # type: ignore[override]
+        assert self.hub_auth is not None and self.users is not None
+        token = self.hub_auth.get_token(handler, in_cookie=False)
+        if not token:
+            return None
+        model = await self.hub_auth.user_for_token(token, sync=False)
+        if not model or model.get("kind", "user") != "user":
+            return None  # unknown or revoked tokens, and services' own tokens
+        if not self.hub_auth.check_scopes(self.hub_auth.access_scopes, model):
+            log.info("token of %s lacks %s", model.get("name"), self.hub_auth.access_scopes)
+            return None
+        handler._token_authenticated = True  # type: ignore[attr-defined]  # no xsrf: no cookies
+        try:
+            record = await self.users.get(model["name"])
+        except CubeError as exc:
+            log.warning("cannot read %s from the hub: %s", model.get("name"), exc.error)
+            return None
+        # admission, asked for by jobs started in this request, is charged to this user
+        client.ON_BEHALF_OF.set(record["name"])
+        return HubCaller(username=record["name"], hub_user=record)
+
+
+def user_home(settings: HubSettings) -> Any:
+    """The root user-given paths resolve in, per caller: their home under ``users/``."""
+
+    def home(caller: Caller) -> Path:
+        return settings.users_dir / folder_name(caller.username)
+
+    return home
+
+
+def store_settings(settings: HubSettings) -> Settings:
+    """The store the service opens: ``<data_dir>/cube-lab`` (or ``cube_db_url``), root-only."""
+    data_dir = settings.cube_data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(data_dir, 0o700)
+    backend = "kubernetes" if settings.shape == "kubernetes" else "local"
+    resolved = Settings.resolve(data_dir, settings.cube_db_url, backend)
+    if "os_accounts" in Settings.__dataclass_fields__:  # per-user OS accounts (local shape)
+        from .. import accounts
+
+        resolved = replace(resolved, os_accounts=settings.shape == "local" and accounts.enabled())
+    return resolved
+
+
+def make_app(
+    workspace: Workspace, settings: HubSettings, identity: HubTokenIdentity, prefix: str
+) -> web.Application:
+    base = prefix.rstrip("/")
+    handlers = [(base + pattern, handler) for pattern, handler in routes()]
+    return web.Application(
+        handlers,
+        base_url=prefix,
+        identity_provider=identity,
+        allow_remote_access=True,  # callers are lab servers, by address; tokens decide
+        xsrf_cookies=False,  # no cookie is ever read here
+        **{WORKSPACE: workspace, ROOT_DIR: user_home(settings), LOCAL_USER: None},
+    )
+
+
+async def _serve() -> None:
+    settings = load()
+    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{STORE_SERVICE}/")
+    workspace = startup.open_workspace(store_settings(settings), log)
+    identity = HubTokenIdentity()
+    identity.hub_auth = HubAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=60)
+    identity.users = HubUsers(HubAPI(), workspace)
+    app = make_app(workspace, settings, identity, prefix)
+    url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", settings.service_url))
+    host = url.hostname or "127.0.0.1"
+    # under the chart the name is the hub pod's Service, reached from user pods
+    app.listen(url.port or 8020, host if host in ("127.0.0.1", "localhost", "::1") else "0.0.0.0")
+    log.info(
+        "cube-lab service on %s%s: data in %s, store %s",
+        url.geturl().rstrip("/"),
+        prefix,
+        workspace.settings.data_dir,
+        workspace.settings.store_label,
+    )
+    scheduler = startup.start_background(workspace)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        scheduler.cancel()
+        workspace.close()
+
+
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    logging.basicConfig(level=logging.INFO, format="[cube-lab-service %(levelname)s] %(message)s")
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # see cube_lab.hub.admin.main
+    asyncio.run(_serve())
+
+
+if __name__ == "__main__":
+    main()

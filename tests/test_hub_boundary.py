@@ -1,0 +1,208 @@
+"""The trust boundary on a real hub (local shape): user servers hold no keys to the store, the
+cube-lab service owns it and decides who calls from the hub token alone.
+
+Two users, alice and bob, each run a real lab server. Code runs in bob's kernel through the
+kernel API, as bob's notebook would run it; nothing it can do there reaches alice's objects
+or the store's credentials, while alice's own work (a model, a pipeline run) goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cube_lab.hub import devhub
+from tests.hub_kernel import Kernel
+from tests.pipeline_util import node, script, write_pipeline
+
+pytestmark = pytest.mark.hub
+
+USERS = ("alice", "bob")
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[devhub.DevHub]:
+    root = Path(tempfile.mkdtemp(prefix="cube-hub-boundary-"))
+    try:
+        running = devhub.start(root, {})
+    except FileNotFoundError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
+    try:
+        for name in USERS:
+            running.hub("POST", f"/users/{name}")
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tokens(hub: devhub.DevHub) -> dict[str, str]:
+    return {name: hub.user_token(name) for name in USERS}
+
+
+@pytest.fixture(scope="module")
+def servers(hub: devhub.DevHub, tokens: dict[str, str]) -> dict[str, Any]:
+    started = {}
+    for name in USERS:
+        status, server = hub.spawn(name, {"profile": "cpu"})
+        assert status == 201, f"{name}: {server}"
+        started[name] = server
+    return started
+
+
+@pytest.fixture(scope="module")
+def bob_kernel(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> Iterator[Kernel]:
+    kernel = Kernel(hub.url, "bob", tokens["bob"])
+    yield kernel
+    kernel.shutdown()
+
+
+def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:
+    return hub.request(
+        kw.pop("method", "GET"), f"/user/{owner}/cube/api/v1/{path}", token=token, **kw
+    )
+
+
+def server_env(server: dict[str, Any]) -> dict[str, str]:
+    raw = Path(f"/proc/{server['state']['pid']}/environ").read_text()
+    return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+
+
+def home(hub: devhub.DevHub, user: str) -> Path:
+    return hub.data_dir / "users" / user
+
+
+def test_user_servers_hold_no_keys_to_the_store(
+    hub: devhub.DevHub, servers: dict[str, Any]
+) -> None:
+    store = str(hub.data_dir / "cube-lab")
+    for name in USERS:
+        env = server_env(servers[name])
+        assert "CUBE_LAB_DB_URL" not in env and "CUBE_LAB_DATA_DIR" not in env
+        assert not [k for k, v in env.items() if store in v], "the store's folder is named"
+        assert env["CUBE_LAB_SERVICE_URL"].endswith("/services/cube-lab/")
+    # the store exists, and only the service (the hub's account) may enter it
+    assert (hub.data_dir / "cube-lab" / "cube-lab.db").is_file()
+    assert (hub.data_dir / "cube-lab").stat().st_mode & 0o777 == 0o700
+
+
+def test_alices_work_runs_and_stays_hers(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    folder = home(hub, "alice")
+    (folder / "model.bin").write_bytes(b"weights" * 100)
+    status, version = cube(
+        hub, "alice", "models", tokens["alice"], method="POST",
+        body={"name": "secret-model", "path": "model.bin", "project": "alice"},
+    )  # fmt: skip
+    assert status == 201, version
+    step = script(folder, "step.py", "import os\nprint('hello from', os.getcwd())\n")
+    write_pipeline(folder, [node("a", filename=step)], filename="p.pipeline")
+    status, run = cube(
+        hub, "alice", "pipelines/runs", tokens["alice"], method="POST",
+        body={"path": "p.pipeline"},
+    )  # fmt: skip
+    assert status in (200, 201), run
+    run_id = run["id"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status, found = cube(hub, "alice", f"pipelines/runs/{run_id}", tokens["alice"])
+        assert status == 200, found
+        if found["status"] not in ("queued", "pending", "running"):
+            break
+        time.sleep(0.5)
+    assert found["status"] == "succeeded", json.dumps(found)[:3000]
+    status, log = cube(hub, "alice", f"pipelines/runs/{run_id}/nodes/a/log", tokens["alice"])
+    assert status == 200 and "hello from" in str(log)
+    # bob, through his own server, sees none of it
+    status, models = cube(hub, "bob", "models", tokens["bob"])
+    assert status == 200 and "secret-model" not in json.dumps(models)
+    status, _ = cube(hub, "bob", "projects/alice/models/secret-model", tokens["bob"])
+    assert status in (403, 404)
+    status, _ = cube(hub, "bob", f"pipelines/runs/{run_id}", tokens["bob"])
+    assert status == 404
+    status, _ = cube(hub, "bob", f"pipelines/runs/{run_id}/nodes/a/log", tokens["bob"])
+    assert status == 404
+
+
+BOB_TRIES = textwrap.dedent(
+    """
+    import json, os, subprocess, urllib.request, urllib.error
+    found = {}
+    found["env_keys"] = sorted(
+        k for k in os.environ if k.startswith("CUBE_LAB_DB") or k == "CUBE_LAB_DATA_DIR"
+    )
+    cli = subprocess.run(
+        ["cube-lab", "model", "list", "--project", "alice"],
+        env={**os.environ, "CUBE_LAB_USER": "alice"}, capture_output=True, text=True,
+    )
+    found["cli"] = [cli.returncode, cli.stdout + cli.stderr]
+    base = os.environ["CUBE_LAB_SERVICE_URL"] + "cube/api/v1/"
+    def call(path, token=os.environ["JUPYTERHUB_API_TOKEN"], headers=None):
+        h = {"Authorization": f"token {token}"} if token else {}
+        h.update(headers or {})
+        try:
+            with urllib.request.urlopen(urllib.request.Request(base + path, headers=h)) as r:
+                return [r.status, json.loads(r.read())]
+        except urllib.error.HTTPError as e:
+            return [e.code, e.read().decode()[:300]]
+    found["whoami"] = call("whoami", headers={"X-Cube-User": "alice"})
+    found["alice_models"] = call("projects/alice/models/secret-model")
+    found["listed"] = call("models?project=alice")
+    found["no_token"] = call("whoami", token=None)
+    found["bad_token"] = call("whoami", token="0" * 32)
+    found["cookie_only"] = call("whoami", token=None, headers={"Cookie": "jupyterhub-session-id=x"})
+    print(json.dumps(found))
+    """
+)
+
+
+def test_code_in_bobs_kernel_cannot_reach_alices_objects(
+    hub: devhub.DevHub, tokens: dict[str, str], bob_kernel: Kernel
+) -> None:
+    # alice's model exists (made by the previous test, or here when run alone)
+    (home(hub, "alice") / "model.bin").write_bytes(b"weights" * 100)
+    cube(
+        hub, "alice", "models", tokens["alice"], method="POST",
+        body={"name": "secret-model", "path": "model.bin", "project": "alice"},
+    )  # fmt: skip
+    outcome = bob_kernel.run(BOB_TRIES)
+    assert outcome.error is None, outcome
+    found = json.loads(outcome.stdout.strip().splitlines()[-1])
+    assert found["env_keys"] == []
+    code, text = found["cli"]
+    assert code != 0 and "belongs to the cube-lab service" in text, text
+    assert "secret-model" not in text
+    status, me = found["whoami"]
+    assert status == 200 and me["user"] == "bob", me  # no header or variable makes him alice
+    assert found["alice_models"][0] in (403, 404), found["alice_models"]
+    assert found["listed"][0] in (403, 404) or "secret-model" not in json.dumps(found["listed"])
+    for key in ("no_token", "bad_token", "cookie_only"):
+        assert found[key][0] == 403, (key, found[key])
+
+
+def test_the_service_refuses_tokens_without_its_scope(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    status, made = hub.hub(
+        "POST", "/users/bob/tokens", {"note": "narrow", "scopes": ["read:users:name!user"]}
+    )
+    assert status == 201, made
+    whoami = server_env(servers["bob"])["CUBE_LAB_SERVICE_URL"] + "cube/api/v1/whoami"
+    narrow = httpx.get(whoami, headers={"Authorization": f"token {made['token']}"})
+    assert narrow.status_code == 403, narrow.text
+    full = httpx.get(whoami, headers={"Authorization": f"token {tokens['bob']}"})
+    assert full.status_code == 200 and full.json()["user"] == "bob"
