@@ -28,7 +28,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .accounts import RunAs
 
 END_GRACE_S = 3.0  # SIGTERM, then this long for the group to go, then SIGKILL
 
@@ -39,18 +42,41 @@ def start(
     env: dict[str, str],
     log: IO[bytes],
     pass_fds: tuple[int, ...] = (),
+    run_as: RunAs | None = None,
 ) -> subprocess.Popen[bytes]:
-    """A child in its own session (so its whole process group can be killed)."""
-    return subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        pass_fds=pass_fds,
-    )
+    """A child in its own session (so its whole process group can be killed). With
+    ``run_as`` it runs as that account (``accounts``): ``cwd`` is entered as root first,
+    then the child drops to the account, its files private, with the account's HOME/USER
+    and no store keys in ``env``."""
+    if run_as is None:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+    from .accounts import job_env, not_runnable
+
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=job_env(env, run_as),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=pass_fds,
+            **run_as.popen_kwargs(),
+        )
+    except PermissionError as exc:
+        if exc.filename == argv[0]:  # the program, not the folder: say how to fix it
+            raise not_runnable(argv[0], run_as) from exc
+        raise
 
 
 async def wait(proc: subprocess.Popen[bytes]) -> int:

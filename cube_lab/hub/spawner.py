@@ -13,6 +13,7 @@ import asyncio
 import functools
 import html
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from jupyterhub.spawner import SimpleLocalProcessSpawner
 from tornado import web
 from traitlets import default
 
+from .. import accounts
 from ..config import ENV_SERVICE_URL
 from ..errors import CubeError, Forbidden
 from ..names import folder_name, legacy_folder_is_own, legacy_folder_name
@@ -227,6 +229,39 @@ class CubeSpawnerMixin:
         return env
 
 
+def _make_links(links: Path, targets: dict[str, Path]) -> None:
+    """``links/<name>`` -> each target; links of groups the user left are removed."""
+    links.mkdir(parents=True, exist_ok=True)
+    for name, target in targets.items():
+        link = links / name
+        if not link.is_symlink():
+            link.symlink_to(target, target_is_directory=True)
+    for link in links.iterdir():
+        if link.is_symlink() and link.name not in targets:
+            link.unlink()
+
+
+def _interpreter(script: str) -> str | None:
+    """The program a ``#!`` script runs (``jupyterhub-singleuser``'s Python)."""
+    try:
+        with open(script, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    parts = first[2:].decode(errors="replace").split()
+    return parts[0] if parts else None
+
+
+def _chown_tree(top: Path, uid: int, gid: int) -> None:
+    """``chown -R`` without following links (files made when servers ran as root)."""
+    os.chown(top, uid, gid, follow_symlinks=False)
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
+
+
 async def _maybe_await(value: Any) -> Any:
     if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
         return await value
@@ -234,15 +269,21 @@ async def _maybe_await(value: Any) -> Any:
 
 
 class CubeLocalSpawner(CubeSpawnerMixin, SimpleLocalProcessSpawner):
-    """One local ``jupyterhub-singleuser`` process (JupyterLab + cube-lab) per user, all run as
-    the hub's OS user, each rooted in ``<data_dir>/users/<folder>`` with a
-    ``projects/<folder>`` link to every shared project folder of the user's groups (the
-    folder names are ``safe_dirname``: the name itself when plain, else escaped).
+    """One local ``jupyterhub-singleuser`` process (JupyterLab + cube-lab) per user, each
+    rooted in ``<data_dir>/users/<folder>`` with a ``projects/<folder>`` link to every shared
+    project folder of the user's groups (the folder names are ``safe_dirname``: the name
+    itself when plain, else escaped).
 
-    Isolation is by the hub: each server answers only its owner's token or cookie, and
-    cube-lab's API shows each user only their projects' objects. Processes share one OS user,
-    so code a user runs can read other users' folders: for untrusted users run the cluster
-    shape (see the README)."""
+    When the hub runs as root (``accounts.enabled()``), each user's server runs as that
+    user's own system account (``accounts.user_account``, made on first start): the home is
+    the account's, ``0700``; a project folder is ``root:<project OS group>`` ``2770`` and the
+    group's members are in that OS group; the store (``<data_dir>/cube-lab``) and the hub's
+    files (``<data_dir>/hub``) stay root's. Not as root, every server runs as the hub's OS
+    user and code a user runs can read other users' folders: for untrusted users run the
+    hub as root, or the cluster shape (see docs/security.md)."""
+
+    run_as: accounts.RunAs | None = None  # the account of the server being started
+    project_links: dict[str, Path] | None = None  # made as that account when it starts
 
     @default("cmd")
     def _default_cmd(self) -> list[str]:
@@ -275,32 +316,98 @@ class CubeLocalSpawner(CubeSpawnerMixin, SimpleLocalProcessSpawner):
         try:
             if Path(self.home_dir).parent == self.cube.users_dir:  # not a configured one
                 settle_home(self.cube.users_dir, self.user.name)
+            if accounts.enabled():
+                self.settle_account()
         except CubeError as exc:
             self.log.warning("cube-lab: refused %s: %s", self.holder, exc.error)
             raise refused(exc) from exc
         self.link_projects()
 
+    def settle_account(self) -> None:
+        """As root: the user's account and project OS groups made, the home the account's
+        (``0700``), the shared folders passable but not listable, the store and the hub's
+        files root's alone."""
+        data = self.cube.data_dir
+        data.mkdir(parents=True, exist_ok=True)
+        for folder in (self.cube.users_dir, self.cube.projects_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        for folder, mode in (
+            (data, accounts.PASS_MODE),
+            (self.cube.users_dir, accounts.PASS_MODE),
+            (self.cube.projects_dir, accounts.PASS_MODE),
+            (self.cube.users_dir / OWNERS, 0o700),
+            (self.cube.hub_dir, 0o700),
+        ):
+            if folder.is_dir() and not folder.is_symlink():
+                os.chmod(folder, mode)
+        accounts.secure_store(self.cube.cube_data_dir)
+        home = Path(self.home_dir)
+        home.mkdir(parents=True, exist_ok=True)
+        entry = accounts.ensure_user(self.user.name, home)
+        gids = accounts.set_groups(self.user.name, self.group_policies())
+        if home.stat().st_uid != entry.pw_uid:  # first start as the account: hand it over
+            _chown_tree(home, entry.pw_uid, entry.pw_gid)
+        os.chmod(home, 0o700)
+        who = accounts.RunAs(entry.pw_uid, entry.pw_gid, gids, str(home), entry.pw_name)
+        script = (shutil.which(self.cmd[0]) or self.cmd[0]) if self.cmd else sys.executable
+        for program in dict.fromkeys(p for p in (script, _interpreter(script)) if p):
+            if not accounts.runnable_by(program, who):  # else the spawn fails after 30 s
+                raise accounts.not_runnable(program, who)
+        self.run_as = who
+
     def link_projects(self) -> None:
         """``<home>/projects/<group>`` -> ``<data_dir>/projects/<group>`` for the user's groups;
         links of groups the user left are removed."""
-        home = Path(self.home_dir)
-        links = home / "projects"
-        links.mkdir(parents=True, exist_ok=True)
         wanted = {safe_dirname(name): name for name in self.group_policies()}
+        targets = {}
         for name, group in wanted.items():
             target = settle_project_folder(self.cube.projects_dir, group)
-            link = links / name
-            if not link.is_symlink():
-                link.symlink_to(target, target_is_directory=True)
-        for link in links.iterdir():
-            if link.is_symlink() and link.name not in wanted:
-                link.unlink()
+            if self.run_as is not None:  # shared by the project's OS group, nobody else
+                os.chown(target, 0, accounts.ensure_group(group), follow_symlinks=False)
+                os.chmod(target, 0o2770, follow_symlinks=False)
+            targets[name] = target
+        if self.run_as is not None:
+            # the home is the user's: its links are made by the account itself as the server
+            # starts (``make_preexec_fn``), never by root in a folder the user controls
+            self.project_links = targets
+            return
+        _make_links(Path(self.home_dir) / "projects", targets)
 
     def get_args(self) -> list[str]:
         args = super().get_args()
-        if os.geteuid() == 0:
+        if os.geteuid() == 0 and not accounts.enabled():
             args.append("--allow-root")  # the servers run as the hub's user, root in CI
         return args
+
+    def make_preexec_fn(self, name: str) -> Any:
+        """As root: enter the home, then become the user's account (its own and its project
+        groups), files private by default. Otherwise the plain local spawner's."""
+        if not accounts.enabled():
+            return super().make_preexec_fn(name)
+        who = self.run_as or accounts.run_as(self.user.name, self.group_policies())
+        self.run_as = who
+        home = self.home_dir
+        links = dict(self.project_links or {})
+
+        def preexec() -> None:
+            os.chdir(home)
+            os.setgroups(list(who.groups))
+            os.setgid(who.gid)
+            os.setuid(who.uid)
+            os.umask(0o077)
+            try:
+                _make_links(Path(home) / "projects", links)
+            except OSError as exc:  # a server without its links still starts
+                print(f"cube-lab: cannot link project folders: {exc}", file=sys.stderr)
+
+        return preexec
+
+    def user_env(self, env: dict[str, str]) -> dict[str, str]:
+        env = super().user_env(env)
+        if accounts.enabled():
+            account = accounts.user_account(self.user.name)
+            env.update({"USER": account, "LOGNAME": account, "HOME": self.home_dir})
+        return env
 
     def get_env(self) -> dict[str, str]:
         env = super().get_env()

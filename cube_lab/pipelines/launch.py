@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import containment
+from .. import accounts, containment
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
 from ..errors import CubeError, InvalidInput, NotFound
 from ..identity import Caller
@@ -65,8 +65,13 @@ def build_runner(
     priors: dict[str, Prior] | None = None,
     cache_lookup: Callable[[str], Prior | None] | None = None,
 ) -> LocalRunner:
-    """The runner of a launch, its folder made (not started)."""
-    launch.make_folder(settings.runs_dir)
+    """The runner of a launch, its folder made (not started). With ``settings.os_accounts``
+    the nodes run as the caller's OS account, in a run folder only it (and root) enters."""
+    folder = launch.make_folder(settings.runs_dir)
+    run_as = None
+    if settings.os_accounts:
+        run_as = accounts.run_as(caller.username, caller.groups)
+        accounts.job_folder(folder, run_as, settings.data_dir)
     plan = RunPlan(
         run_id=launch.run_id,
         runs_root=settings.runs_dir,
@@ -78,6 +83,8 @@ def build_runner(
         base_env=node_env(settings, caller.username, launch.root, launch.options["logical_date"]),
         catalog=catalog,
         cache_lookup=cache_lookup,
+        run_as=run_as,
+        store=settings.data_dir,
     )
     return LocalRunner(launch.pipeline, plan, recorder)
 
@@ -278,7 +285,8 @@ def coerce_params(pipeline: Pipeline, given: dict[str, Any]) -> dict[str, Any]:
 def node_env(
     settings: Settings, username: str, root: Path, logical_date: str | None
 ) -> dict[str, str]:
-    """The environment every node of a run starts with."""
+    """The environment every node of a run starts with. Nodes run as their owner's account
+    (``settings.os_accounts``) get no keys to the store."""
     env = dict(os.environ)
     env.update(
         {
@@ -288,6 +296,9 @@ def node_env(
             ENV_ROOT_DIR: str(root),
         }
     )
+    if settings.os_accounts:
+        env.pop(ENV_DATA_DIR)
+        env.pop(ENV_DB_URL)
     if logical_date:  # the cron time a scheduled run stands for
         env["CUBE_LOGICAL_DATE"] = logical_date
     return env

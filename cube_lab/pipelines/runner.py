@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import containment, processes
+from .. import accounts, containment, processes
 from ..errors import CubeError
 from .model import Node, Pipeline
 from .nodekinds import NodeCommand, NodeContext, kind_for, kind_name
@@ -101,6 +101,10 @@ class RunPlan:
     base_env: dict[str, str]
     catalog: Any
     cache_lookup: Callable[[str], Prior | None] | None = None
+    # the owner's OS account, when nodes run as it (``Settings.os_accounts``); ``store`` is
+    # the folder the run folders lie under, made passable for the account
+    run_as: accounts.RunAs | None = None
+    store: Path | None = None
 
     @property
     def run_dir(self) -> Path:
@@ -239,7 +243,12 @@ class LocalRunner:
     async def _run_node(self, state: NodeState) -> None:
         node = state.node
         node_dir = state.log_path.parent
-        node_dir.mkdir(parents=True, exist_ok=True)
+        if self.plan.run_as is not None:
+            # the node (as its owner) writes here; root's log and values file stay root's
+            top = self.plan.store or self.plan.runs_root
+            accounts.job_folder(node_dir, self.plan.run_as, top, ("log.txt", "values.json"))
+        else:
+            node_dir.mkdir(parents=True, exist_ok=True)
         params = self._node_params(node)
         ctx = NodeContext(
             self.pipeline.folder or self.plan.root,
@@ -272,7 +281,9 @@ class LocalRunner:
                 missing = [str(p) for p in outputs if not p.exists()]
                 if not missing:
                     state.outputs = self._save_outputs(outputs, node_dir)
-                    state.values = _read_values(node_dir / "values.json")
+                    state.values = _read_values(
+                        node_dir / "values.json", as_owner=self.plan.run_as is not None
+                    )
                     self._finish(state, "succeeded")
                     return
                 error = "declared outputs not produced: " + ", ".join(missing)
@@ -314,7 +325,12 @@ class LocalRunner:
                 log.write(f"\n--- attempt {attempt} ---\n".encode())
             try:
                 proc = processes.start(
-                    cmd.argv, cmd.cwd, env, log, (report_w,) if reports_groups else ()
+                    cmd.argv,
+                    cmd.cwd,
+                    env,
+                    log,
+                    (report_w,) if reports_groups else (),
+                    self.plan.run_as,
                 )
             finally:
                 if reports_groups:
@@ -558,9 +574,13 @@ def _append(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _read_values(path: Path) -> dict[str, Any]:
-    """Small JSON values a node published through $CUBE_VALUES_FILE (ignored when absent)."""
-    if not path.is_file():
+def _read_values(path: Path, as_owner: bool = False) -> dict[str, Any]:
+    """Small JSON values a node published through $CUBE_VALUES_FILE (ignored when absent).
+    ``as_owner`` (a node run as its owner's account): root made the file, empty, and a link
+    there is never followed."""
+    if not path.is_file() or (as_owner and path.is_symlink()):
+        return {}
+    if as_owner and path.stat().st_size == 0:
         return {}
     if path.stat().st_size > MAX_VALUES_BYTES:
         raise CubeError(

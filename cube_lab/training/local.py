@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import processes
+from ..accounts import RunAs, job_env
 from ..errors import InvalidInput
 from .spec import JobSpec
 
@@ -58,6 +59,7 @@ class LaunchPlan:
     job_dir: Path
     procs: list[Proc]
     gpus: list[int] = field(default_factory=list)
+    run_as: RunAs | None = None  # the owner's OS account, when the job runs as it
 
     @property
     def log_path(self) -> Path:
@@ -313,15 +315,17 @@ class LocalJob:
         pumps = []
         groups: list[processes.Group] = []
         try:
+            who = self.plan.run_as
             for spec in self.plan.procs:
                 proc = await asyncio.create_subprocess_exec(
                     *spec.argv,
                     cwd=self.plan.cwd,
-                    env=spec.env,
+                    env=spec.env if who is None else job_env(spec.env, who),
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.STDOUT,
                     start_new_session=True,
+                    **({} if who is None else who.popen_kwargs()),
                 )
                 self._procs.append(proc)
                 group = processes.group_of(proc.pid)

@@ -37,7 +37,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .. import containment
+from .. import accounts, containment
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..datasets import ENV_DATASET
 from ..errors import Conflict, InvalidInput, NotFound
@@ -238,8 +238,16 @@ class TrainingService:
             gpus.release(job_id)
             self._release(job_id)
             raise
-        job_dir.mkdir(parents=True, exist_ok=True)
-        Path(plan.procs[0].env[ENV_OUTPUT_DIR]).mkdir(parents=True, exist_ok=True)
+        if self.settings.os_accounts:
+            # the job runs as its owner's account, in a folder only it (and root) enters
+            plan.run_as = accounts.run_as(caller.username, caller.groups)
+            accounts.job_folder(
+                job_dir, plan.run_as, self.settings.data_dir, ("log.txt", "metrics.jsonl")
+            )
+            accounts.make_dirs(Path(plan.procs[0].env[ENV_OUTPUT_DIR]), plan.run_as)
+        else:
+            job_dir.mkdir(parents=True, exist_ok=True)
+            Path(plan.procs[0].env[ENV_OUTPUT_DIR]).mkdir(parents=True, exist_ok=True)
         return LocalJob(
             plan,
             retries=spec.retries,
@@ -462,6 +470,9 @@ class TrainingService:
                 ENV_USER: caller.username,
             }
         )
+        if self.settings.os_accounts:  # a job run as its owner holds no keys to the store
+            env.pop(ENV_DATA_DIR)
+            env.pop(ENV_DB_URL)
         return env
 
     async def execute(self, job: LocalJob) -> str:

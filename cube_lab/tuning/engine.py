@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import processes
+from .. import accounts, processes
 from ..errors import InvalidInput
 from .spec import ASSESSORS, TUNERS, ExperimentSpec
 
@@ -99,6 +99,10 @@ def make_assessor(spec: ExperimentSpec) -> Any | None:
         raise InvalidInput(f"assessor.classArgs: {exc}") from None
 
 
+def _as(run_as: accounts.RunAs | None) -> dict[str, Any]:
+    return {} if run_as is None else run_as.popen_kwargs()
+
+
 def objective(value: Any, metric: str) -> float | None:
     """The number a reported metric stands for (NNI: a float, or a dict's ``default``)."""
     if isinstance(value, dict):
@@ -131,7 +135,8 @@ class TrialHost:
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def start(cls, env: dict[str, str]) -> TrialHost:
+    async def start(cls, env: dict[str, str], run_as: accounts.RunAs | None = None) -> TrialHost:
+        """``run_as``: the host (and so every trial it forks) runs as that account."""
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -140,6 +145,7 @@ class TrialHost:
             stdout=asyncio.subprocess.PIPE,
             env=env,
             start_new_session=True,
+            **_as(run_as),
         )
         assert proc.stdout is not None
         line = await proc.stdout.readline()
@@ -203,8 +209,14 @@ class Engine:
         done: list[Trial] | None = None,
         base_env: dict[str, str] | None = None,
         on_groups: Callable[[str, list[tuple[str, processes.Group]]], None] | None = None,
+        run_as: accounts.RunAs | None = None,
+        store: Path | None = None,
     ) -> None:
+        """``run_as``: the trials run as the experiment owner's account, in trial folders
+        only it (and root) enters; ``store``: the folder the experiment folders lie under."""
         self.spec = spec
+        self.run_as = run_as
+        self.store = store or folder.parent
         self.folder = folder
         self.experiment_id = experiment_id
         self.on_change = on_change or (lambda _t: None)
@@ -213,6 +225,8 @@ class Engine:
         self.on_groups = on_groups or (lambda _part, _groups: None)
         self.trials: list[Trial] = list(done or [])  # earlier trials, when resuming
         self.base_env = dict(base_env or os.environ)
+        if run_as is not None:
+            self.base_env = accounts.job_env(self.base_env, run_as)
         self.stopping = False
         self.status = "running"
         self._pids: dict[str, int] = {}
@@ -237,7 +251,9 @@ class Engine:
     async def run(self) -> str:
         argv = _python_argv(self.spec.trial_command, self.spec.code_dir)
         # The host's start (it imports NNI's dependencies) overlaps the tuner's import.
-        starting = asyncio.create_task(TrialHost.start(self.base_env)) if argv else None
+        starting = (
+            asyncio.create_task(TrialHost.start(self.base_env, self.run_as)) if argv else None
+        )
         try:
             tuner = await asyncio.to_thread(make_tuner, self.spec)
             assessor = make_assessor(self.spec)
@@ -321,7 +337,10 @@ class Engine:
         self, trial: Trial, tuner: Any, assessor: Any, host: TrialHost | None
     ) -> None:
         sys_dir = self.folder / "trials" / trial.id
-        sys_dir.mkdir(parents=True, exist_ok=True)
+        if self.run_as is not None:  # the trial writes here; root's files stay root's
+            accounts.job_folder(sys_dir, self.run_as, self.store, ("parameter.cfg", "log.txt"))
+        else:
+            sys_dir.mkdir(parents=True, exist_ok=True)
         record = {
             "parameter_id": trial.parameter_id,
             "parameter_source": "algorithm",
@@ -333,6 +352,8 @@ class Engine:
         with contextlib.suppress(FileNotFoundError):
             fifo.unlink()
         os.mkfifo(fifo)
+        if self.run_as is not None:
+            accounts.share_file(fifo, self.run_as)
         read_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         keep_fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # no EOF before the trial ends
         reader = asyncio.create_task(self._read_output(trial, read_fd, sys_dir, assessor))
@@ -358,6 +379,7 @@ class Engine:
                     stdout=keep_fd,
                     stderr=keep_fd,
                     start_new_session=True,
+                    **_as(self.run_as),
                 )
                 self._pids[trial.id] = proc.pid
                 self._report(trial.id, "trial", proc.pid)

@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from .. import containment, quota
+from .. import accounts, containment, quota
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
@@ -247,14 +247,29 @@ class TuningService:
             experiment_id, folder = row.id, Path(row.folder)
             if resume_of:
                 spec = ExperimentSpec.from_stored(row.spec)
-        folder.mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
             ENV_DATA_DIR: str(self.settings.data_dir),
             ENV_DB_URL: self.settings.db_url,
             ENV_USER: caller.username,
         }
-        return Engine(spec, folder, experiment_id, done=done, base_env=env)
+        if not self.settings.os_accounts:
+            folder.mkdir(parents=True, exist_ok=True)
+            return Engine(spec, folder, experiment_id, done=done, base_env=env)
+        # the trials run as the owner's account (its env without the store's keys)
+        who = accounts.run_as(caller.username, caller.groups)
+        accounts.job_folder(folder, who, self.settings.data_dir)
+        env.pop(ENV_DATA_DIR)
+        env.pop(ENV_DB_URL)
+        return Engine(
+            spec,
+            folder,
+            experiment_id,
+            done=done,
+            base_env=env,
+            run_as=who,
+            store=self.settings.data_dir,
+        )
 
     async def execute(
         self, engine: Engine, listener: Callable[[Trial | None], None] | None = None
