@@ -20,9 +20,11 @@ from typing import Any
 import httpx
 import pytest
 
+from cube_lab.handlers import routes
 from cube_lab.hub import devhub
 from tests.hub_kernel import Kernel
 from tests.pipeline_util import node, script, write_pipeline
+from tests.test_handlers import METHODS, concrete
 
 pytestmark = pytest.mark.hub
 
@@ -206,3 +208,21 @@ def test_the_service_refuses_tokens_without_its_scope(
     assert narrow.status_code == 403, narrow.text
     full = httpx.get(whoami, headers={"Authorization": f"token {tokens['bob']}"})
     assert full.status_code == 200 and full.json()["user"] == "bob"
+
+
+def test_every_route_of_the_service_needs_a_hub_token(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    """The service answers nothing without a token of a user, on any route and method; a
+    lab server's cookie (what a browser would send) is never read."""
+    base = server_env(servers["bob"])["CUBE_LAB_SERVICE_URL"].rstrip("/")
+    cookies = {"jupyterhub-session-id": "x", "_xsrf": "x"}
+    with httpx.Client(base_url=base, timeout=30) as web:
+        for pattern, handler in routes():
+            for method in METHODS:
+                if method not in vars(handler):
+                    continue
+                path = "/cube/api/v1/" + concrete(pattern)
+                answer = web.request(method.upper(), path, cookies=cookies)
+                assert answer.status_code == 403, (method, path, answer.status_code)
+                assert answer.json()["error"], answer.text
