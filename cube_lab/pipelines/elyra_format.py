@@ -14,6 +14,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -118,10 +119,7 @@ def _from_own_document(doc: dict[str, Any], path: Path | None) -> Pipeline:
         name = app_data.get("name")
     if not isinstance(name, str) or not name:
         name = path.stem if path else "pipeline"
-    nodes = [
-        _node(raw, f"pipelines[0].nodes[{i}]")
-        for i, raw in enumerate(_expect(primary.get("nodes", []), list, "pipelines[0].nodes"))
-    ]
+    nodes = flatten(doc, index).nodes
     params = _parameters(properties.get("pipeline_parameters") or [])
     return Pipeline(name, nodes, params, defaults, cube, doc, path, migrated_from, index)
 
@@ -395,17 +393,8 @@ def _to_v8(primary: dict[str, Any], pipelines: list[dict[str, Any]]) -> None:
 _STEPS: tuple[Step, ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7, _to_v8)
 
 
-def _node(raw: Any, where: str) -> Node:
-    raw = _expect(raw, dict, where)
-    node_id = raw.get("id")
-    if not isinstance(node_id, str) or not node_id:
-        raise PipelineFormatError(f"{where}.id is missing", "Every node needs a unique string id.")
-    kind = raw.get("type", "execution_node")
-    if kind != "execution_node":
-        raise PipelineFormatError(
-            f"node {node_id!r} is a {kind!r}",
-            "cube-lab runs execution nodes only; expand super-nodes into the main pipeline.",
-        )
+def _node(raw: dict[str, Any], node_id: str, where: str) -> Node:
+    """An execution node's settings; its links are resolved by ``flatten``."""
     op = raw.get("op")
     if not isinstance(op, str) or not op:
         raise PipelineFormatError(f"{where}.op is missing", f"node {node_id!r} needs an op")
@@ -414,9 +403,20 @@ def _node(raw: Any, where: str) -> Node:
         app.get("component_parameters") or {}, dict, f"{where}.app_data.component_parameters"
     )
     cube = _expect(app.get(CUBE_KEY) or {}, dict, f"{where}.app_data.{CUBE_KEY}")
+    label = _label(raw) or params.get("filename") or node_id
+    return Node(node_id, op, str(label), params, [], cube)
+
+
+def _label(raw: dict[str, Any]) -> str | None:
+    app = raw.get("app_data") if isinstance(raw.get("app_data"), dict) else {}
     ui = app.get("ui_data") if isinstance(app.get("ui_data"), dict) else {}
-    label = app.get("label") or ui.get("label") or params.get("filename") or node_id
-    upstream: list[str] = []
+    label = app.get("label") or ui.get("label")
+    return label if isinstance(label, str) and label else None
+
+
+def _links(raw: dict[str, Any], where: str) -> list[tuple[int, int, str, str]]:
+    """Every link into a node: (port index, link index, node_id_ref, port_id_ref)."""
+    out = []
     for p, port in enumerate(_expect(raw.get("inputs") or [], list, f"{where}.inputs")):
         port = _expect(port, dict, f"{where}.inputs[{p}]")
         for k, link in enumerate(
@@ -427,11 +427,264 @@ def _node(raw: Any, where: str) -> Node:
             if not isinstance(ref, str) or not ref:
                 raise PipelineFormatError(
                     f"{where}.inputs[{p}].links[{k}].node_id_ref is missing",
-                    f"a link into node {node_id!r} must name its upstream node",
+                    f"a link into node {raw.get('id')!r} must name its upstream node",
                 )
-            if ref not in upstream:
-                upstream.append(ref)
-    return Node(node_id, op, str(label), params, upstream, cube)
+            port_ref = link.get("port_id_ref")
+            out.append((p, k, ref, port_ref if isinstance(port_ref, str) else ""))
+    return out
+
+
+# -- supernodes ------------------------------------------------------------------------------
+#
+# Elyra's editor (elyra-ai/elyra-canvas) keeps a supernode's nodes as another entry of
+# ``pipelines[]``: the supernode names it in ``subflow_ref.pipeline_id_ref``. Each input port
+# of the supernode names, in ``subflow_node_ref``, an entry *binding* node inside; the inner
+# nodes the outside feeds link from that binding. Each output port names an exit binding, whose
+# input links come from the inner nodes that feed the outside; a node downstream links to the
+# supernode with ``port_id_ref`` set to that output port's id. The port ids are
+# ``<inner node id>_<inner port id>`` (Elyra's own parser reads only these), which is the
+# fallback when a port names no binding. ``flatten`` turns all of it into one DAG of execution
+# nodes; the document itself is never restructured.
+
+Vertex = tuple[Any, ...]
+
+
+@dataclass
+class Flat:
+    """A document's execution nodes as one DAG, and where each came from."""
+
+    nodes: list[Node]
+    # flat id -> (index in pipelines[], id in that pipeline, path of supernode ids around it)
+    origin: dict[str, tuple[int, str, tuple[str, ...]]]
+    within: dict[str, list[str]]  # flat id -> labels of the supernodes around it, outermost first
+    # flat id -> {(input port index, link index): the execution nodes that link reaches}
+    link_sources: dict[str, dict[tuple[int, int], list[str]]]
+    # flat id -> the nodes a supernode's port feeds it from without a link of its own (the
+    # port-id form Elyra's parser reads)
+    fed: dict[str, list[str]] = field(default_factory=dict)
+    has_supernodes: bool = False
+
+
+@dataclass
+class _Instance:
+    """One pipeline of the document as reached through a chain of supernodes."""
+
+    index: int
+    path: tuple[str, ...]
+    labels: tuple[str, ...]
+    raw: dict[str, dict[str, Any]] = field(default_factory=dict)  # node id -> raw node
+    kinds: dict[str, str] = field(default_factory=dict)  # node id -> x (execution) | b | s
+    flat: dict[str, str] = field(default_factory=dict)  # execution node id -> flat id
+    children: dict[str, _Instance] = field(default_factory=dict)  # supernode id -> inside
+
+
+class _Flattener:
+    def __init__(self, doc: dict[str, Any]) -> None:
+        pipelines = doc.get("pipelines") if isinstance(doc.get("pipelines"), list) else []
+        self.pipelines = pipelines
+        self.by_id = {
+            p["id"]: i
+            for i, p in enumerate(pipelines)
+            if isinstance(p, dict) and isinstance(p.get("id"), str)
+        }
+        self.preds: dict[Vertex, list[Vertex]] = {}
+        self.taken: set[str] = set()
+        self.nodes: list[Node] = []
+        self.flat = Flat([], {}, {}, {})
+        self.node_links: dict[str, list[tuple[int, int, Vertex]]] = {}
+        self.out_done: set[Vertex] = set()
+        self.chain: list[int] = []  # the pipelines being expanded, outermost first
+
+    def add(self, vertex: Vertex, pred: Vertex) -> None:
+        self.preds.setdefault(vertex, []).append(pred)
+
+    def expand(self, index: int, path: tuple[str, ...], labels: tuple[str, ...]) -> _Instance:
+        pipeline = _expect(self.pipelines[index], dict, f"pipelines[{index}]")
+        where = f"pipelines[{index}].nodes"
+        inst = _Instance(index, path, labels)
+        self.chain.append(index)
+        raws = _expect(pipeline.get("nodes", []), list, where)
+        for i, raw in enumerate(raws):  # claim this level's ids before any inner one
+            raw = _expect(raw, dict, f"{where}[{i}]")
+            node_id = raw.get("id")
+            if not isinstance(node_id, str) or not node_id:
+                raise PipelineFormatError(
+                    f"{where}[{i}].id is missing", "Every node needs a unique string id."
+                )
+            kind = raw.get("type", "execution_node")
+            if kind not in ("execution_node", "super_node", "binding"):
+                raise PipelineFormatError(
+                    f"node {node_id!r} is a {kind!r}",
+                    "cube-lab runs execution nodes, supernodes and their binding nodes.",
+                )
+            inst.raw[node_id] = raw
+            inst.kinds[node_id] = {"execution_node": "x", "super_node": "s"}.get(kind, "b")
+            if kind == "execution_node":
+                flat_id = node_id if node_id not in self.taken else ".".join((*path, node_id))
+                self.taken.add(flat_id)
+                inst.flat[node_id] = flat_id
+                node = _node(raw, flat_id, f"{where}[{i}]")
+                self.nodes.append(node)
+                self.flat.origin[flat_id] = (index, node_id, path)
+                self.flat.within[flat_id] = list(labels)
+        for i, raw in enumerate(raws):
+            if inst.kinds[raw["id"]] == "s":
+                self.flat.has_supernodes = True
+                inst.children[raw["id"]] = self.child(inst, raw, f"{where}[{i}]")
+        for i, raw in enumerate(raws):
+            node_id, kind = raw["id"], inst.kinds[raw["id"]]
+            links = _links(raw, f"{where}[{i}]")
+            if kind == "x":
+                flat_id = inst.flat[node_id]
+                found = [(p, k, self.source(inst, ref, port)) for p, k, ref, port in links]
+                self.node_links[flat_id] = found
+                for _, _, vertex in found:
+                    self.add(("x", flat_id), vertex)
+            elif kind == "b":  # an exit binding: fed by inner nodes
+                for _, _, ref, port in links:
+                    self.add(("b", path, node_id), self.source(inst, ref, port))
+            else:
+                self.enter(inst, raw, links)
+        self.chain.pop()
+        return inst
+
+    def child(self, inst: _Instance, raw: dict[str, Any], where: str) -> _Instance:
+        node_id = raw["id"]
+        ref = raw.get("subflow_ref")
+        pipeline_id = ref.get("pipeline_id_ref") if isinstance(ref, dict) else None
+        if not isinstance(pipeline_id, str) or pipeline_id not in self.by_id:
+            raise PipelineFormatError(
+                f"super_node {node_id!r} refers to pipeline {pipeline_id!r}, "
+                "which this file does not hold",
+                f"{where}.subflow_ref.pipeline_id_ref must name an entry of pipelines[] "
+                f"(ids: {', '.join(repr(i) for i in self.by_id)})",
+            )
+        index = self.by_id[pipeline_id]
+        if index in self.chain:
+            raise PipelineFormatError(
+                f"super_node {node_id!r} contains itself (pipeline {pipeline_id!r})",
+                "A supernode's pipeline cannot hold the supernode, directly or not.",
+            )
+        label = _label(raw) or node_id
+        return self.expand(index, (*inst.path, node_id), (*inst.labels, label))
+
+    def source(self, inst: _Instance, ref: str, port: str) -> Vertex:
+        """The vertex a link from ``ref``'s port ``port`` comes from."""
+        kind = inst.kinds.get(ref)
+        if kind == "x":
+            return ("x", inst.flat[ref])
+        if kind == "b":
+            return ("b", inst.path, ref)
+        if kind == "s":
+            return self.out_port(inst, ref, port)
+        return ("?", ref)
+
+    @staticmethod
+    def _split(child: _Instance, port_id: str) -> tuple[str, str] | None:
+        """``<inner node id>_<inner port id>`` as the editor names supernode ports."""
+        for node_id in sorted(child.kinds, key=len, reverse=True):
+            if port_id.startswith(node_id + "_"):
+                return node_id, port_id[len(node_id) + 1 :]
+        return None
+
+    def out_port(self, inst: _Instance, super_id: str, port_id: str) -> Vertex:
+        vertex: Vertex = ("so", inst.path, super_id, port_id)
+        child = inst.children.get(super_id)
+        if vertex in self.out_done or child is None:
+            return vertex
+        self.out_done.add(vertex)
+        ports = inst.raw[super_id].get("outputs")
+        port = next(
+            (
+                p
+                for p in (ports if isinstance(ports, list) else [])
+                if isinstance(p, dict) and p.get("id") == port_id
+            ),
+            None,
+        )
+        binding = port.get("subflow_node_ref") if port else None
+        split = self._split(child, port_id)
+        if isinstance(binding, str) and child.kinds.get(binding) == "b":
+            self.add(vertex, ("b", child.path, binding))
+        elif split and child.kinds[split[0]] == "x":
+            self.add(vertex, ("x", child.flat[split[0]]))
+        elif split and child.kinds[split[0]] == "s":
+            self.add(vertex, self.out_port(child, *split))
+        else:  # a link from the supernode as a whole: from whatever leaves it
+            exits = [n for n, k in child.kinds.items() if k == "b" and child.raw[n].get("inputs")]
+            for n in exits:
+                self.add(vertex, ("b", child.path, n))
+            if not exits:
+                for flat_id in child.flat.values():
+                    self.add(vertex, ("x", flat_id))
+        return vertex
+
+    def enter(
+        self, inst: _Instance, raw: dict[str, Any], links: list[tuple[int, int, str, str]]
+    ) -> None:
+        """Connect a supernode's input ports to the inner nodes they feed."""
+        super_id = raw["id"]
+        child = inst.children[super_id]
+        ports = [p for p in raw.get("inputs") or [] if isinstance(p, dict)]
+        for p, port in enumerate(ports):
+            port_id = port.get("id") if isinstance(port.get("id"), str) else ""
+            vertex: Vertex = ("si", inst.path, super_id, port_id)
+            for q, _, ref, ref_port in links:
+                if q == p:
+                    self.add(vertex, self.source(inst, ref, ref_port))
+            self.connect_in(child, port.get("subflow_node_ref"), port_id, vertex)
+
+    def connect_in(self, child: _Instance, binding: Any, port_id: str, vertex: Vertex) -> None:
+        split = self._split(child, port_id)
+        if isinstance(binding, str) and child.kinds.get(binding) == "b":
+            self.add(("b", child.path, binding), vertex)
+        elif split and child.kinds[split[0]] == "x":
+            self.add(("x", child.flat[split[0]]), vertex)
+        elif split and child.kinds[split[0]] == "s":
+            self.add(("si", child.path, *split), vertex)
+
+    def resolve(self, vertex: Vertex) -> list[str]:
+        """The execution nodes behind ``vertex`` (through ports and bindings)."""
+        out: list[str] = []
+        seen: set[Vertex] = set()
+        stack = [vertex]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current[0] in ("x", "?"):
+                if current[1] not in out:
+                    out.append(current[1])
+                continue
+            stack.extend(reversed(self.preds.get(current, [])))
+        return out
+
+
+def flatten(doc: dict[str, Any], primary_index: int = 0) -> Flat:
+    """The execution nodes of the primary pipeline and of every supernode in it (nested ones
+    too) as one DAG: a link into a supernode reaches the inner nodes its port feeds, a link
+    from one leaves from the inner nodes behind its port. Inner ids stay as they are unless an
+    outer node took them first (then ``<supernode id>.<node id>``)."""
+    f = _Flattener(doc)
+    f.expand(primary_index, (), ())
+    for node in f.nodes:
+        ups: list[str] = []
+        sources: dict[tuple[int, int], list[str]] = {}
+        for p, k, vertex in f.node_links.get(node.id, []):
+            sources[(p, k)] = f.resolve(vertex)
+        own = {vertex for _, _, vertex in f.node_links.get(node.id, [])}
+        fed: list[str] = []
+        for vertex in f.preds.get(("x", node.id), []):  # its links, and ports that feed it
+            found = f.resolve(vertex)
+            ups.extend(u for u in found if u not in ups)
+            if vertex not in own:
+                fed.extend(found)
+        node.upstream = ups
+        f.flat.fed[node.id] = fed
+        f.flat.link_sources[node.id] = sources
+    f.flat.nodes = f.nodes
+    return f.flat
 
 
 def _parameters(raw: Any) -> list[Parameter]:
@@ -516,9 +769,94 @@ def to_document(pipeline: Pipeline) -> dict[str, Any]:
         props[CUBE_KEY] = pipeline.cube
     else:
         props.pop(CUBE_KEY, None)
+    flat = flatten(copy.deepcopy(doc), pipeline.primary_index) if pipeline.raw else None
+    if flat is not None and flat.has_supernodes:
+        _write_with_supernodes(doc, pipeline, flat)
+        return doc
     old = {n.get("id"): n for n in primary.get("nodes", []) if isinstance(n, dict)}
     primary["nodes"] = [_write_node(node, old.get(node.id)) for node in pipeline.nodes]
     return doc
+
+
+def _write_with_supernodes(doc: dict[str, Any], pipeline: Pipeline, flat: Flat) -> None:
+    """Write each execution node back into the entry of ``pipelines[]`` it came from; the
+    supernodes, their ports and binding nodes stay exactly as they were. A node the pipeline
+    no longer holds leaves its entry; a new node joins the primary pipeline."""
+    current = {n.id: n for n in pipeline.nodes}
+    first: dict[tuple[int, str], str] = {}  # a shared sub-pipeline is written once
+    for flat_id, (index, raw_id, _path) in flat.origin.items():
+        first.setdefault((index, raw_id), flat_id)
+    indices = sorted({index for index, _, _ in flat.origin.values()} | {pipeline.primary_index})
+    for index in indices:
+        entry = doc["pipelines"][index]
+        nodes = []
+        for raw in entry.get("nodes") or []:
+            if raw.get("type", "execution_node") != "execution_node":
+                nodes.append(raw)
+                continue
+            flat_id = first.get((index, raw.get("id")))
+            if flat_id in current:
+                nodes.append(_write_inner(current[flat_id], raw, flat))
+        entry["nodes"] = nodes
+    primary = doc["pipelines"][pipeline.primary_index]
+    for node in pipeline.nodes:
+        if node.id not in flat.origin:
+            _check_same_level(node.id, node.upstream, (), flat)
+            primary["nodes"].append(_write_node(node, None))
+
+
+def _check_same_level(node_id: str, upstream: list[str], path: tuple[str, ...], flat: Flat) -> None:
+    """A new link can only be written between two nodes of the same pipeline entry."""
+    for up in upstream:
+        origin = flat.origin.get(up)
+        if (origin[2] if origin else ()) != path:
+            where = " > ".join(flat.within.get(up) or ["the main pipeline"])
+            here = " > ".join(flat.within.get(node_id) or ["the main pipeline"])
+            raise PipelineFormatError(
+                f"the new link from {up!r} to {node_id!r} crosses a supernode boundary "
+                f"({where} -> {here})",
+                "cube-lab keeps supernodes as Elyra wrote them: link across a supernode in "
+                "Elyra's editor (through the supernode's ports), or expand it there first.",
+            )
+
+
+def _write_inner(node: Node, previous: dict[str, Any], flat: Flat) -> dict[str, Any]:
+    """``_write_node`` for a document with supernodes: links whose nodes are still upstream
+    stay as written (ports, bindings and all); a new link joins the first input port."""
+    raw = copy.deepcopy(previous)
+    raw["op"] = node.op
+    app = _dict_at(raw, "app_data")
+    app["label"] = node.label
+    app["component_parameters"] = node.params
+    _dict_at(app, "ui_data")["label"] = node.label
+    if node.cube:
+        app[CUBE_KEY] = node.cube
+    else:
+        app.pop(CUBE_KEY, None)
+    sources = flat.link_sources.get(node.id, {})
+    wanted = set(node.upstream)
+    covered = wanted & set(flat.fed.get(node.id, []))
+    ports = [p for p in raw.get("inputs") or [] if isinstance(p, dict)]
+    for p, port in enumerate(ports):
+        kept = []
+        for k, link in enumerate(port.get("links") or []):
+            found = sources.get((p, k), [])
+            if set(found) <= wanted:
+                kept.append(link)
+                covered.update(found)
+        if "links" in port:
+            port["links"] = kept
+    new = [up for up in node.upstream if up not in covered]
+    if new:
+        _check_same_level(node.id, new, flat.origin[node.id][2], flat)
+        if not ports:
+            ports = [{"id": "inPort", "links": []}]
+        links = ports[0].setdefault("links", [])
+        for up in new:
+            ref = flat.origin[up][1] if up in flat.origin else up
+            links.append({"id": uuid.uuid4().hex, "node_id_ref": ref, "port_id_ref": "outPort"})
+        raw["inputs"] = ports
+    return raw
 
 
 def _write_node(node: Node, previous: dict[str, Any] | None) -> dict[str, Any]:

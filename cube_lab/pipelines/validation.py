@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import keyword
 import re
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from ..errors import InvalidInput
-from .elyra_format import SCHEMA_VERSION
+from .elyra_format import SCHEMA_VERSION, flatten
 from .model import Pipeline
 from .nodekinds import NodeContext, Problem, kind_for, node_kinds
 
@@ -106,7 +107,24 @@ def check(
         )
     problems.extend(_check_parameters(pipeline, given or {}))
     problems.extend(_check_elyra_properties(pipeline))
+    _name_supernodes(pipeline, problems)
     return problems
+
+
+def _name_supernodes(pipeline: Pipeline, problems: list[Problem]) -> None:
+    """A problem inside a supernode names the node as ``Supernode > node`` (its id stays the
+    inner node's), so the user can find it in Elyra's editor."""
+    if not pipeline.raw:
+        return
+    try:
+        within = flatten(copy.deepcopy(pipeline.raw), pipeline.primary_index).within
+    except InvalidInput:
+        return
+    for i, problem in enumerate(problems):
+        outer = within.get(problem.node_id or "")
+        if outer:
+            label = " > ".join([*outer, problem.node_label or problem.node_id or ""])
+            problems[i] = replace(problem, node_label=label)
 
 
 def _check_document(pipeline: Pipeline) -> list[Problem]:
