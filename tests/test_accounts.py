@@ -424,3 +424,83 @@ async def test_local_spawner_says_when_the_account_cannot_run_python(
         await sp.run_pre_spawn_hook()
     assert "CUBE_LAB_OS_ACCOUNTS=0" in caught.value.jupyterhub_message  # type: ignore[attr-defined]
     await sp.run_post_stop_hook()
+
+
+def _owner_workspace(base: Path) -> Workspace:
+    return Workspace.open(replace(Settings.resolve(base / "store"), os_accounts=True))
+
+
+def _own_home(who: accounts.RunAs) -> None:
+    for path in Path(who.home).rglob("*"):
+        os.chown(path, who.uid, who.gid, follow_symlinks=False)
+
+
+@as_root
+def test_training_job_runs_as_its_owner(
+    users: list[str], base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = _test_name("Train")
+    who = _account(name, users, base)
+    monkeypatch.setattr(sys, "executable", _python_for(who))
+    home = Path(who.home)
+    (home / "train.py").write_text(
+        "import json, os\n"
+        "out = os.environ['CUBE_OUTPUT_DIR']\n"
+        "open(os.path.join(out, 'uid.txt'), 'w').write(str(os.getuid()))\n"
+        "with open(os.environ['CUBE_METRICS_FILE'], 'a') as f:\n"
+        "    f.write(json.dumps({'step': 1, 'metrics': {'loss': 0.5}}) + '\\n')\n"
+        "print('db', os.environ.get('CUBE_LAB_DB_URL'), 'home', os.environ['HOME'])\n"
+    )
+    _own_home(who)
+    ws = _owner_workspace(base)
+    try:
+        caller = Caller(name)
+        job = ws.training.prepare(caller, {"framework": "plain", "script": "train.py"}, cwd=home)
+        assert ws.training.run_foreground(job) == "succeeded", ws.training.tail_log(
+            caller, job.plan.job_id
+        ).text
+        view = ws.training.get(caller, job.plan.job_id)
+        uid_file = Path(view.output_dir) / "uid.txt"
+        assert uid_file.read_text() == str(who.uid) and uid_file.stat().st_uid == who.uid
+        log = ws.training.tail_log(caller, job.plan.job_id).text
+        assert f"db None home {who.home}" in log
+        assert ws.training.metrics(caller, job.plan.job_id).series["loss"][-1][1] == 0.5
+        job_dir = job.plan.job_dir
+        assert (job_dir.stat().st_uid, job_dir.stat().st_gid) == (0, who.gid)
+        assert job_dir.stat().st_mode & 0o7777 == accounts.JOB_MODE
+    finally:
+        ws.close()
+
+
+@as_root
+def test_tuning_trials_run_as_their_owner(users: list[str], base: Path) -> None:
+    name = _test_name("Tune")
+    who = _account(name, users, base)
+    home = Path(who.home)
+    (home / "trial.sh").write_text(
+        'mkdir -p "$NNI_OUTPUT_DIR" && id -u > "$NNI_OUTPUT_DIR/uid"\n'
+        'echo "db=${CUBE_LAB_DB_URL:-none}"\n'
+        'echo "NNISDK_MEb\'{\\"type\\": \\"FINAL\\", \\"value\\": \\"$(id -u)\\"}\'"\n'
+    )
+    _own_home(who)
+    ws = _owner_workspace(base)
+    try:
+        caller = Caller(name)
+        cfg = {
+            "searchSpace": {"x": {"_type": "uniform", "_value": [0, 1]}},
+            "trialCommand": "sh trial.sh",
+            "trialCodeDirectory": ".",
+            "trialConcurrency": 1,
+            "maxTrialNumber": 2,
+            "tuner": {"name": "Random", "classArgs": {"seed": 1}},
+        }
+        engine = ws.tuning.prepare(caller, ws.tuning.parse(cfg, home))
+        assert ws.tuning.run_foreground(engine) == "done"
+        view = ws.tuning.get(caller, engine.experiment_id)
+        assert [t.final for t in view.trials] == [float(who.uid)] * 2
+        for trial_dir in (engine.folder / "trials").iterdir():
+            assert (trial_dir / "output" / "uid").read_text().strip() == str(who.uid)
+            assert "db=none" in (trial_dir / "log.txt").read_text()
+            assert trial_dir.stat().st_mode & 0o007 == 0  # nobody else enters
+    finally:
+        ws.close()
