@@ -198,7 +198,9 @@ def label_export(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if annotations_only:
         single = COCO_ANNOTATIONS
     output = output_target(a.output, what=what, single=single) if a.output else None
-    view = ws.labeling.export(caller, _project(ws, caller, a), a.name, a.format, a.only)
+    view = ws.labeling.export(
+        caller, _project(ws, caller, a), a.name, a.format, a.only, a.class_order
+    )
     written = Path(view.version.path)
     source = written / COCO_ANNOTATIONS if annotations_only else written
     target = output.deliver(source) if output is not None else None
@@ -276,6 +278,12 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
         help="also copy the export here: a file (.json, .jsonl, .csv), a folder, or a .zip",
     )
     p.add_argument("--only", choices=["accepted", "submitted"])
+    p.add_argument(
+        "--class-order",
+        choices=["declared", "alphabetical"],
+        help="class ids of coco/yolo/labelstudio exports: label-set order (default), or "
+        "sorted names numbered from 0 as Label Studio's converter numbers them",
+    )
     p = command(labels, "prelabel", label_prelabel, "store a registered model's proposals")
     p.add_argument("name")
     p.add_argument("--model", required=True)

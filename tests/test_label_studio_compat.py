@@ -301,3 +301,69 @@ def test_coco_export_of_an_image_class_project_evaluates(ws: Any, tmp_path: Path
     gt = COCO(str(folder / "annotations.json"))
     evaluation = COCOeval(gt, gt, "bbox")
     evaluation.evaluate()  # no KeyError: every annotation (none) has a bbox
+
+
+@needs_converter
+def test_alphabetical_class_order_gives_label_studios_ids(ws: Any, tmp_path: Path) -> None:
+    """The same labels through Label Studio's converter and through cube-lab's own YOLO and
+    COCO exports with class_order="alphabetical": the same classes.txt, notes.json categories,
+    COCO categories, and the same class id on every box."""
+    from labeling_util import make_images
+
+    labels = ["dog", "cat", "Bird"]  # not in sorted order
+    make_images(tmp_path / "pics", 3)
+    ws.datasets.create(ALICE, "pics", tmp_path / "pics")
+    ws.labeling.create(
+        ALICE, "pets", dataset="pics", type="image-bbox", labels=labels, review=False
+    )
+    n = 0
+    while (task := ws.labeling.next(ALICE, "alice", "pets")) is not None:
+        boxes = [
+            {"label": labels[(n + i) % 3], "x": 1 + 2 * i, "y": 2, "w": 5, "h": 6} for i in range(2)
+        ]
+        ws.labeling.save(ALICE, "alice", "pets", task.id, {"boxes": boxes}, submit=True)
+        n += 1
+    export = Path(ws.labeling.export(ALICE, "alice", "pets", "labelstudio").version.path)
+    env = {"LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT": str(export.parent)}
+    config = str(export.parent / "label_config.xml")
+    peer_yolo, peer_coco = tmp_path / "peer-yolo", tmp_path / "peer-coco"
+    _convert(["export", "-i", str(export), "-c", config, "-o", str(peer_yolo), "-f", "YOLO"],
+             tmp_path, **env)  # fmt: skip
+    _convert(["export", "-i", str(export), "-c", config, "-o", str(peer_coco), "-f", "COCO"],
+             tmp_path, **env)  # fmt: skip
+
+    def yolo(order: str) -> Path:
+        return Path(
+            ws.labeling.export(ALICE, "alice", "pets", "yolo", class_order=order).version.path
+        )
+
+    ours = yolo("alphabetical")
+    peer_classes = (peer_yolo / "classes.txt").read_text()
+    assert peer_classes.split() == ["Bird", "cat", "dog"]
+    assert (ours / "classes.txt").read_text().split() == peer_classes.split()
+    categories = json.loads((ours / "notes.json").read_text())["categories"]
+    assert categories == json.loads((peer_yolo / "notes.json").read_text())["categories"]
+    peer_labels = sorted((peer_yolo / "labels").iterdir())
+    assert [p.name for p in peer_labels] == sorted(p.name for p in (ours / "labels").iterdir())
+    for peer_file in peer_labels:
+        ids = [line.split()[0] for line in peer_file.read_text().splitlines()]
+        mine = [
+            line.split()[0] for line in (ours / "labels" / peer_file.name).read_text().splitlines()
+        ]
+        assert mine == ids, peer_file.name
+    declared = yolo("declared")  # the default keeps label-set order: the ids differ
+    assert (declared / "classes.txt").read_text().split() == labels
+
+    coco = Path(
+        ws.labeling.export(ALICE, "alice", "pets", "coco", class_order="alphabetical").version.path
+    )
+    mine = json.loads((coco / "annotations.json").read_text())
+    peer = json.loads((peer_coco / "result.json").read_text())
+    assert [(c["id"], c["name"]) for c in mine["categories"]] == [
+        (c["id"], c["name"]) for c in peer["categories"]
+    ]
+    by_file = {i["id"]: Path(i["file_name"]).name for i in peer["images"]}
+    peer_ids = sorted((by_file[a["image_id"]], a["category_id"]) for a in peer["annotations"])
+    our_files = {i["id"]: Path(i["file_name"]).name for i in mine["images"]}
+    our_ids = sorted((our_files[a["image_id"]], a["category_id"]) for a in mine["annotations"])
+    assert our_ids == peer_ids

@@ -287,3 +287,132 @@ def test_export_errors_and_no_half_written_version(ws: Any, tmp_path: Path) -> N
     assert [p.name for p in ws.datasets.root.iterdir()] == []  # no staging folder left
     view = ws.labeling.export(ALICE, "alice", "pets", "jsonl")  # the files are not needed
     assert view.version.version == 1
+
+
+# -- class order: label-set order (default) or Label Studio's alphabetical ids --------------
+
+ORDER_LABELS = ["dog", "cat", "Bird"]  # sorted by code point: Bird, cat, dog
+
+
+def _order_project(ws: Any, tmp_path: Path) -> dict[str, list[str]]:
+    """An image-bbox project whose label set is not in sorted order; every label boxed."""
+    from labeling_util import make_images
+
+    make_images(tmp_path / "pics", 3)
+    ws.datasets.create(ALICE, "pics", tmp_path / "pics")
+    ws.labeling.create(
+        ALICE, "pets", dataset="pics", type="image-bbox", labels=ORDER_LABELS, review=False
+    )
+    saved = {}
+    while (task := ws.labeling.next(ALICE, "alice", "pets")) is not None:
+        boxes = [
+            {"label": name, "x": 1 + i, "y": 1, "w": 4, "h": 5}
+            for i, name in enumerate(ORDER_LABELS)
+        ]
+        ws.labeling.save(ALICE, "alice", "pets", task.id, {"boxes": boxes}, submit=True)
+        saved[task.item["name"]] = [b["label"] for b in boxes]
+    return saved
+
+
+def _yolo_classes(folder: Path) -> tuple[list[str], dict[int, str], list[dict[str, Any]]]:
+    data = yaml.safe_load((folder / "data.yaml").read_text())
+    notes = json.loads((folder / "notes.json").read_text())["categories"]
+    return (folder / "classes.txt").read_text().splitlines(), data["names"], notes
+
+
+@pytest.mark.parametrize(
+    "order, names, coco_ids",
+    [
+        (None, ORDER_LABELS, {1: "dog", 2: "cat", 3: "Bird"}),
+        ("declared", ORDER_LABELS, {1: "dog", 2: "cat", 3: "Bird"}),
+        ("alphabetical", ["Bird", "cat", "dog"], {0: "Bird", 1: "cat", 2: "dog"}),
+    ],
+)
+def test_class_order_numbers_yolo_and_coco_classes(
+    ws: Any, tmp_path: Path, order: str | None, names: list[str], coco_ids: dict[int, str]
+) -> None:
+    saved = _order_project(ws, tmp_path)
+    folder = Path(
+        ws.labeling.export(ALICE, "alice", "pets", "yolo", class_order=order).version.path
+    )
+    classes, data_names, notes = _yolo_classes(folder)
+    assert classes == names and data_names == dict(enumerate(names))
+    assert notes == [{"id": i, "name": n} for i, n in enumerate(names)]
+    for name, labels in saved.items():  # each box's class id names its own label
+        lines = (folder / "labels" / name).with_suffix(".txt").read_text().splitlines()
+        assert [names[int(line.split()[0])] for line in lines] == labels
+
+    coco = json.loads(
+        (
+            Path(ws.labeling.export(ALICE, "alice", "pets", "coco", class_order=order).version.path)
+            / "annotations.json"
+        ).read_text()
+    )
+    ids = {c["id"]: c["name"] for c in coco["categories"]}
+    assert ids == coco_ids
+    images = {i["id"]: i["file_name"] for i in coco["images"]}
+    for name, labels in saved.items():
+        anns = [a for a in coco["annotations"] if images[a["image_id"]] == name]
+        assert [ids[a["category_id"]] for a in anns] == labels
+
+
+def test_class_order_errors(ws: Any, tmp_path: Path) -> None:
+    _order_project(ws, tmp_path)
+    with pytest.raises(InvalidInput, match="unknown class_order 'random'") as err:
+        ws.labeling.export(ALICE, "alice", "pets", "yolo", class_order="random")
+    assert "alphabetical" in str(err.value.detail)
+    with pytest.raises(InvalidInput, match="class_order does not apply to csv"):
+        ws.labeling.export(ALICE, "alice", "pets", "csv", class_order="alphabetical")
+    assert ws.datasets.get(ALICE, "alice", "pics").versions == []  # nothing half-written
+
+
+def test_class_order_from_the_command_line(
+    ws: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from cube_lab.cli import main
+
+    _order_project(ws, tmp_path)
+    monkeypatch.setenv("CUBE_LAB_USER", "alice")
+    monkeypatch.chdir(tmp_path)
+    args = ["label", "export", "pets", "--format", "yolo", "--class-order", "alphabetical"]
+    assert main([*args, "-o", "out"]) == 0
+    assert (tmp_path / "out" / "classes.txt").read_text() == "Bird\ncat\ndog\n"
+    assert main(["label", "export", "pets", "--format", "yolo", "-o", "out2"]) == 0
+    assert (tmp_path / "out2" / "classes.txt").read_text() == "dog\ncat\nBird\n"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["label", "export", "pets", "--format", "yolo", "--class-order", "zz"])
+    assert exit_.value.code == 2 and "invalid choice: 'zz'" in capsys.readouterr().err
+
+
+async def test_class_order_over_rest(api: Any, jp_root_dir: Path) -> None:
+    from labeling_util import make_images
+
+    make_images(jp_root_dir / "pics", 2)
+    status, _ = await api("alice", "POST", "datasets", {"name": "pics", "path": "pics"})
+    assert status == 201
+    body = {"name": "pets", "dataset": "pics", "type": "image-bbox", "labels": ORDER_LABELS}
+    status, _ = await api("alice", "POST", "labeling", {**body, "review": False})
+    assert status == 201
+    path = "projects/alice/labeling/pets"
+    status, task = await api("alice", "POST", f"{path}/next")
+    box = {"label": "cat", "x": 1, "y": 1, "w": 3, "h": 4}
+    result = {"result": {"boxes": [box]}, "submit": True}
+    status, _ = await api("alice", "PUT", f"{path}/tasks/{task['id']}", result)
+    assert status == 200
+
+    async def classes(body: dict[str, Any], params: dict[str, Any] | None = None) -> list[str]:
+        status, exported = await api("alice", "POST", f"{path}/export", body, params=params)
+        assert status == 201, exported
+        folder = Path(exported["version"]["path"])
+        return (folder / "classes.txt").read_text().splitlines()
+
+    assert await classes({"format": "yolo"}) == ORDER_LABELS
+    sorted_names = ["Bird", "cat", "dog"]
+    assert await classes({"format": "yolo", "class_order": "alphabetical"}) == sorted_names
+    assert await classes({"format": "yolo"}, {"class_order": "alphabetical"}) == sorted_names
+    status, error = await api(
+        "alice", "POST", f"{path}/export", {"format": "yolo", "class_order": "sorted"}
+    )
+    assert status == 400 and error["error"] == "unknown class_order 'sorted'"
+    assert "alphabetical" in error["detail"]

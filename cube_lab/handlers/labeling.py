@@ -286,7 +286,7 @@ class ExportHandler(LabelingHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
         body = self.json_body()
-        _check_fields(body, {"format", "only"}, ("format",))
+        _check_fields(body, {"format", "only", "class_order"}, ("format",))
         view = await self.call(
             self.workspace.labeling.export,
             self.caller,
@@ -294,6 +294,7 @@ class ExportHandler(LabelingHandler):
             name,
             body.get("format"),
             body.get("only"),
+            body.get("class_order", self.get_query_argument("class_order", None)),
         )
         self.reply(view, 201)
 

@@ -473,13 +473,22 @@ class LabelingService:
         return prelabel.run(self, caller, project, name, model, version, threshold, limit)
 
     def export(
-        self, caller: Caller, project: str, name: str, fmt: object, only: object = None
+        self,
+        caller: Caller,
+        project: str,
+        name: str,
+        fmt: object,
+        only: object = None,
+        class_order: object = None,
     ) -> ExportView:
+        """``class_order``: "declared" (label-set order, the default) or "alphabetical" (class
+        ids as Label Studio's converter gives them); see exports.CLASS_ORDERS."""
         if not isinstance(only, str | None) or only not in EXPORT_ONLY:
             raise InvalidInput(f"unknown filter only={only!r}", "Use accepted or submitted.")
         with self.store.read() as s:
             ctx = self._context(s, caller, project, name)
             exports.check_format(fmt, ctx.type)
+            order = exports.check_class_order(class_order, str(fmt))
             rows = s.execute(
                 select(LabelingTask, DatasetItem)
                 .join(DatasetItem, DatasetItem.id == LabelingTask.item_id)
@@ -493,12 +502,13 @@ class LabelingService:
                 labeling=ctx.name,
                 task_type=ctx.type,
                 multi_label=ctx.multi_label,
-                labels=list(ctx.labels),
+                labels=exports.ordered_labels(list(ctx.labels), order),
                 source=Path(ctx.source),
                 rows=[exports.Row.of(task, item) for task, item in rows],
                 content_url=lambda item_id: dataset_url(
                     ctx.project, ctx.dataset, "items", item_id, "content"
                 ),
+                class_order=order,
             )
         if not job.rows:
             wanted = " or ".join(EXPORT_ONLY[only])

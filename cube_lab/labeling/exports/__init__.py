@@ -26,6 +26,38 @@ SUPPORTS = {
 }
 
 
+# Class ids: "declared" numbers the labels in label-set order (COCO from 1, YOLO from 0);
+# "alphabetical" sorts the names and numbers them from 0 in both, as Label Studio's converter
+# (label-studio-converter, label_studio_sdk.converter) does, so the ids match its exports.
+CLASS_ORDERS = ("declared", "alphabetical")
+# the formats whose files number the classes (CSV and JSONL name the labels)
+CLASS_ORDER_FORMATS = ("coco", "yolo", "labelstudio")
+
+
+def check_class_order(order: object, fmt: str) -> str:
+    if order is None:
+        return "declared"
+    if order not in CLASS_ORDERS:
+        raise InvalidInput(
+            f"unknown class_order {order!r}",
+            'Use "declared" (label-set order, the default) or "alphabetical" '
+            "(sorted names numbered from 0, as Label Studio's converter numbers them).",
+        )
+    if order != "declared" and fmt not in CLASS_ORDER_FORMATS:
+        raise InvalidInput(
+            f"class_order does not apply to {fmt}",
+            f"{fmt} names each label; class_order numbers the classes of "
+            f"{', '.join(CLASS_ORDER_FORMATS)} exports.",
+        )
+    return str(order)
+
+
+def ordered_labels(labels: list[str], order: str) -> list[str]:
+    """The classes in id order: label-set order, or sorted as Label Studio sorts them (by code
+    point, as Python's ``sorted``: upper case before lower case)."""
+    return sorted(labels) if order == "alphabetical" else list(labels)
+
+
 @dataclass
 class Row:
     """One task with its item, detached from the database session."""
@@ -76,6 +108,7 @@ class ExportJob:
     source: Path  # the dataset's folder of images or its text file
     rows: list[Row]
     content_url: Callable[[int], str]
+    class_order: str = "declared"  # labels is already in this order; see CLASS_ORDERS
 
 
 def check_format(fmt: object, task_type: str) -> str:

@@ -1,7 +1,8 @@
 """COCO object-detection JSON (``annotations.json``) plus the images under ``images/``.
 
 Boxes are COCO's ``[x, y, width, height]`` in pixels from the top-left corner, which is
-how cube-lab stores them; categories are numbered from 1 in label-set order. An
+how cube-lab stores them; categories are numbered from 1 in label-set order (with
+``class_order="alphabetical"``: sorted names from 0, Label Studio's converter's ids). An
 image-class project has no boxes, and COCO annotations are boxes (pycocotools' COCOeval
 needs ``bbox`` on every one): its labels go on the images instead, as ``labels`` (names)
 and ``category_ids``, and ``annotations`` stays empty.
@@ -22,7 +23,8 @@ IMAGES = "images"
 
 def build(job: ExportJob) -> dict[str, Any]:
     categories = [
-        {"id": i, "name": name, "supercategory": ""} for i, name in enumerate(job.labels, 1)
+        {"id": i, "name": name, "supercategory": ""}
+        for i, name in enumerate(job.labels, 0 if job.class_order == "alphabetical" else 1)
     ]
     category_id = {c["name"]: c["id"] for c in categories}
     images: list[dict[str, Any]] = []

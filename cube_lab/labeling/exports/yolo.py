@@ -1,15 +1,17 @@
 """YOLO detection layout: ``images/<name>``, ``labels/<name>.txt`` and ``data.yaml``.
 
 Each label line is ``class x_center y_center width height``, normalised by the image size;
-classes are numbered from 0 in label-set order. ``data.yaml`` leaves out ``path`` so tools
+classes are numbered from 0 in label-set order, or with ``class_order="alphabetical"`` in
+sorted order as Label Studio's converter numbers them. ``data.yaml`` leaves out ``path`` so tools
 (Ultralytics) take the folder that holds it: the version can be moved or downloaded.
 An image with no boxes gets an empty label file (a negative example).
 
 Beside ``data.yaml`` (for Ultralytics) the folder holds ``classes.txt`` (one name a line,
 line i = class i) and ``notes.json`` (``categories`` with ids and names), the files
-``label-studio-converter import yolo`` reads. Class ids follow the label set, not Label
-Studio's alphabetical order: its converter reads the names from ``classes.txt``, so the
-boxes keep their labels either way.
+``label-studio-converter import yolo`` reads. By default class ids follow the label set, not
+Label Studio's alphabetical order: its converter reads the names from ``classes.txt``, so the
+boxes keep their labels either way; "alphabetical" gives the ids Label Studio's own YOLO
+export gives.
 """
 
 from __future__ import annotations
