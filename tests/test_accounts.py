@@ -102,6 +102,28 @@ def test_a_job_without_the_store_fails_in_the_cli(tmp_path: Path) -> None:
     assert not (tmp_path / ".local").exists()  # no empty store was made under its HOME
 
 
+def test_a_pipeline_training_node_without_the_store_says_why(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUBE_LAB_")}
+    env.update(
+        {
+            ENV_NO_STORE: "runs as its owner",
+            "HOME": str(tmp_path),
+            "CUBE_TRAINING_SPEC": json.dumps({"framework": "plain", "script": "t.py"}),
+        }
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "cube_lab.training.node_main"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "cube-lab: error: no cube-lab store in this job: runs as its owner" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 # -- as root -------------------------------------------------------------------------------
 
 as_root = pytest.mark.skipif(

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import processes
 from ..accounts import RunAs, job_env
@@ -110,12 +111,20 @@ def job_python() -> str:
 
 
 def missing_modules(
-    modules: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    modules: list[str],
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    run_as: RunAs | None = None,
 ) -> list[str]:
     """Which of ``modules`` the job's Python cannot import (found, not imported: fast),
-    under the job's environment and in its working directory (both add to sys.path)."""
+    under the job's environment and in its working directory (both add to sys.path).
+    ``run_as``: asked as the job's account (the job's env may name code to run at start)."""
     if not modules:
         return []
+    extra: dict[str, Any] = {}
+    if run_as is not None:
+        env = job_env(dict(env or os.environ), run_as)
+        extra = run_as.popen_kwargs()
     try:
         done = subprocess.run(
             [job_python(), "-c", _FIND_SPECS, *modules],
@@ -124,6 +133,7 @@ def missing_modules(
             capture_output=True,
             text=True,
             timeout=60,
+            **extra,
         )
     except (OSError, subprocess.SubprocessError):  # cannot ask it: ask this process instead
         return [m for m in modules if importlib.util.find_spec(m) is None]
@@ -133,7 +143,10 @@ def missing_modules(
 
 
 def check_packages(
-    spec: JobSpec, env: dict[str, str] | None = None, cwd: Path | None = None
+    spec: JobSpec,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    run_as: RunAs | None = None,
 ) -> None:
     """Refuse a job whose framework's launcher cannot run here, naming the install."""
     for program, install in FRAMEWORK_PROGRAMS.get(spec.framework, ()):
@@ -143,7 +156,7 @@ def check_packages(
                 f"Install it ({install}), or run with --backend kubernetes (MPIJob).",
             )
     needed = FRAMEWORK_PACKAGES.get(spec.framework, ())
-    missing = set(missing_modules([module for module, _ in needed], env, cwd))
+    missing = set(missing_modules([module for module, _ in needed], env, cwd, run_as))
     if not missing:
         return
     packages = [package for module, package in needed if module in missing]

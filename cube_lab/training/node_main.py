@@ -25,9 +25,9 @@ def main() -> int:
     except (KeyError, json.JSONDecodeError) as exc:
         print(f"cube-lab: no valid training spec in ${ENV_SPEC}: {exc}", file=sys.stderr)
         return 2
-    ws = default_workspace()
     caller = Caller(local_username())
     try:
+        ws = default_workspace()  # none in a node run as its owner's account: says so
         spec = ws.training.parse(data)
         job = ws.training.prepare(caller, spec, None, on_line=_echo)
     except CubeError as exc:

@@ -196,7 +196,9 @@ class TrainingService:
         check_local(spec)
         workdir, script = self._resolve_paths(spec, root, cwd)
         env = self._env(caller)
-        check_packages(spec, env | spec.env, workdir)  # in the Python, env and folder it gets
+        # the job's account when it runs as its owner (``Settings.os_accounts``)
+        who = accounts.run_as(caller.username, caller.groups) if self.settings.os_accounts else None
+        check_packages(spec, env | spec.env, workdir, who)  # in the Python, env, folder it gets
         used = self._datasets(caller, spec)
         job_id = _new_job_id()
         self._admit(caller, spec, job_id)
@@ -238,9 +240,9 @@ class TrainingService:
             gpus.release(job_id)
             self._release(job_id)
             raise
-        if self.settings.os_accounts:
+        if who is not None:
             # the job runs as its owner's account, in a folder only it (and root) enters
-            plan.run_as = accounts.run_as(caller.username, caller.groups)
+            plan.run_as = who
             accounts.job_folder(
                 job_dir, plan.run_as, self.settings.data_dir, ("log.txt", "metrics.jsonl")
             )
