@@ -526,3 +526,60 @@ def test_tuning_trials_run_as_their_owner(users: list[str], base: Path) -> None:
             assert trial_dir.stat().st_mode & 0o007 == 0  # nobody else enters
     finally:
         ws.close()
+
+
+def _cube_python(who: accounts.RunAs) -> tuple[str, str]:
+    """A Python the account can run with cube-lab importable (PYTHONPATH), or skip."""
+    import site
+
+    paths = os.pathsep.join([*site.getsitepackages(), str(Path(__file__).resolve().parents[1])])
+    for candidate in (
+        sys.executable,
+        f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}",
+    ):
+        try:
+            proc = subprocess.run(
+                [candidate, "-c", "import cube_lab.registry"],
+                capture_output=True,
+                cwd="/",
+                env={"PYTHONPATH": paths, "PATH": "/usr/bin:/bin"},
+                **who.popen_kwargs(),
+            )
+        except (PermissionError, FileNotFoundError):
+            continue
+        if proc.returncode == 0:
+            return candidate, paths
+    pytest.skip("no Python with cube-lab that an unprivileged account can run")
+
+
+@as_root
+def test_register_inside_a_node_run_as_its_owner_says_why(
+    users: list[str], base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = _test_name("Reg")
+    who = _account(name, users, base)
+    python, paths = _cube_python(who)
+    monkeypatch.setattr(sys, "executable", python)
+    home = Path(who.home)
+    script(
+        home,
+        "reg.py",
+        "from cube_lab import registry\n"
+        "open('model.txt', 'w').write('weights')\n"
+        "registry.register('model.txt', 'm')\n",
+    )
+    path = write_pipeline(
+        home,
+        [node("r", filename="reg.py", env_vars=[{"env_var": "PYTHONPATH", "value": paths}])],
+    )
+    _own_home(who)
+    ws = _owner_workspace(base)
+    try:
+        caller = Caller(name)
+        runner, recorder = ws.pipelines.prepare(caller, path, home)
+        assert ws.pipelines.run_foreground(runner, recorder) == "failed"
+        log = ws.pipelines.tail_log(caller, runner.plan.run_id, "r").text
+        assert "no cube-lab store in this job" in log, log
+        assert not (home / ".local").exists()  # no empty store of its own under its HOME
+    finally:
+        ws.close()
