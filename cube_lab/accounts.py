@@ -24,7 +24,6 @@ Everything here acts only as root (:func:`enabled`); elsewhere it changes nothin
 from __future__ import annotations
 
 import contextlib
-import functools
 import grp
 import os
 import pwd
@@ -303,29 +302,26 @@ def share_file(path: Path, who: RunAs) -> None:
     os.chmod(path, 0o660, follow_symlinks=False)
 
 
-@functools.cache
-def _secured(top: str) -> bool:
-    root = Path(top)
-    root.mkdir(parents=True, exist_ok=True)
-    if root.stat().st_uid != 0:
-        return False
-    os.chmod(root, PASS_MODE)
-    with os.scandir(root) as entries:
-        for entry in entries:
-            st = entry.stat(follow_symlinks=False)
-            if st.st_uid != 0 or entry.is_symlink():
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if st.st_mode & 0o077 and st.st_mode & 0o7777 != PASS_MODE:
-                    os.chmod(entry.path, 0o700)
-            elif st.st_mode & 0o077:
-                os.chmod(entry.path, 0o600)  # the database and its -wal/-shm among them
-    return True
-
-
 def secure_store(top: Path) -> None:
     """The store's folder ``top`` passable (``0711``, for the job folders under it) and
     nothing in it readable by other accounts: files ``0600``, folders ``0700`` (a folder
-    jobs live under becomes ``0711`` when a job folder is made). Once per process; the
-    cube-lab service should also run with umask ``077`` so what it makes later is private."""
-    _secured(str(Path(top)))
+    jobs live under is ``0711``: :func:`pass_through`). Run before every job folder is made,
+    so a folder the store grew since is closed too; and this process's umask becomes
+    ``077``, so what it makes from now on is private unless made shared on purpose."""
+    os.umask(0o077)
+    root = Path(top)
+    root.mkdir(parents=True, exist_ok=True)
+    if root.stat().st_uid != 0:
+        return
+    if root.stat().st_mode & 0o7777 != PASS_MODE:
+        os.chmod(root, PASS_MODE)
+    with os.scandir(root) as entries:
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_uid != 0 or entry.is_symlink() or not st.st_mode & 0o077:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if st.st_mode & 0o7777 != PASS_MODE:
+                    os.chmod(entry.path, 0o700)
+            else:
+                os.chmod(entry.path, 0o600)  # the database and its -wal/-shm among them

@@ -157,7 +157,10 @@ def base() -> Iterator[Path]:
     """A folder other accounts can pass through (pytest's tmp_path is under a 0700 one)."""
     folder = Path(tempfile.mkdtemp(prefix="cube-accounts-", dir="/tmp"))
     os.chmod(folder, 0o711)
+    umask = os.umask(0o022)  # accounts.secure_store sets 077 for the process: put it back
+    os.umask(umask)
     yield folder
+    os.umask(umask)
     shutil.rmtree(folder, ignore_errors=True)
 
 
