@@ -35,10 +35,166 @@ from .cli_args import (
 from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
 from .identity import Caller
+from .serialize import to_jsonable
 from .workspace import Workspace
 
 if TYPE_CHECKING:
     from .pipelines.runner import NodeState
+
+
+# -- what commands print, from the REST JSON of a result (local and remote alike) ----------
+
+
+def _stamp(value: str | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    """An ISO time of the JSON form, as the tables show it ("" when there is none)."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(value).strftime(fmt) if value else ""
+
+
+def show_registered(v: dict[str, Any]) -> None:
+    print(
+        f"Registered {v['model']} v{v['version']} ({v['flavor']}, {v['format']}, "
+        f"{v['size_bytes']:,} bytes, {v['checksum'][:19]}) in project {v['project']}"
+    )
+
+
+def show_models(models: list[dict[str, Any]]) -> None:
+    if not models:
+        print("No models yet. Register one: cube-lab model register PATH --name NAME")
+        return
+    print_table(
+        [
+            [
+                m["project"],
+                m["name"],
+                f"v{m['latest_version']}",
+                str(m["version_count"]),
+                m["flavor"] or "",
+                " ".join(f"{k}=v{v}" for k, v in m["aliases"].items()),
+                _stamp(m["updated_at"]),
+            ]
+            for m in models
+        ],
+        ["PROJECT", "NAME", "LATEST", "VERSIONS", "FLAVOR", "ALIASES", "UPDATED"],
+    )
+
+
+def show_model(detail: dict[str, Any]) -> None:
+    print(f"{detail['project']}/{detail['name']}  {detail['description']}".rstrip())
+    print_table(
+        [
+            [
+                f"v{v['version']}",
+                v["flavor"],
+                v["format"],
+                f"{v['size_bytes']:,}",
+                " ".join(f"{k}={val:g}" for k, val in v["metrics"].items()),
+                ",".join(v["aliases"]),
+                v["created_by"],
+                _stamp(v["created_at"]),
+                "archived" if v["archived"] else "",
+            ]
+            for v in detail["versions"]
+        ],
+        ["VERSION", "FLAVOR", "FORMAT", "BYTES", "METRICS", "ALIASES", "BY", "CREATED", ""],
+    )
+
+
+def show_projects(projects: list[dict[str, Any]], invitations: list[dict[str, Any]]) -> None:
+    print_table(
+        [
+            [p["name"], p["kind"], p["role"], str(len(p["members"])), p["description"]]
+            for p in projects
+        ],
+        ["NAME", "KIND", "ROLE", "MEMBERS", "DESCRIPTION"],
+    )
+    if invitations:
+        names = ", ".join(f"{i['project']} (from {i['invited_by']})" for i in invitations)
+        print(f"\nInvited to: {names}; answer with `cube-lab project accept|decline NAME`.")
+
+
+def show_runs(runs: list[dict[str, Any]]) -> None:
+    print_table(
+        [
+            [
+                r["id"],
+                r["pipeline"],
+                r["status"],
+                r["trigger"],
+                _stamp(r["created_at"], "%Y-%m-%d %H:%M:%S"),
+                f"{r['duration_s']:.1f}s" if r["duration_s"] is not None else "",
+                " ".join(f"{k}={v}" for k, v in sorted(r["counts"].items())),
+            ]
+            for r in runs
+        ],
+        ["RUN", "PIPELINE", "STATUS", "TRIGGER", "CREATED", "TOOK", "NODES"],
+    )
+
+
+def progress_line(
+    elapsed: float,
+    finished: int,
+    total: int,
+    status: str,
+    label: str,
+    attempts: int,
+    took_s: float | None,
+    error: str | None,
+) -> str:
+    """One line of a pipeline run's progress: ``[   0.41s]   1/2     ok load 0.12s``."""
+    attempt = f" (attempt {attempts})" if attempts > 1 else ""
+    took = f" {took_s:.2f}s" if took_s is not None else ""
+    failure = f" - {error}" if error and status == "failed" else ""
+    return (
+        f"[{elapsed:7.2f}s] {finished:>3}/{total} "
+        f"{SYMBOLS.get(status, status):>6} {label}{attempt}{took}{failure}"
+    )
+
+
+def show_jobs(jobs: list[dict[str, Any]]) -> None:
+    print_table(
+        [
+            [
+                j["id"],
+                j["name"],
+                j["framework"],
+                j["status"],
+                str(j["workers"] * j["nproc_per_worker"]),
+                f"{j['duration_s']:.1f}s" if j["duration_s"] is not None else "",
+                j["command"],
+            ]
+            for j in jobs
+        ],
+        ["JOB", "NAME", "FRAMEWORK", "STATUS", "PROCS", "TOOK", "COMMAND"],
+    )
+
+
+def job_finished_line(job_id: str, status: str, view: dict[str, Any]) -> str:
+    error = f" ({view['error']})" if view.get("error") else ""
+    took = f" in {view['duration_s']:.1f}s" if view.get("duration_s") is not None else ""
+    return f"job {job_id} {status}{took}{error}"
+
+
+def show_deployments(found: list[dict[str, Any]]) -> None:
+    print_table(
+        [
+            [
+                d["name"],
+                d["project"],
+                f"{d['model']}:{d['version']}",
+                d["status"],
+                str(d["replicas"]),
+                " ".join(
+                    f"v{t['version']}={'shadow' if t['shadow'] else format(t['weight'], 'g')}"
+                    for t in d["traffic"]
+                ),
+                d["endpoint"] or "",
+            ]
+            for d in found
+        ],
+        ["NAME", "PROJECT", "MODEL", "STATUS", "REPLICAS", "TRAFFIC", "ENDPOINT"],
+    )
 
 
 # -- model commands ----------------------------------------------------------------------
@@ -63,10 +219,7 @@ def model_register(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
     if a.json:
         print_json(v)
     else:
-        print(
-            f"Registered {v.model} v{v.version} ({v.flavor}, {v.format}, "
-            f"{v.size_bytes:,} bytes, {v.checksum[:19]}) in project {v.project}"
-        )
+        show_registered(to_jsonable(v))
 
 
 def model_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -82,24 +235,7 @@ def model_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(models)
         return
-    if not models:
-        print("No models yet. Register one: cube-lab model register PATH --name NAME")
-        return
-    print_table(
-        [
-            [
-                m.project,
-                m.name,
-                f"v{m.latest_version}",
-                str(m.version_count),
-                m.flavor or "",
-                " ".join(f"{k}=v{v}" for k, v in m.aliases.items()),
-                m.updated_at.strftime("%Y-%m-%d %H:%M"),
-            ]
-            for m in models
-        ],
-        ["PROJECT", "NAME", "LATEST", "VERSIONS", "FLAVOR", "ALIASES", "UPDATED"],
-    )
+    show_models(to_jsonable(models))
 
 
 def model_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -107,24 +243,7 @@ def model_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(detail)
         return
-    print(f"{detail.project}/{detail.name}  {detail.description}".rstrip())
-    print_table(
-        [
-            [
-                f"v{v.version}",
-                v.flavor,
-                v.format,
-                f"{v.size_bytes:,}",
-                " ".join(f"{k}={val:g}" for k, val in v.metrics.items()),
-                ",".join(v.aliases),
-                v.created_by,
-                v.created_at.strftime("%Y-%m-%d %H:%M"),
-                "archived" if v.archived else "",
-            ]
-            for v in detail.versions
-        ],
-        ["VERSION", "FLAVOR", "FORMAT", "BYTES", "METRICS", "ALIASES", "BY", "CREATED", ""],
-    )
+    show_model(to_jsonable(detail))
 
 
 def model_compare(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -221,14 +340,7 @@ def project_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(projects)
         return
-    print_table(
-        [[p.name, p.kind, p.role, str(len(p.members)), p.description] for p in projects],
-        ["NAME", "KIND", "ROLE", "MEMBERS", "DESCRIPTION"],
-    )
-    invitations = ws.projects.invitations(caller)
-    if invitations:
-        names = ", ".join(f"{i.project} (from {i.invited_by})" for i in invitations)
-        print(f"\nInvited to: {names}; answer with `cube-lab project accept|decline NAME`.")
+    show_projects(to_jsonable(projects), to_jsonable(ws.projects.invitations(caller)))
 
 
 def project_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -382,18 +494,20 @@ def pipeline_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             return
         if state.status not in ("running",):
             finished.add(state.node.id)
-        attempt = f" (attempt {state.attempts})" if state.attempts > 1 else ""
-        took = ""
+        took = None
         if state.finished_at and state.started_at:
-            took = f" {(state.finished_at - state.started_at).total_seconds():.2f}s"
-        error = f" - {state.error}" if state.error and state.status == "failed" else ""
-        print(
-            f"[{time.monotonic() - started:7.2f}s] {len(finished):>3}/{total} "
-            f"{SYMBOLS.get(state.status, state.status):>6} {state.node.label}{attempt}{took}"
-            f"{error}",
-            file=progress_to,
-            flush=True,
+            took = (state.finished_at - state.started_at).total_seconds()
+        line = progress_line(
+            time.monotonic() - started,
+            len(finished),
+            total,
+            state.status,
+            state.node.label,
+            state.attempts,
+            took,
+            state.error,
         )
+        print(line, file=progress_to, flush=True)
 
     progress_to = sys.stderr if a.json else sys.stdout  # --json keeps stdout for the result
     if not a.quiet:
@@ -427,21 +541,7 @@ def pipeline_runs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(runs)
         return
-    print_table(
-        [
-            [
-                r.id,
-                r.pipeline,
-                r.status,
-                r.trigger,
-                r.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                f"{r.duration_s:.1f}s" if r.duration_s is not None else "",
-                " ".join(f"{k}={v}" for k, v in sorted(r.counts.items())),
-            ]
-            for r in runs
-        ],
-        ["RUN", "PIPELINE", "STATUS", "TRIGGER", "CREATED", "TOOK", "NODES"],
-    )
+    show_runs(to_jsonable(runs))
 
 
 def pipeline_logs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -658,9 +758,7 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(view)
     else:
-        error = f" ({view.error})" if view.error else ""
-        took = f" in {view.duration_s:.1f}s" if view.duration_s is not None else ""
-        print(f"job {job_id} {status}{took}{error}", file=sys.stderr)
+        print(job_finished_line(job_id, status, to_jsonable(view)), file=sys.stderr)
     if status != "succeeded":
         raise SystemExit(130 if status == "cancelled" else 1)
 
@@ -670,21 +768,7 @@ def training_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(jobs)
         return
-    print_table(
-        [
-            [
-                j.id,
-                j.name,
-                j.framework,
-                j.status,
-                str(j.workers * j.nproc_per_worker),
-                f"{j.duration_s:.1f}s" if j.duration_s is not None else "",
-                j.command,
-            ]
-            for j in jobs
-        ],
-        ["JOB", "NAME", "FRAMEWORK", "STATUS", "PROCS", "TOOK", "COMMAND"],
-    )
+    show_jobs(to_jsonable(jobs))
 
 
 def training_logs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -788,24 +872,7 @@ def deployments_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
     if a.json:
         print_json(found)
         return
-    print_table(
-        [
-            [
-                d.name,
-                d.project,
-                f"{d.model}:{d.version}",
-                d.status,
-                str(d.replicas),
-                " ".join(
-                    f"v{t['version']}={'shadow' if t['shadow'] else format(t['weight'], 'g')}"
-                    for t in d.traffic
-                ),
-                d.endpoint or "",
-            ]
-            for d in found
-        ],
-        ["NAME", "PROJECT", "MODEL", "STATUS", "REPLICAS", "TRAFFIC", "ENDPOINT"],
-    )
+    show_deployments(to_jsonable(found))
 
 
 def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -1259,6 +1326,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, as_json: bool) -> int:
     try:
+        remote = None
+        if not args.data_dir and not args.db_url:
+            from .rest_client import ServiceClient
+
+            remote = ServiceClient.from_env()  # under the hub: the cube-lab service's store
+        if remote is not None:
+            from . import cli_remote
+
+            cli_remote.run(remote, args)
+            return 0
         ws = Workspace(Settings.resolve(args.data_dir, args.db_url))
         try:
             args.fn(ws, Caller(local_username()), args)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import shlex
 import signal
 import subprocess
@@ -113,9 +114,14 @@ class CubeMagics(Magics):
         options, _, script_args = line.partition(" -- ")
         if options.strip() == "--":
             options, script_args = "", ""
-        from .config import Settings
+        from .config import ENV_SERVICE_URL, Settings
 
-        folder = Settings.resolve().data_dir / "training" / "cells"
+        if os.environ.get(ENV_SERVICE_URL):  # under the hub: in the home the service reads
+            from .cli_remote import home
+
+            folder = home() / ".cube-lab" / "training-cells"
+        else:
+            folder = Settings.resolve().data_dir / "training" / "cells"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"cell_{hashlib.sha256(cell.encode()).hexdigest()[:12]}.py"
         path.write_text(cell)

@@ -55,9 +55,32 @@ def register(
     ``$CUBE_LAB_DATASET``, and any given in ``datasets``."""
     from .. import containment
     from .. import datasets as dataset_helper
+    from ..rest_client import ServiceClient
+    from ..training.local import ENV_JOB_ID
+
+    remote = ServiceClient.from_env()
+    if remote is not None:  # under the hub: the cube-lab service's registry, as this user
+        return _register_remote(
+            remote,
+            obj_or_path,
+            {
+                "name": name,
+                "project": project,
+                "flavor": flavor,
+                "description": description,
+                "params": params,
+                "metrics": metrics,
+                "tags": tags,
+                "aliases": aliases,
+                "source": source or _current_source(),
+                "pipeline_run_id": pipeline_run_id,
+                "training_job_id": training_job_id or os.environ.get(ENV_JOB_ID) or None,
+                # those given and those this process resolved ($CUBE_LAB_DATASET is a job's)
+                "datasets": [*(datasets or []), *dataset_helper.used()] or None,
+            },
+        )
     from ..config import local_username
     from ..identity import Caller
-    from ..training.local import ENV_JOB_ID
     from ..workspace import default_workspace
 
     is_path = isinstance(obj_or_path, str | os.PathLike)
@@ -82,4 +105,43 @@ def register(
         pipeline_run_id=pipeline_run_id,
         training_job_id=training_job_id or os.environ.get(ENV_JOB_ID) or None,
         datasets=dataset_helper.lineage_for_register(datasets),
+    )
+
+
+def _register_remote(client: Any, obj_or_path: Any, fields: dict[str, Any]) -> VersionView:
+    """Register through the cube-lab service: a path as it is (relative to the home), an
+    object saved first into a scratch folder of the home, which the service copies from."""
+    import shutil
+    import tempfile
+
+    from ..cli_remote import home, relative
+    from .flavors import save_object
+
+    body = {k: v for k, v in fields.items() if v is not None}
+    if isinstance(obj_or_path, str | os.PathLike):
+        return _version(client.post("models", {**body, "path": relative(obj_or_path)}))
+    scratch = home() / ".cube-lab" / "uploads"
+    scratch.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="model-", dir=scratch))
+    try:
+        artifact, flavor, _ = save_object(obj_or_path, folder)
+        body.setdefault("flavor", flavor)
+        path = (folder / artifact).relative_to(home()).as_posix()
+        return _version(client.post("models", {**body, "path": path}))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _version(data: dict[str, Any]) -> VersionView:
+    """A ``VersionView`` from its REST JSON (what ``register`` returns in both shapes)."""
+    from datetime import datetime
+
+    from .views import Lineage
+
+    return VersionView(
+        **{
+            **data,
+            "lineage": Lineage(**data["lineage"]),
+            "created_at": datetime.fromisoformat(data["created_at"]),
+        }
     )

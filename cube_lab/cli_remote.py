@@ -1,0 +1,519 @@
+"""The ``cube-lab`` commands under the hub: the same commands, through the cube-lab service.
+
+A lab server under JupyterHub has no store (``$CUBE_LAB_SERVICE_URL`` names the service that
+owns it), so ``cli._run`` hands each command here instead of opening a ``Workspace``. Every
+command is one thin call of the REST API with the user's hub token (``rest_client``) and
+prints what the local command prints (``cli.show_*``); ``--json`` prints the REST JSON.
+Identity is the token's: ``$CUBE_LAB_USER`` means nothing here. Paths on the command line
+are resolved against the current folder and sent relative to the user's home (the lab
+server's root, ``$CUBE_LAB_ROOT_DIR``), the only folder the service reads for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from . import cli
+from .cli_args import output_target, parse_pairs, print_json, split_ref
+from .config import ENV_ROOT_DIR
+from .errors import InvalidInput
+from .rest_client import ServiceClient, segment
+
+POLL_S = 0.25
+LOG_POLL_S = 0.5
+ACTIVE = ("queued", "pending", "running", "starting", "stopping")
+
+Command = Callable[[ServiceClient, argparse.Namespace], None]
+
+
+# -- paths and names ---------------------------------------------------------------------
+
+
+def home() -> Path:
+    """The folder the service resolves paths in: this lab server's root."""
+    raw = os.environ.get(ENV_ROOT_DIR)
+    if not raw:
+        raise InvalidInput(
+            f"${ENV_ROOT_DIR} is not set, so paths cannot be sent to the cube-lab service",
+            "Run cube-lab in a terminal or notebook of your JupyterHub server, or set "
+            f"{ENV_ROOT_DIR} to your home folder there.",
+        )
+    return Path(os.path.abspath(Path(raw).expanduser()))
+
+
+def relative(raw: str | os.PathLike[str], what: str = "path") -> str:
+    """``raw`` (from the current folder) relative to the home; outside it is an error."""
+    root = home()
+    given = Path(raw).expanduser()
+    absolute = Path(os.path.abspath(Path.cwd() / given))
+    for base, path in ((root, absolute), (root.resolve(), absolute.resolve())):
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix() or "."
+    raise InvalidInput(
+        f"{what} {str(raw)!r} is outside your home {root}",
+        "Under the hub cube-lab reaches only files in your home (the lab server's root, "
+        f"${ENV_ROOT_DIR}); copy or move it there first.",
+    )
+
+
+def personal_project(client: ServiceClient) -> str:
+    me = client.get("whoami")
+    for project in me.get("projects") or []:
+        if project.get("kind") == "personal" and project.get("role") == "owner":
+            return str(project["name"])
+    raise InvalidInput(
+        f"the cube-lab service names no personal project of {me.get('user')}",
+        "Pass --project NAME (see cube-lab project list).",
+    )
+
+
+def project_of(client: ServiceClient, a: argparse.Namespace) -> str:
+    return str(a.project) if a.project else personal_project(client)
+
+
+def _model(project: str, name: str) -> str:
+    return f"projects/{segment(project)}/models/{segment(name)}"
+
+
+# -- model commands ----------------------------------------------------------------------
+
+
+def model_register(client: ServiceClient, a: argparse.Namespace) -> None:
+    body: dict[str, Any] = {
+        "name": a.name,
+        "path": relative(a.path),
+        "project": a.project,
+        "flavor": a.flavor,
+        "description": a.description,
+        "metrics": parse_pairs(a.metric, "metric", numeric=True),
+        "params": parse_pairs(a.param, "param"),
+        "tags": parse_pairs(a.tag, "tag"),
+        "aliases": a.alias,
+        "source": a.source,
+        "pipeline_run_id": a.pipeline_run,
+        "training_job_id": a.training_job,
+    }
+    v = client.post("models", {k: val for k, val in body.items() if val is not None})
+    if a.json:
+        print_json(v)
+    else:
+        cli.show_registered(v)
+
+
+def model_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    models: list[dict[str, Any]] = []
+    while True:
+        page = client.get(
+            "models",
+            q=a.search,
+            project=a.project,
+            include_archived=a.all,
+            limit=500,
+            offset=len(models),
+        )
+        models.extend(page["models"])
+        if len(models) >= page["total"] or not page["models"]:
+            break
+    if a.json:
+        print_json(models)
+    else:
+        cli.show_models(models)
+
+
+def model_show(client: ServiceClient, a: argparse.Namespace) -> None:
+    detail = client.get(_model(project_of(client, a), a.name))
+    if a.json:
+        print_json(detail)
+    else:
+        cli.show_model(detail)
+
+
+def model_alias(client: ServiceClient, a: argparse.Namespace) -> None:
+    where = f"{_model(project_of(client, a), a.name)}/aliases/{segment(a.alias)}"
+    if a.remove:
+        detail = client.delete(where)
+        message = f"Removed alias {a.alias} from {a.name}"
+    else:
+        if a.version is None:
+            raise InvalidInput(
+                "give the version to point the alias at", "cube-lab model alias NAME ALIAS VERSION"
+            )
+        detail = client.put(where, {"version": a.version})
+        message = f"{a.name}@{a.alias} -> v{a.version}"
+    if a.json:
+        print_json(detail)
+    else:
+        print(message)
+
+
+def model_download(client: ServiceClient, a: argparse.Namespace) -> None:
+    name, ref = split_ref(a.ref)
+    where = f"{_model(project_of(client, a), name)}/versions/{segment(ref)}"
+    version = client.get(where)
+    with client.stream(f"{where}/download") as answer:
+        filename = Path(version["artifact_name"]).name or answer.filename or name
+        is_dir = answer.headers.get("Content-Type", "").startswith("application/zip")
+        output = output_target(
+            a.output, what=f"model {name}:{ref} (a folder)", single=None if is_dir else filename
+        )
+        with tempfile.TemporaryDirectory(prefix="cube-download-") as tmp:
+            received = Path(tmp) / "received"
+            answer.save(received)
+            source = received
+            if is_dir:  # the folder comes as a zip holding it under its own name
+                unpacked = Path(tmp) / "unpacked"
+                with zipfile.ZipFile(received) as archive:
+                    archive.extractall(unpacked)
+                inside = list(unpacked.iterdir())
+                source = inside[0] if len(inside) == 1 and inside[0].is_dir() else unpacked
+            else:
+                source = received.rename(Path(tmp) / filename)
+            written = output.deliver(source)
+    if a.json:
+        print_json({"model": name, "version": version["version"], "output": str(written.resolve())})
+    else:
+        print(f"Downloaded {name}:{ref} to {written}")
+
+
+# -- project commands --------------------------------------------------------------------
+
+
+def project_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    found = client.get("projects")
+    if a.json:
+        print_json(found["projects"])
+    else:
+        cli.show_projects(found["projects"], found.get("invitations") or [])
+
+
+def project_create(client: ServiceClient, a: argparse.Namespace) -> None:
+    p = client.post("projects", {"name": a.name, "description": a.description})
+    if a.json:
+        print_json(p)
+    else:
+        print(f"Created project {p['name']}")
+
+
+# -- pipeline commands -------------------------------------------------------------------
+
+
+def _problems(detail: Any) -> list[Any]:
+    return [SimpleNamespace(**p) for p in detail or [] if isinstance(p, dict) and "field" in p]
+
+
+def pipeline_validate(client: ServiceClient, a: argparse.Namespace) -> None:
+    found = client.post("pipelines/validate", {"path": relative(a.path, "pipeline")})
+    if a.json:
+        print_json({"valid": found["valid"], "problems": found["problems"]})
+    if found["problems"]:
+        if not a.json:
+            print(f"{a.path}: {len(found['problems'])} problem(s)", file=sys.stderr)
+            cli._print_problems(_problems(found["problems"]))
+        raise SystemExit(1)
+    if not a.json:
+        migrated = found.get("migrated_from")
+        note = f" (migrated from Elyra version {migrated})" if migrated else ""
+        print(f"{a.path}: valid, {found['nodes']} nodes{note}")
+
+
+def pipeline_run(client: ServiceClient, a: argparse.Namespace) -> None:
+    body: dict[str, Any] = {
+        "path": relative(a.path, "pipeline"),
+        "params": parse_pairs(a.param, "param"),
+        "only": a.only,
+        "from": a.from_node,
+        "cache": a.cache,
+        "parallelism": a.parallel,
+        "project": a.project,
+    }
+    started = time.monotonic()
+    try:
+        run = client.post("pipelines/runs", {k: v for k, v in body.items() if v is not None})
+    except InvalidInput as exc:
+        exc.problems = _problems(exc.detail)  # type: ignore[attr-defined]
+        raise
+    run_id = run["id"]
+    progress_to = sys.stderr if a.json else sys.stdout  # --json keeps stdout for the result
+    nodes = run.get("nodes") or []
+    total = len([n for n in nodes if n["status"] != "skipped"]) or len(nodes)
+    if not a.quiet:
+        print(
+            f"run {run_id}: {run['pipeline']}, {total} node(s), "
+            f"parallelism {run['options'].get('parallelism')}",
+            file=progress_to,
+            flush=True,
+        )
+    seen: dict[str, tuple[str, int]] = {}
+    finished: set[str] = set()
+    try:
+        while True:
+            for n in run.get("nodes") or []:
+                state = (n["status"], n["attempts"])
+                if n["status"] == "pending" or seen.get(n["id"]) == state:
+                    continue
+                seen[n["id"]] = state
+                if n["status"] != "running":
+                    finished.add(n["id"])
+                if a.quiet:
+                    continue
+                took = n["duration_s"] if n["finished_at"] and n["started_at"] else None
+                line = cli.progress_line(
+                    time.monotonic() - started,
+                    len(finished),
+                    total,
+                    n["status"],
+                    n["label"],
+                    n["attempts"],
+                    took,
+                    n["error"],
+                )
+                print(line, file=progress_to, flush=True)
+            if run["status"] not in ACTIVE:
+                break
+            time.sleep(POLL_S)
+            run = client.get(f"pipelines/runs/{segment(run_id)}")
+    except KeyboardInterrupt:
+        run = client.post(f"pipelines/runs/{segment(run_id)}/cancel")
+        print(f"run {run_id}: {run['status']} (interrupted)", file=sys.stderr)
+        raise SystemExit(130) from None
+    status = run["status"]
+    if a.json:
+        print_json(run)
+    else:
+        print(f"run {run_id} {status} in {time.monotonic() - started:.2f}s")
+    if status != "succeeded":
+        for n in run.get("nodes") or []:
+            if n["status"] != "failed":
+                continue
+            print(f"--- {n['label']}: last lines of its log", file=sys.stderr)
+            log = _read_log(client, f"pipelines/runs/{segment(run_id)}/nodes/{segment(n['id'])}")
+            print("\n".join(log.splitlines()[-15:]), file=sys.stderr)
+        raise SystemExit(1)
+
+
+def _read_log(client: ServiceClient, where: str) -> str:
+    text, offset = "", 0
+    while True:
+        chunk = client.get(f"{where}/log", offset=offset)
+        text += chunk["text"]
+        if chunk["done"] or chunk["offset"] == offset or chunk["offset"] >= chunk["size"]:
+            return text
+        offset = chunk["offset"]
+
+
+def _follow(client: ServiceClient, where: str, follow: bool, out: Any = None) -> None:
+    """Print a log from the start: what there is now, or with ``follow`` until its writer is
+    done."""
+    stream = out or sys.stdout
+    offset = 0
+    while True:
+        chunk = client.get(f"{where}/log", offset=offset)
+        stream.write(chunk["text"])
+        stream.flush()
+        moved = chunk["offset"] != offset
+        offset = chunk["offset"]
+        if chunk["done"] or (not follow and (not moved or offset >= chunk["size"])):
+            return
+        if not moved:
+            time.sleep(LOG_POLL_S)
+
+
+def pipeline_runs(client: ServiceClient, a: argparse.Namespace) -> None:
+    path = relative(a.path, "pipeline") if a.path else None
+    runs = client.get("pipelines/runs", path=path, project=a.project, limit=a.limit)["runs"]
+    if a.json:
+        print_json(runs)
+    else:
+        cli.show_runs(runs)
+
+
+def pipeline_logs(client: ServiceClient, a: argparse.Namespace) -> None:
+    run = client.get(f"pipelines/runs/{segment(a.run)}")
+    node = next((n for n in run.get("nodes") or [] if a.node in (n["id"], n["label"])), None)
+    if node is None:
+        raise InvalidInput(
+            f"run {a.run} has no node {a.node!r}",
+            "Nodes: " + ", ".join(n["label"] for n in run.get("nodes") or []),
+        )
+    _follow(client, f"pipelines/runs/{segment(a.run)}/nodes/{segment(node['id'])}", a.follow)
+
+
+def pipeline_cancel(client: ServiceClient, a: argparse.Namespace) -> None:
+    run = client.post(f"pipelines/runs/{segment(a.run)}/cancel")
+    if a.json:
+        print_json(run)
+    else:
+        print(f"run {run['id']}: {run['status']}")
+
+
+# -- training commands -------------------------------------------------------------------
+
+
+def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
+    """Start the job at the service, print every rank's output as it comes, exit with its
+    status (as the local command does)."""
+    if a.dry_run:
+        raise InvalidInput(
+            "cube-lab train --dry-run is not available under the hub yet",
+            "Start the job without --dry-run, or look at it in the Training panel.",
+        )
+    spec = cli._train_spec(a)
+    workdir = relative(a.workdir or ".", "working directory")
+    spec["working_dir"] = None if workdir == "." else workdir
+    if a.output_dir:
+        spec["output_dir"] = relative(a.output_dir, "output dir")
+    job = client.post("training/jobs", {k: v for k, v in spec.items() if v is not None})
+    job_id = job["id"]
+    out = sys.stderr if a.json else sys.stdout
+    if not a.quiet:
+        procs = job["workers"] * job["nproc_per_worker"]
+        extra = f", GPUs {job['gpus']}" if job.get("gpus") else ""
+        print(f"job {job_id}: {job['framework']}, {procs} process(es){extra}", file=out, flush=True)
+    where = f"training/jobs/{segment(job_id)}"
+    try:
+        if a.quiet:
+            while client.get(where)["status"] in ACTIVE:
+                time.sleep(LOG_POLL_S)
+        else:
+            _follow(client, where, True, out)
+        view = client.get(where)
+        while view["status"] in ACTIVE:  # the log is done; the record follows a moment later
+            time.sleep(POLL_S)
+            view = client.get(where)
+    except KeyboardInterrupt:
+        view = client.post(f"{where}/stop")
+        print(f"job {job_id}: {view['status']} (interrupted)", file=sys.stderr)
+        raise SystemExit(130) from None
+    status = view["status"]
+    if a.json:
+        print_json(view)
+    else:
+        print(cli.job_finished_line(job_id, status, view), file=sys.stderr)
+    if status != "succeeded":
+        raise SystemExit(130 if status == "cancelled" else 1)
+
+
+def training_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    jobs = client.get("training/jobs", project=a.project, limit=a.limit)["jobs"]
+    if a.json:
+        print_json(jobs)
+    else:
+        cli.show_jobs(jobs)
+
+
+def training_logs(client: ServiceClient, a: argparse.Namespace) -> None:
+    _follow(client, f"training/jobs/{segment(a.job)}", a.follow)
+
+
+def training_stop(client: ServiceClient, a: argparse.Namespace) -> None:
+    view = client.post(f"training/jobs/{segment(a.job)}/stop")
+    if a.json:
+        print_json(view)
+    else:
+        print(f"job {a.job}: {view['status']}")
+
+
+def training_metrics(client: ServiceClient, a: argparse.Namespace) -> None:
+    found = client.get(f"training/jobs/{segment(a.job)}/metrics")
+    if a.json:
+        print_json(found)
+        return
+    for key, points in found["series"].items():
+        print(f"{key}: {len(points)} points, last {points[-1][1]:g} at step {points[-1][0]:g}")
+
+
+# -- serving commands --------------------------------------------------------------------
+
+
+def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    if a.backend == "kubernetes":
+        raise InvalidInput(
+            "cube-lab deployments --backend kubernetes is not available under the hub yet",
+            "The service lists the deployments it made: run it without --backend.",
+        )
+    found = client.get("deployments", project=a.project)["deployments"]
+    if a.json:
+        print_json(found)
+    else:
+        cli.show_deployments(found)
+
+
+# -- dispatch ----------------------------------------------------------------------------
+
+# by the local command's name (``python -m cube_lab.cli`` runs cli.py as __main__)
+REMOTE: dict[str, Command] = {
+    "model_register": model_register,
+    "model_list": model_list,
+    "model_show": model_show,
+    "model_alias": model_alias,
+    "model_download": model_download,
+    "project_list": project_list,
+    "project_create": project_create,
+    "pipeline_validate": pipeline_validate,
+    "pipeline_run": pipeline_run,
+    "pipeline_runs": pipeline_runs,
+    "pipeline_logs": pipeline_logs,
+    "pipeline_cancel": pipeline_cancel,
+    "train_run": train_run,
+    "training_list": training_list,
+    "training_logs": training_logs,
+    "training_stop": training_stop,
+    "training_metrics": training_metrics,
+    "deployments_list": deployments_list,
+}
+
+
+def _remote(local: Any) -> Command | None:
+    """The remote implementation of a local command function of ``cube_lab.cli``."""
+    if getattr(local, "__module__", None) not in ("cube_lab.cli", "__main__"):
+        return None
+    return REMOTE.get(getattr(local, "__name__", ""))
+
+
+def command_name(a: argparse.Namespace) -> str:
+    words = [a.group, getattr(a, "command", None), getattr(a, "keys_command", None)]
+    return " ".join(w for w in words if w)
+
+
+def _names() -> list[str]:
+    parser = cli.build_parser()
+    found: list[str] = []
+
+    def walk(p: argparse.ArgumentParser, prefix: list[str]) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for word, sub in action.choices.items():
+                    if _remote(sub.get_default("fn")) is not None:
+                        found.append(" ".join([*prefix, word]))
+                    walk(sub, [*prefix, word])
+
+    walk(parser, [])
+    return found
+
+
+def run(client: ServiceClient, a: argparse.Namespace) -> None:
+    """Run the parsed command ``a`` through the service; errors are ``CubeError``s."""
+    if os.environ.get("CUBE_LAB_USER"):
+        print(
+            "cube-lab: note: $CUBE_LAB_USER is ignored under the hub; you act as the owner of "
+            "$JUPYTERHUB_API_TOKEN",
+            file=sys.stderr,
+        )
+    fn = _remote(a.fn)
+    if fn is None:
+        raise InvalidInput(
+            f"`cube-lab {command_name(a)}` does not work under the hub yet",
+            "Under the hub these commands reach the cube-lab service: "
+            + ", ".join(_names())
+            + ". Use the cube-lab panels for the rest.",
+        )
+    fn(client, a)

@@ -1,0 +1,249 @@
+"""The ``cube-lab`` CLI, the magics and ``registry.register`` under the hub: through the
+cube-lab service, with the user's own token.
+
+One real hub (local shape) for the module, alice's and bob's servers spawned; the real CLI runs
+as a child process with alice's server environment (``/proc/<pid>/environ``: the service URL and
+her server's token, no store) in her home, as her terminal would run it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cube_lab.hub import devhub
+from tests.hub_kernel import Kernel
+from tests.pipeline_util import node, script, write_pipeline
+
+pytestmark = pytest.mark.hub
+
+USERS = ("alice", "bob")
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[devhub.DevHub]:
+    root = Path(tempfile.mkdtemp(prefix="cube-hub-cli-"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CUBE_LAB_OS_ACCOUNTS", "0")  # per-user OS accounts: tests/test_accounts.py
+        try:
+            running = devhub.start(root, {})
+        except FileNotFoundError as exc:
+            shutil.rmtree(root, ignore_errors=True)
+            pytest.skip(f"cannot install configurable-http-proxy: {exc}")
+        try:
+            for name in USERS:
+                running.hub("POST", f"/users/{name}")
+                status, server = running.spawn(name, {"profile": "cpu"})
+                assert status == 201, f"{name}: {server}"
+            yield running
+        finally:
+            running.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def home(hub: devhub.DevHub, user: str) -> Path:
+    return hub.data_dir / "users" / user
+
+
+def server_env(hub: devhub.DevHub, user: str) -> dict[str, str]:
+    """What a terminal of ``user``'s server has: the server's environment, its root."""
+    _, model = hub.hub("GET", f"/users/{user}")
+    pid = model["servers"][""]["state"]["pid"]
+    raw = Path(f"/proc/{pid}/environ").read_text()
+    env = dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+    env["CUBE_LAB_ROOT_DIR"] = str(home(hub, user))  # the server exports it to its children
+    return env
+
+
+def cli(
+    hub: devhub.DevHub, user: str, *args: str, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    run_env = {**server_env(hub, user), **env}
+    assert "CUBE_LAB_DATA_DIR" not in run_env and "CUBE_LAB_DB_URL" not in run_env
+    return subprocess.run(
+        [sys.executable, "-m", "cube_lab.cli", *args],
+        cwd=cwd or home(hub, user),
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def ok(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_register_list_show_and_only_alice_sees_it(hub: devhub.DevHub) -> None:
+    folder = home(hub, "alice") / "models"
+    folder.mkdir(exist_ok=True)
+    (folder / "weights.bin").write_bytes(b"w" * 1000)
+    out = ok(
+        cli(
+            hub,
+            "alice",
+            "model",
+            "register",
+            "weights.bin",
+            "--name",
+            "cli-model",
+            "--metric",
+            "acc=0.9",
+            cwd=folder,
+        )
+    )
+    assert "Registered cli-model v1" in out and "1,000 bytes" in out and "project alice" in out
+    listed = ok(cli(hub, "alice", "model", "list"))
+    assert "cli-model" in listed and "PROJECT" in listed.splitlines()[0]
+    as_json = json.loads(ok(cli(hub, "alice", "model", "list", "--json")))
+    assert [m["name"] for m in as_json if m["name"] == "cli-model"] == ["cli-model"]
+    shown = ok(cli(hub, "alice", "model", "show", "cli-model"))
+    assert shown.startswith("alice/cli-model") and "acc=0.9" in shown
+    # bob's CLI, his own token: nothing of alice's, whatever $CUBE_LAB_USER says
+    bobs = cli(hub, "bob", "model", "list", CUBE_LAB_USER="alice")
+    assert bobs.returncode == 0 and "cli-model" not in bobs.stdout, bobs
+    refused = cli(hub, "bob", "model", "show", "cli-model", "--project", "alice")
+    assert refused.returncode != 0 and "cube-lab: error:" in refused.stderr
+    assert "Traceback" not in refused.stderr and "cli-model v1" not in refused.stdout
+    projects = ok(cli(hub, "alice", "project", "list"))
+    assert "alice" in projects and "personal" in projects
+
+
+def test_download_writes_the_file(hub: devhub.DevHub) -> None:
+    folder = home(hub, "alice")
+    (folder / "dl.bin").write_bytes(b"payload" * 50)
+    ok(cli(hub, "alice", "model", "register", "dl.bin", "--name", "dl-model"))
+    out = ok(cli(hub, "alice", "model", "download", "dl-model", "-o", "fetched/"))
+    assert "Downloaded dl-model:latest to" in out or "Downloaded dl-model" in out
+    assert (folder / "fetched" / "dl.bin").read_bytes() == b"payload" * 50
+    # a folder model comes back as the folder
+    (folder / "tree" / "sub").mkdir(parents=True)
+    (folder / "tree" / "a.txt").write_text("a")
+    (folder / "tree" / "sub" / "b.txt").write_text("b")
+    ok(cli(hub, "alice", "model", "register", "tree", "--name", "tree-model"))
+    ok(cli(hub, "alice", "model", "download", "tree-model", "-o", "tree-copy"))
+    assert (folder / "tree-copy" / "sub" / "b.txt").read_text() == "b"
+    assert (folder / "tree-copy" / "a.txt").read_text() == "a"
+
+
+def test_pipeline_runs_with_progress_and_its_exit_code(hub: devhub.DevHub) -> None:
+    folder = home(hub, "alice") / "flows"
+    folder.mkdir(exist_ok=True)
+    first = script(folder, "first.py", "print('first says hi')\n")
+    second = script(folder, "second.py", "import os\nprint('second got', os.environ.get('WHO'))\n")
+    write_pipeline(
+        folder,
+        [
+            node("a", filename=first, label="first"),
+            node(
+                "b", upstream=("a",), filename=second, label="second", pipeline_parameters=["WHO"]
+            ),
+        ],
+        parameters=[{"name": "WHO", "default_value": {"type": "String", "value": "nobody"}}],
+        filename="two.pipeline",
+    )
+    done = cli(hub, "alice", "pipeline", "run", "two.pipeline", "--param", "WHO=alice", cwd=folder)
+    out = ok(done)
+    lines = out.splitlines()
+    assert lines[0].startswith("run ") and "2 node(s)" in lines[0], out
+    assert any(" 1/2 " in ln and " ok first" in ln for ln in lines), out
+    assert any(" 2/2 " in ln and " ok second" in ln for ln in lines), out
+    assert lines[-1].startswith("run ") and " succeeded in " in lines[-1], out
+    run_id = lines[0].split()[1].rstrip(":")
+    runs = ok(cli(hub, "alice", "pipeline", "runs"))
+    assert run_id in runs and "succeeded" in runs
+    log = ok(cli(hub, "alice", "pipeline", "logs", run_id, "second"))
+    assert "second got" in log
+    assert run_id not in ok(cli(hub, "bob", "pipeline", "runs"))
+
+    bad = script(folder, "bad.py", "import sys\nprint('going down')\nsys.exit(3)\n")
+    write_pipeline(folder, [node("a", filename=bad, label="bad")], filename="bad.pipeline")
+    failed = cli(hub, "alice", "pipeline", "run", "bad.pipeline", cwd=folder)
+    assert failed.returncode == 1, failed
+    assert "FAIL bad" in failed.stdout and " failed in " in failed.stdout.splitlines()[-1]
+    assert "--- bad: last lines" in failed.stderr and "going down" in failed.stderr
+
+
+def test_paths_outside_the_home_and_commands_not_there_yet(hub: devhub.DevHub) -> None:
+    outside = Path(tempfile.mkdtemp(prefix="cube-outside-"))
+    try:
+        (outside / "m.bin").write_bytes(b"x")
+        done = cli(hub, "alice", "model", "register", str(outside / "m.bin"), "--name", "out")
+        assert done.returncode == 2, done
+        assert "is outside your home" in done.stderr and "Traceback" not in done.stderr
+        done = cli(hub, "alice", "model", "register", "../bob/x.bin", "--name", "sneaky")
+        assert done.returncode == 2 and "is outside your home" in done.stderr, done
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    done = cli(hub, "alice", "pipeline", "schedules")
+    assert done.returncode == 2, done
+    assert "`cube-lab pipeline schedules` does not work under the hub yet" in done.stderr
+    assert "model register" in done.stderr and "pipeline run" in done.stderr
+    assert "Traceback" not in done.stderr
+    # --json carries the error body for scripts
+    done = cli(hub, "alice", "model", "show", "no-such-model", "--json")
+    assert done.returncode == 1 and json.loads(done.stdout)["error"], done
+
+
+def test_train_streams_the_job_and_lists_it(hub: devhub.DevHub) -> None:
+    folder = home(hub, "alice") / "train"
+    folder.mkdir(exist_ok=True)
+    (folder / "fit.py").write_text("print('epoch 1 loss 0.5', flush=True)\n")
+    done = cli(hub, "alice", "train", "--framework", "plain", "fit.py", cwd=folder)
+    out = ok(done)
+    assert out.startswith("job ") and "epoch 1 loss 0.5" in out, out
+    assert " succeeded" in done.stderr, done.stderr
+    job_id = out.split()[1].rstrip(":")
+    assert job_id in ok(cli(hub, "alice", "training", "list"))
+    assert "epoch 1 loss 0.5" in ok(cli(hub, "alice", "training", "logs", job_id))
+    (folder / "crash.py").write_text("raise SystemExit(4)\n")
+    crashed = cli(hub, "alice", "train", "--framework", "plain", "crash.py", cwd=folder)
+    assert crashed.returncode == 1 and " failed" in crashed.stderr, crashed
+    assert ok(cli(hub, "alice", "deployments")).startswith("NAME")
+
+
+MAGICS = textwrap.dedent(
+    """
+    import os, pathlib
+    os.chdir(os.environ["CUBE_LAB_ROOT_DIR"])
+    pathlib.Path("magic.bin").write_bytes(b"m" * 10)
+    get_ipython().run_line_magic("load_ext", "cube_lab")
+    get_ipython().run_line_magic("cube_register", "magic-model magic.bin --metric acc=0.5")
+    from cube_lab.registry import register
+    v = register("magic.bin", name="fn-model", metrics={"f1": 0.25})
+    print("FN", v.model, v.version, v.project, v.metrics)
+    pathlib.Path("m.py").write_text("print('magic node ran')")
+    import json
+    from cube_lab.pipelines import elyra_format
+    doc = elyra_format.new_document("m")
+    doc["pipelines"][0]["nodes"] = [NODE]
+    pathlib.Path("m.pipeline").write_text(json.dumps(doc))
+    get_ipython().run_line_magic("cube_pipeline", "run m.pipeline")
+    """
+)
+
+
+def test_magics_and_register_in_alices_kernel(hub: devhub.DevHub) -> None:
+    token = hub.user_token("alice")
+    kernel = Kernel(hub.url, "alice", token)
+    try:
+        code = MAGICS.replace("NODE", repr(node("n", filename="m.py", label="only")))
+        outcome = kernel.run(code, timeout=180)
+    finally:
+        kernel.shutdown()
+    assert outcome.error is None, outcome
+    assert "Registered magic-model v1" in outcome.stdout, outcome.stdout
+    assert "FN fn-model 1 alice {'f1': 0.25}" in outcome.stdout, outcome.stdout
+    assert "ok only" in outcome.stdout and " succeeded in " in outcome.stdout, outcome.stdout
+    listed = ok(cli(hub, "alice", "model", "list"))
+    assert "magic-model" in listed and "fn-model" in listed
+    assert "magic-model" not in ok(cli(hub, "bob", "model", "list"))
