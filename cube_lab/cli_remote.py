@@ -447,6 +447,130 @@ def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
         cli.show_deployments(found)
 
 
+# -- tuning commands ---------------------------------------------------------------------
+
+TUNING_ACTIVE = ("queued", "running")
+
+
+def tune(client: ServiceClient, a: argparse.Namespace) -> None:
+    """Start the experiment at the service, print each trial as it ends, then the best."""
+    from .cli_tuning import _fmt, _read_config
+
+    if a.backend == "kubernetes" or a.dry_run:
+        raise InvalidInput(
+            "cube-lab tune --backend kubernetes / --dry-run is not available under the hub yet",
+            "Run it without them: the cube-lab service runs the experiment for you.",
+        )
+    path = Path(a.config)
+    folder = relative(path.parent if str(path.parent) else ".", "config folder")
+    config = _read_config(path)
+    if not isinstance(config, dict):
+        raise InvalidInput(f"{path.name} must hold a mapping (an NNI experiment config)")
+    if a.max_trials:
+        config["maxTrialNumber"] = a.max_trials
+    if a.concurrency:
+        config["trialConcurrency"] = a.concurrency
+    body = {"config": config, "folder": folder, "project": a.project}
+    started = time.monotonic()
+    view = client.post("tuning/experiments", {k: v for k, v in body.items() if v is not None})
+    exp_id, spec = view["id"], view["spec"]
+    progress_to = sys.stderr if a.json else sys.stdout
+    if not a.json and not a.quiet:
+        print(
+            f"experiment {exp_id}: {spec['tuner']['name']}, up to {spec['max_trials']} "
+            f"trials, {spec['concurrency']} at a time, {spec['mode']} {spec['metric']}",
+            flush=True,
+        )
+    seen: dict[str, str] = {}
+    where = f"tuning/experiments/{segment(exp_id)}"
+    try:
+        while True:
+            trials = view.get("trials") or []
+            for t in trials:
+                if t["status"] in ("waiting", "running") or seen.get(t["id"]) == t["status"]:
+                    continue
+                seen[t["id"]] = t["status"]
+                if a.quiet:
+                    continue
+                params = " ".join(f"{k}={_fmt(v)}" for k, v in t["parameters"].items())
+                done = sum(1 for x in trials if x["status"] not in ("waiting", "running"))
+                metric = f" {spec['metric']}={_fmt(t['final'])}" if t["final"] is not None else ""
+                print(
+                    f"[{time.monotonic() - started:7.2f}s] {done:>3}/{spec['max_trials']} "
+                    f"{t['status']:<13} {t['id']} {params}{metric}",
+                    file=progress_to,
+                    flush=True,
+                )
+            if view["status"] not in TUNING_ACTIVE:
+                break
+            time.sleep(POLL_S)
+            view = client.get(where)
+    except KeyboardInterrupt:
+        view = client.post(f"{where}/stop")
+        print(f"experiment {exp_id}: {view['status']} (interrupted)", file=sys.stderr)
+        raise SystemExit(130) from None
+    status, best, took = view["status"], view.get("best"), time.monotonic() - started
+    if a.json:
+        print_json(
+            {
+                "experiment": exp_id,
+                "status": status,
+                "best": (
+                    {"trial": best["id"], "parameters": best["parameters"], "metric": best["final"]}
+                    if best
+                    else None
+                ),
+                "trials": view["trial_count"],
+                "duration_s": round(took, 3),
+            }
+        )
+    else:
+        print(f"experiment {exp_id} {status} in {took:.2f}s, {view['trial_count']} trial(s)")
+        if best:
+            score = f"{spec['metric']}={_fmt(best['final'])}"
+            print(f"best: trial {best['id']} {score} {best['parameters']}")
+    if status != "done":
+        raise SystemExit(130 if status == "stopped" else 1)
+
+
+def tuning_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    from .cli_tuning import _fmt
+
+    views = client.get("tuning/experiments", project=a.project, limit=a.limit)["experiments"]
+    if a.json:
+        print_json(views)
+        return
+    if not views:
+        print("no experiments yet: cube-lab tune CONFIG.yml")
+        return
+    for v in views:
+        best = f"best {_fmt(v['best']['final'])}" if v.get("best") else "no result yet"
+        print(f"{v['id']}  {v['status']:<11} {v['name']:<24} {v['trial_count']:>4} trials  {best}")
+
+
+def tuning_show(client: ServiceClient, a: argparse.Namespace) -> None:
+    from .cli_tuning import _fmt
+
+    view = client.get(f"tuning/experiments/{segment(a.experiment)}")
+    if a.json:
+        print_json(view)
+        return
+    print(f"{view['id']} ({view['name']}) {view['status']}, project {view['project']}")
+    best_id = (view.get("best") or {}).get("id")
+    for t in view.get("trials") or []:
+        final = _fmt(t["final"]) if t["final"] is not None else "-"
+        star = " *" if t["id"] == best_id else ""
+        print(f"  {t['id']}  {t['status']:<13} {final:>10}  {t['parameters']}{star}")
+
+
+def tuning_stop(client: ServiceClient, a: argparse.Namespace) -> None:
+    view = client.post(f"tuning/experiments/{segment(a.experiment)}/stop")
+    if a.json:
+        print_json(view)
+    else:
+        print(f"experiment {a.experiment}: {view['status']}")
+
+
 # -- dispatch ----------------------------------------------------------------------------
 
 # by the local command's name (``python -m cube_lab.cli`` runs cli.py as __main__)
@@ -470,13 +594,22 @@ REMOTE: dict[str, Command] = {
     "training_metrics": training_metrics,
     "deployments_list": deployments_list,
 }
+TUNING: dict[str, Command] = {
+    "tune": tune,
+    "tuning_list": tuning_list,
+    "tuning_show": tuning_show,
+    "tuning_stop": tuning_stop,
+}
 
 
 def _remote(local: Any) -> Command | None:
     """The remote implementation of a local command function of ``cube_lab.cli``."""
-    if getattr(local, "__module__", None) not in ("cube_lab.cli", "__main__"):
+    module, name = getattr(local, "__module__", None), getattr(local, "__name__", "")
+    if module == "cube_lab.cli_tuning":
+        return TUNING.get(name)
+    if module not in ("cube_lab.cli", "__main__"):
         return None
-    return REMOTE.get(getattr(local, "__name__", ""))
+    return REMOTE.get(name)
 
 
 def command_name(a: argparse.Namespace) -> str:

@@ -14,12 +14,17 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
+from cube_lab import errors
 from cube_lab.hub import devhub
+from cube_lab.rest_client import ServiceClient
 from tests.hub_kernel import Kernel
 from tests.pipeline_util import node, script, write_pipeline
 
@@ -221,6 +226,10 @@ MAGICS = textwrap.dedent(
     from cube_lab.registry import register
     v = register("magic.bin", name="fn-model", metrics={"f1": 0.25})
     print("FN", v.model, v.version, v.project, v.metrics)
+    from sklearn.linear_model import LinearRegression
+    fitted = LinearRegression().fit([[0.0], [1.0], [2.0]], [0.0, 1.0, 2.0])
+    o = register(fitted, name="obj-model")
+    print("OBJ", o.model, o.version, o.flavor, sorted(os.listdir(".cube-lab/uploads")))
     pathlib.Path("m.py").write_text("print('magic node ran')")
     import json
     from cube_lab.pipelines import elyra_format
@@ -243,7 +252,95 @@ def test_magics_and_register_in_alices_kernel(hub: devhub.DevHub) -> None:
     assert outcome.error is None, outcome
     assert "Registered magic-model v1" in outcome.stdout, outcome.stdout
     assert "FN fn-model 1 alice {'f1': 0.25}" in outcome.stdout, outcome.stdout
+    assert "OBJ obj-model 1 sklearn []" in outcome.stdout, outcome.stdout  # no scratch left
     assert "ok only" in outcome.stdout and " succeeded in " in outcome.stdout, outcome.stdout
     listed = ok(cli(hub, "alice", "model", "list"))
     assert "magic-model" in listed and "fn-model" in listed
     assert "magic-model" not in ok(cli(hub, "bob", "model", "list"))
+
+
+TRIAL = """\
+import nni
+
+x = nni.get_next_parameter()["x"]
+nni.report_final_result(-((x - 2) ** 2))
+"""
+
+
+def test_tune_runs_at_the_service(hub: devhub.DevHub) -> None:
+    folder = home(hub, "alice") / "hpo"
+    folder.mkdir(exist_ok=True)
+    (folder / "trial.py").write_text(TRIAL)
+    config = {
+        "searchSpace": {"x": {"_type": "uniform", "_value": [-5, 5]}},
+        "trialCommand": "python3 trial.py",
+        "trialCodeDirectory": ".",
+        "trialConcurrency": 2,
+        "maxTrialNumber": 5,
+        "tuner": {"name": "Random", "classArgs": {"seed": 3}},
+    }
+    (folder / "search.yml").write_text(yaml.safe_dump(config))
+    done = cli(hub, "alice", "tune", "hpo/search.yml", "--max-trials", "3")
+    out = ok(done)
+    assert out.startswith("experiment ") and "up to 3 trials" in out, out
+    assert out.count(" succeeded ") == 3, out
+    assert "experiment " in out and " done in " in out and "best: trial " in out, out
+    exp_id = out.split()[1].rstrip(":")
+    assert exp_id in ok(cli(hub, "alice", "tuning", "list"))
+    assert exp_id not in ok(cli(hub, "bob", "tuning", "list"))
+    assert " *" in ok(cli(hub, "alice", "tuning", "show", exp_id))
+
+
+class _Answers(BaseHTTPRequestHandler):
+    """A stand-in service: answers by the path's last segment, with what it was sent."""
+
+    def do_GET(self) -> None:
+        code = int(self.path.rsplit("/", 1)[-1].split("?")[0])
+        body = b'{"error": "what went wrong", "detail": "how to fix it"}' if code >= 400 else b""
+        if code == 200:
+            body = json.dumps(
+                {"auth": self.headers.get("Authorization"), "path": self.path}
+            ).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_the_client_maps_answers_to_cube_errors() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}/services/cube-lab/"
+        client = ServiceClient(base, "tok")
+        got = client.get("x/200", q="a b", flag=True, none=None)
+        assert got["auth"] == "token tok"
+        assert got["path"] == "/services/cube-lab/cube/api/v1/x/200?q=a+b&flag=true"
+        expected = {
+            400: errors.InvalidInput,
+            403: errors.Forbidden,
+            404: errors.NotFound,
+            409: errors.Conflict,
+            503: errors.StoreUnavailable,
+        }
+        for code, cls in expected.items():
+            with pytest.raises(cls) as raised:
+                client.get(f"x/{code}")
+            assert raised.value.error == "what went wrong" and raised.value.status == code
+            assert raised.value.detail == "how to fix it"
+        with pytest.raises(errors.CubeError) as raised:
+            client.get("x/429")
+        assert raised.value.status == 429
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(errors.StoreUnavailable, match="cannot reach the cube-lab service"):
+        ServiceClient(base, "tok").get("whoami")
+    assert ServiceClient.from_env({}) is None
+    with pytest.raises(errors.CubeError, match=r"JUPYTERHUB_API_TOKEN is not$"):
+        ServiceClient.from_env({"CUBE_LAB_SERVICE_URL": base})
+    made = ServiceClient.from_env({"CUBE_LAB_SERVICE_URL": base, "JUPYTERHUB_API_TOKEN": "t"})
+    assert made is not None and made.api_url == base + "cube/api/v1/"
