@@ -9,7 +9,10 @@ or the store's credentials, while alice's own work (a model, a pipeline run) goe
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import shutil
+import sys
 import tempfile
 import textwrap
 import time
@@ -20,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cube_lab import accounts
 from cube_lab.handlers import routes
 from cube_lab.hub import devhub
 from tests.hub_kernel import Kernel
@@ -29,13 +33,32 @@ from tests.test_handlers import METHODS, concrete
 pytestmark = pytest.mark.hub
 
 USERS = ("alice", "bob")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def os_accounts_usable() -> bool:
+    """Root, and this Python and checkout open to other accounts (``.ci/run`` opens them):
+    then each user's server and jobs run as their own OS account."""
+    if os.geteuid() != 0:
+        return False
+    paths = [Path(os.path.realpath(sys.executable)), REPO]
+    return all(p.stat().st_mode & 0o001 for path in paths for p in path.parents)
+
+
+OS_ACCOUNTS = os_accounts_usable()
+needs_accounts = pytest.mark.skipif(
+    not OS_ACCOUNTS,
+    reason="per-user OS accounts need root and a Python other accounts can run "
+    "(chmod o+x the folders above it, as .ci/run does)",
+)
 
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
     root = Path(tempfile.mkdtemp(prefix="cube-hub-boundary-"))
+    root.chmod(0o711)  # the users' accounts pass through to their homes
     try:
-        running = devhub.start(root, {})
+        running = devhub.start(root, {}, os_accounts=OS_ACCOUNTS)
     except FileNotFoundError as exc:
         shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"cannot install configurable-http-proxy: {exc}")
@@ -83,6 +106,17 @@ def server_env(server: dict[str, Any]) -> dict[str, str]:
     return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
 
 
+def wait_for_run(hub: devhub.DevHub, token: str, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status, found = cube(hub, "alice", f"pipelines/runs/{run_id}", token)
+        assert status == 200, found
+        if found["status"] not in ("queued", "pending", "running"):
+            return found
+        time.sleep(0.5)
+    raise TimeoutError(f"run {run_id} still {found['status']}")
+
+
 def home(hub: devhub.DevHub, user: str) -> Path:
     return hub.data_dir / "users" / user
 
@@ -96,9 +130,10 @@ def test_user_servers_hold_no_keys_to_the_store(
         assert "CUBE_LAB_DB_URL" not in env and "CUBE_LAB_DATA_DIR" not in env
         assert not [k for k, v in env.items() if store in v], "the store's folder is named"
         assert env["CUBE_LAB_SERVICE_URL"].endswith("/services/cube-lab/")
-    # the store exists, and only the service (the hub's account) may enter it
-    assert (hub.data_dir / "cube-lab" / "cube-lab.db").is_file()
-    assert (hub.data_dir / "cube-lab").stat().st_mode & 0o777 == 0o700
+    # the store exists, and no other account may list or read it
+    db = hub.data_dir / "cube-lab" / "cube-lab.db"
+    assert db.is_file() and db.stat().st_mode & 0o077 == 0
+    assert (hub.data_dir / "cube-lab").stat().st_mode & 0o066 == 0
 
 
 def test_alices_work_runs_and_stays_hers(
@@ -119,13 +154,7 @@ def test_alices_work_runs_and_stays_hers(
     )  # fmt: skip
     assert status in (200, 201), run
     run_id = run["id"]
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        status, found = cube(hub, "alice", f"pipelines/runs/{run_id}", tokens["alice"])
-        assert status == 200, found
-        if found["status"] not in ("queued", "pending", "running"):
-            break
-        time.sleep(0.5)
+    found = wait_for_run(hub, tokens["alice"], run_id)
     assert found["status"] == "succeeded", json.dumps(found)[:3000]
     status, log = cube(hub, "alice", f"pipelines/runs/{run_id}/nodes/a/log", tokens["alice"])
     assert status == 200 and "hello from" in str(log)
@@ -227,3 +256,62 @@ def test_every_route_of_the_service_needs_a_hub_token(
                 answer = web.request(method.upper(), path, cookies=cookies)
                 assert answer.status_code == 403, (method, path, answer.status_code)
                 assert answer.json()["error"], answer.text
+
+
+@needs_accounts
+def test_bobs_kernel_runs_as_his_account_and_cannot_read_alices_files_or_the_store(
+    hub: devhub.DevHub, tokens: dict[str, str], bob_kernel: Kernel
+) -> None:
+    alice_file = home(hub, "alice") / "diary.txt"
+    alice_file.write_text("alice's")
+    store = hub.data_dir / "cube-lab" / "cube-lab.db"
+    tries = textwrap.dedent(
+        f"""
+        import json, os
+        found = {{"uid": os.getuid()}}
+        for name, path in (("home", {str(alice_file)!r}), ("store", {str(store)!r})):
+            try:
+                open(path).read()
+                found[name] = "read"
+            except OSError as exc:
+                found[name] = type(exc).__name__
+        try:
+            os.listdir({str(home(hub, "alice"))!r})
+            found["listing"] = "listed"
+        except OSError as exc:
+            found["listing"] = type(exc).__name__
+        print(json.dumps(found))
+        """
+    )
+    outcome = bob_kernel.run(tries)
+    assert outcome.error is None, outcome
+    found = json.loads(outcome.stdout.strip().splitlines()[-1])
+    assert found["uid"] != 0
+    assert found == {
+        "uid": found["uid"],
+        "home": "PermissionError",
+        "store": "PermissionError",
+        "listing": "PermissionError",
+    }
+
+
+@needs_accounts
+def test_alices_pipeline_node_runs_as_her_account(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    folder = home(hub, "alice")
+    step = script(folder, "whoami.py", "import os\nprint('uid', os.getuid())\n")
+    write_pipeline(folder, [node("who", filename=step)], filename="who.pipeline")
+    status, run = cube(
+        hub, "alice", "pipelines/runs", tokens["alice"], method="POST",
+        body={"path": "who.pipeline"},
+    )  # fmt: skip
+    assert status in (200, 201), run
+    found = wait_for_run(hub, tokens["alice"], run["id"])
+    assert found["status"] == "succeeded", json.dumps(found)[:3000]
+    status, log = cube(hub, "alice", f"pipelines/runs/{run['id']}/nodes/who/log", tokens["alice"])
+    assert status == 200
+    uid = pwd.getpwnam(accounts.user_account("alice")).pw_uid
+    assert f"uid {uid}" in str(log) and uid != 0
+    # her server runs as that account too
+    assert Path(f"/proc/{servers['alice']['state']['pid']}").stat().st_uid == uid

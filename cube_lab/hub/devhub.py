@@ -60,9 +60,11 @@ def ensure_proxy() -> None:
     )
 
 
-def child_env(root: Path) -> dict[str, str]:
-    """The hub's environment: nothing under the real $HOME or Jupyter folders."""
+def child_env(root: Path, os_accounts: bool = False) -> dict[str, str]:
+    """The hub's environment: nothing under the real $HOME or Jupyter folders; per-user OS
+    accounts (when run as root) only when asked for."""
     env = dict(os.environ)
+    env["CUBE_LAB_OS_ACCOUNTS"] = "1" if os_accounts else "0"
     env.update(
         {
             "HOME": str(root / "home"),
@@ -262,6 +264,7 @@ def start(
     *,
     port: int | None = None,
     timeout: float = 120,
+    os_accounts: bool = False,
 ) -> DevHub:
     ensure_proxy()
     settings_file, config, token = write_files(root, settings, port)
@@ -270,7 +273,7 @@ def start(
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("jupyterhub")), "-f", str(config)],
         cwd=root,
-        env=child_env(root),
+        env=child_env(root, os_accounts),
         stdout=log.open("ab"),  # a hub restarted on the same folder appends
         stderr=subprocess.STDOUT,
         start_new_session=True,

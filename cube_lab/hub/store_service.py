@@ -31,7 +31,7 @@ from jupyter_server.auth.identity import IdentityProvider, User
 from jupyterhub.services.auth import HubAuth
 from tornado import web
 
-from .. import startup
+from .. import accounts, startup
 from ..config import Settings
 from ..errors import CubeError
 from ..handlers import routes
@@ -127,17 +127,19 @@ def user_home(settings: HubSettings) -> Any:
 
 
 def store_settings(settings: HubSettings) -> Settings:
-    """The store the service opens: ``<data_dir>/cube-lab`` (or ``cube_db_url``), root-only."""
+    """The store the service opens: ``<data_dir>/cube-lab`` (or ``cube_db_url``), closed to
+    other accounts (passable only, when jobs run as their owners' accounts beneath it)."""
     data_dir = settings.cube_data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(data_dir, 0o700)
     backend = "kubernetes" if settings.shape == "kubernetes" else "local"
+    # jobs run as their owner's OS account (local shape, service run as root)
+    os_accounts = settings.shape == "local" and accounts.enabled()
+    if os_accounts:
+        accounts.secure_store(data_dir)
+    else:
+        os.chmod(data_dir, 0o700)
     resolved = Settings.resolve(data_dir, settings.cube_db_url, backend)
-    if "os_accounts" in Settings.__dataclass_fields__:  # per-user OS accounts (local shape)
-        from .. import accounts
-
-        resolved = replace(resolved, os_accounts=settings.shape == "local" and accounts.enabled())
-    return resolved
+    return replace(resolved, os_accounts=os_accounts)
 
 
 def make_app(
