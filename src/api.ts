@@ -638,6 +638,35 @@ export interface NodeKind {
   op: string;
   name: string;
   display_name: string;
+  /** For an Elyra catalog component (`name` "catalog"): what its catalog says. */
+  component?: CatalogComponent;
+}
+
+/** One input of a catalog component (a KFP component YAML input). */
+export interface CatalogComponentInput {
+  name: string;
+  /** The key in the node's component_parameters (as Elyra names it). */
+  ref: string;
+  type: string;
+  json_type: 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array';
+  default: unknown;
+  optional: boolean;
+  description: string;
+  /** An inputPath: takes a parent node's output file. */
+  path: boolean;
+}
+
+/** A component of an Elyra component catalog, as `pipelines/node-kinds` lists it. */
+export interface CatalogComponent {
+  op: string;
+  name: string;
+  description: string;
+  /** The catalog's display name (the palette category). */
+  catalog: string;
+  image: string;
+  inputs: CatalogComponentInput[];
+  outputs: { name: string; ref: string; type: string; description: string }[];
+  default_parameters: Record<string, { widget: string; value: unknown }>;
 }
 
 export type NodeRunStatus =

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import mimetypes
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tornado import web
 
 from ..errors import InvalidInput
+from ..pipelines import catalogs
 from ..pipelines.nodekinds import node_kinds
 from .base import CubeHandler
 from .inputs import path_id
@@ -212,7 +214,24 @@ class NodeKindsHandler(CubeHandler):
                 "display_name": kind.display_name,
                 "schema": getattr(kind, "schema", None),  # a form for plug-in kinds' parameters
             }
-        self.reply({"node_kinds": list(kinds.values())})
+        found = await self.call(catalogs.catalogs)
+        for component in found.components:  # Elyra catalog components, under their catalog
+            kinds.setdefault(
+                component.op,
+                {
+                    "op": component.op,
+                    "name": "catalog",
+                    "display_name": component.name,
+                    "schema": None,
+                    "component": component.to_json(),
+                },
+            )
+        self.reply(
+            {
+                "node_kinds": list(kinds.values()),
+                "catalog_errors": [asdict(e) for e in found.errors],
+            }
+        )
 
 
 SCHEDULE_FIELDS = (

@@ -92,6 +92,10 @@ class TaskPlan:
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
     upstream: list[str] = field(default_factory=list)  # task names
+    # a catalog component: its KFP component YAML, and per YAML input name its argument:
+    # ("value", v) | ("param", pipeline parameter) | ("output", task name, output name)
+    component_text: str | None = None
+    arguments: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def parameters_used(self) -> list[str]:
         texts = [*self.argv, *self.runtime_env.values()]
@@ -239,6 +243,7 @@ class _Planner:
         self.params = _parameters(pipeline)
         self.known = {name for name, _, _ in self.params}
         self.notes: list[str] = []
+        self.names: dict[str, str] = {}  # node id -> task name, as nodes are planned
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -255,6 +260,7 @@ class _Planner:
             while name in names.values():
                 name, counter = f"{base}-{counter}", counter + 1
             names[node.id] = name
+            self.names = names
             task = self.task(node, name)
             task.upstream = [names[u] for u in node.upstream]
             tasks.append(task)
@@ -266,6 +272,11 @@ class _Planner:
         builders = {OP_NOTEBOOK: self.notebook, OP_PYTHON: self.script, OP_R: self.script,
                     OP_SHELL: self.shell, OP_TEMPLATE: self.template}  # fmt: skip
         builder = builders.get(node.op)
+        if builder is None and node.op not in builders:
+            from . import catalogs
+
+            if catalogs.kind_for(node.op) is not None:
+                builder = self.catalog_component
         if builder is None:
             raise _node_error(
                 node,
@@ -353,6 +364,76 @@ class _Planner:
         target = task.runtime_env if _MARK_RE.search(params_json) else task.env
         target["CUBE_PARAMS"] = params_json
         self.note(f"Job template code is expected under {self.template_root}/<name> in the image.")
+
+    def catalog_component(self, node: Node, task: TaskPlan) -> None:
+        """An Elyra catalog component: its own container spec, compiled by the kfp SDK's
+        component loader (inputValue / inputPath / outputPath as KFP substitutes them)."""
+        from . import catalogs
+
+        component = catalogs.catalogs().get(node.op)
+        if component is None:
+            raise _node_error(
+                node, f"component {node.op!r} is not in any component catalog", catalogs.HOW_TO_ADD
+            )
+        by_id = {n.id: n for n in self.pipeline.nodes}
+        ancestors = self.pipeline.upstream_closure({node.id})
+        for item in component.inputs:
+            widget, value = catalogs._value(node.params.get(item.ref))
+            if widget == "inputpath" and isinstance(value, dict):
+                parent_id = str(value.get("value"))
+                parent = by_id.get(parent_id)
+                if parent is None or parent_id not in ancestors:
+                    raise _node_error(
+                        node,
+                        f"input {item.name!r} takes an output of {parent_id!r}, which "
+                        "is not a parent of this node",
+                        "Link the parent node to this one.",
+                    )
+                source = catalogs.catalogs().get(parent.op)
+                option = str(value.get("option", ""))
+                out = next((o for o in source.outputs if o.ref == option), None) if source else None
+                if out is None:
+                    raise _node_error(
+                        node,
+                        f"input {item.name!r}: node {parent.label!r} has no output "
+                        f"{option.removeprefix('output_')!r}",
+                    )
+                task.arguments[item.name] = ("output", self.names[parent_id], out.name)
+            elif widget == "parameter":
+                if value not in self.known:
+                    if item.default is not None:
+                        task.arguments[item.name] = ("value", item.default)  # as Elyra does
+                    continue
+                task.arguments[item.name] = ("param", value)
+            else:
+                if widget == "file" and value:
+                    value = self._file_text(node, value, item.ref)
+                if value is None or value == "":
+                    value = item.default
+                if value is None:
+                    if not item.optional:
+                        raise _node_error(node, f"required input {item.name!r} has no value")
+                    continue
+                if item.path:
+                    raise _node_error(node, f"input {item.name!r} needs a parent's output")
+                if item.json_type in ("object", "array") and not isinstance(value, str):
+                    value = json.dumps(value)
+                elif item.json_type == "string":
+                    value = str(value)
+                task.arguments[item.name] = ("value", value)
+        task.image = component.image
+        task.component_text = component.definition
+        self.note(f"Catalog component {component.name!r} runs its own image {component.image}.")
+
+    def _file_text(self, node: Node, value: Any, where: str) -> str:
+        folder = self.pipeline.folder
+        if folder is None:
+            raise _node_error(node, f"{where} reads a file, and the pipeline has no folder")
+        path = _relative_file(node, value, where)
+        try:
+            return (folder / path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise _node_error(node, f"{where}: cannot read {value!r}", str(exc)) from None
 
     def _template_values(self, node: Node, template: Any) -> dict[str, Any]:
         raw = node.params.get("parameters") or {}
@@ -566,6 +647,29 @@ def _component(task: TaskPlan, types: dict[str, type]) -> Any:
     return dsl.container_component(body)
 
 
+def _catalog_component(task: TaskPlan) -> Any:
+    kfp = _kfp()
+    try:
+        return kfp.components.load_component_from_text(task.component_text)
+    except Exception as exc:  # the SDK raises what its YAML and spec checks raise
+        raise _node_error(task.node, "KFP could not load the component", str(exc)) from None
+
+
+def _catalog_arguments(task: TaskPlan, given: dict[str, Any], made: dict[str, Any]) -> Any:
+    from kfp.dsl.utils import sanitize_input_name
+
+    out: dict[str, Any] = {}
+    for name, argument in task.arguments.items():
+        key = sanitize_input_name(name)
+        if argument[0] == "param":
+            out[key] = given[argument[1]]
+        elif argument[0] == "output":
+            out[key] = made[argument[1]].outputs[sanitize_input_name(argument[2])]
+        else:
+            out[key] = argument[1]
+    return out
+
+
 def _configure(pipeline_task: Any, task: TaskPlan) -> None:
     pipeline_task.set_display_name(task.node.label)
     for name, value in task.env.items():
@@ -605,7 +709,10 @@ def _configure(pipeline_task: Any, task: TaskPlan) -> None:
 def _pipeline_func(plan: PipelinePlan) -> Any:
     dsl = _kfp().dsl
     types = {name: kind for name, kind, _ in plan.parameters}
-    components = {task.name: _component(task, types) for task in plan.tasks}
+    components = {
+        task.name: _catalog_component(task) if task.component_text else _component(task, types)
+        for task in plan.tasks
+    }
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     signature = [
         inspect.Parameter(name, kind, annotation=t, default=d) for name, t, d in plan.parameters
@@ -617,7 +724,11 @@ def _pipeline_func(plan: PipelinePlan) -> Any:
         for task in plan.tasks:
             component = components[task.name]
             try:
-                made[task.name] = component(**{n: given[n] for n in task.parameters_used()})
+                if task.component_text:
+                    arguments = _catalog_arguments(task, given, made)
+                else:
+                    arguments = {n: given[n] for n in task.parameters_used()}
+                made[task.name] = component(**arguments)
                 _configure(made[task.name], task)
             except ValueError as exc:  # the SDK's checks of quantities and names
                 raise _node_error(task.node, "KFP refused a setting", str(exc)) from None

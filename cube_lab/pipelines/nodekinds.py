@@ -322,8 +322,14 @@ def node_kinds() -> dict[str, Any]:
 
 def kind_for(op: str) -> Any | None:
     """The kind of ``op``. Built-in ops skip the entry-point scan (tens of milliseconds
-    on every CLI run: it reads every installed package's metadata)."""
-    return _BUILTIN_BY_OP.get(op) or node_kinds().get(op)
+    on every CLI run: it reads every installed package's metadata). An op shaped like an
+    Elyra component catalog's id (``<catalog type>:<hash>``) is a catalog component."""
+    found = _BUILTIN_BY_OP.get(op) or node_kinds().get(op)
+    if found is None:
+        from . import catalogs
+
+        found = catalogs.kind_for(op)
+    return found
 
 
 def kind_name(op: str) -> str:

@@ -409,7 +409,11 @@ class LocalRunner:
         """Template parameters or notebook parameters, with references resolved."""
         raw = node.params.get("parameters") if node.op.endswith("template") else None
         if raw is None:
-            names = node.params.get("pipeline_parameters") or []
+            names = list(node.params.get("pipeline_parameters") or [])
+            # catalog components take parameters per input ({"widget": "parameter"})
+            names += [v.get("value") for v in node.params.values()
+                      if isinstance(v, dict) and v.get("widget") == "parameter"
+                      and isinstance(v.get("value"), str)]  # fmt: skip
             raw = {n: self.plan.params.get(n) for n in names if n in self.plan.params}
             raw.update(node.cube.get("parameters") or {})
         return {k: self._resolve(v) for k, v in (raw or {}).items()}

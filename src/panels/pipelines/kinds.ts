@@ -3,7 +3,12 @@
  * "Job template: Train a scikit-learn model", "Training job"... instead of the
  * op ids stored in the `.pipeline` file (`execute-notebook-node`).
  */
-import type { JobTemplate, NodeKind } from '../../api';
+import type {
+  CatalogComponent,
+  JobTemplate,
+  JSONSchema,
+  NodeKind
+} from '../../api';
 import { Ops } from './serializer';
 
 /** Translates a message (a `TranslationBundle` or a stand-in in tests). */
@@ -58,7 +63,140 @@ export function kindLabel(
       return trans.__('Hyperparameter search');
   }
   const kind = kinds.find(k => k.op === node.op);
+  if (kind?.component) {
+    return trans.__(
+      '%1 (catalog %2)',
+      kind.component.name,
+      kind.component.catalog
+    );
+  }
   // A plug-in's own title (not in our catalog), else the op itself: the
   // validator names an op nobody registers as unknown.
   return kind?.display_name || node.op;
+}
+
+/** The catalog component an op names, when the server lists one. */
+export function catalogComponent(
+  op: string,
+  kinds: readonly NodeKind[]
+): CatalogComponent | undefined {
+  return kinds.find(k => k.op === op)?.component;
+}
+
+/** What the palette shows for a catalog component, under its catalog's name. */
+export interface ICatalogPaletteEntry {
+  category: string;
+  key: string;
+  label: string;
+  description: string;
+  spec: { op: string; label: string; params: Record<string, unknown> };
+}
+
+/** Palette entries for the catalog components among `kinds`, in the server's order. */
+export function catalogPaletteEntries(
+  kinds: readonly NodeKind[]
+): ICatalogPaletteEntry[] {
+  const out: ICatalogPaletteEntry[] = [];
+  for (const kind of kinds) {
+    const c = kind.component;
+    if (!c) {
+      continue;
+    }
+    out.push({
+      category: c.catalog,
+      key: `catalog:${c.op}`,
+      label: c.name,
+      description: c.description || c.image,
+      spec: {
+        op: c.op,
+        label: c.name,
+        // the {widget, value} form Elyra's editor writes, defaults filled in
+        params: JSON.parse(JSON.stringify(c.default_parameters))
+      }
+    });
+  }
+  return out;
+}
+
+/** A form schema of a component's value inputs (file inputs take a parent's output). */
+export function catalogInputSchema(
+  component: CatalogComponent,
+  trans: ITrans
+): JSONSchema {
+  const properties: Record<string, JSONSchema> = {};
+  const required: string[] = [];
+  for (const input of component.inputs) {
+    if (input.path) {
+      continue;
+    }
+    properties[input.ref] = {
+      type: input.json_type,
+      title: input.name,
+      description:
+        (input.description ? `${input.description} ` : '') +
+        trans.__('Type: %1', input.type),
+      ...(input.default !== null && input.default !== undefined
+        ? { default: input.default as any }
+        : {})
+    };
+    if (!input.optional) {
+      required.push(input.ref);
+    }
+  }
+  return { type: 'object', properties, required };
+}
+
+/** The plain values of a node's component parameters ({widget, value} unwrapped). */
+export function catalogValues(
+  params: Readonly<Record<string, unknown>>
+): Record<string, any> {
+  const out: Record<string, any> = {};
+  for (const [key, entry] of Object.entries(params)) {
+    if (entry && typeof entry === 'object' && 'widget' in (entry as any)) {
+      const { widget, value } = entry as { widget: string; value: unknown };
+      if (widget !== 'inputpath' && value !== null && value !== undefined) {
+        out[key] = value;
+      }
+    }
+  }
+  return out;
+}
+
+/** Component parameters with the form's values written back as Elyra writes them. */
+export function withCatalogValues(
+  params: Readonly<Record<string, unknown>>,
+  component: CatalogComponent,
+  values: Record<string, unknown>
+): Record<string, unknown> {
+  const next: Record<string, unknown> = { ...params };
+  for (const input of component.inputs) {
+    if (input.path) {
+      continue;
+    }
+    const value = values[input.ref];
+    next[input.ref] = {
+      widget: input.json_type,
+      value: value === undefined || value === '' ? null : value
+    };
+  }
+  return next;
+}
+
+/** The outputs of the upstream catalog nodes a file input may take. */
+export function parentOutputs(
+  upstream: readonly { id: string; label: string; op: string }[],
+  kinds: readonly NodeKind[]
+): { node: string; option: string; label: string }[] {
+  const out: { node: string; option: string; label: string }[] = [];
+  for (const parent of upstream) {
+    const c = catalogComponent(parent.op, kinds);
+    for (const o of c?.outputs ?? []) {
+      out.push({
+        node: parent.id,
+        option: o.ref,
+        label: `${parent.label}: ${o.name}`
+      });
+    }
+  }
+  return out;
 }

@@ -7,7 +7,14 @@ import * as React from 'react';
 
 import { JobTemplate, JSONSchema, PipelineProblem } from '../../api';
 import { updateNode, updatePipeline } from './graph';
-import { kindLabel } from './kinds';
+import {
+  catalogComponent,
+  catalogInputSchema,
+  catalogValues,
+  kindLabel,
+  parentOutputs,
+  withCatalogValues
+} from './kinds';
 import { PipelineEditorModel } from './model';
 import { FILE_OPS, Ops, PipelineNode, PipelineParameter } from './serializer';
 
@@ -445,6 +452,7 @@ function NodeProperties(props: {
       updateNode(g, node.id, { cube: withKey(node.cube, key, value) })
     );
   const isFile = FILE_OPS.includes(node.op);
+  const component = catalogComponent(node.op, model.nodeKinds);
   const envPairs: [string, string][] = (
     Array.isArray(node.params.env_vars) ? node.params.env_vars : []
   ).map((e: Json) => [String(e?.env_var ?? ''), showValue(e?.value)]);
@@ -650,7 +658,91 @@ function NodeProperties(props: {
           </p>
         )
       ) : null}
-      {!isFile && node.op !== Ops.shell && node.op !== Ops.template ? (
+      {component ? (
+        <fieldset className="cube-Fieldset">
+          <legend>{component.name}</legend>
+          <p className="cube-Muted">{trans.__('Image: %1', component.image)}</p>
+          <SchemaForm
+            schema={catalogInputSchema(component, trans)}
+            value={catalogValues(node.params)}
+            trans={trans}
+            onChange={v =>
+              model.apply(g =>
+                updateNode(g, node.id, {
+                  params: withCatalogValues(node.params, component, v) as any
+                })
+              )
+            }
+          />
+          {component.inputs
+            .filter(i => i.path)
+            .map(input => {
+              const current = node.params[input.ref] as any;
+              const picked =
+                current?.widget === 'inputpath' && current.value
+                  ? `${current.value.value}|${current.value.option}`
+                  : '';
+              const upstream = model.graph.nodes.filter(n =>
+                node.upstream.includes(n.id)
+              );
+              return (
+                <label className="cube-Field" key={input.ref}>
+                  <span className="cube-Field-label">
+                    {input.name}
+                    {input.optional ? null : (
+                      <span className="cube-Field-required">*</span>
+                    )}
+                  </span>
+                  <select
+                    className="jp-mod-styled cube-Field-input"
+                    name={`param-${input.ref}`}
+                    value={picked}
+                    onChange={e => {
+                      const [id, option] = e.target.value.split('|');
+                      setParams(
+                        input.ref,
+                        e.target.value
+                          ? {
+                              widget: 'inputpath',
+                              value: { value: id, option }
+                            }
+                          : undefined
+                      );
+                    }}
+                  >
+                    <option value="">
+                      {trans.__('(an output of a linked parent node)')}
+                    </option>
+                    {parentOutputs(upstream, model.nodeKinds).map(o => (
+                      <option
+                        key={`${o.node}|${o.option}`}
+                        value={`${o.node}|${o.option}`}
+                      >
+                        {o.label}
+                      </option>
+                    ))}
+                  </select>
+                  {problemFor(problems, input.ref) ? (
+                    <span className="cube-Field-error" role="alert">
+                      {problemFor(problems, input.ref)}
+                    </span>
+                  ) : null}
+                </label>
+              );
+            })}
+          {component.inputs
+            .filter(i => !i.path && problemFor(problems, i.ref))
+            .map(i => (
+              <span className="cube-Field-error" role="alert" key={i.ref}>
+                {i.name}: {problemFor(problems, i.ref)}
+              </span>
+            ))}
+        </fieldset>
+      ) : null}
+      {!component &&
+      !isFile &&
+      node.op !== Ops.shell &&
+      node.op !== Ops.template ? (
         <Field
           label={trans.__('Component parameters (JSON)')}
           name="component_parameters"

@@ -21,6 +21,7 @@ import * as React from 'react';
 import { describeError, isRunActive, JobTemplate, nodeLog } from '../../api';
 import { NODE_MIME, PipelineCanvas } from './canvas';
 import { autoLayout } from './graph';
+import { catalogPaletteEntries } from './kinds';
 import { ChangeKind, PipelineEditorModel } from './model';
 import { PropertiesPane } from './properties';
 import { NodeResults } from './results';
@@ -260,6 +261,7 @@ function Palette(props: {
     });
     for (const kind of model.nodeKinds) {
       if (
+        kind.component ||
         [Ops.notebook, Ops.python, Ops.r, Ops.shell, Ops.template].includes(
           kind.op
         )
@@ -284,6 +286,10 @@ function Palette(props: {
           params: { template: t.name, parameters: {} }
         }
       });
+    }
+    // Elyra component catalogs, each under its catalog's name
+    for (const entry of catalogPaletteEntries(model.nodeKinds)) {
+      add(entry.category, entry);
     }
     return byCategory;
   }, [model.templates, model.nodeKinds]);
