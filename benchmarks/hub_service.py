@@ -47,6 +47,7 @@ import yaml
 from cube_lab.hub import devhub
 
 USER = "bench"
+EMBED_PREFIX = "/embedded-bench/"  # its base URL, so the hub's proxy can route to it as is
 EMBED_TOKEN = "hub-service-benchmark-token"
 API = "/cube/api/v1"
 WARMUP = 30
@@ -163,13 +164,14 @@ def start_embedded(work: Path) -> tuple[subprocess.Popen[bytes], Endpoint, Path]
             "--no-browser",
             "--allow-root",
             "--ServerApp.log_level=WARN",
+            f"--ServerApp.base_url={EMBED_PREFIX}",
         ],
         env=clean_env(work),
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    endpoint = Endpoint("embedded", f"http://127.0.0.1:{port}/", EMBED_TOKEN)
+    endpoint = Endpoint("embedded", f"http://127.0.0.1:{port}{EMBED_PREFIX}", EMBED_TOKEN)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -206,6 +208,34 @@ def start_hub(work: Path) -> tuple[devhub.DevHub, dict[str, Endpoint], Path]:
     }
     home = Path(settings["data_dir"]) / "users" / USER
     return hub, endpoints, home
+
+
+def route_through_proxy(hub: devhub.DevHub, embedded: Endpoint) -> Endpoint | None:
+    """The embedded server behind the hub's own proxy: what the hub shape did before the
+    service (the store in the user's server, reached through the proxy). None when the proxy's
+    API token cannot be read (it is in the proxy's environment; this runs as its owner)."""
+    assert hub.proc is not None
+    settings = yaml.safe_load(hub.settings_file.read_text())
+    for pid in devhub._descendants(hub.proc.pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if b"configurable-http-proxy" not in cmdline:
+            continue
+        env = dict(item.split("=", 1) for item in environ.split("\0") if "=" in item)
+        token = env.get("CONFIGPROXY_AUTH_TOKEN")
+        if not token:
+            return None
+        api = Endpoint("proxy api", settings["proxy_api_url"], token, "/api/routes")
+        api.ok(
+            "POST", EMBED_PREFIX.strip("/"), {"target": f"http://{embedded.host}:{embedded.port}"}
+        )
+        proxied = Endpoint("embedded via proxy", f"{hub.url}{EMBED_PREFIX}", EMBED_TOKEN)
+        proxied.ok("GET", "whoami")
+        return proxied
+    return None
 
 
 # -- what is measured -----------------------------------------------------------------------
@@ -347,6 +377,11 @@ def main() -> int:
         hub_up = time.perf_counter() - t0
         embedded, embedded_ep, root = start_embedded(work / "embedded")
         endpoints = [*hub_paths.values(), embedded_ep]
+        proxied = route_through_proxy(hub, embedded_ep)
+        if proxied is None:
+            print("# the proxy's token is not readable: no 'embedded via proxy' row", flush=True)
+        else:
+            endpoints.append(proxied)
         print(f"# hub and {USER}'s server up in {hub_up:.1f} s", flush=True)
 
         reg_hub = register(hub_paths["hub"], home, args.versions, args.models)
@@ -359,17 +394,21 @@ def main() -> int:
             hub_paths["user server"].sibling("user server, /api/status", "/api"),
             embedded_ep.sibling("embedded, /api/status", "/api"),
         ]
+        cases = [(e, "models") for e in endpoints] + [(e, "status") for e in probes]
         endpoints += probes
-        cases = [(e, "models") for e in endpoints[:4]] + [(e, "status") for e in probes]
         lists = list_latency(cases, args.requests, args.rounds)
 
         paths = {"hub": write_pipeline(home), "embedded": write_pipeline(root)}
         paths["service"] = paths["hub"]
-        starts = run_starts(
-            {"hub": hub_paths["hub"], "service": hub_paths["service"], "embedded": embedded_ep},
-            paths,
-            args.runs,
-        )
+        run_paths = {
+            "hub": hub_paths["hub"],
+            "service": hub_paths["service"],
+            "embedded": embedded_ep,
+        }
+        if proxied is not None:
+            run_paths["embedded via proxy"] = proxied
+            paths["embedded via proxy"] = paths["embedded"]
+        starts = run_starts(run_paths, paths, args.runs)
     except KeyboardInterrupt:
         print("interrupted; cleaning up", file=sys.stderr)
         return 130
@@ -409,20 +448,26 @@ def main() -> int:
 
     print(f"\n## pipeline run, 1 trivial Python node, {args.runs} runs per path (2 warm-up), "
           "medians (min-max) in ms")  # fmt: skip
-    print(f"{'path':10} {'POST answered':>16} {'to node start':>16} {'node ran':>16} "
+    print(f"{'path':18} {'POST answered':>16} {'to node start':>16} {'node ran':>16} "
           f"{'to run end':>16}")  # fmt: skip
     med: dict[str, dict[str, float]] = {}
     for name, rows in starts.items():
         ms = {k: [r[k] for r in rows] for k in rows[0]}
         med[name] = {k: statistics.median(v) for k, v in ms.items()}
         cells = [f"{statistics.median(v):.1f} ({min(v):.0f}-{max(v):.0f})" for v in ms.values()]
-        print(f"{name:10} " + " ".join(f"{c:>16}" for c in cells))
+        print(f"{name:18} " + " ".join(f"{c:>16}" for c in cells))
         summary["run"][name] = {k: round(v, 2) for k, v in med[name].items()}
     start_ratio = med["hub"]["start_ms"] / med["embedded"]["start_ms"]
-    end_ratio = med["hub"]["finish_ms"] / med["embedded"]["finish_ms"]
-    print(f"hub / embedded: start {start_ratio:.2f}, end {end_ratio:.2f} (medians)")
-
     hub_p95 = summary["list"]["hub"]["p95"]
+    ratios: dict[str, float] = {}
+    for base_name in ("embedded", "embedded via proxy"):
+        if base_name not in med:
+            continue
+        ratios[f"list p95, hub / {base_name}"] = hub_p95 / summary["list"][base_name]["p95"]
+        for key, label in (("start_ms", "node start"), ("finish_ms", "run end")):
+            ratios[f"{label}, hub / {base_name}"] = med["hub"][key] / med[base_name][key]
+    print("\n" + "; ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
+    summary["ratios"] = {k: round(v, 3) for k, v in ratios.items()}
     summary["targets"] = {
         "list_p95_ms_lt_50": {"hub_p95_ms": hub_p95, "met": hub_p95 < 50},
         "run_start_within_10pct": {"ratio": round(start_ratio, 3), "met": start_ratio <= 1.10},
