@@ -103,8 +103,9 @@ describe('catalog components', () => {
       default: 2
     });
     expect(schema.properties!.greeting.description).toBe(
-      'What to write Type: String'
+      'What to write (String)'
     );
+    expect(schema.properties!.times.description).toBe('Type: Integer');
   });
 
   it('read and write parameters as Elyra writes them', () => {

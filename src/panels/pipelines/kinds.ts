@@ -132,9 +132,9 @@ export function catalogInputSchema(
     properties[input.ref] = {
       type: input.json_type,
       title: input.name,
-      description:
-        (input.description ? `${input.description} ` : '') +
-        trans.__('Type: %1', input.type),
+      description: input.description
+        ? trans.__('%1 (%2)', input.description, input.type)
+        : trans.__('Type: %1', input.type),
       ...(input.default !== null && input.default !== undefined
         ? { default: input.default as any }
         : {})
