@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import posixpath
 import sys
 import tempfile
 import time
@@ -369,6 +370,9 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
     spec = cli._train_spec(a)
     workdir = relative(a.workdir or ".", "working directory")
     spec["working_dir"] = None if workdir == "." else workdir
+    script = spec.get("script")
+    if script and Path(script).expanduser().is_absolute():  # the service takes it from workdir
+        spec["script"] = posixpath.relpath(relative(script, "script"), workdir)
     if a.output_dir:
         spec["output_dir"] = relative(a.output_dir, "output dir")
     job = client.post("training/jobs", {k: v for k, v in spec.items() if v is not None})

@@ -116,12 +116,15 @@ class CubeMagics(Magics):
             options, script_args = "", ""
         from .config import ENV_SERVICE_URL, Settings
 
-        if os.environ.get(ENV_SERVICE_URL):  # under the hub: in the home the service reads
-            from .cli_remote import home
+        try:
+            if os.environ.get(ENV_SERVICE_URL):  # under the hub: in the home the service reads
+                from .cli_remote import home
 
-            folder = home() / ".cube-lab" / "training-cells"
-        else:
-            folder = Settings.resolve().data_dir / "training" / "cells"
+                folder = home() / ".cube-lab" / "training-cells"
+            else:
+                folder = Settings.resolve().data_dir / "training" / "cells"
+        except CubeError as exc:
+            raise UsageError(f"cube-lab: {exc.error}\n{exc.detail or ''}".rstrip()) from None
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"cell_{hashlib.sha256(cell.encode()).hexdigest()[:12]}.py"
         path.write_text(cell)

@@ -237,6 +237,7 @@ MAGICS = textwrap.dedent(
     doc["pipelines"][0]["nodes"] = [NODE]
     pathlib.Path("m.pipeline").write_text(json.dumps(doc))
     get_ipython().run_line_magic("cube_pipeline", "run m.pipeline")
+    get_ipython().run_cell_magic("cube_train", "--framework plain", "print('cell trained')")
     """
 )
 
@@ -253,6 +254,7 @@ def test_magics_and_register_in_alices_kernel(hub: devhub.DevHub) -> None:
     assert "Registered magic-model v1" in outcome.stdout, outcome.stdout
     assert "FN fn-model 1 alice {'f1': 0.25}" in outcome.stdout, outcome.stdout
     assert "OBJ obj-model 1 sklearn []" in outcome.stdout, outcome.stdout  # no scratch left
+    assert "cell trained" in outcome.stdout, outcome.stdout
     assert "ok only" in outcome.stdout and " succeeded in " in outcome.stdout, outcome.stdout
     listed = ok(cli(hub, "alice", "model", "list"))
     assert "magic-model" in listed and "fn-model" in listed
