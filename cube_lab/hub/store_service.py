@@ -56,28 +56,41 @@ class HubCaller(User):
 
 
 class HubUsers:
-    """Each user's hub record (groups, admin), fetched with the service's own token and kept
-    ``USER_TTL_S``: a burst of requests costs the hub one call. Joining the user's project
-    groups as team projects happens here too, once per change of their groups."""
+    """Each user's hub record (groups, admin), fetched with the service's own token. A record
+    older than ``USER_TTL_S`` is still used for the request at hand while a fresh one is
+    fetched beside it, so no request but a user's first waits for the hub; a change of groups
+    or of the admin flag takes effect within that time. Joining the user's project groups as
+    team projects happens here too, once per change of their groups."""
 
     def __init__(self, hub: HubAPI, workspace: Workspace) -> None:
         self.hub = hub
         self.workspace = workspace
         self._users: dict[str, tuple[float, dict[str, Any]]] = {}
         self._joined: dict[str, tuple[str, ...]] = {}
+        self._refreshing: dict[str, asyncio.Task[dict[str, Any]]] = {}
 
     async def get(self, name: str) -> dict[str, Any]:
-        now = time.monotonic()
         cached = self._users.get(name)
-        if cached and now - cached[0] < USER_TTL_S:
-            return cached[1]
+        if cached is None:
+            return await self._refresh(name)
+        if time.monotonic() - cached[0] >= USER_TTL_S and name not in self._refreshing:
+            task = asyncio.get_running_loop().create_task(self._refresh(name))
+            self._refreshing[name] = task
+            task.add_done_callback(lambda t: self._done(name, t))
+        return cached[1]
+
+    def _done(self, name: str, task: asyncio.Task[dict[str, Any]]) -> None:
+        self._refreshing.pop(name, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("cannot refresh %s from the hub: %s", name, task.exception())
+
+    async def _refresh(self, name: str) -> dict[str, Any]:
         model = await self.hub.user(name)
         record = {
             "name": model["name"],
             "admin": bool(model.get("admin")),
             "groups": [g for g in model.get("groups") or () if g != ADMIN_GROUP],
         }
-        self._users[name] = (now, record)
         groups = tuple(sorted(record["groups"]))
         if self._joined.get(name) != groups:
             joined = await asyncio.to_thread(
@@ -86,6 +99,7 @@ class HubUsers:
             if joined:
                 log.info("%s joined project(s) %s from the hub", name, joined)
             self._joined[name] = groups
+        self._users[name] = (time.monotonic(), record)
         return record
 
 
