@@ -185,6 +185,51 @@ def model_download(client: ServiceClient, a: argparse.Namespace) -> None:
         print(f"Downloaded {name}:{ref} to {written}")
 
 
+def model_compare(client: ServiceClient, a: argparse.Namespace) -> None:
+    cmp = client.get(
+        f"{_model(project_of(client, a), a.name)}/compare", versions=",".join(a.versions)
+    )
+    if a.json:
+        print_json(cmp)
+        return
+    versions = cmp["versions"]
+    header = ["", *[f"v{v['version']}" for v in versions]]
+    rows = [
+        [f"metric {m}", *[str(v["metrics"].get(m, "")) for v in versions]] for m in cmp["metrics"]
+    ]
+    rows += [
+        [f"param {p}", *[str(v["params"].get(p, "")) for v in versions]] for p in cmp["params"]
+    ]
+    cli.print_table(rows, header)
+
+
+def model_archive(client: ServiceClient, a: argparse.Namespace) -> None:
+    name, ref = a.ref.partition(":")[0], a.ref.partition(":")[2]
+    where = _model(project_of(client, a), name)
+    if ref:
+        where += f"/versions/{segment(ref)}"
+    view = client.patch(where, {"archived": not a.undo})
+    if a.json:
+        print_json(view)
+    else:
+        print(f"{'Restored' if a.undo else 'Archived'} {a.ref}")
+
+
+def model_delete(client: ServiceClient, a: argparse.Namespace) -> None:
+    name, ref = a.ref.partition(":")[0], a.ref.partition(":")[2]
+    project = project_of(client, a)
+    if not a.yes:
+        raise InvalidInput(
+            f"deleting {a.ref} removes its artifacts for good", "Add --yes to confirm."
+        )
+    where = _model(project, name)
+    client.delete(f"{where}/versions/{segment(ref)}" if ref else where)
+    if a.json:
+        print_json({"deleted": a.ref, "project": project})
+    else:
+        print(f"Deleted {a.ref}")
+
+
 # -- project commands --------------------------------------------------------------------
 
 
@@ -202,6 +247,62 @@ def project_create(client: ServiceClient, a: argparse.Namespace) -> None:
         print_json(p)
     else:
         print(f"Created project {p['name']}")
+
+
+def project_member(client: ServiceClient, a: argparse.Namespace) -> None:
+    """Invite someone (or change a member's role); --remove removes or withdraws."""
+    where = f"projects/{segment(a.project_name)}"
+    members = {m["username"] for m in client.get(where)["members"]}
+    was_member = a.username in members
+    if a.remove:
+        view = client.delete(f"{where}/members/{segment(a.username)}")
+        done = "Removed" if was_member else "Withdrew the invitation of"
+        message = f"{done} {a.username} from {a.project_name}"
+    else:
+        view = client.put(f"{where}/members/{segment(a.username)}", {"role": a.role})
+        message = (
+            f"{a.username} is now {a.role} of {a.project_name}"
+            if was_member
+            else f"Invited {a.username} to {a.project_name} as {a.role}: they become a member "
+            f"when they accept (cube-lab project accept {a.project_name})"
+        )
+    if a.json:
+        print_json(view)
+    else:
+        print(message)
+
+
+def project_invitations(client: ServiceClient, a: argparse.Namespace) -> None:
+    invitations = client.get("invitations")["invitations"]
+    if a.json:
+        print_json(invitations)
+        return
+    if not invitations:
+        print("No invitations.")
+        return
+    cli.print_table(
+        [
+            [i["project"], i["role"], i["invited_by"], cli._stamp(i["invited_at"])]
+            for i in invitations
+        ],
+        ["PROJECT", "ROLE", "INVITED BY", "INVITED AT"],
+    )
+
+
+def project_accept(client: ServiceClient, a: argparse.Namespace) -> None:
+    view = client.post(f"invitations/{segment(a.project_name)}/accept")
+    if a.json:
+        print_json(view)
+    else:
+        print(f"You are now {view['role']} of {view['name']}")
+
+
+def project_decline(client: ServiceClient, a: argparse.Namespace) -> None:
+    client.post(f"invitations/{segment(a.project_name)}/decline")
+    if a.json:
+        print_json({"declined": a.project_name})
+    else:
+        print(f"Declined the invitation to {a.project_name}")
 
 
 # -- pipeline commands -------------------------------------------------------------------
@@ -583,9 +684,16 @@ REMOTE: dict[str, Command] = {
     "model_list": model_list,
     "model_show": model_show,
     "model_alias": model_alias,
+    "model_compare": model_compare,
+    "model_archive": model_archive,
+    "model_delete": model_delete,
     "model_download": model_download,
     "project_list": project_list,
     "project_create": project_create,
+    "project_member": project_member,
+    "project_invitations": project_invitations,
+    "project_accept": project_accept,
+    "project_decline": project_decline,
     "pipeline_validate": pipeline_validate,
     "pipeline_run": pipeline_run,
     "pipeline_runs": pipeline_runs,

@@ -346,3 +346,29 @@ def test_the_client_maps_answers_to_cube_errors() -> None:
         ServiceClient.from_env({"CUBE_LAB_SERVICE_URL": base})
     made = ServiceClient.from_env({"CUBE_LAB_SERVICE_URL": base, "JUPYTERHUB_API_TOKEN": "t"})
     assert made is not None and made.api_url == base + "cube/api/v1/"
+
+
+def test_a_team_project_shared_through_the_cli(hub: devhub.DevHub) -> None:
+    ok(cli(hub, "alice", "project", "create", "cli-team", "--description", "shared"))
+    invited = ok(cli(hub, "alice", "project", "member", "cli-team", "bob"))
+    assert "Invited bob to cli-team as member" in invited
+    assert "cli-team" in ok(cli(hub, "bob", "project", "invitations"))
+    assert "You are now member of cli-team" in ok(cli(hub, "bob", "project", "accept", "cli-team"))
+    folder = home(hub, "alice")
+    for n in (1, 2):
+        (folder / "team.bin").write_bytes(b"t" * n)
+        ok(cli(hub, "alice", "model", "register", "team.bin", "--name", "team-model",
+               "--project", "cli-team", "--metric", f"loss={n / 10}"))  # fmt: skip
+    assert "team-model" in ok(cli(hub, "bob", "model", "list", "--project", "cli-team"))
+    compared = ok(
+        cli(hub, "bob", "model", "compare", "team-model", "1", "2", "--project", "cli-team")
+    )
+    assert "metric loss" in compared and "0.1" in compared and "0.2" in compared
+    assert "Archived team-model:1" in ok(
+        cli(hub, "alice", "model", "archive", "team-model:1", "--project", "cli-team")
+    )
+    refused = cli(hub, "alice", "model", "delete", "team-model", "--project", "cli-team")
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    ok(cli(hub, "alice", "model", "delete", "team-model", "--project", "cli-team", "--yes"))
+    gone = cli(hub, "bob", "model", "show", "team-model", "--project", "cli-team")
+    assert gone.returncode == 1 and "not found" in gone.stderr, gone
