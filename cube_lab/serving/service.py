@@ -28,6 +28,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -41,7 +42,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from .. import quota
+from .. import accounts, quota
+from ..accounts import RunAs
 from ..config import Settings
 from ..errors import Conflict, CubeError, InvalidInput, NotFound
 from ..identity import Caller, check_name
@@ -61,6 +63,10 @@ MAX_REPLICAS = 16
 READY_TIMEOUT_S = 120.0
 DRAIN_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0
+RUN_DIR = "run"  # under os_accounts: the model servers' own folder (cwd, ready files)
+MODELS_DIR = "models"  # under os_accounts: the copies of the versions they serve
+# the service's own hub credentials: never in a process that runs a user's model
+_SERVICE_ENV_PREFIXES = ("JUPYTERHUB_", "JPY_")
 
 
 class DeploymentFailed(CubeError):
@@ -215,7 +221,9 @@ class DeploymentService:
         self.registry = registry
         self.root = settings.data_dir / "serving"
         self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
-        self._warm = WarmHostClient(self.root)
+        # Under os_accounts every model server runs as its deployment owner's account and
+        # starts cold: one warm host (one account) cannot fork processes for everyone.
+        self._warm = WarmHostClient(self.root, enabled=not settings.os_accounts)
 
     # -- deploy ------------------------------------------------------------------------------------
 
@@ -261,6 +269,7 @@ class DeploymentService:
         artifact = self.registry.download(caller, project_name, model, version.version).path
         dep_id = _new_id()
         folder = self.root / dep_id
+        who = self._owner(caller.username, caller.groups)
         # under the hub, the replicas' CPU is reserved for the project before anything starts
         reservation = quota.reserve(project_name, f"serving/{dep_id}", cpu=replicas)
         info: dict[str, Any] = {
@@ -277,31 +286,37 @@ class DeploymentService:
             "batching": batching,
             "samples_percent": samples_percent,
         }
+        if who is not None:
+            info["owner_groups"] = list(caller.groups)  # a later switch starts servers as them
         try:
             self._record(caller, project_name, dep_id, name, model, version.version, replicas,
                          host, info, access, keep_access=auth is None)  # fmt: skip
         except BaseException:
             quota.release(reservation)
             raise
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "ready").mkdir(exist_ok=True)
-        # the router starts with the access settings: it never answers unguarded
-        first = {"groups": [], "access": self._access_table(dep_id)}
-        (folder / "config.json").write_text(json.dumps(first))
         try:
+            if who is not None:  # first: the folders on the way become passable, not readable
+                accounts.job_folder(folder / RUN_DIR, who, self.settings.data_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "ready").mkdir(exist_ok=True)
+            # the router starts with the access settings: it never answers unguarded
+            first = {"groups": [], "access": self._access_table(dep_id)}
+            (folder / "config.json").write_text(json.dumps(first))
             # the router and the model servers start side by side: the import of the
             # model's library is most of the wait, the router's start hides behind it
             router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
             info["router"] = {"pid": router_proc.pid, "port": None, **_identity(router_proc.pid)}
+            model_path = self._model_files(folder, version.version, artifact, who)
             spawned = self._spawn_servers(
                 folder,
                 model,
                 version.version,
                 version.flavor,
-                artifact,
+                model_path,
                 replicas,
                 batching,
                 _backend_key(info),
+                who,
             )
             info["servers"] = [
                 {"version": version.version, "pid": p.pid, **_identity(p.pid)} for p, _ in spawned
@@ -431,6 +446,9 @@ class DeploymentService:
             "--ready-file",
             str(ready),
         ]
+        # The router stays the service's own user even under os_accounts: it loads no user
+        # code (it forwards requests, checks keys and limits), and it holds the token that
+        # reconfigures it, which the owner's model servers must not reach.
         return self._spawn(argv, folder, {TOKEN_ENV: token}, "router"), ready
 
     def _spawn_servers(
@@ -443,13 +461,17 @@ class DeploymentService:
         replicas: int,
         batching: dict[str, Any] | None,
         key: str,
+        who: RunAs | None = None,
     ) -> list[tuple[Any, Path]]:
         """Start the model servers; ``key``: the backend key they demand of every request
-        (in their environment: argv is world-readable in /proc)."""
+        (in their environment: argv is world-readable in /proc). ``who``: the deployment
+        owner's account they run as (``Settings.os_accounts``), in the deployment's run folder
+        and with ``artifact`` a copy the account reads (never a path into the store)."""
         env = {backend_auth.KEY_ENV: key} if key else {}
+        ready_dir = folder / (RUN_DIR if who is not None else "ready")
         started = []
         for _ in range(replicas):
-            ready = folder / "ready" / f"server-{uuid.uuid4().hex[:8]}.json"
+            ready = ready_dir / f"server-{uuid.uuid4().hex[:8]}.json"
             argv = [
                 sys.executable,
                 "-m",
@@ -468,7 +490,7 @@ class DeploymentService:
             if batching:
                 argv += ["--batch-max-rows", str(batching["max_rows"])]
                 argv += ["--batch-wait-ms", str(batching["wait_ms"])]
-            started.append((self._spawn(argv, folder, env, flavor), ready))
+            started.append((self._spawn(argv, folder, env, flavor, who), ready))
         return started
 
     def _start_servers(
@@ -481,12 +503,14 @@ class DeploymentService:
         replicas: int,
         batching: dict[str, Any] | None,
         key: str,
+        who: RunAs | None = None,
     ) -> list[dict[str, Any]]:
         """Start ``replicas`` model servers at once and wait until each has loaded the model."""
         started: list[tuple[Any, Path]] = []
         try:
+            path = self._model_files(folder, version, artifact, who)
             started = self._spawn_servers(
-                folder, model, version, flavor, artifact, replicas, batching, key
+                folder, model, version, flavor, path, replicas, batching, key, who
             )
             found = _servers(version, started, self._wait_ready(started, folder))
             self._warm.start_wanted()
@@ -496,9 +520,22 @@ class DeploymentService:
                 self._kill_pid(proc.pid)
             raise
 
-    def _spawn(self, argv: list[str], folder: Path, extra: dict[str, str], flavor: str) -> Any:
+    def _spawn(
+        self,
+        argv: list[str],
+        folder: Path,
+        extra: dict[str, str],
+        flavor: str,
+        who: RunAs | None = None,
+    ) -> Any:
         """``python -m MODULE ...``: forked from the warm host when one is up (no start-up
-        wait), else started afresh."""
+        wait), else started afresh. With ``who`` it always starts afresh, as that account, in
+        the run folder, with no store keys and none of the service's hub credentials."""
+        if who is not None:
+            with open(folder / "log.txt", "ab") as log:  # root's log: the server gets the fd
+                proc = start(argv, folder / RUN_DIR, _owner_env(extra), log, run_as=who)
+            self._procs[proc.pid] = proc
+            return proc
         env = _child_env(extra)
         pid = self._warm.spawn(argv[2], argv[3:], folder, env, folder / "log.txt", flavor)
         if pid is not None:
@@ -515,8 +552,9 @@ class DeploymentService:
             for i, (proc, ready) in enumerate(started):
                 if i in found:
                     continue
-                if ready.is_file():
-                    found[i] = json.loads(ready.read_text())
+                text = _read_ready(ready)
+                if text is not None:
+                    found[i] = json.loads(text)
                 elif proc.poll() is not None:
                     code = "" if proc.returncode is None else f" with code {proc.returncode}"
                     raise DeploymentFailed(
@@ -655,6 +693,8 @@ class DeploymentService:
                 # a candidate already running for this version is reused, others are replaced
                 have = [s for s in info["servers"] if s["version"] == version.version]
                 if not have:
+                    # the new servers run as the deployment's owner, whoever asks for them
+                    who = self._owner(row["owner"], info.get("owner_groups") or ())
                     have = self._start_servers(
                         Path(info["dir"]),
                         row["model"],
@@ -664,6 +704,7 @@ class DeploymentService:
                         row["replicas"],
                         info.get("batching"),
                         _backend_key(info),
+                        who,
                     )
                     info["servers"] = info["servers"] + have
                 if mode == "switch":
@@ -1028,8 +1069,8 @@ class DeploymentService:
     def prewarm(self) -> bool:
         """Start the warm host now if models were served from this data dir before, so the
         first deploy after a restart is warm too; True when one was started."""
-        if not self.root.is_dir():
-            return False
+        if not self.root.is_dir() or self.settings.os_accounts:
+            return False  # under os_accounts the model servers start cold, as their owners
         return self._warm.ensure(_child_env({}), self.root / "warmhost.log")
 
     def recover(self) -> dict[str, list[str]]:
@@ -1081,6 +1122,43 @@ class DeploymentService:
 
     # -- helpers -----------------------------------------------------------------------------------
 
+    def _owner(self, owner: str, groups: Any) -> RunAs | None:
+        """The account a deployment's model servers run as (its owner's, in the owner's
+        project groups); None unless ``Settings.os_accounts``."""
+        if not self.settings.os_accounts:
+            return None
+        return accounts.run_as(owner, tuple(groups))
+
+    def _model_files(self, folder: Path, version: int, artifact: Path, who: RunAs | None) -> Path:
+        """What a model server loads: the registry's artifact itself, or under os_accounts a
+        copy in ``<folder>/models/v<N>/`` (root's, readable by the owner's group only, not
+        writable by it), so the owner's account never gets a path into the store."""
+        if who is None:
+            return artifact
+        models = folder / MODELS_DIR
+        models.mkdir(mode=0o750, exist_ok=True)
+        os.chown(models, 0, who.gid, follow_symlinks=False)
+        os.chmod(models, 0o750, follow_symlinks=False)
+        final = models / f"v{version}"
+        tmp = models / f".v{version}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(mode=0o700)
+        try:
+            dest = tmp / artifact.name
+            if artifact.is_dir():
+                # links are copied as links: read through them as the owner, they open only
+                # what the owner's account may open anyway
+                shutil.copytree(artifact, dest, symlinks=True)
+            else:
+                shutil.copy2(artifact, dest, follow_symlinks=False)
+            _share_read(tmp, who.gid)
+            if final.exists():  # no server of this version runs (they would be reused)
+                shutil.rmtree(final)
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return final / artifact.name
+
     @contextlib.contextmanager
     def _locked(
         self, caller: Caller, name: str, project: str | None, active: bool = True
@@ -1108,6 +1186,7 @@ class DeploymentService:
                     "name": row.name,
                     "project": project_name,
                     "model": row.model_name,
+                    "owner": row.owner,
                     "host": row.host,
                     "port": row.port,
                     "replicas": row.replicas,
@@ -1191,6 +1270,42 @@ def _child_env(extra: dict[str, str]) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
+
+
+def _owner_env(extra: dict[str, str]) -> dict[str, str]:
+    """A model server's environment when it runs as its owner: ``_child_env`` without the
+    service's hub credentials (``processes.start`` then takes the store's keys out)."""
+    env = _child_env(extra)
+    return {k: v for k, v in env.items() if not k.startswith(_SERVICE_ENV_PREFIXES)}
+
+
+def _share_read(top: Path, gid: int) -> None:
+    """``top`` and everything in it ``root:<gid>``, folders 0750 and files 0640 (links are
+    left as they are, only their owner changed)."""
+    os.chown(top, 0, gid)
+    os.chmod(top, 0o750)
+    for here, dirs, files in os.walk(top):  # never into a link
+        for name in dirs + files:
+            path = os.path.join(here, name)
+            os.chown(path, 0, gid, follow_symlinks=False)
+            if not os.path.islink(path):
+                os.chmod(path, 0o750 if name in dirs else 0o640)
+
+
+def _read_ready(path: Path) -> str | None:
+    """A ready file's text, or None while there is none. Not through a link, nor from a
+    fifo or anything else but a plain file: under os_accounts the owner's account writes
+    in the folder it lies in."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise DeploymentFailed(f"cannot read the ready file {path.name}: {exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DeploymentFailed(f"the ready file {path.name} is not a plain file")
+        return fh.read(4096).decode("utf-8", "replace")
 
 
 def _jsonl_tail(path: Path, limit: int) -> list[dict[str, Any]]:

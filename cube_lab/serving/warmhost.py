@@ -237,10 +237,13 @@ class WarmHostClient:
     """The deployment service's side: fork through the host when a current one answers,
     start one when there is none; ``spawn`` returning None means "start it yourself"."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, enabled: bool = True) -> None:
+        """``enabled=False``: never fork nor start a host (under os_accounts every model
+        server runs as its own owner's account, which a shared host cannot become)."""
         self.path = folder / SOCKET_NAME
         self.enabled = (
-            os.environ.get("CUBE_LAB_SERVING_WARM", "1") != "0"
+            enabled
+            and os.environ.get("CUBE_LAB_SERVING_WARM", "1") != "0"
             and len(str(self.path)) <= MAX_SOCKET_PATH
         )
         self.wanted: tuple[dict[str, str], Path] | None = None  # (env, log) of a host to start
