@@ -227,12 +227,18 @@ def not_runnable(program: str, who: RunAs) -> AccountError:
 
 
 def job_env(env: dict[str, str], who: RunAs) -> dict[str, str]:
-    """``env`` for a job run as ``who``: the store's keys taken out, the account's HOME,
-    USER and LOGNAME in, and a note that tells cube-lab inside the job why it has no store
-    (``config.ENV_NO_STORE``: the SDK and CLI then fail with that sentence)."""
+    """``env`` for a job run as ``who``: the store's keys and the service's own hub
+    credentials (``JUPYTERHUB_*``, ``JPY_*``, the hub settings file) taken out, the
+    account's HOME, USER and LOGNAME in, and a note that tells cube-lab inside the job why it
+    has no store (``config.ENV_NO_STORE``: the SDK and CLI then fail with that sentence)."""
     from .config import ENV_DATA_DIR, ENV_DB_URL, ENV_NO_STORE
 
-    out = {k: v for k, v in env.items() if k not in (ENV_DATA_DIR, ENV_DB_URL)}
+    out = {
+        k: v
+        for k, v in env.items()
+        if k not in (ENV_DATA_DIR, ENV_DB_URL, "CUBE_HUB_SETTINGS")
+        and not k.startswith(("JUPYTERHUB_", "JPY_"))
+    }
     out.update(who.env())
     out[ENV_NO_STORE] = (
         "this job runs as its owner's own account, without the cube-lab store: "

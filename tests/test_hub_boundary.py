@@ -128,6 +128,7 @@ def test_user_servers_hold_no_keys_to_the_store(
     for name in USERS:
         env = server_env(servers[name])
         assert "CUBE_LAB_DB_URL" not in env and "CUBE_LAB_DATA_DIR" not in env
+        assert "CUBE_HUB_SETTINGS" not in env  # the settings file may hold the database URL
         assert not [k for k, v in env.items() if store in v], "the store's folder is named"
         assert env["CUBE_LAB_SERVICE_URL"].endswith("/services/cube-lab/")
     # the store exists, and no other account may list or read it
@@ -146,7 +147,8 @@ def test_alices_work_runs_and_stays_hers(
         body={"name": "secret-model", "path": "model.bin", "project": "alice"},
     )  # fmt: skip
     assert status == 201, version
-    step = script(folder, "step.py", "import os\nprint('hello from', os.getcwd())\n")
+    code = "import os\nprint('hello from', os.getcwd(), 'JUPYTERHUB_API_TOKEN' in os.environ)\n"
+    step = script(folder, "step.py", code)
     write_pipeline(folder, [node("a", filename=step)], filename="p.pipeline")
     status, run = cube(
         hub, "alice", "pipelines/runs", tokens["alice"], method="POST",
@@ -158,6 +160,7 @@ def test_alices_work_runs_and_stays_hers(
     assert found["status"] == "succeeded", json.dumps(found)[:3000]
     status, log = cube(hub, "alice", f"pipelines/runs/{run_id}/nodes/a/log", tokens["alice"])
     assert status == 200 and "hello from" in str(log)
+    assert "False" in str(log), log  # no hub token of the service's reaches the job
     # bob, through his own server, sees none of it
     status, models = cube(hub, "bob", "models", tokens["bob"])
     assert status == 200 and "secret-model" not in json.dumps(models)

@@ -65,9 +65,19 @@ def _call(method: str, path: str, body: Any = None, *, base: str, token: str) ->
     return json.loads(raw) if raw else None
 
 
+_held_token: str | None = None
+
+
+def hold_token(token: str) -> None:
+    """The cube-lab service's own token, kept here instead of in its environment (which every
+    job it starts would inherit)."""
+    global _held_token
+    _held_token = token
+
+
 def _where(base: str | None, token: str | None) -> tuple[str, str] | None:
     base = base or os.environ.get(ENV_ADMIN_URL)
-    token = token or os.environ.get("JUPYTERHUB_API_TOKEN")
+    token = token or _held_token or os.environ.get("JUPYTERHUB_API_TOKEN")
     if not base or not token:
         return None
     return base, token

@@ -97,8 +97,8 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
         j.spawner_class = "cube_lab.hub.spawner.CubeLocalSpawner"
     c.Spawner.start_timeout = settings.start_timeout
     c.Spawner.http_timeout = settings.start_timeout
-    c.Spawner.environment = {ENV_SETTINGS: str(settings.path)}
-    # the spawners (in this process) read the same file
+    # the spawners (in this process) read the settings file; user servers are not told where
+    # it is (it may hold the store's database URL)
     os.environ[ENV_SETTINGS] = str(settings.path)
     os.environ[ENV_DATA_DIR] = str(settings.data_dir)
     # what a server's own token may do: post activity, ask cube-admin for admission, reach the

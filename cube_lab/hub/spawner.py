@@ -216,7 +216,7 @@ class CubeSpawnerMixin:
         """Shape-specific: turn the chosen profile into this spawner's settings."""
 
     def cube_env(self) -> dict[str, str]:
-        env = {ENV_SETTINGS: str(self.cube.path)}
+        env: dict[str, str] = {}
         if self.cube_profile:
             env[ENV_PROFILE] = self.cube_profile.name
         if self.cube_group:

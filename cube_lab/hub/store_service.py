@@ -174,10 +174,13 @@ def make_app(
 async def _serve() -> None:
     settings = load()
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", f"/services/{STORE_SERVICE}/")
+    # the service's own token leaves the environment, which every job started here inherits
+    token = os.environ.pop("JUPYTERHUB_API_TOKEN")
+    client.hold_token(token)
     workspace = startup.open_workspace(store_settings(settings), log)
     identity = HubTokenIdentity()
-    identity.hub_auth = HubAuth(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=60)
-    identity.users = HubUsers(HubAPI(), workspace)
+    identity.hub_auth = HubAuth(api_token=token, cache_max_age=60)
+    identity.users = HubUsers(HubAPI(token=token), workspace)
     app = make_app(workspace, settings, identity, prefix)
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", settings.service_url))
     host = url.hostname or "127.0.0.1"
