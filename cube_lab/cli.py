@@ -197,6 +197,104 @@ def show_deployments(found: list[dict[str, Any]]) -> None:
     )
 
 
+def show_deployed(view: dict[str, Any], took: float) -> None:
+    """What ``deploy`` says (on stderr) once a new deployment answers."""
+    print(
+        f"deployed {view['model']} v{view['version']} as {view['name']} "
+        f"({view['replicas']} replica(s)) in {took:.1f}s",
+        file=sys.stderr,
+    )
+    if view["access"]["auth"] == "required":
+        print(
+            f"callers need an API key: cube-lab deployment keys create {view['name']} "
+            "KEY-NAME, then send 'Authorization: Bearer <key>'",
+            file=sys.stderr,
+        )
+
+
+def show_deployment_state(view: dict[str, Any]) -> None:
+    """``deploy``'s last lines: status and traffic (stderr), the endpoint (stdout)."""
+    traffic = ", ".join(
+        f"v{t['version']} {'shadow' if t['shadow'] else format(t['weight'], 'g') + '%'}"
+        for t in view["traffic"]
+    )
+    print(f"{view['name']}: {view['status']}, traffic {traffic}", file=sys.stderr)
+    print(view["endpoint"])
+
+
+def show_traffic(view: dict[str, Any]) -> None:
+    print(", ".join(f"v{t['version']} {t['weight']:g}%" for t in view["traffic"]))
+
+
+def show_samples(found: dict[str, Any]) -> None:
+    print(f"sampling {found['percent']:g}% of requests", file=sys.stderr)
+    for s in found["samples"]:
+        head = f"{s['status']} v{s['version']} {s['latency_ms']:.1f}ms"
+        print(f"{head} {s['request']} -> {s['response']}")
+
+
+def show_key_made(made: dict[str, Any], deployment: str) -> None:
+    until = f", expires {_stamp(made['expires_at'])} UTC" if made.get("expires_at") else ""
+    print(
+        f"key {made['name']} ({made['id']}{until}) for {deployment}; it is shown only now, "
+        "send it as 'Authorization: Bearer <key>':",
+        file=sys.stderr,
+    )
+    print(made["key"])
+
+
+def show_keys(keys: list[dict[str, Any]]) -> None:
+    print_table(
+        [
+            [
+                k["id"],
+                k["name"],
+                k["prefix"] + "…",
+                k["state"],
+                _stamp(k["created_at"]),
+                _stamp(k["expires_at"]),
+                _stamp(k["last_used_at"]),
+            ]
+            for k in keys
+        ],
+        ["ID", "NAME", "PREFIX", "STATE", "CREATED", "EXPIRES", "LAST USED"],
+    )
+
+
+def show_access(settings: dict[str, Any]) -> None:
+    limit = settings["rate_limit"]
+    rate = (
+        f"{limit['rps']:g} requests/s, bursts of {limit['burst']}"
+        + (", per key" if limit["per_key"] else "")
+        if limit
+        else "none"
+    )
+    print(f"auth: {settings['auth']}")
+    print(f"rate limit: {rate}")
+    print(f"allow: {' '.join(settings['allow']) or 'any address'}")
+    print(f"deny: {' '.join(settings['deny']) or 'none'}")
+
+
+def access_changes(a: argparse.Namespace) -> dict[str, Any]:
+    """``deployment access``'s options as the changes ``set_access`` takes."""
+    changes: dict[str, Any] = {}
+    if a.auth is not None:
+        changes["auth"] = a.auth
+    if a.no_rate_limit:
+        changes["rate_limit"] = None
+    elif a.rps is not None:
+        changes["rate_limit"] = {"rps": a.rps, "per_key": a.per_key}
+        if a.burst is not None:
+            changes["rate_limit"]["burst"] = a.burst
+    elif a.burst is not None or a.per_key:
+        raise InvalidInput("--burst and --per-key go with --rps", "e.g. --rps 20 --burst 40")
+    for field in ("allow", "deny"):
+        given = getattr(a, field)
+        if given is not None:
+            changes[field] = [x for x in given if x]  # --allow '' clears the list
+    return changes
+
+
 # -- model commands ----------------------------------------------------------------------
 
 
@@ -842,26 +940,11 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             auth=a.auth,
         )
         if not a.json:
-            print(
-                f"deployed {view.model} v{view.version} as {view.name} "
-                f"({view.replicas} replica(s)) in {time.monotonic() - started:.1f}s",
-                file=sys.stderr,
-            )
-            if view.access["auth"] == "required":
-                print(
-                    f"callers need an API key: cube-lab deployment keys create {view.name} "
-                    "KEY-NAME, then send 'Authorization: Bearer <key>'",
-                    file=sys.stderr,
-                )
+            show_deployed(to_jsonable(view), time.monotonic() - started)
     if a.json:
         print_json(view)
         return
-    traffic = ", ".join(
-        f"v{t['version']} {'shadow' if t['shadow'] else format(t['weight'], 'g') + '%'}"
-        for t in view.traffic
-    )
-    print(f"{view.name}: {view.status}, traffic {traffic}", file=sys.stderr)
-    print(view.endpoint)
+    show_deployment_state(to_jsonable(view))
 
 
 def deployments_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -918,10 +1001,7 @@ def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
         if a.json:
             print_json(found)
             return
-        print(f"sampling {found['percent']:g}% of requests", file=sys.stderr)
-        for s in found["samples"]:
-            head = f"{s['status']} v{s['version']} {s['latency_ms']:.1f}ms"
-            print(f"{head} {s['request']} -> {s['response']}")
+        show_samples(to_jsonable(found))
         return
     if a.command == "traffic":
         view = service.set_traffic(caller, a.name, a.percent, project=a.project)
@@ -932,14 +1012,10 @@ def deployment_action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
     if a.json:
         print_json(view)
         return
-    print(", ".join(f"v{t['version']} {t['weight']:g}%" for t in view.traffic))
+    show_traffic(to_jsonable(view))
 
 
 TEXT_ACTIONS = ("logs", "metrics")  # text streams (a log, Prometheus' format): no --json
-
-
-def _when(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M") if value is not None else ""
 
 
 def deployment_keys(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -957,13 +1033,7 @@ def deployment_keys(ws: Workspace, caller: Caller, a: argparse.Namespace) -> Non
         if a.json:
             print_json(made)
             return
-        until = f", expires {_when(made.expires_at)} UTC" if made.expires_at else ""
-        print(
-            f"key {made.name} ({made.id}{until}) for {a.name}; it is shown only now, "
-            "send it as 'Authorization: Bearer <key>':",
-            file=sys.stderr,
-        )
-        print(made.key)
+        show_key_made(to_jsonable(made), a.name)
         return
     if a.keys_command == "revoke":
         revoked = service.revoke_key(caller, a.name, a.key, project=a.project)
@@ -976,40 +1046,12 @@ def deployment_keys(ws: Workspace, caller: Caller, a: argparse.Namespace) -> Non
     if a.json:
         print_json({"keys": keys})
         return
-    print_table(
-        [
-            [
-                k.id,
-                k.name,
-                k.prefix + "…",
-                k.state,
-                _when(k.created_at),
-                _when(k.expires_at),
-                _when(k.last_used_at),
-            ]
-            for k in keys
-        ],
-        ["ID", "NAME", "PREFIX", "STATE", "CREATED", "EXPIRES", "LAST USED"],
-    )
+    show_keys(to_jsonable(keys))
 
 
 def deployment_access(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     """Show or change who may call a deployment."""
-    changes: dict[str, Any] = {}
-    if a.auth is not None:
-        changes["auth"] = a.auth
-    if a.no_rate_limit:
-        changes["rate_limit"] = None
-    elif a.rps is not None:
-        changes["rate_limit"] = {"rps": a.rps, "per_key": a.per_key}
-        if a.burst is not None:
-            changes["rate_limit"]["burst"] = a.burst
-    elif a.burst is not None or a.per_key:
-        raise InvalidInput("--burst and --per-key go with --rps", "e.g. --rps 20 --burst 40")
-    for field in ("allow", "deny"):
-        given = getattr(a, field)
-        if given is not None:
-            changes[field] = [x for x in given if x]  # --allow '' clears the list
+    changes = access_changes(a)
     service = ws.serving
     view = (
         service.set_access(caller, a.name, changes, project=a.project)
@@ -1020,17 +1062,7 @@ def deployment_access(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
     if a.json:
         print_json(settings)
         return
-    limit = settings["rate_limit"]
-    rate = (
-        f"{limit['rps']:g} requests/s, bursts of {limit['burst']}"
-        + (", per key" if limit["per_key"] else "")
-        if limit
-        else "none"
-    )
-    print(f"auth: {settings['auth']}")
-    print(f"rate limit: {rate}")
-    print(f"allow: {' '.join(settings['allow']) or 'any address'}")
-    print(f"deny: {' '.join(settings['deny']) or 'none'}")
+    show_access(to_jsonable(settings))
 
 
 # -- parser --------------------------------------------------------------------------------

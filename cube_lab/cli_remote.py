@@ -536,6 +536,22 @@ def training_metrics(client: ServiceClient, a: argparse.Namespace) -> None:
         print(f"{key}: {len(points)} points, last {points[-1][1]:g} at step {points[-1][0]:g}")
 
 
+def training_register(client: ServiceClient, a: argparse.Namespace) -> None:
+    body = {
+        "name": a.name,
+        "path": relative(a.path, "checkpoint") if a.path else None,
+        "project": a.project,
+    }
+    v = client.post(
+        f"training/jobs/{segment(a.job)}/register",
+        {k: val for k, val in body.items() if val is not None},
+    )
+    if a.json:
+        print_json(v)
+    else:
+        print(f"Registered {v['model']} v{v['version']} from job {a.job} in project {v['project']}")
+
+
 # -- serving commands --------------------------------------------------------------------
 
 
@@ -552,6 +568,140 @@ def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
         cli.show_deployments(found)
 
 
+def _deployment(client: ServiceClient, a: argparse.Namespace, name: str | None = None) -> str:
+    return f"projects/{segment(project_of(client, a))}/deployments/{segment(name or a.name)}"
+
+
+def _local_backend(a: argparse.Namespace, what: str) -> None:
+    if getattr(a, "backend", "local") == "kubernetes" or getattr(a, "dry_run", False):
+        raise InvalidInput(
+            f"cube-lab {what} --backend kubernetes / --dry-run is not available under the hub yet",
+            "Run it without them: the cube-lab service serves the model for you.",
+        )
+
+
+def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
+    """Deploy NAME:VERSION at the service (or change a running deployment's traffic)."""
+    _local_backend(a, "deploy")
+    name, ref = split_ref(a.ref)
+    if a.switch or a.canary is not None or a.shadow:
+        action = "switch" if a.switch else "canary" if a.canary is not None else "shadow"
+        body: dict[str, Any] = {"action": action, "version": ref}
+        if a.canary is not None:
+            body["percent"] = a.canary
+        view = client.post(f"{_deployment(client, a, a.name or name)}/traffic", body)
+    else:
+        started = time.monotonic()
+        spec = {
+            "model": a.ref,
+            "name": a.name,
+            "project": a.project,
+            "replicas": a.replicas,
+            "port": a.port,
+            "batch_max_rows": a.batch_max_rows,
+            "batch_wait_ms": a.batch_wait_ms,
+            "samples_percent": a.samples,
+            "auth": a.auth,
+        }
+        view = client.post("deployments", {k: v for k, v in spec.items() if v is not None})
+        if not a.json:
+            cli.show_deployed(view, time.monotonic() - started)
+    if a.json:
+        print_json(view)
+    else:
+        cli.show_deployment_state(view)
+
+
+def undeploy(client: ServiceClient, a: argparse.Namespace) -> None:
+    _local_backend(a, "undeploy")
+    where = _deployment(client, a)
+    if a.forget:
+        client.delete(where, forget=True)
+        if a.json:
+            print_json({"deleted": a.name})
+        else:
+            print(f"{a.name}: undeployed and forgotten")
+        return
+    view = client.delete(where)
+    if a.json:
+        print_json(view)
+    else:
+        print(f"{a.name}: {view['status']}")
+
+
+def deployment_action(client: ServiceClient, a: argparse.Namespace) -> None:
+    _local_backend(a, f"deployment {a.command}")
+    where = _deployment(client, a)
+    if a.command == "logs":
+        _follow(client, where, a.follow)
+        return
+    if a.command == "metrics":
+        with client.stream(f"{where}/metrics") as answer:
+            for chunk in answer.iter_bytes():
+                sys.stdout.write(chunk.decode(errors="replace"))
+        sys.stdout.flush()
+        return
+    if a.command == "samples":
+        if a.set is not None:
+            client.put(f"{where}/samples", {"percent": a.set})
+        found = client.get(f"{where}/samples", limit=a.limit)
+        if a.json:
+            print_json(found)
+        else:
+            cli.show_samples(found)
+        return
+    body: dict[str, Any] = {"action": a.command}
+    if a.command == "traffic":
+        body = {"action": "split", "percent": a.percent}
+    view = client.post(f"{where}/traffic", body)
+    if a.json:
+        print_json(view)
+    else:
+        cli.show_traffic(view)
+
+
+def deployment_keys(client: ServiceClient, a: argparse.Namespace) -> None:
+    """``cube-lab deployment keys create|list|revoke NAME ...``"""
+    where = f"{_deployment(client, a)}/keys"
+    if a.keys_command == "create":
+        body = {
+            "name": a.key_name,
+            "expires_at": a.expires_at,
+            "expires_in_days": a.expires_in_days,
+        }
+        made = client.post(where, {k: v for k, v in body.items() if v is not None})
+        if a.json:
+            print_json(made)
+        else:
+            cli.show_key_made(made, a.name)
+        return
+    if a.keys_command == "revoke":
+        revoked = client.delete(f"{where}/{segment(a.key)}")
+        if a.json:
+            print_json(revoked)
+        else:
+            print(f"key {revoked['name']} ({revoked['id']}) of {a.name}: revoked")
+        return
+    found = client.get(where)
+    if a.json:
+        print_json(found)
+    else:
+        cli.show_keys(found["keys"])
+
+
+def deployment_access(client: ServiceClient, a: argparse.Namespace) -> None:
+    changes = cli.access_changes(a)
+    where = _deployment(client, a)
+    if changes:
+        settings = client.put(f"{where}/access", changes)["access"]
+    else:
+        settings = client.get(f"{where}/access")
+    if a.json:
+        print_json(settings)
+    else:
+        cli.show_access(settings)
+
+
 # -- tuning commands ---------------------------------------------------------------------
 
 TUNING_ACTIVE = ("queued", "running")
@@ -559,7 +709,7 @@ TUNING_ACTIVE = ("queued", "running")
 
 def tune(client: ServiceClient, a: argparse.Namespace) -> None:
     """Start the experiment at the service, print each trial as it ends, then the best."""
-    from .cli_tuning import _fmt, _read_config
+    from .cli_tuning import _read_config
 
     if a.backend == "kubernetes" or a.dry_run:
         raise InvalidInput(
@@ -578,6 +728,32 @@ def tune(client: ServiceClient, a: argparse.Namespace) -> None:
     body = {"config": config, "folder": folder, "project": a.project}
     started = time.monotonic()
     view = client.post("tuning/experiments", {k: v for k, v in body.items() if v is not None})
+    _watch_experiment(client, view, a, started, {})
+
+
+def tuning_resume(client: ServiceClient, a: argparse.Namespace) -> None:
+    """Go on with a stopped experiment at the service; print the trials that end from now."""
+    started = time.monotonic()
+    before = client.get(f"tuning/experiments/{segment(a.experiment)}")
+    seen = {
+        t["id"]: t["status"]
+        for t in before.get("trials") or []
+        if t["status"] not in ("waiting", "running")
+    }
+    view = client.post(f"tuning/experiments/{segment(a.experiment)}/resume")
+    _watch_experiment(client, view, a, started, seen)
+
+
+def _watch_experiment(
+    client: ServiceClient,
+    view: dict[str, Any],
+    a: argparse.Namespace,
+    started: float,
+    seen: dict[str, str],
+) -> None:
+    """Print each trial of a started experiment as it ends, then the best (as ``tune``)."""
+    from .cli_tuning import _fmt
+
     exp_id, spec = view["id"], view["spec"]
     progress_to = sys.stderr if a.json else sys.stdout
     if not a.json and not a.quiet:
@@ -586,7 +762,6 @@ def tune(client: ServiceClient, a: argparse.Namespace) -> None:
             f"trials, {spec['concurrency']} at a time, {spec['mode']} {spec['metric']}",
             flush=True,
         )
-    seen: dict[str, str] = {}
     where = f"tuning/experiments/{segment(exp_id)}"
     try:
         while True:
@@ -668,6 +843,23 @@ def tuning_show(client: ServiceClient, a: argparse.Namespace) -> None:
         print(f"  {t['id']}  {t['status']:<13} {final:>10}  {t['parameters']}{star}")
 
 
+def tuning_register(client: ServiceClient, a: argparse.Namespace) -> None:
+    body = {"name": a.name, "trial": a.trial, "path": a.path, "project": a.project}
+    version = client.post(
+        f"tuning/experiments/{segment(a.experiment)}/register",
+        {k: v for k, v in body.items() if v is not None},
+    )
+    if a.json:
+        print_json(version)
+    else:
+        print(f"registered {version['model']} version {version['version']}")
+
+
+def tuning_log(client: ServiceClient, a: argparse.Namespace) -> None:
+    where = f"tuning/experiments/{segment(a.experiment)}/trials/{segment(a.trial)}"
+    sys.stdout.write(_read_log(client, where))
+
+
 def tuning_stop(client: ServiceClient, a: argparse.Namespace) -> None:
     view = client.post(f"tuning/experiments/{segment(a.experiment)}/stop")
     if a.json:
@@ -704,13 +896,22 @@ REMOTE: dict[str, Command] = {
     "training_logs": training_logs,
     "training_stop": training_stop,
     "training_metrics": training_metrics,
+    "training_register": training_register,
     "deployments_list": deployments_list,
+    "deploy": deploy,
+    "undeploy": undeploy,
+    "deployment_action": deployment_action,
+    "deployment_keys": deployment_keys,
+    "deployment_access": deployment_access,
 }
 TUNING: dict[str, Command] = {
     "tune": tune,
     "tuning_list": tuning_list,
     "tuning_show": tuning_show,
     "tuning_stop": tuning_stop,
+    "tuning_resume": tuning_resume,
+    "tuning_register": tuning_register,
+    "tuning_log": tuning_log,
 }
 
 

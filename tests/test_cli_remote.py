@@ -210,6 +210,24 @@ def test_train_streams_the_job_and_lists_it(hub: devhub.DevHub) -> None:
     job_id = out.split()[1].rstrip(":")
     assert job_id in ok(cli(hub, "alice", "training", "list"))
     assert "epoch 1 loss 0.5" in ok(cli(hub, "alice", "training", "logs", job_id))
+    (folder / "ckpt.bin").write_bytes(b"c" * 10)
+    registered = ok(
+        cli(
+            hub,
+            "alice",
+            "training",
+            "register",
+            job_id,
+            "--name",
+            "trained",
+            "--path",
+            "ckpt.bin",
+            cwd=folder,
+        )
+    )
+    assert registered.strip() == f"Registered trained v1 from job {job_id} in project alice"
+    shown = json.loads(ok(cli(hub, "alice", "model", "show", "trained", "--json")))
+    assert shown["versions"][0]["lineage"]["training_job_id"] == job_id, shown
     (folder / "crash.py").write_text("raise SystemExit(4)\n")
     crashed = cli(hub, "alice", "train", "--framework", "plain", "crash.py", cwd=folder)
     assert crashed.returncode == 1 and " failed" in crashed.stderr, crashed
@@ -262,9 +280,13 @@ def test_magics_and_register_in_alices_kernel(hub: devhub.DevHub) -> None:
 
 
 TRIAL = """\
+import os
 import nni
 
 x = nni.get_next_parameter()["x"]
+print("trial got x", x)
+with open(os.path.join(os.environ["NNI_OUTPUT_DIR"], "model.txt"), "w") as out:
+    out.write(str(x))
 nni.report_final_result(-((x - 2) ** 2))
 """
 
@@ -291,6 +313,16 @@ def test_tune_runs_at_the_service(hub: devhub.DevHub) -> None:
     assert exp_id in ok(cli(hub, "alice", "tuning", "list"))
     assert exp_id not in ok(cli(hub, "bob", "tuning", "list"))
     assert " *" in ok(cli(hub, "alice", "tuning", "show", exp_id))
+    view = json.loads(ok(cli(hub, "alice", "tuning", "show", exp_id, "--json")))
+    best = view["best"]["id"]
+    assert "trial got x" in ok(cli(hub, "alice", "tuning", "log", exp_id, best))
+    registered = ok(cli(hub, "alice", "tuning", "register", exp_id, "--name", "tuned"))
+    assert registered.strip() == "registered tuned version 1"
+    refused = cli(hub, "bob", "tuning", "register", exp_id, "--name", "stolen")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused
+    resumed = ok(cli(hub, "alice", "tuning", "resume", exp_id))  # nothing left to try
+    assert resumed.startswith(f"experiment {exp_id}: Random, up to 3 trials"), resumed
+    assert " succeeded " not in resumed and f"experiment {exp_id} done in " in resumed, resumed
 
 
 class _Answers(BaseHTTPRequestHandler):
@@ -372,3 +404,67 @@ def test_a_team_project_shared_through_the_cli(hub: devhub.DevHub) -> None:
     ok(cli(hub, "alice", "model", "delete", "team-model", "--project", "cli-team", "--yes"))
     gone = cli(hub, "bob", "model", "show", "team-model", "--project", "cli-team")
     assert gone.returncode == 1 and "not found" in gone.stderr, gone
+
+
+def test_deploy_call_change_traffic_and_undeploy(hub: devhub.DevHub) -> None:
+    import joblib
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+
+    folder = home(hub, "alice") / "serve"
+    folder.mkdir(exist_ok=True)
+    x, y = load_iris(return_X_y=True)
+    joblib.dump(
+        RandomForestClassifier(n_estimators=3, random_state=0).fit(x, y), folder / "m.joblib"
+    )
+    for _ in range(2):
+        ok(cli(hub, "alice", "model", "register", "m.joblib", "--name", "iris", cwd=folder))
+    done = cli(hub, "alice", "deploy", "iris:1")
+    endpoint = ok(done).strip()
+    assert endpoint.startswith("http://127.0.0.1:"), done
+    assert "deployed iris v1 as iris (1 replica(s)) in " in done.stderr, done.stderr
+    assert "iris: running, traffic v1 100%" in done.stderr, done.stderr
+    env = server_env(hub, "alice")
+    alice = ServiceClient(env["CUBE_LAB_SERVICE_URL"], env["JUPYTERHUB_API_TOKEN"])
+    try:
+        assert "iris" in ok(cli(hub, "alice", "deployments"))
+        ok(cli(hub, "alice", "deployment", "samples", "iris", "--set", "100"))
+        row = [5.1, 3.5, 1.4, 0.2]
+        answer = alice.post(
+            "projects/alice/deployments/iris/infer",
+            {"inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP64", "data": row}]},
+        )
+        assert answer["status"] == 200 and answer["body"]["outputs"][0]["data"] == [0], answer
+        samples = cli(hub, "alice", "deployment", "samples", "iris")
+        assert "sampling 100% of requests" in samples.stderr
+        assert ok(samples).startswith("200 v1 "), samples.stdout
+        assert "cube_serving_requests_total" in ok(
+            cli(hub, "alice", "deployment", "metrics", "iris")
+        )
+        assert "listening" in ok(cli(hub, "alice", "deployment", "logs", "iris"))
+        canary = cli(hub, "alice", "deploy", "iris:2", "--canary", "20")
+        assert "traffic v1 80%, v2 20%" in ok(canary) + canary.stderr, canary
+        assert ok(cli(hub, "alice", "deployment", "traffic", "iris", "50")).strip() == (
+            "v1 50%, v2 50%"
+        )
+        assert ok(cli(hub, "alice", "deployment", "rollback", "iris")).strip() == "v1 100%"
+        made = cli(hub, "alice", "deployment", "keys", "create", "iris", "ci")
+        key = ok(made).strip()
+        assert "key ci (" in made.stderr and "shown only now" in made.stderr and key
+        listed = ok(cli(hub, "alice", "deployment", "keys", "list", "iris"))
+        assert listed.splitlines()[0].startswith("ID") and " ci " in listed, listed
+        revoked = ok(cli(hub, "alice", "deployment", "keys", "revoke", "iris", "ci"))
+        assert revoked.startswith("key ci (") and revoked.strip().endswith("of iris: revoked")
+        access = ok(cli(hub, "alice", "deployment", "access", "iris", "--rps", "50"))
+        assert "auth: required" in access and "rate limit: 50 requests/s, bursts of" in access
+        settings = json.loads(ok(cli(hub, "alice", "deployment", "access", "iris", "--json")))
+        assert settings["rate_limit"]["rps"] == 50, settings
+        refused = cli(hub, "bob", "deployment", "access", "iris", "--project", "alice")
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused
+        assert "iris" not in ok(cli(hub, "bob", "deployments"))
+    finally:
+        stopped = cli(hub, "alice", "undeploy", "iris")
+    assert ok(stopped).strip() == "iris: stopped", stopped
+    assert ok(cli(hub, "alice", "undeploy", "iris", "--forget")).strip() == (
+        "iris: undeployed and forgotten"
+    )
