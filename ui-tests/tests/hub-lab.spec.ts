@@ -1,0 +1,67 @@
+/**
+ * A user's lab under the hub, in Chromium: the panels reach the store through the user's
+ * server, which forwards to the cube-lab service with the user's token (the server holds no
+ * store of its own). The admin logs in, starts a server, makes a project with the browser's
+ * own cookie and XSRF token, and the Models panel lists it. Runs only under
+ * playwright.hub.config.js, which starts a throwaway hub.
+ */
+import { expect, test } from '@playwright/test';
+import * as fs from 'fs';
+import * as path from 'path';
+
+const ROOT = process.env.CUBE_HUB_UI_ROOT;
+test.skip(
+  !process.env.CUBE_HUB_UI_URL || !ROOT,
+  'needs the hub: jlpm playwright test -c playwright.hub.config.js'
+);
+
+function adminPassword(): string {
+  const log = fs.readFileSync(path.join(ROOT as string, 'hub.log'), 'utf-8');
+  const found = /one-time password:\s+(\S+)/.exec(log);
+  if (!found) {
+    throw new Error('the hub printed no admin password');
+  }
+  return found[1];
+}
+
+test('the lab under the hub works through the cube-lab service', async ({
+  page
+}) => {
+  test.setTimeout(180 * 1000);
+  await page.goto('/hub/login');
+  await page.locator('#username_input').fill('admin');
+  await page.locator('#password_input').fill(adminPassword());
+  await page.locator('#login_submit').click();
+  await page.waitForURL(/\/hub\/(spawn|home)/);
+
+  await page.goto('/hub/spawn');
+  const start = page.locator('input[type="submit"], button[type="submit"]');
+  if (await start.count()) {
+    await start.first().click();
+  }
+  await page.waitForURL(/\/user\/admin\/lab/, { timeout: 150 * 1000 });
+  await expect(page.locator('#jp-main-dock-panel')).toBeVisible({
+    timeout: 60 * 1000
+  });
+
+  // a write with the browser's cookie and XSRF token, as the panels make it
+  const xsrf = (await page.context().cookies()).find(c => c.name === '_xsrf');
+  const made = await page.request.post('/user/admin/cube/api/v1/projects', {
+    data: { name: 'hub-ui-project' },
+    headers: { 'X-XSRFToken': xsrf ? xsrf.value : '' }
+  });
+  expect(made.status(), await made.text()).toBe(201);
+  const me = await page.request.get('/user/admin/cube/api/v1/whoami');
+  expect(me.status()).toBe(200);
+  expect((await me.json()).user).toBe('admin');
+
+  await page.locator('[data-id="cube-lab-models-panel"]').click();
+  const panel = page.locator('#cube-lab-models-panel');
+  await expect(panel).toBeVisible();
+  await expect(panel.locator('select').first()).toContainText(
+    'hub-ui-project',
+    { timeout: 30 * 1000 }
+  );
+  fs.mkdirSync('screenshots', { recursive: true });
+  await page.screenshot({ path: 'screenshots/hub-models-panel.png' });
+});
