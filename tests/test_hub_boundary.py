@@ -27,6 +27,7 @@ from cube_lab import accounts
 from cube_lab.handlers import routes
 from cube_lab.hub import devhub
 from tests.hub_kernel import Kernel
+from tests.labeling_util import make_csv
 from tests.pipeline_util import node, script, write_pipeline
 from tests.test_handlers import METHODS, concrete
 
@@ -170,6 +171,28 @@ def test_alices_work_runs_and_stays_hers(
     assert status == 404
     status, _ = cube(hub, "bob", f"pipelines/runs/{run_id}/nodes/a/log", tokens["bob"])
     assert status == 404
+
+
+def test_alices_labeling_task_is_hers(hub: devhub.DevHub, tokens: dict[str, str]) -> None:
+    make_csv(home(hub, "alice") / "reviews.csv", ["great", "awful"])
+    status, made = cube(
+        hub, "alice", "datasets", tokens["alice"], method="POST",
+        body={"name": "reviews", "path": "reviews.csv"},
+    )  # fmt: skip
+    assert status == 201, made
+    body = {"name": "sentiment", "dataset": "reviews", "type": "text-class", "labels": ["+", "-"]}
+    status, made = cube(hub, "alice", "labeling", tokens["alice"], method="POST", body=body)
+    assert status == 201, made
+    status, task = cube(
+        hub, "alice", "projects/alice/labeling/sentiment/next", tokens["alice"], method="POST"
+    )
+    assert status == 200 and task["item"]["text"] == "great", task
+    status, listed = cube(hub, "bob", "datasets", tokens["bob"])
+    assert status == 200 and listed["datasets"] == []
+    status, _ = cube(
+        hub, "bob", "projects/alice/labeling/sentiment/next", tokens["bob"], method="POST"
+    )
+    assert status in (403, 404)
 
 
 BOB_TRIES = textwrap.dedent(
