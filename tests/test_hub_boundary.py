@@ -70,6 +70,9 @@ def hub() -> Iterator[devhub.DevHub]:
     finally:
         running.stop()
         shutil.rmtree(root, ignore_errors=True)
+        if OS_ACCOUNTS:  # the system accounts the hub made for the users
+            for name in USERS:
+                accounts.remove_user(name)
 
 
 @pytest.fixture(scope="module")
