@@ -689,10 +689,29 @@ def pipeline_schedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
     if a.json:
         print_json(view)
         return
-    upcoming = view.next_fire_at.isoformat() if view.next_fire_at else "never"
-    print(
-        f"schedule {view.id} ({view.name}): {view.cron}, next run {upcoming}; the JupyterLab "
-        "server fires it (make lab)"
+    show_scheduled(to_jsonable(view), "the JupyterLab server fires it (make lab)")
+
+
+def show_scheduled(view: dict[str, Any], fired_by: str) -> None:
+    upcoming = view["next_fire_at"] or "never"
+    head = f"schedule {view['id']} ({view['name']}): {view['cron']}"
+    print(f"{head}, next run {upcoming}; {fired_by}")
+
+
+def show_schedules(views: list[dict[str, Any]]) -> None:
+    print_table(
+        [
+            [
+                str(v["id"]),
+                v["name"],
+                v["cron"],
+                "on" if v["enabled"] else "paused",
+                _stamp(v["next_fire_at"]),
+                v["last_error"] or "",
+            ]
+            for v in views
+        ],
+        ["ID", "NAME", "CRON", "STATE", "NEXT", "LAST ERROR"],
     )
 
 
@@ -701,20 +720,7 @@ def pipeline_schedules(ws: Workspace, caller: Caller, a: argparse.Namespace) -> 
     if a.json:
         print_json(views)
         return
-    print_table(
-        [
-            [
-                str(v.id),
-                v.name,
-                v.cron,
-                "on" if v.enabled else "paused",
-                v.next_fire_at.strftime("%Y-%m-%d %H:%M") if v.next_fire_at else "",
-                v.last_error or "",
-            ]
-            for v in views
-        ],
-        ["ID", "NAME", "CRON", "STATE", "NEXT", "LAST ERROR"],
-    )
+    show_schedules(to_jsonable(views))
 
 
 def pipeline_unschedule(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:

@@ -57,9 +57,13 @@ def dataset_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
     if a.json:
         print_json(view)
         return
+    show_dataset_created(to_jsonable(view))
+
+
+def show_dataset_created(view: dict[str, Any]) -> None:
     print(
-        f"Created dataset {view.name} in project {view.project}: {view.item_count:,} "
-        f"{view.kind} from {view.source}"
+        f"Created dataset {view['name']} in project {view['project']}: {view['item_count']:,} "
+        f"{view['kind']} from {view['source']}"
     )
 
 
@@ -68,13 +72,17 @@ def dataset_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(views)
         return
+    show_datasets(to_jsonable(views))
+
+
+def show_datasets(views: list[dict[str, Any]]) -> None:
     if not views:
         print("No datasets yet: cube-lab dataset create NAME PATH")
         return
     for v in views:
         print(
-            f"{v.project:<16} {v.name:<24} {v.kind:<7} {v.item_count:>8,} items  "
-            f"{len(v.versions)} version(s)  {v.source}"
+            f"{v['project']:<16} {v['name']:<24} {v['kind']:<7} {v['item_count']:>8,} items  "
+            f"{len(v['versions'])} version(s)  {v['source']}"
         )
 
 
@@ -83,9 +91,19 @@ def dataset_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(view)
         return
-    print(f"{view.project}/{view.name}: {view.item_count:,} {view.kind} from {view.source}")
-    for v in view.versions:
-        print(f"  v{v.version}  {v.format:<12} {v.item_count:>7,} items  {v.labeling:<20} {v.path}")
+    show_dataset(to_jsonable(view))
+
+
+def show_dataset(view: dict[str, Any]) -> None:
+    print(
+        f"{view['project']}/{view['name']}: {view['item_count']:,} {view['kind']} "
+        f"from {view['source']}"
+    )
+    for v in view["versions"]:
+        print(
+            f"  v{v['version']}  {v['format']:<12} {v['item_count']:>7,} items  "
+            f"{v['labeling']:<20} {v['path']}"
+        )
 
 
 # -- labeling projects ---------------------------------------------------------------------------
@@ -107,8 +125,12 @@ def label_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(view)
         return
-    keys = ", ".join(f"{label['hotkey'] or '-'}={label['name']}" for label in view.labels)
-    print(f"Created labeling project {view.name} ({view.type}) on {view.dataset}: {keys}")
+    show_label_created(to_jsonable(view))
+
+
+def show_label_created(view: dict[str, Any]) -> None:
+    keys = ", ".join(f"{label['hotkey'] or '-'}={label['name']}" for label in view["labels"])
+    print(f"Created labeling project {view['name']} ({view['type']}) on {view['dataset']}: {keys}")
 
 
 def label_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -116,15 +138,23 @@ def label_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(views)
         return
+    show_label_projects(to_jsonable(views))
+
+
+def show_label_projects(views: list[dict[str, Any]]) -> None:
     if not views:
         print(
             "No labeling projects yet: cube-lab label create NAME --dataset D --type T --labels a,b"
         )
         return
     for v in views:
-        p = v.progress
-        done = f"{p.submitted + p.accepted}/{p.total} done, {p.accepted} accepted" if p else ""
-        print(f"{v.project:<16} {v.name:<24} {v.type:<12} {v.dataset:<20} {done}")
+        p = v["progress"]
+        done = (
+            f"{p['submitted'] + p['accepted']}/{p['total']} done, {p['accepted']} accepted"
+            if p
+            else ""
+        )
+        print(f"{v['project']:<16} {v['name']:<24} {v['type']:<12} {v['dataset']:<20} {done}")
 
 
 def label_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -132,19 +162,27 @@ def label_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json(view)
         return
-    p = view.progress
+    show_label_project(to_jsonable(view))
+
+
+def show_label_project(view: dict[str, Any]) -> None:
+    p = view["progress"]
     assert p is not None
-    print(f"{view.project}/{view.name}: {view.type} on {view.dataset}, review {view.review}")
     print(
-        f"  {p.total} tasks: {p.new} new, {p.assigned} assigned, {p.submitted} submitted, "
-        f"{p.accepted} accepted, {p.rejected} rejected, {p.prelabeled} pre-labeled"
+        f"{view['project']}/{view['name']}: {view['type']} on {view['dataset']}, "
+        f"review {view['review']}"
     )
-    for user, u in p.by_user.items():
+    print(
+        f"  {p['total']} tasks: {p['new']} new, {p['assigned']} assigned, "
+        f"{p['submitted']} submitted, {p['accepted']} accepted, {p['rejected']} rejected, "
+        f"{p['prelabeled']} pre-labeled"
+    )
+    for user, u in p["by_user"].items():
         print(
-            f"  {user:<16} assigned {u.assigned}, submitted {u.submitted}, "
-            f"accepted {u.accepted}, rejected {u.rejected}"
+            f"  {user:<16} assigned {u['assigned']}, submitted {u['submitted']}, "
+            f"accepted {u['accepted']}, rejected {u['rejected']}"
         )
-    print("  labels: " + ", ".join(f"{k}={n}" for k, n in p.by_label.items()))
+    print("  labels: " + ", ".join(f"{k}={n}" for k, n in p["by_label"].items()))
 
 
 def label_assign(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -158,19 +196,28 @@ def label_assign(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def label_import(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    path = Path(a.file).expanduser()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInput(f"{path} does not exist") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
+    data = read_import(a.file)
     answer = ws.labeling.import_labels(
         caller, _project(ws, caller, a), a.name, a.format, data, a.pick
     )
     if a.json:
         print_json(answer)
         return
+    show_imported(answer)
+
+
+def read_import(raw: str) -> Any:
+    """The JSON a ``label import`` sends."""
+    path = Path(raw).expanduser()
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput(f"{path} does not exist") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
+
+
+def show_imported(answer: dict[str, Any]) -> None:
     unmatched = f" (unmatched: {', '.join(answer['unmatched'])})" if answer["unmatched"] else ""
     print(f"Imported {answer['imported']} task(s), skipped {answer['skipped']}{unmatched}")
     if answer["regions_skipped"] or answer["regions_adjusted"]:
@@ -190,30 +237,43 @@ def label_import(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         print(f"  ... {answer['report_left_off']} more (see --json)")
 
 
-def label_export(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    # -o is checked before exporting, so a bad one leaves no stray version behind
+def export_target(a: argparse.Namespace) -> tuple[Any, bool]:
+    """Where ``label export -o`` copies to (None: nowhere), and whether that is the COCO
+    annotation file alone; checked before exporting, so a bad one leaves no stray version."""
     what, single = EXPORTS[a.format]
     # `-o coco.json` is the COCO annotation file alone; its images stay in the version folder
     annotations_only = a.format == "coco" and (a.output or "").lower().endswith(".json")
     if annotations_only:
         single = COCO_ANNOTATIONS
     output = output_target(a.output, what=what, single=single) if a.output else None
+    return output, annotations_only
+
+
+def show_exported(
+    view: dict[str, Any], a: argparse.Namespace, target: Path | None, annotations_only: bool
+) -> None:
+    if a.json:
+        print_json({**view, "output": str(target.resolve()) if target else None})
+        return
+    written = Path(view["version"]["path"])
+    where = f", copied to {target}" if target else ""
+    if annotations_only:
+        where += f" (its images are in {written / 'images'})"
+    print(
+        f"Exported {view['version']['item_count']} task(s) as {a.format}: dataset "
+        f"{view['dataset']} version {view['version']['version']} ({written}){where}"
+    )
+
+
+def label_export(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    output, annotations_only = export_target(a)
     view = ws.labeling.export(
         caller, _project(ws, caller, a), a.name, a.format, a.only, a.class_order
     )
     written = Path(view.version.path)
     source = written / COCO_ANNOTATIONS if annotations_only else written
     target = output.deliver(source) if output is not None else None
-    if a.json:
-        print_json({**to_jsonable(view), "output": str(target.resolve()) if target else None})
-        return
-    where = f", copied to {target}" if target else ""
-    if annotations_only:
-        where += f" (its images are in {written / 'images'})"
-    print(
-        f"Exported {view.version.item_count} task(s) as {a.format}: dataset {view.dataset} "
-        f"version {view.version.version} ({written}){where}"
-    )
+    show_exported(to_jsonable(view), a, target, annotations_only)
 
 
 def label_prelabel(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:

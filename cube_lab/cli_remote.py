@@ -457,6 +457,80 @@ def pipeline_cancel(client: ServiceClient, a: argparse.Namespace) -> None:
         print(f"run {run['id']}: {run['status']}")
 
 
+def pipeline_compile(client: ServiceClient, a: argparse.Namespace) -> None:
+    """The service compiles the pipeline (KFP v2 IR); the YAML is written here, where the
+    local command writes it."""
+    from .pipelines import kfp_compiler
+
+    if a.submit and not a.host:
+        raise InvalidInput("--submit needs --host URL of the Kubeflow Pipelines API")
+    path = Path(a.path)
+    try:
+        found = client.post("pipelines/compile", {"path": relative(path, "pipeline")})
+    except InvalidInput as exc:
+        exc.problems = _problems(exc.detail)  # type: ignore[attr-defined]
+        raise
+    name = path.with_suffix(".yaml").name
+    output = output_target(
+        a.output or str(path.with_suffix(".yaml")),
+        what="the compiled pipeline (KFP v2 IR YAML)",
+        single=name,
+        replace=True,  # compiling again refreshes the file
+    )
+    for note in found.get("notes") or []:
+        print(f"note: {note}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
+        compiled = Path(tmp) / name
+        compiled.write_text(found["yaml"], encoding="utf-8")
+        written = output.deliver(compiled)
+        if not a.json:
+            print(f"compiled {path} to {written} (Kubeflow Pipelines v2 IR)")
+        run_id = None
+        if a.submit:
+            run_id = kfp_compiler.submit(compiled, a.host, params=parse_pairs(a.param, "param"))
+            if not a.json:
+                print(f"submitted: KFP run {run_id}")
+    if a.json:
+        print_json({"pipeline": str(path), "output": str(written.resolve()), "kfp_run": run_id})
+
+
+def pipeline_schedule(client: ServiceClient, a: argparse.Namespace) -> None:
+    body: dict[str, Any] = {
+        "path": relative(a.path, "pipeline"),
+        "cron": a.cron,
+        "name": a.name,
+        "project": a.project,
+        "start_at": a.start,
+        "end_at": a.end,
+        "catchup": a.catchup,
+        "depends_on_past": a.depends_on_past,
+        "max_active_runs": a.max_active,
+        "expire_after_s": a.expire_after,
+        "params": parse_pairs(a.param, "param"),
+    }
+    view = client.post("pipelines/schedules", {k: v for k, v in body.items() if v is not None})
+    if a.json:
+        print_json(view)
+    else:
+        cli.show_scheduled(view, "the cube-lab service fires it")
+
+
+def pipeline_schedules(client: ServiceClient, a: argparse.Namespace) -> None:
+    views = client.get("pipelines/schedules")["schedules"]
+    if a.json:
+        print_json(views)
+    else:
+        cli.show_schedules(views)
+
+
+def pipeline_unschedule(client: ServiceClient, a: argparse.Namespace) -> None:
+    client.delete(f"pipelines/schedules/{a.id}")
+    if a.json:
+        print_json({"deleted": a.id})
+    else:
+        print(f"deleted schedule {a.id}")
+
+
 # -- training commands -------------------------------------------------------------------
 
 
@@ -868,6 +942,106 @@ def tuning_stop(client: ServiceClient, a: argparse.Namespace) -> None:
         print(f"experiment {a.experiment}: {view['status']}")
 
 
+# -- labeling commands -------------------------------------------------------------------
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def dataset_create(client: ServiceClient, a: argparse.Namespace) -> None:
+    from . import cli_labeling
+
+    body = {
+        "name": a.name,
+        "path": relative(a.path, "dataset"),
+        "project": a.project,
+        "kind": a.kind,
+        "text_field": a.text_field,
+    }
+    view = client.post("datasets", {k: v for k, v in body.items() if v is not None})
+    if a.json:
+        print_json(view)
+    else:
+        cli_labeling.show_dataset_created(view)
+
+
+def dataset_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    from . import cli_labeling
+
+    views = client.get("datasets", project=a.project)["datasets"]
+    if a.json:
+        print_json(views)
+    else:
+        cli_labeling.show_datasets(views)
+
+
+def dataset_show(client: ServiceClient, a: argparse.Namespace) -> None:
+    from . import cli_labeling
+
+    view = client.get(f"projects/{segment(project_of(client, a))}/datasets/{segment(a.name)}")
+    if a.json:
+        print_json(view)
+    else:
+        cli_labeling.show_dataset(view)
+
+
+def _labeling(client: ServiceClient, a: argparse.Namespace) -> str:
+    return f"projects/{segment(project_of(client, a))}/labeling/{segment(a.name)}"
+
+
+def label_create(client: ServiceClient, a: argparse.Namespace) -> None:
+    from . import cli_labeling
+
+    body = {
+        "name": a.name,
+        "dataset": a.dataset,
+        "type": a.type,
+        "labels": _split(a.labels),
+        "project": a.project,
+        "multi_label": a.multi_label,
+        "instructions": Path(a.instructions).read_text() if a.instructions else None,
+        "review": not a.no_review,
+        "reviewers": _split(a.reviewers) if a.reviewers else None,
+    }
+    view = client.post("labeling", {k: v for k, v in body.items() if v is not None})
+    if a.json:
+        print_json(view)
+    else:
+        cli_labeling.show_label_created(view)
+
+
+def label_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    from . import cli_labeling
+
+    views = client.get("labeling", project=a.project)["projects"]
+    if a.json:
+        print_json(views)
+    else:
+        cli_labeling.show_label_projects(views)
+
+
+def label_show(client: ServiceClient, a: argparse.Namespace) -> None:
+    from . import cli_labeling
+
+    view = client.get(_labeling(client, a))
+    if a.json:
+        print_json(view)
+    else:
+        cli_labeling.show_label_project(view)
+
+
+def label_assign(client: ServiceClient, a: argparse.Namespace) -> None:
+    body = {"users": _split(a.users), "mode": a.mode, "batch_size": a.batch_size}
+    found = client.post(
+        f"{_labeling(client, a)}/assign", {k: v for k, v in body.items() if v is not None}
+    )
+    if a.json:
+        print_json(found)
+    else:
+        print("Assigned " + ", ".join(f"{n} to {user}" for user, n in found["assigned"].items()))
+
+
 # -- dispatch ----------------------------------------------------------------------------
 
 # by the local command's name (``python -m cube_lab.cli`` runs cli.py as __main__)
@@ -891,6 +1065,10 @@ REMOTE: dict[str, Command] = {
     "pipeline_runs": pipeline_runs,
     "pipeline_logs": pipeline_logs,
     "pipeline_cancel": pipeline_cancel,
+    "pipeline_compile": pipeline_compile,
+    "pipeline_schedule": pipeline_schedule,
+    "pipeline_schedules": pipeline_schedules,
+    "pipeline_unschedule": pipeline_unschedule,
     "train_run": train_run,
     "training_list": training_list,
     "training_logs": training_logs,
@@ -915,11 +1093,80 @@ TUNING: dict[str, Command] = {
 }
 
 
+def label_import(client: ServiceClient, a: argparse.Namespace) -> None:
+    from . import cli_labeling
+
+    body = {"format": a.format, "data": cli_labeling.read_import(a.file), "pick": a.pick}
+    answer = client.post(
+        f"{_labeling(client, a)}/import", {k: v for k, v in body.items() if v is not None}
+    )
+    if a.json:
+        print_json(answer)
+    else:
+        cli_labeling.show_imported(answer)
+
+
+def label_export(client: ServiceClient, a: argparse.Namespace) -> None:
+    """The service makes the version; with ``-o`` it is downloaded and copied there."""
+    from . import cli_labeling
+
+    output, annotations_only = cli_labeling.export_target(a)
+    project = project_of(client, a)
+    body = {"format": a.format, "only": a.only, "class_order": a.class_order}
+    view = client.post(
+        f"projects/{segment(project)}/labeling/{segment(a.name)}/export",
+        {k: v for k, v in body.items() if v is not None},
+    )
+    target = None
+    if output is not None:
+        version = view["version"]
+        where = (
+            f"projects/{segment(project)}/datasets/{segment(view['dataset'])}"
+            f"/versions/{segment(version['version'])}/download"
+        )
+        with tempfile.TemporaryDirectory(prefix="cube-export-") as tmp:
+            copy = _fetch(client, where, Path(tmp), Path(version["path"]).name)
+            source = copy / cli_labeling.COCO_ANNOTATIONS if annotations_only else copy
+            target = output.deliver(source)
+    cli_labeling.show_exported(view, a, target, annotations_only)
+
+
+def _fetch(client: ServiceClient, where: str, tmp: Path, name: str) -> Path:
+    """A download saved under ``tmp`` as ``name``: the file, or the folder a zip holds."""
+    with client.stream(where) as answer:
+        received = tmp / "received"
+        answer.save(received)
+        is_dir = answer.headers.get("Content-Type", "").startswith("application/zip")
+    if not is_dir:
+        return received.rename(tmp / name)
+    unpacked = tmp / "unpacked"
+    with zipfile.ZipFile(received) as archive:
+        archive.extractall(unpacked)
+    inside = list(unpacked.iterdir())
+    folder = inside[0] if len(inside) == 1 and inside[0].is_dir() else unpacked
+    return folder.rename(tmp / name)
+
+
+LABELING: dict[str, Command] = {
+    "dataset_create": dataset_create,
+    "dataset_list": dataset_list,
+    "dataset_show": dataset_show,
+    "label_create": label_create,
+    "label_list": label_list,
+    "label_show": label_show,
+    "label_assign": label_assign,
+    "label_import": label_import,
+    "label_export": label_export,
+}
+
+
 def _remote(local: Any) -> Command | None:
     """The remote implementation of a local command function of ``cube_lab.cli``."""
     module, name = getattr(local, "__module__", None), getattr(local, "__name__", "")
     if module == "cube_lab.cli_tuning":
         return TUNING.get(name)
+    if module == "cube_lab.cli_labeling":
+        return LABELING.get(name)
     if module not in ("cube_lab.cli", "__main__"):
         return None
     return REMOTE.get(name)

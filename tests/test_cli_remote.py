@@ -170,6 +170,33 @@ def test_pipeline_runs_with_progress_and_its_exit_code(hub: devhub.DevHub) -> No
     assert "second got" in log
     assert run_id not in ok(cli(hub, "bob", "pipeline", "runs"))
 
+    compiled = ok(cli(hub, "alice", "pipeline", "compile", "two.pipeline", cwd=folder))
+    assert compiled.strip() == "compiled two.pipeline to two.yaml (Kubeflow Pipelines v2 IR)"
+    assert "deploymentSpec:" in (folder / "two.yaml").read_text()
+    scheduled = ok(
+        cli(
+            hub,
+            "alice",
+            "pipeline",
+            "schedule",
+            "two.pipeline",
+            "--cron",
+            "0 3 * * *",
+            "--name",
+            "nightly",
+            cwd=folder,
+        )
+    )
+    assert scheduled.startswith("schedule ") and "(nightly): 0 3 * * *, next run 20" in scheduled
+    schedule_id = scheduled.split()[1]
+    listed = ok(cli(hub, "alice", "pipeline", "schedules")).splitlines()
+    assert listed[0].startswith("ID"), listed
+    assert [ln.split()[:2] for ln in listed[1:]] == [[schedule_id, "nightly"]], listed
+    assert "nightly" not in ok(cli(hub, "bob", "pipeline", "schedules"))
+    gone = ok(cli(hub, "alice", "pipeline", "unschedule", schedule_id))
+    assert gone.strip() == f"deleted schedule {schedule_id}"
+    assert "nightly" not in ok(cli(hub, "alice", "pipeline", "schedules"))
+
     bad = script(folder, "bad.py", "import sys\nprint('going down')\nsys.exit(3)\n")
     write_pipeline(folder, [node("a", filename=bad, label="bad")], filename="bad.pipeline")
     failed = cli(hub, "alice", "pipeline", "run", "bad.pipeline", cwd=folder)
@@ -189,9 +216,9 @@ def test_paths_outside_the_home_and_commands_not_there_yet(hub: devhub.DevHub) -
         assert done.returncode == 2 and "is outside your home" in done.stderr, done
     finally:
         shutil.rmtree(outside, ignore_errors=True)
-    done = cli(hub, "alice", "pipeline", "schedules")
+    done = cli(hub, "alice", "label", "prelabel", "some-project", "--model", "m")
     assert done.returncode == 2, done
-    assert "`cube-lab pipeline schedules` does not work under the hub yet" in done.stderr
+    assert "`cube-lab label prelabel` does not work under the hub yet" in done.stderr
     assert "model register" in done.stderr and "pipeline run" in done.stderr
     assert "Traceback" not in done.stderr
     # --json carries the error body for scripts
@@ -468,3 +495,51 @@ def test_deploy_call_change_traffic_and_undeploy(hub: devhub.DevHub) -> None:
     assert ok(cli(hub, "alice", "undeploy", "iris", "--forget")).strip() == (
         "iris: undeployed and forgotten"
     )
+
+
+def test_datasets_and_labeling_through_the_cli(hub: devhub.DevHub) -> None:
+    from tests.labeling_util import make_images
+
+    folder = home(hub, "alice") / "label"
+    make_images(folder / "pics", 3)
+    created = ok(cli(hub, "alice", "dataset", "create", "pics", "pics", cwd=folder))
+    assert created.startswith("Created dataset pics in project alice: 3 images"), created
+    assert "pics" in ok(cli(hub, "alice", "dataset", "list"))
+    assert "pics" not in ok(cli(hub, "bob", "dataset", "list"))
+    made = ok(
+        cli(hub, "alice", "label", "create", "pets", "--dataset", "pics", "--type",
+            "image-class", "--labels", "cat,dog", "--no-review")
+    )  # fmt: skip
+    assert made.strip() == "Created labeling project pets (image-class) on pics: 1=cat, 2=dog"
+    assigned = ok(cli(hub, "alice", "label", "assign", "pets", "--users", "alice"))
+    assert assigned.strip() == "Assigned 3 to alice"
+    env = server_env(hub, "alice")
+    alice = ServiceClient(env["CUBE_LAB_SERVICE_URL"], env["JUPYTERHUB_API_TOKEN"])
+    where = "projects/alice/labeling/pets"
+    while (task := alice.post(f"{where}/next")) is not None:  # as the labeling panel does
+        alice.put(f"{where}/tasks/{task['id']}", {"result": {"labels": ["cat"]}, "submit": True})
+    assert "3/3 done" in ok(cli(hub, "alice", "label", "list"))
+    shown = ok(cli(hub, "alice", "label", "show", "pets"))
+    assert shown.startswith("alice/pets: image-class on pics") and "labels: cat=3, dog=0" in shown
+    exported = ok(
+        cli(hub, "alice", "label", "export", "pets", "--format", "labelstudio", "-o", "ls.json",
+            cwd=folder)
+    )  # fmt: skip
+    assert exported.startswith("Exported 3 task(s) as labelstudio: dataset pics version 1")
+    assert "copied to ls.json" in exported, exported
+    assert len(json.loads((folder / "ls.json").read_text())) == 3
+    ok(cli(hub, "alice", "label", "export", "pets", "--format", "jsonl", "-o", "out/", cwd=folder))
+    assert len((folder / "out" / "labels.jsonl").read_text().splitlines()) == 3
+    ok(
+        cli(hub, "alice", "label", "create", "copy", "--dataset", "pics", "--type",
+            "image-class", "--labels", "cat,dog")
+    )  # fmt: skip
+    imported = ok(
+        cli(hub, "alice", "label", "import", "copy", "ls.json", "--format", "labelstudio",
+            cwd=folder)
+    )  # fmt: skip
+    assert imported.strip() == "Imported 3 task(s), skipped 0"
+    versions = ok(cli(hub, "alice", "dataset", "show", "pics"))
+    assert "v1  labelstudio" in versions and "v2  jsonl" in versions, versions
+    refused = cli(hub, "bob", "label", "show", "pets", "--project", "alice")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused
