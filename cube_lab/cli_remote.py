@@ -1147,6 +1147,17 @@ def _fetch(client: ServiceClient, where: str, tmp: Path, name: str) -> Path:
     return folder.rename(tmp / name)
 
 
+def label_prelabel(client: ServiceClient, a: argparse.Namespace) -> None:
+    body = {"model": a.model, "version": a.version, "threshold": a.threshold, "limit": a.limit}
+    found = client.post(
+        f"{_labeling(client, a)}/prelabel", {k: v for k, v in body.items() if v is not None}
+    )
+    if a.json:
+        print_json(found)
+    else:
+        print(f"Pre-labeled {found['prelabeled']} task(s) with {a.model}")
+
+
 LABELING: dict[str, Command] = {
     "dataset_create": dataset_create,
     "dataset_list": dataset_list,
@@ -1157,6 +1168,7 @@ LABELING: dict[str, Command] = {
     "label_assign": label_assign,
     "label_import": label_import,
     "label_export": label_export,
+    "label_prelabel": label_prelabel,
 }
 
 

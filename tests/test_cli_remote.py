@@ -8,6 +8,7 @@ her server's token, no store) in her home, as her terminal would run it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -216,11 +217,6 @@ def test_paths_outside_the_home_and_commands_not_there_yet(hub: devhub.DevHub) -
         assert done.returncode == 2 and "is outside your home" in done.stderr, done
     finally:
         shutil.rmtree(outside, ignore_errors=True)
-    done = cli(hub, "alice", "label", "prelabel", "some-project", "--model", "m")
-    assert done.returncode == 2, done
-    assert "`cube-lab label prelabel` does not work under the hub yet" in done.stderr
-    assert "model register" in done.stderr and "pipeline run" in done.stderr
-    assert "Traceback" not in done.stderr
     # --json carries the error body for scripts
     done = cli(hub, "alice", "model", "show", "no-such-model", "--json")
     assert done.returncode == 1 and json.loads(done.stdout)["error"], done
@@ -543,3 +539,58 @@ def test_datasets_and_labeling_through_the_cli(hub: devhub.DevHub) -> None:
     assert "v1  labelstudio" in versions and "v2  jsonl" in versions, versions
     refused = cli(hub, "bob", "label", "show", "pets", "--project", "alice")
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused
+
+
+def test_prelabel_with_a_registered_text_model(hub: devhub.DevHub) -> None:
+    import joblib
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from tests.labeling_util import make_csv
+
+    folder = home(hub, "alice") / "mood"
+    folder.mkdir(exist_ok=True)
+    good, bad = ["great movie", "loved it, great", "great fun"], ["awful film", "so awful"]
+    model = make_pipeline(TfidfVectorizer(), LogisticRegression(C=10))
+    joblib.dump(model.fit(good + bad, ["pos"] * 3 + ["neg"] * 2), folder / "sentiment.joblib")
+    ok(cli(hub, "alice", "model", "register", "sentiment.joblib", "--name", "sentiment",
+           cwd=folder))  # fmt: skip
+    make_csv(folder / "r.csv", ["a great great film", "so awful", "great"])
+    ok(cli(hub, "alice", "dataset", "create", "reviews", "r.csv", cwd=folder))
+    ok(cli(hub, "alice", "label", "create", "mood", "--dataset", "reviews", "--type",
+           "text-class", "--labels", "pos,neg"))  # fmt: skip
+    done = ok(cli(hub, "alice", "label", "prelabel", "mood", "--model", "sentiment",
+                  "--threshold", "0.5"))  # fmt: skip
+    assert done.strip() == "Pre-labeled 3 task(s) with sentiment"
+    assert "3 pre-labeled" in ok(cli(hub, "alice", "label", "show", "mood"))
+
+
+def test_every_command_goes_through_the_service_and_one_that_does_not_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cube_lab import cli as cube_cli
+    from cube_lab import cli_remote
+
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, prefix: list[str]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for word, sub in action.choices.items():
+                    fn = sub.get_default("fn")
+                    if fn is not None and cli_remote._remote(fn) is None:
+                        missing.append(" ".join([*prefix, word]))
+                    walk(sub, [*prefix, word])
+
+    walk(cube_cli.build_parser(), [])
+    assert missing == []
+    # a command without a remote implementation exits 2 and names the ones that work
+    monkeypatch.delitem(cli_remote.LABELING, "label_prelabel")
+    monkeypatch.setenv("CUBE_LAB_SERVICE_URL", "http://127.0.0.1:9/")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "t")
+    monkeypatch.delenv("CUBE_LAB_USER", raising=False)
+    assert cube_cli.main(["label", "prelabel", "some-project", "--model", "m"]) == 2
+    err = capsys.readouterr().err
+    assert "`cube-lab label prelabel` does not work under the hub yet" in err
+    assert "model register" in err and "label export" in err and "label prelabel," not in err
