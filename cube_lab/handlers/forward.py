@@ -31,6 +31,7 @@ PASSED_RESPONSE_HEADERS = (
     "Retry-After",
 )
 BODY_LIMIT = 512 * 1024 * 1024  # what the service itself accepts, with room for JSON framing
+FLUSH_AT = 1024 * 1024  # a JSON answer bigger than this is passed on in pieces
 
 
 class ServiceUnavailable(CubeError):
@@ -53,15 +54,14 @@ class ForwardHandler(APIHandler):
             if name in self.request.headers:
                 headers[name] = self.request.headers[name]
         method = self.request.method or "GET"
-        body: bytes | None = self.request.body if method in ("POST", "PUT", "PATCH") else None
-        if method in ("POST", "PUT", "PATCH") and not body:
-            body = b""
-        if method == "DELETE" and self.request.body:
-            body = self.request.body
-        started = False
+        has_body = method in ("POST", "PUT", "PATCH") or bool(self.request.body)
+        body = self.request.body if has_body else None  # tornado wants b"" for an empty POST
+        started = False  # the service's answer has begun
+        json_answer = False
+        pending = 0  # bytes written since the last flush
 
         def on_header(line: str) -> None:
-            nonlocal started
+            nonlocal started, json_answer
             line = line.rstrip("\r\n")
             if line.startswith("HTTP/"):
                 parts = line.split(" ", 2)
@@ -71,11 +71,19 @@ class ForwardHandler(APIHandler):
                 name, value = line.split(":", 1)
                 if name.strip().title() in PASSED_RESPONSE_HEADERS:
                     self.set_header(name.strip(), value.strip())
+                if name.strip().lower() == "content-type":
+                    json_answer = value.strip().startswith("application/json")
             started = True
 
         def on_chunk(chunk: bytes) -> None:
+            # JSON answers are written in one go at the end (small, and useless half-read);
+            # anything else (logs followed, downloads) goes out as it arrives
+            nonlocal pending
             self.write(chunk)
-            self.flush()
+            pending += len(chunk)
+            if not json_answer or pending >= FLUSH_AT:
+                self.flush()
+                pending = 0
 
         request = httpclient.HTTPRequest(
             self._target(rest),
