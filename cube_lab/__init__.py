@@ -37,6 +37,27 @@ def tune(config: Any, base_dir: Any = None, **overrides: Any) -> dict[str, Any]:
     return _tune(config, base_dir, **overrides)
 
 
+_LAZY = {
+    "models": ("cube_lab.sdk.models", "models"),
+    "connect": ("cube_lab.sdk", "connect"),
+    "disconnect": ("cube_lab.sdk", "disconnect"),
+    "CubeError": ("cube_lab.errors", "CubeError"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The SDK, imported on first use: ``cl.models``, ``cl.pipelines.run(...)``,
+    ``cl.connect(url, token=...)`` (``import cube_lab`` stays light)."""
+    import importlib
+
+    if name == "pipelines":  # the package; its run/runs/get delegate to cube_lab.sdk
+        return importlib.import_module("cube_lab.pipelines")
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'cube_lab' has no attribute {name!r}")
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext cube_lab``: registers the cube-lab magics."""
     from .magics import CubeMagics

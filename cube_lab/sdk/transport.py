@@ -1,0 +1,381 @@
+"""How the SDK reaches cube-lab: in this process (the embedded shape) or over REST.
+
+Both transports hand the SDK the same JSON dicts (the REST API's shapes): the local one calls
+the services and converts their results with ``cube_lab.serialize.to_jsonable``, the REST
+one parses the answers of ``cube_lab.rest_client.ServiceClient``. Errors are the same
+``cube_lab.errors`` classes with the same ``error`` / ``detail`` either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import ENV_ROOT_DIR
+from ..errors import InvalidInput
+
+if TYPE_CHECKING:
+    from ..identity import Caller
+    from ..rest_client import ServiceClient
+    from ..workspace import Workspace
+
+Json = dict[str, Any]
+
+
+def lineage_fields() -> Json:
+    """What ``cube_lab.registry.register`` records of where it runs (REST shape)."""
+    from .. import datasets as dataset_helper
+    from ..registry import _current_source
+    from ..training.local import ENV_JOB_ID
+
+    return {
+        "source": _current_source(),
+        "training_job_id": os.environ.get(ENV_JOB_ID) or None,
+        "datasets": dataset_helper.used() or None,
+    }
+
+
+def deliver(source: Path, target: Path, filename: str) -> Path:
+    """Copy a file or folder to ``target``: into it when it is a folder, else as it."""
+    dest = target / filename if target.is_dir() else target
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, dest, dirs_exist_ok=True)
+    else:
+        shutil.copyfile(source, dest)
+    return dest
+
+
+class Transport:
+    """The calls the SDK makes; every one answers REST JSON."""
+
+    kind = "?"
+
+    def personal_project(self) -> str:
+        raise NotImplementedError
+
+    def list_models(self, project: str | None, q: str | None) -> list[Json]:
+        raise NotImplementedError
+
+    def get_version(self, project: str, name: str, ref: str) -> Json:
+        raise NotImplementedError
+
+    def register(self, obj_or_path: Any, fields: Json) -> Json:
+        raise NotImplementedError
+
+    def download(self, project: str, name: str, ref: str, target: Path) -> Path:
+        raise NotImplementedError
+
+    def start_run(self, path: str | os.PathLike[str], body: Json) -> Json:
+        raise NotImplementedError
+
+    def get_run(self, run_id: str) -> Json:
+        raise NotImplementedError
+
+    def list_runs(
+        self, path: str | os.PathLike[str] | None, project: str | None, limit: int
+    ) -> list[Json]:
+        raise NotImplementedError
+
+    def log_chunk(self, run_id: str, node_id: str, offset: int) -> Json:
+        raise NotImplementedError
+
+    def cancel_run(self, run_id: str) -> Json:
+        raise NotImplementedError
+
+
+class LocalTransport(Transport):
+    """The embedded shape: this process opens the store (``default_workspace()``)."""
+
+    kind = "local"
+
+    def __init__(self, workspace: Workspace | None = None) -> None:
+        self._workspace = workspace
+        self._threads: dict[str, threading.Thread] = {}
+
+    @property
+    def ws(self) -> Workspace:
+        if self._workspace is None:
+            from ..workspace import default_workspace
+
+            self._workspace = default_workspace()
+        return self._workspace
+
+    @property
+    def caller(self) -> Caller:
+        from ..config import local_username
+        from ..identity import Caller
+
+        return Caller(local_username())
+
+    @staticmethod
+    def _root() -> Path | None:
+        raw = os.environ.get(ENV_ROOT_DIR)
+        return Path(raw).resolve() if raw else None
+
+    @staticmethod
+    def _json(value: Any) -> Any:
+        from ..serialize import to_jsonable
+
+        return to_jsonable(value)
+
+    def personal_project(self) -> str:
+        with self.ws.store.write() as s:
+            return str(self.ws.projects.personal_project(s, self.caller).name)
+
+    def list_models(self, project: str | None, q: str | None) -> list[Json]:
+        models: list[Json] = []
+        while True:
+            page = self._json(
+                self.ws.registry.list_models(
+                    self.caller, q=q, project=project, limit=500, offset=len(models)
+                )
+            )
+            models.extend(page["models"])
+            if len(models) >= page["total"] or not page["models"]:
+                return models
+
+    def get_version(self, project: str, name: str, ref: str) -> Json:
+        return self._json(self.ws.registry.get_version(self.caller, project, name, ref))
+
+    def register(self, obj_or_path: Any, fields: Json) -> Json:
+        from .. import containment
+        from .. import datasets as dataset_helper
+
+        lineage = lineage_fields()
+        is_path = isinstance(obj_or_path, str | os.PathLike)
+        path = (
+            containment.real(Path(containment.check_text(obj_or_path)).expanduser())
+            if is_path
+            else None
+        )
+        if path is not None and not path.exists():
+            raise InvalidInput(
+                f"path {str(obj_or_path)!r} does not exist", "Give a model file or folder."
+            )
+        version = self.ws.registry.register(
+            self.caller,
+            path=path,
+            obj=None if is_path else obj_or_path,
+            **{
+                **fields,
+                "source": fields.get("source") or lineage["source"],
+                "training_job_id": fields.get("training_job_id") or lineage["training_job_id"],
+                "datasets": dataset_helper.lineage_for_register(fields.get("datasets")),
+            },
+        )
+        return self._json(version)
+
+    def download(self, project: str, name: str, ref: str, target: Path) -> Path:
+        found = self.ws.registry.download(self.caller, project, name, ref)
+        return deliver(Path(found.path), target, found.filename)
+
+    def _pipeline_root(self, path: Path) -> Path:
+        # The rule of the CLI's ``cube-lab pipeline run``: the server root when the file is
+        # inside it, else the current folder when it is under it, else the file's folder.
+        root = self._root()
+        if root and path.is_relative_to(root):
+            return root
+        cwd = Path.cwd().resolve()
+        return cwd if path.is_relative_to(cwd) else path.parent
+
+    def start_run(self, path: str | os.PathLike[str], body: Json) -> Json:
+        from .. import containment
+
+        file = containment.real(Path(containment.check_text(path)).expanduser())
+        if file.suffix != ".pipeline":
+            raise InvalidInput(f"{str(path)!r} is not a .pipeline file")
+        service = self.ws.pipelines
+        runner, recorder = service.prepare(
+            self.caller,
+            file,
+            self._pipeline_root(file),
+            project=body.get("project"),
+            params=body.get("params") or {},
+            only=body.get("only"),
+            cache=bool(body.get("cache")),
+        )
+        run_id = runner.plan.run_id
+        # The kernel's own event loop runs only between cells: the run gets a loop of its
+        # own in a thread, so it goes on while the user runs other cells (or waits).
+        thread = threading.Thread(
+            target=asyncio.run,
+            args=(service.execute(runner, recorder),),
+            name=f"cube-lab run {run_id}",
+            daemon=True,
+        )
+        thread.start()
+        self._threads[run_id] = thread
+        return self.get_run(run_id)
+
+    def get_run(self, run_id: str) -> Json:
+        return self._json(self.ws.pipelines.get_run(self.caller, run_id, self._root()))
+
+    def list_runs(
+        self, path: str | os.PathLike[str] | None, project: str | None, limit: int
+    ) -> list[Json]:
+        file = Path(path).expanduser().resolve() if path is not None else None
+        return self._json(
+            self.ws.pipelines.list_runs(
+                self.caller, path=file, project=project, root=self._root(), limit=limit
+            )
+        )
+
+    def log_chunk(self, run_id: str, node_id: str, offset: int) -> Json:
+        return self._json(self.ws.pipelines.tail_log(self.caller, run_id, node_id, offset))
+
+    def cancel_run(self, run_id: str) -> Json:
+        return self._json(self.ws.pipelines.cancel(self.caller, run_id))
+
+
+class RestTransport(Transport):
+    """A cube-lab server or service over REST, as the token's user.
+
+    Paths go to the server relative to its root: ``root`` is that folder as seen from here
+    (the home under the hub); without it only relative paths can be sent, as they are."""
+
+    kind = "rest"
+
+    def __init__(self, client: ServiceClient, root: Path | None = None) -> None:
+        self.client = client
+        self.root = Path(os.path.abspath(root)) if root is not None else None
+        self._personal: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<cube-lab REST connection to {self.client.base_url}>"
+
+    def relative(self, raw: str | os.PathLike[str], what: str) -> str:
+        given = Path(raw).expanduser()
+        if self.root is None:
+            if given.is_absolute():
+                raise InvalidInput(
+                    f"{what} {str(raw)!r} is absolute, but the server's root is not known here",
+                    "Give it relative to the server's root, or cl.connect(url, token=..., "
+                    "root=FOLDER) with the server's root as this machine sees it.",
+                )
+            return given.as_posix()
+        absolute = Path(os.path.abspath(Path.cwd() / given))
+        for base, p in ((self.root, absolute), (self.root.resolve(), absolute.resolve())):
+            if p.is_relative_to(base):
+                return p.relative_to(base).as_posix() or "."
+        raise InvalidInput(
+            f"{what} {str(raw)!r} is outside the server's root {self.root}",
+            "The server reaches only files under its root; copy or move it there first.",
+        )
+
+    def personal_project(self) -> str:
+        if self._personal is None:
+            me = self.client.get("whoami")
+            for project in me.get("projects") or []:
+                if project.get("kind") == "personal" and project.get("role") == "owner":
+                    self._personal = str(project["name"])
+                    return self._personal
+            raise InvalidInput(
+                f"the cube-lab server names no personal project of {me.get('user')}",
+                "Pass project=NAME.",
+            )
+        return self._personal
+
+    @staticmethod
+    def _model(project: str, name: str) -> str:
+        from ..rest_client import segment
+
+        return f"projects/{segment(project)}/models/{segment(name)}"
+
+    def list_models(self, project: str | None, q: str | None) -> list[Json]:
+        models: list[Json] = []
+        while True:
+            page = self.client.get("models", q=q, project=project, limit=500, offset=len(models))
+            models.extend(page["models"])
+            if len(models) >= page["total"] or not page["models"]:
+                return models
+
+    def get_version(self, project: str, name: str, ref: str) -> Json:
+        from ..rest_client import segment
+
+        return self.client.get(f"{self._model(project, name)}/versions/{segment(ref)}")
+
+    def register(self, obj_or_path: Any, fields: Json) -> Json:
+        lineage = lineage_fields()
+        body = {k: v for k, v in {**lineage, **fields}.items() if v is not None}
+        if lineage["datasets"] and fields.get("datasets"):
+            body["datasets"] = [*fields["datasets"], *lineage["datasets"]]
+        if isinstance(obj_or_path, str | os.PathLike):
+            return self.client.post("models", {**body, "path": self.relative(obj_or_path, "path")})
+        if self.root is None:
+            raise InvalidInput(
+                "an object can be registered over REST only when the server's root is known",
+                "Save it to a file under the server's root and register the path, or "
+                "cl.connect(url, token=..., root=FOLDER).",
+            )
+        from ..registry.flavors import save_object
+
+        scratch = self.root / ".cube-lab" / "uploads"
+        scratch.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="model-", dir=scratch))
+        try:  # the server copies the artifact from here into its store
+            artifact, flavor, _ = save_object(obj_or_path, folder)
+            body.setdefault("flavor", flavor)
+            rel = (folder / artifact).relative_to(self.root).as_posix()
+            return self.client.post("models", {**body, "path": rel})
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def download(self, project: str, name: str, ref: str, target: Path) -> Path:
+        from ..rest_client import segment
+
+        where = f"{self._model(project, name)}/versions/{segment(ref)}/download"
+        with self.client.stream(where) as answer:
+            filename = answer.filename or f"{name}-{ref}"
+            if answer.headers.get("Content-Type", "").startswith("application/zip"):
+                with tempfile.TemporaryDirectory(prefix="cube-download-") as tmp:
+                    archive = Path(tmp) / "a.zip"
+                    answer.save(archive)
+                    out = Path(tmp) / "out"
+                    with zipfile.ZipFile(archive) as zf:
+                        for member in zf.namelist():  # nothing may land outside ``out``
+                            if Path(member).is_absolute() or ".." in Path(member).parts:
+                                raise InvalidInput(f"the download holds a bad path {member!r}")
+                        zf.extractall(out)
+                    entries = list(out.iterdir())
+                    folder = entries[0] if len(entries) == 1 and entries[0].is_dir() else out
+                    return deliver(folder, target, filename.removesuffix(".zip"))
+            dest = target / filename if target.is_dir() else target
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            answer.save(dest)
+            return dest
+
+    def start_run(self, path: str | os.PathLike[str], body: Json) -> Json:
+        payload = {k: v for k, v in body.items() if v is not None}
+        return self.client.post(
+            "pipelines/runs", {**payload, "path": self.relative(path, "pipeline")}
+        )
+
+    def get_run(self, run_id: str) -> Json:
+        from ..rest_client import segment
+
+        return self.client.get(f"pipelines/runs/{segment(run_id)}")
+
+    def list_runs(
+        self, path: str | os.PathLike[str] | None, project: str | None, limit: int
+    ) -> list[Json]:
+        rel = self.relative(path, "pipeline") if path is not None else None
+        return self.client.get("pipelines/runs", path=rel, project=project, limit=limit)["runs"]
+
+    def log_chunk(self, run_id: str, node_id: str, offset: int) -> Json:
+        from ..rest_client import segment
+
+        return self.client.get(
+            f"pipelines/runs/{segment(run_id)}/nodes/{segment(node_id)}/log", offset=offset
+        )
+
+    def cancel_run(self, run_id: str) -> Json:
+        from ..rest_client import segment
+
+        return self.client.post(f"pipelines/runs/{segment(run_id)}/cancel")
