@@ -271,3 +271,27 @@ def test_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_under_the_hub_the_kernel_uses_rest_with_its_token(
+    server: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$CUBE_LAB_SERVICE_URL`` + ``$JUPYTERHUB_API_TOKEN`` (what the hub gives a server)
+    choose REST without the user doing anything; paths are sent relative to the home."""
+    url, root = server
+    monkeypatch.setenv("CUBE_LAB_SERVICE_URL", url)
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", TOKEN)
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(root))
+    (root / "sub").mkdir()
+    monkeypatch.chdir(root / "sub")
+    (root / "sub" / "w.txt").write_text("x")
+    sdk.disconnect()
+    assert sdk.current().kind == "rest"
+    version = cl.models.register("w.txt", "hubbed", flavor="generic")
+    assert (version.name, version.version) == ("hubbed", 1)
+    assert [m["name"] for m in cl.models.list()] == ["hubbed"]
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "")
+    sdk.disconnect()
+    with pytest.raises(CubeError) as no_token:
+        sdk.current()
+    assert "JUPYTERHUB_API_TOKEN" in no_token.value.error
