@@ -454,20 +454,25 @@ def project_member(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None
     was_member = a.username in {m.username for m in ws.projects.get(caller, a.project_name).members}
     if a.remove:
         view = ws.projects.remove_member(caller, a.project_name, a.username)
-        done = "Removed" if was_member else "Withdrew the invitation of"
-        message = f"{done} {a.username} from {a.project_name}"
     else:
         view = ws.projects.set_member(caller, a.project_name, a.username, a.role)
-        message = (
-            f"{a.username} is now {a.role} of {a.project_name}"
-            if was_member
-            else f"Invited {a.username} to {a.project_name} as {a.role}: they become a member "
-            f"when they accept (cube-lab project accept {a.project_name})"
-        )
     if a.json:
         print_json(view)
     else:
-        print(message)
+        print(member_message(a, was_member))
+
+
+def member_message(a: argparse.Namespace, was_member: bool) -> str:
+    """What ``project member`` did, in words (the local and the hub command alike)."""
+    if a.remove:
+        done = "Removed" if was_member else "Withdrew the invitation of"
+        return f"{done} {a.username} from {a.project_name}"
+    if was_member:
+        return f"{a.username} is now {a.role} of {a.project_name}"
+    return (
+        f"Invited {a.username} to {a.project_name} as {a.role}: they become a member "
+        f"when they accept (cube-lab project accept {a.project_name})"
+    )
 
 
 def project_invitations(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:

@@ -36,6 +36,14 @@ ACTIVE = ("queued", "pending", "running", "starting", "stopping")
 Command = Callable[[ServiceClient, argparse.Namespace], None]
 
 
+def emit(a: argparse.Namespace, view: Any, show: Callable[[Any], None]) -> None:
+    """``--json`` prints the service's JSON as it came; otherwise the local command's text."""
+    if a.json:
+        print_json(view)
+    else:
+        show(view)
+
+
 # -- paths and names ---------------------------------------------------------------------
 
 
@@ -104,10 +112,7 @@ def model_register(client: ServiceClient, a: argparse.Namespace) -> None:
         "training_job_id": a.training_job,
     }
     v = client.post("models", {k: val for k, val in body.items() if val is not None})
-    if a.json:
-        print_json(v)
-    else:
-        cli.show_registered(v)
+    emit(a, v, cli.show_registered)
 
 
 def model_list(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -124,18 +129,12 @@ def model_list(client: ServiceClient, a: argparse.Namespace) -> None:
         models.extend(page["models"])
         if len(models) >= page["total"] or not page["models"]:
             break
-    if a.json:
-        print_json(models)
-    else:
-        cli.show_models(models)
+    emit(a, models, cli.show_models)
 
 
 def model_show(client: ServiceClient, a: argparse.Namespace) -> None:
     detail = client.get(_model(project_of(client, a), a.name))
-    if a.json:
-        print_json(detail)
-    else:
-        cli.show_model(detail)
+    emit(a, detail, cli.show_model)
 
 
 def model_alias(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -256,20 +255,9 @@ def project_member(client: ServiceClient, a: argparse.Namespace) -> None:
     was_member = a.username in members
     if a.remove:
         view = client.delete(f"{where}/members/{segment(a.username)}")
-        done = "Removed" if was_member else "Withdrew the invitation of"
-        message = f"{done} {a.username} from {a.project_name}"
     else:
         view = client.put(f"{where}/members/{segment(a.username)}", {"role": a.role})
-        message = (
-            f"{a.username} is now {a.role} of {a.project_name}"
-            if was_member
-            else f"Invited {a.username} to {a.project_name} as {a.role}: they become a member "
-            f"when they accept (cube-lab project accept {a.project_name})"
-        )
-    if a.json:
-        print_json(view)
-    else:
-        print(message)
+    emit(a, view, lambda _: print(cli.member_message(a, was_member)))
 
 
 def project_invitations(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -432,10 +420,7 @@ def _follow(client: ServiceClient, where: str, follow: bool, out: Any = None) ->
 def pipeline_runs(client: ServiceClient, a: argparse.Namespace) -> None:
     path = relative(a.path, "pipeline") if a.path else None
     runs = client.get("pipelines/runs", path=path, project=a.project, limit=a.limit)["runs"]
-    if a.json:
-        print_json(runs)
-    else:
-        cli.show_runs(runs)
+    emit(a, runs, cli.show_runs)
 
 
 def pipeline_logs(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -517,10 +502,7 @@ def pipeline_schedule(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def pipeline_schedules(client: ServiceClient, a: argparse.Namespace) -> None:
     views = client.get("pipelines/schedules")["schedules"]
-    if a.json:
-        print_json(views)
-    else:
-        cli.show_schedules(views)
+    emit(a, views, cli.show_schedules)
 
 
 def pipeline_unschedule(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -583,10 +565,7 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def training_list(client: ServiceClient, a: argparse.Namespace) -> None:
     jobs = client.get("training/jobs", project=a.project, limit=a.limit)["jobs"]
-    if a.json:
-        print_json(jobs)
-    else:
-        cli.show_jobs(jobs)
+    emit(a, jobs, cli.show_jobs)
 
 
 def training_logs(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -636,10 +615,7 @@ def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
             "The service lists the deployments it made: run it without --backend.",
         )
     found = client.get("deployments", project=a.project)["deployments"]
-    if a.json:
-        print_json(found)
-    else:
-        cli.show_deployments(found)
+    emit(a, found, cli.show_deployments)
 
 
 def _deployment(client: ServiceClient, a: argparse.Namespace, name: str | None = None) -> str:
@@ -680,10 +656,7 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
         view = client.post("deployments", {k: v for k, v in spec.items() if v is not None})
         if not a.json:
             cli.show_deployed(view, time.monotonic() - started)
-    if a.json:
-        print_json(view)
-    else:
-        cli.show_deployment_state(view)
+    emit(a, view, cli.show_deployment_state)
 
 
 def undeploy(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -719,19 +692,13 @@ def deployment_action(client: ServiceClient, a: argparse.Namespace) -> None:
         if a.set is not None:
             client.put(f"{where}/samples", {"percent": a.set})
         found = client.get(f"{where}/samples", limit=a.limit)
-        if a.json:
-            print_json(found)
-        else:
-            cli.show_samples(found)
+        emit(a, found, cli.show_samples)
         return
     body: dict[str, Any] = {"action": a.command}
     if a.command == "traffic":
         body = {"action": "split", "percent": a.percent}
     view = client.post(f"{where}/traffic", body)
-    if a.json:
-        print_json(view)
-    else:
-        cli.show_traffic(view)
+    emit(a, view, cli.show_traffic)
 
 
 def deployment_keys(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -770,10 +737,7 @@ def deployment_access(client: ServiceClient, a: argparse.Namespace) -> None:
         settings = client.put(f"{where}/access", changes)["access"]
     else:
         settings = client.get(f"{where}/access")
-    if a.json:
-        print_json(settings)
-    else:
-        cli.show_access(settings)
+    emit(a, settings, cli.show_access)
 
 
 # -- tuning commands ---------------------------------------------------------------------
@@ -960,30 +924,21 @@ def dataset_create(client: ServiceClient, a: argparse.Namespace) -> None:
         "text_field": a.text_field,
     }
     view = client.post("datasets", {k: v for k, v in body.items() if v is not None})
-    if a.json:
-        print_json(view)
-    else:
-        cli_labeling.show_dataset_created(view)
+    emit(a, view, cli_labeling.show_dataset_created)
 
 
 def dataset_list(client: ServiceClient, a: argparse.Namespace) -> None:
     from . import cli_labeling
 
     views = client.get("datasets", project=a.project)["datasets"]
-    if a.json:
-        print_json(views)
-    else:
-        cli_labeling.show_datasets(views)
+    emit(a, views, cli_labeling.show_datasets)
 
 
 def dataset_show(client: ServiceClient, a: argparse.Namespace) -> None:
     from . import cli_labeling
 
     view = client.get(f"projects/{segment(project_of(client, a))}/datasets/{segment(a.name)}")
-    if a.json:
-        print_json(view)
-    else:
-        cli_labeling.show_dataset(view)
+    emit(a, view, cli_labeling.show_dataset)
 
 
 def _labeling(client: ServiceClient, a: argparse.Namespace) -> str:
@@ -1005,30 +960,21 @@ def label_create(client: ServiceClient, a: argparse.Namespace) -> None:
         "reviewers": _split(a.reviewers) if a.reviewers else None,
     }
     view = client.post("labeling", {k: v for k, v in body.items() if v is not None})
-    if a.json:
-        print_json(view)
-    else:
-        cli_labeling.show_label_created(view)
+    emit(a, view, cli_labeling.show_label_created)
 
 
 def label_list(client: ServiceClient, a: argparse.Namespace) -> None:
     from . import cli_labeling
 
     views = client.get("labeling", project=a.project)["projects"]
-    if a.json:
-        print_json(views)
-    else:
-        cli_labeling.show_label_projects(views)
+    emit(a, views, cli_labeling.show_label_projects)
 
 
 def label_show(client: ServiceClient, a: argparse.Namespace) -> None:
     from . import cli_labeling
 
     view = client.get(_labeling(client, a))
-    if a.json:
-        print_json(view)
-    else:
-        cli_labeling.show_label_project(view)
+    emit(a, view, cli_labeling.show_label_project)
 
 
 def label_assign(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -1100,10 +1046,7 @@ def label_import(client: ServiceClient, a: argparse.Namespace) -> None:
     answer = client.post(
         f"{_labeling(client, a)}/import", {k: v for k, v in body.items() if v is not None}
     )
-    if a.json:
-        print_json(answer)
-    else:
-        cli_labeling.show_imported(answer)
+    emit(a, answer, cli_labeling.show_imported)
 
 
 def label_export(client: ServiceClient, a: argparse.Namespace) -> None:
