@@ -16,9 +16,7 @@ from .base import CubeHandler
 class TuningHandler(CubeHandler):
     def folder(self, body: dict[str, Any]) -> Path:
         """Where the config's relative paths start: a folder under the server root."""
-        return containment.resolve(
-            self.root_dir, body.get("folder") or ".", what="folder"
-        )
+        return containment.resolve(self.root_dir, body.get("folder") or ".", what="folder")
 
 
 class ExperimentsHandler(TuningHandler):
