@@ -164,7 +164,7 @@ def test_chart_settings_cannot_hand_a_pod_the_stores_keys(
     k = c.KubeSpawner
     k.service_account = "hub"
     k.automount_service_account_token = True
-    k.environment = {**c.Spawner.environment, "CUBE_LAB_DB_URL": DB_URL, "CUBE_LAB_USER": "root"}
+    k.environment = {"CUBE_LAB_DB_URL": DB_URL, "CUBE_LAB_USER": "root"}
     k.extra_container_config = {
         "envFrom": [{"secretRef": {"name": hubk8s.STORE_SECRET}}],
         "env": [
