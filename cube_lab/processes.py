@@ -48,7 +48,12 @@ def start(
     ``run_as`` it runs as that account (``accounts``): ``cwd`` is entered as root first,
     then the child drops to the account, its files private, with the account's HOME/USER
     and no store keys in ``env``."""
-    if run_as is None:
+    extra: dict[str, Any] = {}
+    if run_as is not None:
+        from .accounts import job_env
+
+        env, extra = job_env(env, run_as), run_as.popen_kwargs()
+    try:
         return subprocess.Popen(
             argv,
             cwd=cwd,
@@ -58,23 +63,12 @@ def start(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             pass_fds=pass_fds,
-        )
-    from .accounts import job_env, not_runnable
-
-    try:
-        return subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=job_env(env, run_as),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            pass_fds=pass_fds,
-            **run_as.popen_kwargs(),
+            **extra,
         )
     except PermissionError as exc:
-        if exc.filename == argv[0]:  # the program, not the folder: say how to fix it
+        if run_as is not None and exc.filename == argv[0]:  # the program: say how to fix it
+            from .accounts import not_runnable
+
             raise not_runnable(argv[0], run_as) from exc
         raise
 
