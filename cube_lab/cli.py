@@ -761,14 +761,22 @@ def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
     logging.getLogger(kfp_compiler.__name__).setLevel(logging.ERROR)  # notes printed above
     with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
         compiled = kfp_compiler.compile_pipeline(pipeline, ws.templates, Path(tmp) / name)
-        written = output.deliver(compiled)
+        deliver_compiled(compiled, output, path, a)
+
+
+def deliver_compiled(compiled: Path, output: Any, path: Path, a: argparse.Namespace) -> None:
+    """Write a compiled pipeline where ``-o`` says, submit it with ``--submit``, and say so
+    (the local and the hub command alike)."""
+    written = output.deliver(compiled)
+    if not a.json:
+        print(f"compiled {path} to {written} (Kubeflow Pipelines v2 IR)")
+    run_id = None
+    if a.submit:
+        from .pipelines import kfp_compiler
+
+        run_id = kfp_compiler.submit(compiled, a.host, params=parse_pairs(a.param, "param"))
         if not a.json:
-            print(f"compiled {path} to {written} (Kubeflow Pipelines v2 IR)")
-        run_id = None
-        if a.submit:
-            run_id = kfp_compiler.submit(compiled, a.host, params=parse_pairs(a.param, "param"))
-            if not a.json:
-                print(f"submitted: KFP run {run_id}")
+            print(f"submitted: KFP run {run_id}")
     if a.json:
         print_json({"pipeline": str(path), "output": str(written.resolve()), "kfp_run": run_id})
 

@@ -445,7 +445,6 @@ def pipeline_cancel(client: ServiceClient, a: argparse.Namespace) -> None:
 def pipeline_compile(client: ServiceClient, a: argparse.Namespace) -> None:
     """The service compiles the pipeline (KFP v2 IR); the YAML is written here, where the
     local command writes it."""
-    from .pipelines import kfp_compiler
 
     if a.submit and not a.host:
         raise InvalidInput("--submit needs --host URL of the Kubeflow Pipelines API")
@@ -467,16 +466,7 @@ def pipeline_compile(client: ServiceClient, a: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
         compiled = Path(tmp) / name
         compiled.write_text(found["yaml"], encoding="utf-8")
-        written = output.deliver(compiled)
-        if not a.json:
-            print(f"compiled {path} to {written} (Kubeflow Pipelines v2 IR)")
-        run_id = None
-        if a.submit:
-            run_id = kfp_compiler.submit(compiled, a.host, params=parse_pairs(a.param, "param"))
-            if not a.json:
-                print(f"submitted: KFP run {run_id}")
-    if a.json:
-        print_json({"pipeline": str(path), "output": str(written.resolve()), "kfp_run": run_id})
+        cli.deliver_compiled(compiled, output, path, a)
 
 
 def pipeline_schedule(client: ServiceClient, a: argparse.Namespace) -> None:

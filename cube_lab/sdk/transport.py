@@ -8,6 +8,7 @@ one parses the answers of ``cube_lab.rest_client.ServiceClient``. Errors are the
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import os
 import shutil
@@ -52,42 +53,52 @@ def deliver(source: Path, target: Path, filename: str) -> Path:
     return dest
 
 
-class Transport:
+class Transport(abc.ABC):
     """The calls the SDK makes; every one answers REST JSON."""
 
     kind = "?"
 
+    @abc.abstractmethod
     def personal_project(self) -> str:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def list_models(self, project: str | None, q: str | None) -> list[Json]:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def get_version(self, project: str, name: str, ref: str) -> Json:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def register(self, obj_or_path: Any, fields: Json) -> Json:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def download(self, project: str, name: str, ref: str, target: Path) -> Path:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def start_run(self, path: str | os.PathLike[str], body: Json) -> Json:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def get_run(self, run_id: str) -> Json:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def list_runs(
         self, path: str | os.PathLike[str] | None, project: str | None, limit: int
     ) -> list[Json]:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def log_chunk(self, run_id: str, node_id: str, offset: int) -> Json:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
+    @abc.abstractmethod
     def cancel_run(self, run_id: str) -> Json:
-        raise NotImplementedError
+        """Implemented by each transport."""
 
 
 class LocalTransport(Transport):

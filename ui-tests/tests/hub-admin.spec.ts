@@ -5,32 +5,15 @@
  * reason). Runs only under playwright.hub.config.js, which starts a throwaway hub.
  */
 import { expect, test } from '@playwright/test';
-import * as fs from 'fs';
-import * as path from 'path';
 
-const ROOT = process.env.CUBE_HUB_UI_ROOT;
-test.skip(
-  !process.env.CUBE_HUB_UI_URL || !ROOT,
-  'needs the hub: jlpm playwright test -c playwright.hub.config.js'
-);
+import { loginAsAdmin, needsHub } from './hub-helpers';
 
-function adminPassword(): string {
-  const log = fs.readFileSync(path.join(ROOT as string, 'hub.log'), 'utf-8');
-  const found = /one-time password:\s+(\S+)/.exec(log);
-  if (!found) {
-    throw new Error('the hub printed no admin password');
-  }
-  return found[1];
-}
+needsHub();
 
 test('admin creates a project group with a GPU quota and it is enforced', async ({
   page
 }) => {
-  await page.goto('/hub/login');
-  await page.locator('#username_input').fill('admin');
-  await page.locator('#password_input').fill(adminPassword());
-  await page.locator('#login_submit').click();
-  await page.waitForURL(/\/hub\/(spawn|home)/);
+  await loginAsAdmin(page);
 
   await page.goto('/services/cube-admin/');
   await expect(

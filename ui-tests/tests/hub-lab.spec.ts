@@ -7,32 +7,16 @@
  */
 import { expect, test } from '@playwright/test';
 import * as fs from 'fs';
-import * as path from 'path';
 
-const ROOT = process.env.CUBE_HUB_UI_ROOT;
-test.skip(
-  !process.env.CUBE_HUB_UI_URL || !ROOT,
-  'needs the hub: jlpm playwright test -c playwright.hub.config.js'
-);
+import { loginAsAdmin, needsHub } from './hub-helpers';
 
-function adminPassword(): string {
-  const log = fs.readFileSync(path.join(ROOT as string, 'hub.log'), 'utf-8');
-  const found = /one-time password:\s+(\S+)/.exec(log);
-  if (!found) {
-    throw new Error('the hub printed no admin password');
-  }
-  return found[1];
-}
+needsHub();
 
 test('the lab under the hub works through the cube-lab service', async ({
   page
 }) => {
   test.setTimeout(180 * 1000);
-  await page.goto('/hub/login');
-  await page.locator('#username_input').fill('admin');
-  await page.locator('#password_input').fill(adminPassword());
-  await page.locator('#login_submit').click();
-  await page.waitForURL(/\/hub\/(spawn|home)/);
+  await loginAsAdmin(page);
 
   await page.goto('/hub/spawn');
   const start = page.locator('input[type="submit"], button[type="submit"]');
