@@ -184,7 +184,7 @@ def run_cube(folder: Path, model_path: Path, bodies: tuple[bytes, bytes]) -> dic
                 ws.serving.undeploy(me, dep.name)
         return out
     finally:
-        ws.serving._warm.quit()
+        ws.serving.quit_warm_hosts()
         ws.close()
 
 

@@ -122,11 +122,13 @@ def orphaned(rows: list[Any], in_hand: set[str] | dict[str, Any]) -> list[str]:
     ]
 
 
-def become_forked_child(log: str, cwd: str, env: dict[str, str]) -> None:
+def become_forked_child(log: str | int, cwd: str, env: dict[str, str]) -> None:
     """In a child a warm host forked: its own session, stdin from /dev/null, stdout and
-    stderr appended to ``log``, ``cwd`` and ``env`` as if it had been started afresh."""
+    stderr appended to ``log`` (a path, or a descriptor open for appending, which is taken),
+    ``cwd`` and ``env`` as if it had been started afresh."""
     os.setsid()
-    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    append = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+    out = log if isinstance(log, int) else os.open(log, append, 0o644)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out, 1)

@@ -14,4 +14,4 @@ def stop_serving(ws: Workspace, caller: Caller) -> None:
     for dep in ws.serving.list(caller):
         if dep.status in LIVE:
             ws.serving.undeploy(caller, dep.name)
-    ws.serving._warm.quit()
+    ws.serving.quit_warm_hosts()

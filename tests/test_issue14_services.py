@@ -277,7 +277,7 @@ def test_stopped_and_dead_deployments_are_removed_by_undeploy(
             time.sleep(0.05)
         assert not any(pid_alive(p) for p in pids)  # what still ran of it was killed
     finally:
-        ws.serving._warm.quit()
+        ws.serving.quit_warm_hosts()
 
 
 async def test_rest_delete_removes_a_failed_deployment(api: Any, jp_root_dir: Path) -> None:

@@ -9,6 +9,7 @@ remove it afterwards; elsewhere they are skipped, with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -174,8 +175,112 @@ def test_model_servers_run_as_the_owner_without_the_store(env: Any) -> None:
     status, _ = _predict(servers[0]["port"], rows)
     assert status in (401, 403)
 
-    # no warm host is shared across accounts
+    # no warm host is shared across accounts: the service's own is never started
     assert not (ws.serving.root / "warmhost.sock").exists()
+    ws.serving.undeploy(caller, "iris")
+
+
+def _wait_for_host(sock: Path, uid: int) -> dict[str, Any]:
+    from cube_lab.serving.warmhost import ask
+
+    deadline = time.monotonic() + 90
+    while (hello := ask(sock, {"op": "hello"}, peer_uid=uid)) is None:
+        assert time.monotonic() < deadline, "the owner's warm host never answered"
+        time.sleep(0.2)
+    return hello
+
+
+def test_later_deploys_fork_from_the_owners_own_warm_host(env: Any) -> None:
+    ws, caller, _, (x, model, who) = env
+    ws.serving.deploy(caller, "iris:1", name="iris", auth="none")  # cold: the host starts after
+    sock = ws.serving.root / "warm" / who.name / "warmhost.sock"
+    host = _wait_for_host(sock, who.uid)
+    assert _status(host["pid"])["Uid"].split() == [str(who.uid)] * 4
+    st = sock.stat()
+    assert st.st_uid == who.uid and st.st_mode & 0o077 == 0  # the account's alone
+
+    started = time.monotonic()
+    dep = ws.serving.deploy(caller, "iris:1", name="iris-warm", auth="none")
+    print(f"deploy-to-ready as the owner (warm): {time.monotonic() - started:.2f}s")
+    folder = Path(ws.serving._folder(caller, "iris-warm", None)[1])
+    servers = [p for p in dep.processes if p["role"] == "server"]
+    assert servers
+    for server in servers:
+        status = _status(server["pid"])
+        assert status["PPid"] == str(host["pid"])  # forked by the owner's host
+        assert status["Uid"].split() == [str(who.uid)] * 4
+        seen = _environ(server["pid"])
+        for key in ("CUBE_LAB_DB_URL", "CUBE_LAB_DATA_DIR", "JUPYTERHUB_API_TOKEN"):
+            assert key not in seen, key
+        assert seen["HOME"] == who.home
+        assert os.readlink(f"/proc/{server['pid']}/cwd") == str(folder / "run")
+        # its output goes to the deployment's log, which stays the service's file
+        assert os.readlink(f"/proc/{server['pid']}/fd/1") == str(folder / "log.txt")
+    assert (folder / "log.txt").stat().st_uid == 0
+    status, answer = _predict(int(dep.endpoint.rsplit(":", 1)[1]), x[:3].tolist())
+    assert status == 200 and answer["predictions"] == model.predict(x[:3]).tolist()
+    ws.serving.undeploy(caller, "iris-warm")
+    ws.serving.undeploy(caller, "iris")
+
+
+def test_a_host_of_another_account_at_the_owners_socket_is_not_used(env: Any) -> None:
+    """What the account could do to its host's folder: put there a socket (or a link to
+    one) that another account's process answers. The service asks nothing of it."""
+    import socket
+    import threading
+
+    from cube_lab.serving.warmhost import fingerprint
+
+    ws, caller, _, (x, _, who) = env
+    ws.serving.deploy(caller, "iris:1", name="iris", auth="none")
+    sock = ws.serving.root / "warm" / who.name / "warmhost.sock"
+    _wait_for_host(sock, who.uid)
+    ws.serving.quit_warm_hosts()
+    deadline = time.monotonic() + 30
+    while sock.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+    asked: list[bytes] = []
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock))  # this process: root, not the owner
+    listener.listen(8)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    data = conn.recv(65536)
+                except OSError:
+                    continue
+                asked.append(data)
+                reply = {"fingerprint": fingerprint(), "pid": 1}  # a lie: "forked" pid 1
+                with contextlib.suppress(OSError):
+                    conn.sendall(json.dumps(reply).encode() + b"\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        dep = ws.serving.deploy(caller, "iris:1", name="iris-fake", auth="none")
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+    assert not any(b'"spawn"' in data for data in asked), asked
+    servers = [p for p in dep.processes if p["role"] == "server"]
+    assert servers and all(p["pid"] != 1 for p in servers)
+    for server in servers:
+        assert _status(server["pid"])["Uid"].split()[0] == str(who.uid)
+    status, _ = _predict(int(dep.endpoint.rsplit(":", 1)[1]), x[:1].tolist())
+    assert status == 200
+    ws.serving.undeploy(caller, "iris-fake")
     ws.serving.undeploy(caller, "iris")
 
 

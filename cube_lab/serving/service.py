@@ -56,6 +56,7 @@ from ..store.models import Deployment, DeploymentKey, Project
 from . import access as acc
 from . import backend_auth
 from .router import TOKEN_ENV
+from .warmhost import LOG_NAME as WARM_LOG
 from .warmhost import WarmHostClient
 
 ACTIVE = ("starting", "running", "updating")
@@ -221,9 +222,10 @@ class DeploymentService:
         self.registry = registry
         self.root = settings.data_dir / "serving"
         self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
-        # Under os_accounts every model server runs as its deployment owner's account and
-        # starts cold: one warm host (one account) cannot fork processes for everyone.
-        self._warm = WarmHostClient(self.root, enabled=not settings.os_accounts)
+        # Under os_accounts every model server runs as its deployment owner's account, forked
+        # from that account's own warm host (``_warm_host``): none is shared across accounts.
+        self._warm = WarmHostClient(self.root, _child_env({}), enabled=not settings.os_accounts)
+        self._warm_accounts: dict[str, WarmHostClient] = {}
 
     # -- deploy ------------------------------------------------------------------------------------
 
@@ -338,7 +340,7 @@ class DeploymentService:
             )
             raise
         self._set(dep_id, status="running", info=info)
-        self._warm.start_wanted()
+        self._warm_host(who).start_wanted()
         return self.get(caller, name, project_name)
 
     def _record(
@@ -513,7 +515,7 @@ class DeploymentService:
                 folder, model, version, flavor, path, replicas, batching, key, who
             )
             found = _servers(version, started, self._wait_ready(started, folder))
-            self._warm.start_wanted()
+            self._warm_host(who).start_wanted()
             return found
         except BaseException:
             for proc, _ in started:
@@ -529,21 +531,38 @@ class DeploymentService:
         who: RunAs | None = None,
     ) -> Any:
         """``python -m MODULE ...``: forked from the warm host when one is up (no start-up
-        wait), else started afresh. With ``who`` it always starts afresh, as that account, in
-        the run folder, with no store keys and none of the service's hub credentials."""
-        if who is not None:
-            with open(folder / "log.txt", "ab") as log:  # root's log: the server gets the fd
-                proc = start(argv, folder / RUN_DIR, _owner_env(extra), log, run_as=who)
-            self._procs[proc.pid] = proc
-            return proc
-        env = _child_env(extra)
-        pid = self._warm.spawn(argv[2], argv[3:], folder, env, folder / "log.txt", flavor)
-        if pid is not None:
-            return Forked(pid)
-        with open(folder / "log.txt", "ab") as log:
-            proc = start(argv, folder, env, log)
+        wait), else started afresh. With ``who``: as that account (from its own host), in the
+        run folder, with no store keys and none of the service's hub credentials."""
+        env = _child_env(extra) if who is None else _owner_env(extra)
+        cwd = folder if who is None else folder / RUN_DIR
+        forked_env = env if who is None else accounts.job_env(env, who)
+        with open(folder / "log.txt", "ab") as log:  # the service's log: the server gets the fd
+            pid = self._warm_host(who).spawn(
+                argv[2], argv[3:], cwd, forked_env, log.fileno(), flavor
+            )
+            if pid is not None:
+                return Forked(pid)
+            proc = start(argv, cwd, env, log, run_as=who)
         self._procs[proc.pid] = proc
         return proc
+
+    def _warm_host(self, who: RunAs | None) -> WarmHostClient:
+        """The warm host that forks ``who``'s model servers (the service's own for None)."""
+        if who is None:
+            return self._warm
+        host = self._warm_accounts.get(who.name)
+        if host is None:
+            folder = self.root / "warm" / who.name
+            # the account makes its socket there; the log is root's, made now (no link)
+            accounts.job_folder(folder, who, self.settings.data_dir, files=(WARM_LOG,))
+            host = WarmHostClient(folder, _owner_env({}), who=who)
+            self._warm_accounts[who.name] = host
+        return host
+
+    def quit_warm_hosts(self) -> None:
+        """Ask every warm host this service started to leave (tests, a clean shutdown)."""
+        for host in (self._warm, *self._warm_accounts.values()):
+            host.quit()
 
     def _wait_ready(self, started: list[tuple[Any, Path]], folder: Path) -> list[dict[str, Any]]:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -1071,7 +1090,7 @@ class DeploymentService:
         first deploy after a restart is warm too; True when one was started."""
         if not self.root.is_dir() or self.settings.os_accounts:
             return False  # under os_accounts the model servers start cold, as their owners
-        return self._warm.ensure(_child_env({}), self.root / "warmhost.log")
+        return self._warm.ensure()
 
     def recover(self) -> dict[str, list[str]]:
         """At server start: adopt deployments whose router still answers, mark the rest dead."""
