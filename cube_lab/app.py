@@ -24,7 +24,7 @@ from traitlets import Enum, Unicode, default
 from . import config, startup, terminals
 from .handlers import forward, routes
 from .handlers.base import LOCAL_USER, ROOT_DIR, WORKSPACE
-from .handlers.forward import SERVICE
+from .handlers.forward import CONNECTIONS, SERVICE, ServiceConnections
 from .workspace import Workspace
 
 # Providers that give every browser a random "anonymous" user: in the embedded
@@ -72,6 +72,7 @@ class CubeLab(ExtensionApp):
             for name in (config.ENV_DATA_DIR, config.ENV_DB_URL, config.ENV_USER):
                 os.environ.pop(name, None)
             self.settings[SERVICE] = (service, token)
+            self.settings[CONNECTIONS] = ServiceConnections(service)  # kept open, reused
             self.log.info("cube-lab: the store is the cube-lab service's, at %s", service)
             return
         settings = config.Settings.resolve(self.data_dir, self.db_url, self.backend)
@@ -108,6 +109,9 @@ class CubeLab(ExtensionApp):
             self._scheduler = startup.start_background(workspace)
 
     async def stop_extension(self) -> None:
+        service_connections: ServiceConnections | None = self.settings.get(CONNECTIONS)
+        if service_connections is not None:
+            service_connections.close()
         if getattr(self, "_scheduler", None) is not None:
             self._scheduler.cancel()
         workspace: Any = self.settings.get(WORKSPACE)
