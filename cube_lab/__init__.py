@@ -30,15 +30,12 @@ def report(step: int | None = None, **metrics: Any) -> None:
     _report(step, **metrics)
 
 
-def tune(config: Any, base_dir: Any = None, **overrides: Any) -> dict[str, Any]:
-    """Run a hyperparameter search (an NNI-style config file or dict); the best trial."""
-    from .tuning.api import tune as _tune
-
-    return _tune(config, base_dir, **overrides)
-
-
 _LAZY = {
     "models": ("cube_lab.sdk.models", "models"),
+    "train": ("cube_lab.sdk.training", "train"),
+    "tune": ("cube_lab.sdk.tuning", "tune"),
+    "deploy": ("cube_lab.sdk.serving", "deploy"),
+    "deployments": ("cube_lab.sdk.serving", "deployments"),
     "connect": ("cube_lab.sdk", "connect"),
     "disconnect": ("cube_lab.sdk", "disconnect"),
     "CubeError": ("cube_lab.errors", "CubeError"),
@@ -47,11 +44,13 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     """The SDK, imported on first use: ``cl.models``, ``cl.pipelines.run(...)``,
-    ``cl.connect(url, token=...)`` (``import cube_lab`` stays light)."""
+    ``cl.train(...)``, ``cl.tune(...)``, ``cl.deploy(...)``, ``cl.connect(url, token=...)``
+    (``import cube_lab`` stays light)."""
     import importlib
 
-    if name == "pipelines":  # the package; its run/runs/get delegate to cube_lab.sdk
-        return importlib.import_module("cube_lab.pipelines")
+    if name in ("pipelines", "training", "tuning"):
+        # the packages; their run/runs/jobs/experiments/get delegate to cube_lab.sdk
+        return importlib.import_module(f"cube_lab.{name}")
     if name in _LAZY:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)

@@ -30,11 +30,12 @@ import pwd
 import subprocess
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .errors import CubeError
+from .job_credentials import ENV_JOB_DIR, ENV_TOKEN, JobRef, job_vars
 from .names import ACCOUNT_MAX, slug
 
 ENV_OS_ACCOUNTS = "CUBE_LAB_OS_ACCOUNTS"  # "0": do not use per-user accounts even as root
@@ -75,6 +76,15 @@ class RunAs:
     groups: tuple[int, ...]  # its project groups
     home: str
     name: str
+    # the job this account runs, when the service started it for its owner: the job then
+    # gets a token of its own to reach the service as the owner (``job_credentials``)
+    job: JobRef | None = None
+
+    def for_job(
+        self, kind: str, job_id: str, owner: str, folder: str | os.PathLike[str] | None = None
+    ) -> RunAs:
+        """This account, running job ``kind``/``job_id`` of hub user ``owner``."""
+        return replace(self, job=JobRef(kind, job_id, owner, str(folder) if folder else None))
 
     def popen_kwargs(self) -> dict[str, Any]:
         """For ``subprocess.Popen`` / ``asyncio.create_subprocess_exec``: drop to the
@@ -167,13 +177,17 @@ def set_groups(name: str, groups: Iterable[str]) -> tuple[int, ...]:
 
 
 def run_as(
-    name: str, groups: Iterable[str] = (), home: str | os.PathLike[str] | None = None
+    name: str,
+    groups: Iterable[str] = (),
+    home: str | os.PathLike[str] | None = None,
+    job: tuple[str, str, Path | str | None] | None = None,
 ) -> RunAs:
     """The account to run hub user ``name``'s processes as (made when missing), in the OS
-    groups of its project ``groups``."""
+    groups of its project ``groups``; ``job`` (kind, id, folder): the job it runs for them."""
     entry = ensure_user(name, home)
     gids = tuple(sorted(ensure_group(g) for g in groups))
-    return RunAs(entry.pw_uid, entry.pw_gid, gids, entry.pw_dir, entry.pw_name)
+    who = RunAs(entry.pw_uid, entry.pw_gid, gids, entry.pw_dir, entry.pw_name)
+    return who if job is None else who.for_job(job[0], job[1], name, job[2])
 
 
 def remove_user(name: str) -> None:
@@ -229,17 +243,26 @@ def not_runnable(program: str, who: RunAs) -> AccountError:
 def job_env(env: dict[str, str], who: RunAs) -> dict[str, str]:
     """``env`` for a job run as ``who``: the store's keys and the service's own hub
     credentials (``JUPYTERHUB_*``, ``JPY_*``, the hub settings file) taken out, the
-    account's HOME, USER and LOGNAME in, and a note that tells cube-lab inside the job why it
-    has no store (``config.ENV_NO_STORE``: the SDK and CLI then fail with that sentence)."""
+    account's HOME, USER and LOGNAME in. A job the cube-lab service started for its owner
+    (``who.job``, where the service configured an issuer) gets the service's URL and a token
+    of its own (``job_credentials``): cube-lab inside the job then reaches the store through
+    the service, as the owner, while the job runs. Any other job gets a note that tells
+    cube-lab inside it why it has no store (``config.ENV_NO_STORE``: the SDK and CLI then
+    fail with that sentence)."""
     from .config import ENV_DATA_DIR, ENV_DB_URL, ENV_NO_STORE
 
     out = {
         k: v
         for k, v in env.items()
-        if k not in (ENV_DATA_DIR, ENV_DB_URL, "CUBE_HUB_SETTINGS")
+        if k not in (ENV_DATA_DIR, ENV_DB_URL, "CUBE_HUB_SETTINGS", ENV_TOKEN, ENV_JOB_DIR)
         and not k.startswith(("JUPYTERHUB_", "JPY_"))
     }
     out.update(who.env())
+    reach = job_vars(who.job) if who.job is not None else None
+    if reach is not None:
+        out.pop(ENV_NO_STORE, None)
+        out.update(reach)
+        return out
     out[ENV_NO_STORE] = (
         "this job runs as its owner's own account, without the cube-lab store: "
         "the store belongs to the hub's cube-lab service"

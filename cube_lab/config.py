@@ -22,8 +22,9 @@ ENV_USER = "CUBE_LAB_USER"
 # Under the hub: the cube-lab service that owns the store (set for user servers by the
 # spawner). Where it is set, the store is reached only through it, with the hub token.
 ENV_SERVICE_URL = "CUBE_LAB_SERVICE_URL"
-# Set (to the reason) in the environment of a job run as its owner's OS account: it has no
-# store, and cube-lab inside it says so rather than opening an empty one under its HOME.
+# Set (to the reason) in the environment of a job run as its owner's OS account that has no
+# way to the store (no job token: ``job_credentials``), so cube-lab inside it says so rather
+# than opening an empty one under its HOME.
 ENV_NO_STORE = "CUBE_LAB_NO_STORE"
 BACKENDS = ("local", "kubernetes")
 
@@ -35,9 +36,11 @@ def default_data_dir() -> Path:
 
         raise StoreUnavailable(
             f"no cube-lab store in this job: {os.environ[ENV_NO_STORE]}",
-            "Register models, read datasets and start jobs from your notebook or terminal "
-            "(they reach the cube-lab service), or have the job write files its pipeline "
-            "declares as outputs.",
+            "Jobs the hub's cube-lab service starts (pipeline runs, training jobs, tuning "
+            "experiments) reach it with a token of their own ($CUBE_LAB_TOKEN); this process "
+            "got none. Register models, read datasets and start jobs from your notebook or "
+            "terminal (they reach the cube-lab service), or have the job write files its "
+            "pipeline declares as outputs.",
         )
     return Path(env).expanduser() if env else Path(jupyter_data_dir()) / "cube-lab"
 

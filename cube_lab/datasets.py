@@ -27,6 +27,11 @@ What ``load`` returns:
 - An image dataset with no export: a ``pandas.DataFrame`` of ``name``, ``path``, ``width``,
   ``height``.
 
+Under the hub (a notebook, a terminal, or a job the cube-lab service started) the dataset is
+resolved by the cube-lab service, with the same rules, and the version is downloaded once
+into a per-user cache (``~/.cache/cube-lab/datasets/<project>/<name>/<version>``; a version
+never changes), which ``path`` returns and ``load`` reads: the same result as in-process.
+
 Every dataset version resolved in this process is noted, and ``cube_lab.registry.register``
 (and ``%cube_register``) adds them to the model's lineage. A training job launched with
 ``$CUBE_LAB_DATASET`` ("Train from these labels") records its dataset the same way.
@@ -69,16 +74,171 @@ def used() -> list[dict[str, Any]]:
 
 
 def _resolve(name: str, version: int | str | None, project: str | None) -> DatasetRef:
-    from .config import local_username
-    from .identity import Caller
-    from .workspace import default_workspace
+    from .rest_client import ServiceClient
 
-    ref = default_workspace().datasets.resolve(Caller(local_username()), name, version, project)
-    entry = ref.lineage()
+    client = ServiceClient.from_env()
+    if client is not None:  # under the hub (a notebook, or a job): through the service
+        ref, entry = _resolve_remote(client, name, version, project)
+    else:
+        from .config import local_username
+        from .identity import Caller
+        from .workspace import default_workspace
+
+        caller = Caller(local_username())
+        ref = default_workspace().datasets.resolve(caller, name, version, project)
+        entry = ref.lineage()
     with _lock:
         if entry not in _used:
             _used.append(entry)
     return ref
+
+
+# -- through the cube-lab service (under the hub) -----------------------------------------
+
+CACHE_MARK = ".cube-lab-dataset.json"
+
+
+def cache_root() -> Path:
+    """Where dataset versions fetched from the service are kept, per user:
+    ``$XDG_CACHE_HOME/cube-lab/datasets`` (``~/.cache/...``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "cube-lab" / "datasets"
+
+
+def _resolve_remote(
+    client: Any, name: str, version: int | str | None, project: str | None
+) -> tuple[DatasetRef, dict[str, Any]]:
+    """The dataset version by the in-process rules (newest, "source", personal project
+    first), its files downloaded into the cache (once: a version never changes); and its
+    lineage entry, as the store names it."""
+    from .identity import check_name
+    from .labeling.dataset_service import DatasetRef
+    from .rest_client import segment
+
+    check_name(name, "dataset name")
+    view = _find_remote(client, name, project)
+    row = _pick_remote_version(view, version)
+    if row is None:  # the dataset as registered: a folder or file in someone's home
+        source = Path(view["source"])
+        if not os.access(source, os.R_OK):
+            from .errors import NotFound
+
+            raise NotFound(
+                f"the source of dataset {name!r} cannot be read from here",
+                f"It is {source}, outside what this process can read; export a version of "
+                "it (a labeling project's export), which the cube-lab service hands out.",
+            )
+        ref = DatasetRef(view["project"], name, None, source, "source", view["kind"])
+        return ref, ref.lineage()
+    number = int(row["version"])
+    folder = cache_root() / _safe(view["project"]) / _safe(name) / str(number)
+    mark = {"dataset_id": view["id"], "version": number, "created_at": str(row["created_at"])}
+    target = folder / Path(row["path"]).name
+    if not _cached(folder, mark, target):
+        url = (
+            f"projects/{segment(view['project'])}/datasets/{segment(name)}"
+            f"/versions/{number}/download"
+        )
+        _download(client, url, folder, target.name, mark)
+    ref = DatasetRef(view["project"], name, number, target, row["format"], view["kind"])
+    entry = {"project": view["project"], "name": name, "version": number, "path": row["path"]}
+    return ref, entry
+
+
+def _find_remote(client: Any, name: str, project: str | None) -> dict[str, Any]:
+    from .errors import InvalidInput, NotFound
+    from .rest_client import segment
+
+    if project:
+        found: dict[str, Any] = client.get(f"projects/{segment(project)}/datasets/{segment(name)}")
+        return found
+    rows = [d for d in client.get("datasets")["datasets"] if d["name"] == name]
+    if not rows:
+        raise NotFound(
+            f"dataset {name!r} not found in your projects",
+            "GET /cube/api/v1/datasets (or `cube-lab label datasets`) lists the datasets "
+            "you can see.",
+        )
+    if len(rows) > 1:
+        from .cli_remote import personal_project
+
+        mine = [r for r in rows if r["project"] == personal_project(client)]
+        if mine:
+            return mine[0]
+        projects = sorted(r["project"] for r in rows)
+        raise InvalidInput(
+            f"dataset {name!r} is in several of your projects: {', '.join(projects)}",
+            f"Say which: project={projects[0]!r}.",
+        )
+    return rows[0]
+
+
+def _pick_remote_version(view: dict[str, Any], version: int | str | None) -> Any:
+    from .errors import NotFound
+
+    versions = sorted(view.get("versions") or [], key=lambda v: int(v["version"]))
+    text = "latest" if version is None else str(version).strip().removeprefix("v")
+    if text == "source":
+        return None
+    if text == "latest":
+        return versions[-1] if versions else None
+    row = next((v for v in versions if str(v["version"]) == text), None)
+    if row is None:
+        known = ", ".join(str(v["version"]) for v in versions) or "none yet"
+        raise NotFound(
+            f"dataset {view['name']!r} has no version {version!r}",
+            f"Versions: {known}. An export of a labeling project creates one; "
+            "version=None takes the newest.",
+        )
+    return row
+
+
+def _safe(part: str) -> str:
+    """A name as one folder name of the cache."""
+    import urllib.parse
+
+    quoted = urllib.parse.quote(str(part), safe="")
+    return quoted if quoted not in ("", ".", "..") else f"_{quoted}"
+
+
+def _cached(folder: Path, mark: dict[str, Any], target: Path) -> bool:
+    try:
+        return json.loads((folder / CACHE_MARK).read_text()) == mark and target.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _download(client: Any, url: str, folder: Path, name: str, mark: dict[str, Any]) -> None:
+    """Fetch a version into ``folder/name`` (a zip of a folder is unpacked), whole or not
+    at all: it is written beside, then moved into place."""
+    import shutil
+    import tempfile
+    import zipfile
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=folder.parent))
+    try:
+        with client.stream(url) as answer:
+            archive = "zip" in (answer.headers.get("Content-Type") or "")
+            answer.save(staging / ("download.zip" if archive else name))
+        if archive:
+            unpacked = staging / "unpacked"
+            with zipfile.ZipFile(staging / "download.zip") as zf:
+                zf.extractall(unpacked)  # names with .. or a leading / are made safe
+            (staging / "download.zip").unlink()
+            tops = list(unpacked.iterdir())
+            (tops[0] if len(tops) == 1 and tops[0].is_dir() else unpacked).rename(staging / name)
+            shutil.rmtree(unpacked, ignore_errors=True)
+        (staging / CACHE_MARK).write_text(json.dumps(mark))
+        if folder.exists():  # a stale copy (another dataset of that name once)
+            shutil.rmtree(folder)
+        try:
+            staging.rename(folder)
+        except OSError:  # another process fetched it meanwhile
+            if not _cached(folder, mark, folder / name):
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def lineage_for_register(explicit: Any = None) -> list[dict[str, Any]]:
@@ -247,8 +407,17 @@ def _read_yolo(folder: Path) -> Any:
 def _read_images(ref: DatasetRef) -> Any:
     from .config import local_username
     from .identity import Caller
+    from .rest_client import ServiceClient
     from .workspace import default_workspace
 
+    if ServiceClient.from_env() is not None:
+        from .errors import InvalidInput
+
+        raise InvalidInput(
+            f"image dataset {ref.name!r} has no export to load through the cube-lab service",
+            "Export a version of it (a labeling project's export, any format), or open its "
+            f"files with cube_lab.datasets.path({ref.name!r}, version='source').",
+        )
     items = default_workspace().datasets.items(Caller(local_username()), ref.project, ref.name)
     records = [
         {"name": i["name"], "path": str(ref.path / i["name"]), "width": i["width"],

@@ -2,7 +2,9 @@
 
 Under the hub a lab server, its kernels and terminals hold no store: the CLI, the magics and
 the Python SDK reach it through the cube-lab service with the server's token
-(``$JUPYTERHUB_API_TOKEN``), at ``$CUBE_LAB_SERVICE_URL``. Errors come back as the same
+(``$JUPYTERHUB_API_TOKEN``), at ``$CUBE_LAB_SERVICE_URL``; a job the service started (a pipeline
+node, a training rank, a tuning trial) uses the token the service gave it
+(``$CUBE_LAB_TOKEN``, its owner's while the job runs). Errors come back as the same
 ``cube_lab.errors`` classes a local service raises, with the service's ``error`` and
 ``detail``, so every caller handles both shapes alike::
 
@@ -29,6 +31,7 @@ from .errors import Conflict, CubeError, Forbidden, InvalidInput, NotFound, Stor
 
 API = "cube/api/v1/"
 ENV_TOKEN = "JUPYTERHUB_API_TOKEN"
+ENV_JOB_TOKEN = "CUBE_LAB_TOKEN"  # a job's own token (``cube_lab.job_credentials``)
 TIMEOUT_S = 120.0
 CHUNK = 1 << 20
 
@@ -138,7 +141,8 @@ class ServiceClient:
         url = env.get(ENV_SERVICE_URL)
         if not url:
             return None
-        token = env.get(ENV_TOKEN)
+        # inside a job the service started: the job's own token (its owner's, while it runs)
+        token = env.get(ENV_JOB_TOKEN) or env.get(ENV_TOKEN)
         if not token:
             raise Unauthorized(
                 f"${ENV_SERVICE_URL} is set but ${ENV_TOKEN} is not",

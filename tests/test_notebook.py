@@ -113,8 +113,8 @@ def test_cube_tune_magic_and_the_python_api_in_a_notebook(tmp_path: Path, settin
     }
     cells = [
         "%cube_tune config.yml",
-        "import cube_lab\nbest = cube_lab.tune('config.yml', maxTrialNumber=2)\n"
-        "print('BEST', best['trials'], sorted(best['parameters']), best['status'])",
+        "import cube_lab\nexp = cube_lab.tune('config.yml', maxTrialNumber=2).wait()\n"
+        "print('BEST', len(exp.trials), sorted(exp.best['parameters']), exp.status)",
     ]
     nb = run_in_kernel(cells, tmp_path, env)
     first, second = outputs(nb.cells[0]), outputs(nb.cells[1])

@@ -220,7 +220,7 @@ def test_the_tune_api_prints_no_tuner_log_lines(tmp_path: Path, settings: Any) -
         "tuner: {name: TPE, classArgs: {optimize_mode: maximize}}\n"
     )
     env = {**os.environ, "CUBE_LAB_DATA_DIR": str(settings.data_dir), "CUBE_LAB_USER": "alice"}
-    code = "import cube_lab; best = cube_lab.tune('config.yml'); print('best', best['trials'])"
+    code = "import cube_lab as cl; e = cl.tune('config.yml').wait(); print('best', len(e.trials))"
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
         timeout=240,

@@ -265,7 +265,8 @@ def test_absolute_paths_need_the_servers_root(server: tuple[str, Path]) -> None:
 
 def test_import_stays_light() -> None:
     code = (
-        "import sys, cube_lab as cl; cl.models; cl.pipelines.run; cl.connect; "
+        "import sys, cube_lab as cl; cl.models; cl.pipelines.run; cl.connect; cl.train; "
+        "cl.tune; cl.deploy; cl.deployments; cl.training.jobs; cl.tuning.experiments; "
         "print(sorted(m for m in ('sqlalchemy', 'tornado', 'cube_lab.workspace') "
         "if m in sys.modules))"
     )

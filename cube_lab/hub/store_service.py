@@ -10,7 +10,10 @@ Who calls is decided here and only here: every request must carry a hub token (h
 ``Authorization: token ...``; cookies and URL tokens are not read) that grants
 ``access:services!service=cube-lab``; the hub says whose it is, and that user's groups and
 admin flag come from the hub, not from anything the caller sends. Paths a user gives resolve
-in that user's home (``users/<folder>``). Run by the hub (see ``config.py``):
+in that user's home (``users/<folder>``). A job this service started for a user (a pipeline
+run, a training job, a tuning experiment, run as the user's OS account) calls with the token
+the service gave it (``cube_lab.job_credentials``): it acts as its owner, never as an admin,
+and only while the job is active. Run by the hub (see ``config.py``):
 ``python -m cube_lab.hub.store_service``.
 """
 
@@ -31,7 +34,7 @@ from jupyter_server.auth.identity import IdentityProvider, User
 from jupyterhub.services.auth import HubAuth
 from tornado import web
 
-from .. import accounts, startup
+from .. import accounts, job_credentials, startup
 from ..config import Settings
 from ..errors import CubeError
 from ..handlers import routes
@@ -40,7 +43,7 @@ from ..identity import Caller
 from ..names import folder_name
 from ..workspace import Workspace
 from . import client
-from .config import STORE_SERVICE
+from .config import STORE_SERVICE, service_base
 from .hubapi import HubAPI
 from .settings import ADMIN_GROUP, HubSettings, load
 
@@ -109,11 +112,16 @@ class HubTokenIdentity(IdentityProvider):
     hub_auth: HubAuth | None = None
     users: HubUsers | None = None
 
+    workspace: Workspace | None = None  # where a job token's job is looked up
+    jobs: job_credentials.Issuer | None = None
+
     async def get_user(self, handler: web.RequestHandler) -> HubCaller | None:  # type: ignore[override]
         assert self.hub_auth is not None and self.users is not None
         token = self.hub_auth.get_token(handler, in_cookie=False)
         if not token:
             return None
+        if job_credentials.is_job_token(token):
+            return await self._job_caller(handler, token)
         model = await self.hub_auth.user_for_token(token, sync=False)
         if not model or model.get("kind", "user") != "user":
             return None  # unknown or revoked tokens, and services' own tokens
@@ -129,6 +137,40 @@ class HubTokenIdentity(IdentityProvider):
         # admission, asked for by jobs started in this request, is charged to this user
         client.ON_BEHALF_OF.set(record["name"])
         return HubCaller(username=record["name"], hub_user=record)
+
+    async def _job_caller(self, handler: web.RequestHandler, token: str) -> HubCaller:
+        """The owner of the job a job token names, while that job is active; never an admin.
+        A token this service did not make, changed, or of a job that ended: a 401."""
+        assert self.users is not None
+        if self.jobs is None or self.workspace is None:
+            raise job_credentials.InvalidJobToken(
+                "this cube-lab service takes no job tokens",
+                "Use a hub token of yours (Authorization: token $JUPYTERHUB_API_TOKEN).",
+            )
+        claims = self.jobs.verify(token)
+        if not await asyncio.to_thread(job_credentials.active, self.workspace.store, claims):
+            raise job_credentials.ended(claims)
+        handler._token_authenticated = True  # type: ignore[attr-defined]
+        try:
+            record = await self.users.get(claims.owner)
+        except CubeError as exc:
+            log.warning("cannot read %s from the hub: %s", claims.owner, exc.error)
+            raise job_credentials.InvalidJobToken(
+                f"the hub does not answer for {claims.owner}, the job's owner", exc.error
+            ) from None
+        record = {**record, "admin": False, "job": {"kind": claims.kind, "id": claims.id}}
+        client.ON_BEHALF_OF.set(record["name"])
+        return HubCaller(username=record["name"], hub_user=record)
+
+
+def job_issuer(settings: HubSettings, data_dir: Path) -> job_credentials.Issuer:
+    """The issuer of the tokens of jobs this service starts: its secret in ``data_dir``, the
+    service's address as user servers (and so jobs) reach it, owners' homes as path roots."""
+    return job_credentials.Issuer(
+        job_credentials.load_secret(data_dir),
+        service_base(settings),
+        home=lambda owner: settings.users_dir / folder_name(owner),
+    )
 
 
 def user_home(settings: HubSettings) -> Any:
@@ -178,7 +220,11 @@ async def _serve() -> None:
     token = os.environ.pop("JUPYTERHUB_API_TOKEN")
     client.hold_token(token)
     workspace = startup.open_workspace(store_settings(settings), log)
+    # jobs started here reach the service as their owners, with tokens of their own
+    jobs = job_issuer(settings, workspace.settings.data_dir)
+    job_credentials.configure(jobs)
     identity = HubTokenIdentity()
+    identity.workspace, identity.jobs = workspace, jobs
     identity.hub_auth = HubAuth(api_token=token, cache_max_age=60)
     identity.users = HubUsers(HubAPI(token=token), workspace)
     app = make_app(workspace, settings, identity, prefix)

@@ -70,7 +70,7 @@ def build_runner(
     folder = launch.make_folder(settings.runs_dir)
     run_as = None
     if settings.os_accounts:
-        run_as = accounts.run_as(caller.username, caller.groups)
+        run_as = accounts.run_as(caller.username, caller.groups, job=("run", launch.run_id, folder))
         accounts.job_folder(folder, run_as, settings.data_dir)
     plan = RunPlan(
         run_id=launch.run_id,

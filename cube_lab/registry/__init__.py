@@ -118,18 +118,41 @@ def _register_remote(client: Any, obj_or_path: Any, fields: dict[str, Any]) -> V
     from .flavors import save_object
 
     body = {k: v for k, v in fields.items() if v is not None}
-    if isinstance(obj_or_path, str | os.PathLike):
+    job_file = _in_job_folder(obj_or_path, home())
+    if isinstance(obj_or_path, str | os.PathLike) and job_file is None:
         return _version(client.post("models", {**body, "path": relative(obj_or_path)}))
     scratch = home() / ".cube-lab" / "uploads"
     scratch.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="model-", dir=scratch))
     try:
+        if job_file is not None:  # a job's own file: copied (as the job) into the home
+            artifact = job_file.name
+            copy = shutil.copytree if job_file.is_dir() else shutil.copy2
+            copy(job_file, folder / artifact)
+            path = (folder / artifact).relative_to(home()).as_posix()
+            return _version(client.post("models", {**body, "path": path}))
         artifact, flavor, _ = save_object(obj_or_path, folder)
         body.setdefault("flavor", flavor)
         path = (folder / artifact).relative_to(home()).as_posix()
         return _version(client.post("models", {**body, "path": path}))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _in_job_folder(obj_or_path: Any, root: Path) -> Path | None:
+    """A path outside the home ``root`` but in this job's own folder (``$CUBE_LAB_JOB_DIR``,
+    under the service's data dir: a training job's checkpoints, a node's files), resolved;
+    else None. The service reads only the home, so such a file is copied there first."""
+    from ..job_credentials import ENV_JOB_DIR
+
+    job_dir = os.environ.get(ENV_JOB_DIR)
+    if not job_dir or not isinstance(obj_or_path, str | os.PathLike):
+        return None
+    given = Path(os.path.abspath(Path(obj_or_path).expanduser()))
+    if given.is_relative_to(root) or given.resolve().is_relative_to(root.resolve()):
+        return None
+    real = given.resolve()
+    return real if real.is_relative_to(Path(job_dir).resolve()) and real.exists() else None
 
 
 def _version(data: dict[str, Any]) -> VersionView:

@@ -3,77 +3,60 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
-from ..errors import CubeError, InvalidInput
+from ..errors import InvalidInput
 from . import current
+from .handle import POLL_S, Handle, Json, WaitTimeout
 
-Json = dict[str, Any]
-ACTIVE = ("queued", "running")
-POLL_S = 0.25
+__all__ = ["POLL_S", "Run", "WaitTimeout", "get", "run", "runs"]
 
-
-class WaitTimeout(CubeError):
-    """``Run.wait(timeout=...)`` ran out of time; the run goes on."""
-
-    status = 408
+NODE_ACTIVE = ("pending", "queued", "running")
+LOG_LINES = 10
 
 
-class Run:
+class Run(Handle):
     """A pipeline run: ``.status``, ``.nodes``, ``.refresh()``, ``.wait()``, ``.logs(node)``,
     ``.stop()``. The state is what the last refresh saw (``.data``, the REST JSON)."""
 
+    kind = "run"
+
     def __init__(self, data: Json) -> None:
-        self.data = data
-
-    @property
-    def id(self) -> str:
-        return str(self.data["id"])
-
-    @property
-    def status(self) -> str:
-        return str(self.data["status"])
-
-    @property
-    def done(self) -> bool:
-        return self.status not in ACTIVE
-
-    @property
-    def error(self) -> str | None:
-        return self.data.get("error")
+        super().__init__(data)
+        self._tail: str | None = None
 
     @property
     def nodes(self) -> list[Json]:
         """Per node: id, label, kind, status, attempts, exit_code, duration_s, error..."""
         return list(self.data.get("nodes") or [])
 
-    @property
-    def url(self) -> str | None:
-        """The JupyterLab view of this run; None until the front end has a URL for it."""
-        return None
-
     def refresh(self) -> Run:
         self.data = current().get_run(self.id)
         return self
 
-    def wait(self, timeout: float | None = None) -> Run:
-        """Block until the run ends; self. A ``timeout`` (seconds) that runs out raises
-        ``WaitTimeout``; an interrupt (Ctrl-C, the stop button) stops the waiting, not the run."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        self.refresh()
-        while not self.done:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeout(
-                    f"run {self.id} is still {self.status} after {timeout:g}s",
-                    "It goes on: wait() again, or stop() it.",
-                )
-            left = (
-                POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.monotonic()))
-            )
-            time.sleep(left)
-            self.refresh()
-        return self
+    def view_state(self) -> Json:
+        state = super().view_state()
+        state["title"] = f"Pipeline run {self.data.get('pipeline')} ({self.id})"
+        nodes = self.nodes
+        ended = sum(1 for n in nodes if n.get("status") not in NODE_ACTIVE)
+        state["progress"] = (ended, len(nodes), "nodes")
+        state["columns"] = ["node", "status", "duration", "attempts"]
+        state["rows"] = [
+            [
+                n.get("label"),
+                n.get("status"),
+                None if n.get("duration_s") is None else round(float(n["duration_s"]), 1),
+                n.get("attempts"),
+            ]
+            for n in nodes
+        ]
+        failed = [n for n in nodes if n.get("status") == "failed"]
+        if failed and self.done:  # the failing node's last lines say why
+            label = str(failed[0].get("label"))
+            if self._tail is None:
+                self._tail = "\n".join(self.logs(label).rstrip().splitlines()[-LOG_LINES:])
+            state["log"] = (label, self._tail)
+        return state
 
     def _node_id(self, node: str) -> str:
         if not self.nodes:

@@ -100,6 +100,104 @@ class Transport(abc.ABC):
     def cancel_run(self, run_id: str) -> Json:
         """Implemented by each transport."""
 
+    # -- training jobs ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def start_job(self, spec: Json) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def get_job(self, job_id: str) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def list_jobs(self, project: str | None, limit: int) -> list[Json]:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def job_log(self, job_id: str, offset: int) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def job_metrics(self, job_id: str) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def stop_job(self, job_id: str) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def register_job(self, job_id: str, body: Json) -> Json:
+        """Implemented by each transport."""
+
+    # -- tuning experiments -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def start_experiment(self, config: Json, folder: Path, project: str | None) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def get_experiment(self, experiment_id: str) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def list_experiments(self, project: str | None, limit: int) -> list[Json]:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def stop_experiment(self, experiment_id: str) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def register_trial(self, experiment_id: str, body: Json) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def trial_log(self, experiment_id: str, trial_id: str, offset: int) -> Json:
+        """Implemented by each transport."""
+
+    # -- deployments --------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def deploy(self, body: Json) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def get_deployment(self, project: str, name: str) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def list_deployments(self, project: str | None) -> list[Json]:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def deployment_log(self, project: str, name: str, offset: int) -> Json:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def infer(self, project: str, name: str, body: Json) -> Json:
+        """``{"status", "version", "body"}``: the deployment's answer to an OIP v2 request."""
+
+    @abc.abstractmethod
+    def undeploy(self, project: str, name: str) -> Json:
+        """Implemented by each transport."""
+
+
+def job_paths(spec: Json) -> tuple[Json, str | None]:
+    """An absolute script with no working_dir runs in its own folder: (spec, working_dir)."""
+    script, working_dir = spec.get("script"), spec.get("working_dir")
+    if script and Path(script).expanduser().is_absolute() and not working_dir:
+        where = Path(script).expanduser()
+        return {**spec, "script": where.name}, str(where.parent)
+    return spec, working_dir
+
+
+def in_thread(target: Any, *args: Any, name: str) -> threading.Thread:
+    """Run ``target(*args)`` in a daemon thread: the work goes on between notebook cells."""
+    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    thread.start()
+    return thread
+
 
 class LocalTransport(Transport):
     """The embedded shape: this process opens the store (``default_workspace()``)."""
@@ -243,6 +341,155 @@ class LocalTransport(Transport):
 
     def cancel_run(self, run_id: str) -> Json:
         return self._json(self.ws.pipelines.cancel(self.caller, run_id))
+
+    # -- training jobs ------------------------------------------------------------------
+
+    def start_job(self, spec: Json) -> Json:
+        from ..training.cluster import ClusterJob
+
+        service = self.ws.training
+        spec, working_dir = job_paths(spec)
+        cwd = Path.cwd().resolve()
+        root = self._root()
+        job = service.prepare(
+            self.caller,
+            {**spec, "working_dir": working_dir} if working_dir else spec,
+            root if root and cwd.is_relative_to(root) else None,
+            cwd=cwd,
+        )
+        if isinstance(job, ClusterJob):
+            asyncio.run(service.submit(job))  # its objects exist on the cluster, or this fails
+            job_id = job.job_id
+
+            async def follow() -> str:
+                return await service._follow(job)  # the CLI foreground path
+
+            self._threads[job_id] = in_thread(asyncio.run, follow(), name=f"cube-lab {job_id}")
+        else:
+            job_id = job.plan.job_id
+            service._running[job_id] = job  # a stop() at once finds it
+            self._threads[job_id] = in_thread(
+                asyncio.run, service.execute(job), name=f"cube-lab job {job_id}"
+            )
+        return self.get_job(job_id)
+
+    def get_job(self, job_id: str) -> Json:
+        return self._json(self.ws.training.get(self.caller, job_id))
+
+    def list_jobs(self, project: str | None, limit: int) -> list[Json]:
+        return self._json(self.ws.training.list(self.caller, project=project, limit=limit))
+
+    def job_log(self, job_id: str, offset: int) -> Json:
+        return self._json(self.ws.training.tail_log(self.caller, job_id, offset))
+
+    def job_metrics(self, job_id: str) -> Json:
+        return self._json(self.ws.training.metrics(self.caller, job_id))
+
+    def stop_job(self, job_id: str) -> Json:
+        return self._json(self.ws.training.stop(self.caller, job_id))
+
+    def register_job(self, job_id: str, body: Json) -> Json:
+        path = body.get("path")
+        version = self.ws.training.register_model(
+            self.caller,
+            job_id,
+            body.get("name"),
+            str(Path(path).expanduser().resolve()) if path else None,
+            project=body.get("project"),
+            description=body.get("description") or "",
+        )
+        return self._json(version)
+
+    # -- tuning experiments -------------------------------------------------------------
+
+    def start_experiment(self, config: Json, folder: Path, project: str | None) -> Json:
+        from ..tuning.api import _tuners_quiet
+
+        service = self.ws.tuning
+        if project:
+            config = {**config, "project": project}
+        engine = service.prepare(self.caller, service.parse(config, folder.resolve()))
+
+        def work() -> None:
+            with _tuners_quiet():
+                asyncio.run(service.execute(engine))
+
+        exp_id = engine.experiment_id
+        self._threads[exp_id] = in_thread(work, name=f"cube-lab tune {exp_id}")
+        return self.get_experiment(exp_id)
+
+    def get_experiment(self, experiment_id: str) -> Json:
+        return self._json(self.ws.tuning.get(self.caller, experiment_id))
+
+    def list_experiments(self, project: str | None, limit: int) -> list[Json]:
+        return self._json(self.ws.tuning.list(self.caller, project=project, limit=limit))
+
+    def stop_experiment(self, experiment_id: str) -> Json:
+        return self._json(self.ws.tuning.stop(self.caller, experiment_id))
+
+    def register_trial(self, experiment_id: str, body: Json) -> Json:
+        version = self.ws.tuning.register_trial(
+            self.caller,
+            experiment_id,
+            body.get("name"),
+            body.get("trial"),
+            body.get("path"),
+            project=body.get("project"),
+            description=body.get("description") or "",
+        )
+        return self._json(version)
+
+    def trial_log(self, experiment_id: str, trial_id: str, offset: int) -> Json:
+        return self._json(self.ws.tuning.tail_log(self.caller, experiment_id, trial_id, offset))
+
+    # -- deployments --------------------------------------------------------------------
+
+    def deploy(self, body: Json) -> Json:
+        fields = {k: v for k, v in body.items() if k != "model"}
+        return self._json(self.ws.serving.deploy(self.caller, body.get("model"), **fields))
+
+    def get_deployment(self, project: str, name: str) -> Json:
+        return self._json(self.ws.serving.get(self.caller, name, project))
+
+    def list_deployments(self, project: str | None) -> list[Json]:
+        return self._json(self.ws.serving.list(self.caller, project=project))
+
+    def deployment_log(self, project: str, name: str, offset: int) -> Json:
+        return self._json(self.ws.serving.tail_log(self.caller, name, offset, project=project))
+
+    def infer(self, project: str, name: str, body: Json) -> Json:
+        # what the server's infer route does: to the router with its token (no API key)
+        import json
+        import urllib.error
+        import urllib.request
+
+        from ..errors import Conflict
+
+        view = self.ws.serving.get(self.caller, name, project)
+        if not view.endpoint:
+            raise Conflict(f"deployment {name!r} is not running ({view.status})")
+        token = self.ws.serving.router_token(self.caller, name, project)
+        request = urllib.request.Request(
+            f"{view.endpoint}/v2/models/{view.model}/infer",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "X-Cube-Token": token},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as resp:
+                code, headers, raw = resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as exc:
+            code, headers, raw = exc.code, exc.headers, exc.read()
+        except OSError as exc:
+            raise Conflict(f"deployment {name!r} does not answer: {exc}") from None
+        try:
+            answer: Any = json.loads(raw or b"null")
+        except ValueError:
+            answer = raw.decode("utf-8", "replace")
+        return {"status": code, "version": headers.get("X-Cube-Version"), "body": answer}
+
+    def undeploy(self, project: str, name: str) -> Json:
+        return self._json(self.ws.serving.undeploy(self.caller, name, project=project))
 
 
 class RestTransport(Transport):
@@ -390,3 +637,98 @@ class RestTransport(Transport):
         from ..rest_client import segment
 
         return self.client.post(f"pipelines/runs/{segment(run_id)}/cancel")
+
+    # -- training jobs ------------------------------------------------------------------
+
+    @staticmethod
+    def _job(job_id: str) -> str:
+        from ..rest_client import segment
+
+        return f"training/jobs/{segment(job_id)}"
+
+    def start_job(self, spec: Json) -> Json:
+        spec, working_dir = job_paths(spec)
+        # the server starts relative paths at its root: the working dir is this folder
+        where = self.relative(working_dir or ".", "working_dir")
+        return self.client.post("training/jobs", {**spec, "working_dir": where})
+
+    def get_job(self, job_id: str) -> Json:
+        return self.client.get(self._job(job_id))
+
+    def list_jobs(self, project: str | None, limit: int) -> list[Json]:
+        return self.client.get("training/jobs", project=project, limit=limit)["jobs"]
+
+    def job_log(self, job_id: str, offset: int) -> Json:
+        return self.client.get(f"{self._job(job_id)}/log", offset=offset)
+
+    def job_metrics(self, job_id: str) -> Json:
+        return self.client.get(f"{self._job(job_id)}/metrics")
+
+    def stop_job(self, job_id: str) -> Json:
+        return self.client.post(f"{self._job(job_id)}/stop")
+
+    def register_job(self, job_id: str, body: Json) -> Json:
+        payload = {k: v for k, v in body.items() if v not in (None, "")}
+        if payload.get("path"):
+            payload["path"] = self.relative(payload["path"], "path")
+        return self.client.post(f"{self._job(job_id)}/register", payload)
+
+    # -- tuning experiments -------------------------------------------------------------
+
+    @staticmethod
+    def _experiment(experiment_id: str) -> str:
+        from ..rest_client import segment
+
+        return f"tuning/experiments/{segment(experiment_id)}"
+
+    def start_experiment(self, config: Json, folder: Path, project: str | None) -> Json:
+        body = {"config": config, "folder": self.relative(folder, "folder")}
+        if project:
+            body["project"] = project
+        return self.client.post("tuning/experiments", body)
+
+    def get_experiment(self, experiment_id: str) -> Json:
+        return self.client.get(self._experiment(experiment_id))
+
+    def list_experiments(self, project: str | None, limit: int) -> list[Json]:
+        return self.client.get("tuning/experiments", project=project, limit=limit)["experiments"]
+
+    def stop_experiment(self, experiment_id: str) -> Json:
+        return self.client.post(f"{self._experiment(experiment_id)}/stop")
+
+    def register_trial(self, experiment_id: str, body: Json) -> Json:
+        payload = {k: v for k, v in body.items() if v not in (None, "")}
+        return self.client.post(f"{self._experiment(experiment_id)}/register", payload)
+
+    def trial_log(self, experiment_id: str, trial_id: str, offset: int) -> Json:
+        from ..rest_client import segment
+
+        return self.client.get(
+            f"{self._experiment(experiment_id)}/trials/{segment(trial_id)}/log", offset=offset
+        )
+
+    # -- deployments --------------------------------------------------------------------
+
+    @staticmethod
+    def _deployment(project: str, name: str) -> str:
+        from ..rest_client import segment
+
+        return f"projects/{segment(project)}/deployments/{segment(name)}"
+
+    def deploy(self, body: Json) -> Json:
+        return self.client.post("deployments", {k: v for k, v in body.items() if v is not None})
+
+    def get_deployment(self, project: str, name: str) -> Json:
+        return self.client.get(self._deployment(project, name))
+
+    def list_deployments(self, project: str | None) -> list[Json]:
+        return self.client.get("deployments", project=project)["deployments"]
+
+    def deployment_log(self, project: str, name: str, offset: int) -> Json:
+        return self.client.get(f"{self._deployment(project, name)}/log", offset=offset)
+
+    def infer(self, project: str, name: str, body: Json) -> Json:
+        return self.client.post(f"{self._deployment(project, name)}/infer", body)
+
+    def undeploy(self, project: str, name: str) -> Json:
+        return self.client.delete(self._deployment(project, name))

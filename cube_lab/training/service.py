@@ -242,7 +242,7 @@ class TrainingService:
             raise
         if who is not None:
             # the job runs as its owner's account, in a folder only it (and root) enters
-            plan.run_as = who
+            plan.run_as = who.for_job("training", job_id, caller.username, job_dir)
             accounts.job_folder(
                 job_dir, plan.run_as, self.settings.data_dir, ("log.txt", "metrics.jsonl")
             )

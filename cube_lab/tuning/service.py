@@ -257,7 +257,7 @@ class TuningService:
             folder.mkdir(parents=True, exist_ok=True)
             return Engine(spec, folder, experiment_id, done=done, base_env=env)
         # the trials run as the owner's account (its env without the store's keys)
-        who = accounts.run_as(caller.username, caller.groups)
+        who = accounts.run_as(caller.username, caller.groups, job=("tuning", experiment_id, folder))
         accounts.job_folder(folder, who, self.settings.data_dir)
         env.pop(ENV_DATA_DIR)
         env.pop(ENV_DB_URL)

@@ -1,0 +1,94 @@
+"""What every SDK handle shares: REST JSON state, ``refresh``, ``wait``, ``url``, the live view.
+
+A handle (``Run``, ``Job``, ``Experiment``, ``Deployment``) holds what its last refresh saw
+(``.data``, the REST API's JSON for it). ``wait()`` polls until the handle leaves its active
+statuses; in a notebook the handle displays as a live ipywidgets view (``views.py``) that
+refreshes in a thread of its own until the handle is done, and as its text elsewhere.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from typing import Any, ClassVar
+
+from ..errors import CubeError
+
+Json = dict[str, Any]
+POLL_S = 0.25
+
+
+class WaitTimeout(CubeError):
+    """``wait(timeout=...)`` ran out of time; the work goes on."""
+
+    status = 408
+
+
+class Handle(abc.ABC):
+    """The common part of the handles; subclasses name their active statuses and refresh."""
+
+    ACTIVE: ClassVar[tuple[str, ...]] = ("queued", "running")
+    kind: ClassVar[str] = "handle"
+
+    def __init__(self, data: Json) -> None:
+        self.data = data
+
+    @property
+    def id(self) -> str:
+        return str(self.data["id"])
+
+    @property
+    def status(self) -> str:
+        return str(self.data["status"])
+
+    @property
+    def done(self) -> bool:
+        """True once the status is no longer an active one (a later refresh cannot undo it)."""
+        return self.status not in self.ACTIVE
+
+    @property
+    def error(self) -> str | None:
+        return self.data.get("error")
+
+    @property
+    def url(self) -> str | None:
+        """The JupyterLab view of this handle: None, the front end has no deep link (URL)
+        that opens a cube-lab panel yet."""
+        return None
+
+    @abc.abstractmethod
+    def refresh(self) -> Any:
+        """Read the state again (``.data``); self."""
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Block until done; self. A ``timeout`` (seconds) that runs out raises
+        ``WaitTimeout``; an interrupt (Ctrl-C, the stop button) stops the waiting, not the
+        work: the handle goes on, ``wait()`` again or ``stop()`` it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.refresh()
+        try:
+            while not self.done:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise WaitTimeout(
+                        f"{self.kind} {self.id} is still {self.status} after {timeout:g}s",
+                        "It goes on: wait() again, or stop() it.",
+                    )
+                left = (
+                    POLL_S
+                    if deadline is None
+                    else max(0.0, min(POLL_S, deadline - time.monotonic()))
+                )
+                time.sleep(left)
+                self.refresh()
+        except KeyboardInterrupt:
+            print(f"Stopped waiting; {self.kind} {self.id} goes on ({self.status}).")
+        return self
+
+    def view_state(self) -> Json:
+        """What the live view shows (``views.LiveView``): title, status, progress, table."""
+        return {"title": f"{self.kind} {self.id}", "status": self.status, "error": self.error}
+
+    def _ipython_display_(self) -> None:
+        from . import views
+
+        views.show(self)

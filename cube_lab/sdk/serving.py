@@ -1,0 +1,187 @@
+"""``cl.deploy("iris:3")``: serve a registered model version; ``Deployment`` handles, and
+``cl.deployments.list()`` / ``cl.deployments.get(name)``."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from ..errors import CubeError, InvalidInput
+from . import current
+from .handle import Handle, Json
+
+STARTING = ("starting", "updating")
+
+
+class InferFailed(CubeError):
+    """The deployment answered an inference request with an error."""
+
+    status = 422
+
+
+class Deployment(Handle):
+    """A deployment: ``.status``, ``.endpoint``, ``.wait()`` (until ready), ``.predict(x)``,
+    ``.logs()``, ``.stop()`` / ``.undeploy()``; ``.data`` is the REST JSON of its last refresh.
+
+    Deploying returns once every replica answers ready, so ``.wait()`` matters only while
+    traffic changes (status ``updating``)."""
+
+    kind = "deployment"
+    ACTIVE = STARTING  # wait() waits while it starts or updates; running is "done" waiting
+
+    @property
+    def name(self) -> str:
+        return str(self.data["name"])
+
+    @property
+    def project(self) -> str:
+        return str(self.data["project"])
+
+    @property
+    def model(self) -> str:
+        return str(self.data["model"])
+
+    @property
+    def version(self) -> int:
+        return int(self.data["version"])
+
+    @property
+    def endpoint(self) -> str | None:
+        """The base URL (OIP v2: ``{endpoint}/v2/models/{model}/infer``) while it runs."""
+        return self.data.get("endpoint")
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "running"
+
+    def refresh(self) -> Deployment:
+        self.data = current().get_deployment(self.project, self.name)
+        return self
+
+    def infer(self, request: Json) -> Json:
+        """Send an Open Inference Protocol v2 request (``{"inputs": [...]}``); the answer's
+        JSON (``{"model_name", "model_version", "outputs": [...]}``)."""
+        if not isinstance(request, dict) or "inputs" not in request:
+            raise InvalidInput(
+                'an OIP v2 request is {"inputs": [{"name", "shape", "datatype", "data"}]}',
+                "Or call predict(rows) with a list of rows, a NumPy array or a DataFrame.",
+            )
+        answer = current().infer(self.project, self.name, request)
+        body = answer.get("body")
+        if int(answer.get("status") or 0) >= 400:
+            error = body.get("error") if isinstance(body, dict) else str(body)
+            detail = body.get("detail") if isinstance(body, dict) else None
+            raise InferFailed(f"deployment {self.name!r} refused the request: {error}", detail)
+        return body if isinstance(body, dict) else {"body": body}
+
+    def predict(self, inputs: Any, outputs: builtins.list[str] | None = None) -> Any:
+        """Predictions for ``inputs`` (rows as a list, a NumPy array or a pandas DataFrame;
+        or a whole OIP v2 request dict) as a list; with ``outputs`` (e.g. ``["predict",
+        "predict_proba"]``) a dict of those outputs, each a list."""
+        if isinstance(inputs, dict) and "inputs" in inputs:
+            request = inputs
+        else:
+            import numpy as np
+
+            from ..serving.protocol import encode_output
+
+            values = inputs.to_numpy() if hasattr(inputs, "to_numpy") else inputs
+            array = np.asarray(values)
+            if array.ndim == 1:
+                array = array.reshape(1, -1)
+            request = {"inputs": [encode_output("input-0", array)]}
+        if outputs is not None:
+            request = {**request, "outputs": [{"name": name} for name in outputs]}
+        answered = self.infer(request).get("outputs") or []
+        shaped = {o["name"]: _reshape(o) for o in answered}
+        if outputs is None and len(shaped) == 1:
+            return next(iter(shaped.values()))
+        return shaped
+
+    def logs(self) -> str:
+        """The model servers' and router's log so far."""
+        transport = current()
+        text, offset = "", 0
+        while True:
+            chunk = transport.deployment_log(self.project, self.name, offset)
+            text += chunk["text"]
+            if chunk["offset"] == offset or chunk["offset"] >= chunk["size"]:
+                return text
+            offset = chunk["offset"]
+
+    def undeploy(self) -> Deployment:
+        """Stop it (the record stays, ``stopped``; undeploying that removes it); self."""
+        self.data = current().undeploy(self.project, self.name)
+        return self
+
+    stop = undeploy
+
+    def view_state(self) -> Json:
+        state = super().view_state()
+        state["title"] = f"Deployment {self.project}/{self.name} ({self.model}:{self.version})"
+        return state
+
+    def __repr__(self) -> str:
+        where = f" at {self.endpoint}" if self.endpoint else ""
+        return (
+            f"<Deployment {self.project}/{self.name} {self.model}:{self.version}: "
+            f"{self.status}{where}>"
+        )
+
+
+def _reshape(output: Json) -> Any:
+    import numpy as np
+
+    data = output.get("data") or []
+    shape = output.get("shape") or [len(data)]
+    try:
+        return np.asarray(data).reshape(shape).tolist()
+    except ValueError:
+        return data
+
+
+def deploy(
+    model: str,
+    name: str | None = None,
+    replicas: int | None = None,
+    project: str | None = None,
+    *,
+    port: int | None = None,
+    batch_max_rows: int | None = None,
+    batch_wait_ms: float | None = None,
+    auth: str | None = None,
+) -> Deployment:
+    """Serve ``model`` (``"iris"``, ``"iris:3"``, ``"iris@production"``) locally under ``name``
+    (default: the model's name) with ``replicas`` model servers; returns once it is ready."""
+    from .models import parse_ref
+
+    parse_ref(model)  # a clear error for an empty or half reference
+    body = {
+        "model": model,
+        "name": name,
+        "project": project,
+        "replicas": replicas,
+        "port": port,
+        "batch_max_rows": batch_max_rows,
+        "batch_wait_ms": batch_wait_ms,
+        "auth": auth,
+    }
+    return Deployment(current().deploy({k: v for k, v in body.items() if v is not None}))
+
+
+class Deployments:
+    """``cl.deployments.list()``, ``cl.deployments.get(name)``."""
+
+    def list(self, project: str | None = None) -> builtins.list[Deployment]:
+        """The deployments you can see, newest first."""
+        return [Deployment(d) for d in current().list_deployments(project)]
+
+    def get(self, name: str, project: str | None = None) -> Deployment:
+        transport = current()
+        return Deployment(transport.get_deployment(project or transport.personal_project(), name))
+
+    def __repr__(self) -> str:
+        return "<cube-lab deployments: list(), get(name); cl.deploy(model) starts one>"
+
+
+deployments = Deployments()

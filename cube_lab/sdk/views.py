@@ -1,0 +1,214 @@
+"""Live ipywidgets views of SDK handles: status, a progress bar, a small table.
+
+``LiveView(handle)`` builds the widgets from ``handle.view_state()`` and, once started,
+refreshes the handle in a thread of its own until it is done (then stops): the cell that
+displayed it returns at once and the user goes on running other cells. Outside a kernel (a
+terminal IPython, a script) a handle shows as its text; ``jupyter nbconvert --execute`` keeps
+that text beside the widget.
+
+Every string a user sees is in ``TEXT`` (English; a translation can replace the values).
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CubeError
+
+if TYPE_CHECKING:
+    from .handle import Handle
+
+REFRESH_S = 1.0
+MAX_ROWS = 20
+
+TEXT = {
+    "status": "Status",
+    "progress": "Progress",
+    "of": "{done} of {total} {unit}",
+    "so_far": "{done} {unit}",
+    "nodes": "nodes",
+    "steps": "steps",
+    "trials": "trials",
+    "error": "Error",
+    "refreshing": "Refreshing every {seconds:g} s",
+    "finished": "Finished",
+    "unreachable": "Cannot refresh: {error}",
+    "node": "Node",
+    "duration": "Duration (s)",
+    "attempts": "Attempts",
+    "metric": "Metric",
+    "step": "Step",
+    "last": "Last value",
+    "more_rows": "… and {count} more",
+    "log_tail": "Log of {name} (last lines)",
+}
+
+_STYLE = {
+    "succeeded": "success",
+    "done": "success",
+    "running": "info",
+    "failed": "danger",
+    "interrupted": "danger",
+    "cancelled": "warning",
+    "stopped": "warning",
+}
+
+
+def in_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (widgets can render somewhere)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def table_html(columns: list[str], rows: list[list[Any]]) -> str:
+    """A small HTML table (the first ``MAX_ROWS`` rows, then how many more)."""
+    if not rows:
+        return ""
+    esc = html.escape
+    head = "".join(f"<th style='text-align:left;padding:0 8px'>{esc(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td style='padding:0 8px'>{esc('' if v is None else str(v))}</td>" for v in row)
+        + "</tr>"
+        for row in rows[:MAX_ROWS]
+    )
+    more = (
+        f"<div>{esc(TEXT['more_rows'].format(count=len(rows) - MAX_ROWS))}</div>"
+        if len(rows) > MAX_ROWS
+        else ""
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+class LiveView:
+    """The widgets of one handle; ``start()`` refreshes them in the background until done."""
+
+    def __init__(self, handle: Handle, refresh_s: float = REFRESH_S) -> None:
+        import ipywidgets as w
+
+        self.handle = handle
+        self.refresh_s = refresh_s
+        self.title = w.HTML()
+        self.status = w.HTML()
+        self.bar = w.FloatProgress(min=0.0, max=1.0, value=0.0, description=TEXT["progress"])
+        self.count = w.Label()
+        self.table = w.HTML()
+        self.problem = w.HTML()
+        self.log = w.HTML()
+        self.footer = w.Label()
+        self.widget = w.VBox(
+            [
+                self.title,
+                self.status,
+                w.HBox([self.bar, self.count]),
+                self.table,
+                self.problem,
+                self.log,
+                self.footer,
+            ]
+        )
+        self.thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.update()
+
+    def update(self) -> None:
+        """Show what the handle's last refresh saw."""
+        state = self.handle.view_state()
+        status = str(state["status"])
+        self.title.value = f"<b>{html.escape(str(state['title']))}</b>"
+        self.status.value = f"{html.escape(TEXT['status'])}: <b>{html.escape(status)}</b>"
+        progress = state.get("progress")
+        if progress is None:
+            self.bar.layout.display = "none"
+            self.count.value = ""
+        else:
+            done, total, unit = progress
+            self.bar.layout.display = None
+            if total:
+                self.bar.max = float(total)
+                self.bar.value = float(min(done, total))
+                self.count.value = TEXT["of"].format(done=done, total=total, unit=TEXT[unit])
+            else:  # no total known: the bar fills when the handle ends
+                self.bar.max = 1.0
+                self.bar.value = 1.0 if self.handle.done else 0.0
+                self.count.value = TEXT["so_far"].format(done=done, unit=TEXT[unit])
+        self.bar.bar_style = _STYLE.get(status, "")
+        self.table.value = table_html(
+            [TEXT[c] for c in state.get("columns", [])], state.get("rows", [])
+        )
+        error = state.get("error")
+        self.problem.value = (
+            f"<span style='color:var(--jp-error-color1, #c00)'>"
+            f"{html.escape(TEXT['error'])}: {html.escape(str(error))}</span>"
+            if error
+            else ""
+        )
+        log = state.get("log")
+        self.log.value = (
+            f"<div>{html.escape(TEXT['log_tail'].format(name=log[0]))}</div>"
+            f"<pre style='margin:0'>{html.escape(log[1])}</pre>"
+            if log
+            else ""
+        )
+        self.footer.value = (
+            TEXT["finished"]
+            if self.handle.done
+            else TEXT["refreshing"].format(seconds=self.refresh_s)
+        )
+
+    def start(self) -> LiveView:
+        """Refresh in a daemon thread until the handle is done (or ``stop()``)."""
+        if self.thread is None and not self.handle.done:
+            self.thread = threading.Thread(
+                target=self._loop, name=f"cube-lab view {self.handle.id}", daemon=True
+            )
+            self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.refresh_s):
+            try:
+                self.handle.refresh()
+            except CubeError as exc:  # the server went away: say so, try again later
+                self.footer.value = TEXT["unreachable"].format(error=exc.error)
+                continue
+            self.update()
+            if self.handle.done:
+                return
+
+
+def show(handle: Handle) -> None:
+    """Display ``handle``: a live view in a kernel, its text elsewhere."""
+    try:
+        from IPython.display import display
+    except ImportError:
+        print(repr(handle))
+        return
+    view: LiveView | None = None
+    if in_kernel():
+        try:
+            view = LiveView(handle)
+        except ImportError:  # no ipywidgets: the text still says it all
+            view = None
+    if view is None:
+        from IPython import get_ipython
+
+        if get_ipython() is None:  # a plain script: display() would print the dict
+            print(repr(handle))
+        else:
+            display({"text/plain": repr(handle)}, raw=True)
+        return
+    bundle = view.widget._repr_mimebundle_()
+    bundle["text/plain"] = repr(handle)
+    display(bundle, raw=True)
+    handle._live_view = view  # type: ignore[attr-defined]  (the last one shown, for tests)
+    view.start()
