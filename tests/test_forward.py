@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from tornado import httpserver, web
+from tornado.httpclient import HTTPClientError
 
 from cube_lab.config import ENV_SERVICE_URL
 from cube_lab.hub import devhub
@@ -78,6 +79,22 @@ class _Follow(web.RequestHandler):
         self.finish("last line\n" if seen else "the first line never reached the client\n")
 
 
+class _CutOff(web.RequestHandler):
+    """Part of an answer, then the connection drops (the service died halfway)."""
+
+    async def get(self) -> None:
+        self.set_header("Content-Type", "application/octet-stream")
+        self.write(b"x" * 1000)
+        await self.flush()
+        self.request.connection.stream.close()  # type: ignore[attr-defined]
+
+
+class _Closing(web.RequestHandler):
+    def get(self) -> None:
+        self.set_header("Connection", "close")
+        self.finish({"closing": True})
+
+
 class FakeService:
     """An HTTP server in a thread of its own, counting the connections it accepts."""
 
@@ -107,6 +124,8 @@ class FakeService:
                     (r"/cube/api/v1/echo/(.*)", _Echo),
                     (r"/cube/api/v1/download", _Download),
                     (r"/cube/api/v1/follow", _Follow),
+                    (r"/cube/api/v1/cut-off", _CutOff),
+                    (r"/cube/api/v1/closing", _Closing),
                 ],
                 service=self,
             )
@@ -245,3 +264,24 @@ async def test_service_down_is_a_503_json_and_the_forward_recovers(
     resp = await fetch(jp_fetch, "GET", "echo", "again")
     assert resp.code == 200
     assert service.connections == 2  # one before it went down, one after
+
+
+async def test_an_answer_cut_off_halfway_is_not_passed_on_as_whole(
+    jp_fetch: Any, service: FakeService
+) -> None:
+    # the browser's connection is closed too: before, it got a "complete" 200 of 1000 bytes
+    with pytest.raises(HTTPClientError) as cut:  # "Stream closed" or "Connection closed"
+        await fetch(jp_fetch, "GET", "cut-off")
+    assert cut.value.code == 599
+    # and the forward goes on working, on a new connection
+    assert (await fetch(jp_fetch, "GET", "echo", "next")).code == 200
+    assert service.connections == 2
+
+
+async def test_a_connection_the_service_closes_is_not_reused(
+    jp_fetch: Any, service: FakeService
+) -> None:
+    for _ in range(3):
+        resp = await fetch(jp_fetch, "GET", "closing")
+        assert resp.code == 200 and json.loads(resp.body) == {"closing": True}
+    assert service.connections == 3
