@@ -166,6 +166,8 @@ def _tuning_roundtrip(root: Path) -> dict[str, Any]:
     assert exp.wait(timeout=120).status == "done", exp.data
     shown = _view_checked(view, exp)
     assert shown["count"] == "2 of 2 trials" and shown["bar"][2] == "success"
+    best_row = f"<td style='padding:0 8px'>★ {exp.best['id']}</td>"  # the best, first
+    assert shown["table"].index(best_row) < shown["table"].index("x=0.5")
     trials = exp.trials
     assert len(trials) == 2 and set(trials["status"]) == {"succeeded"}
     assert sorted(trials["x"]) == [0.5, 1.0] and trials.index.name == "trial"
@@ -184,7 +186,7 @@ def _tuning_roundtrip(root: Path) -> dict[str, Any]:
         "trials": trials.drop(columns=["duration_s"]).reset_index(drop=True).to_dict(),
         "best": {k: best[k] for k in ("seq", "parameters", "final", "status")},
         "version": {k: version.data[k] for k in ("model", "version", "params", "metrics")},
-        "view": shown,
+        "view": {**shown, "table": shown["table"].replace(exp.id, "EXP")},
         "errors": [bad.value.to_json(), no_file.value.error],
     }
 
@@ -224,6 +226,10 @@ def _serving_roundtrip(root: Path) -> dict[str, Any]:
     assert [d.name for d in cl.deployments.list()] == ["iris-dep"]
     assert cl.deployments.get("iris-dep").version == 1
     assert "iris-dep" in repr(dep) and dep.url is None
+    view = LiveView(dep)
+    assert view.thread is None and view.start().thread is None  # ready: nothing to follow
+    assert "<td style='padding:0 8px'>100%</td>" in view.table.value
+    assert view.footer.value == "Finished" and view.bar.layout.display == "none"
     stopped = dep.undeploy()
     assert stopped.status == "stopped" and stopped.endpoint is None
     assert "stopped" in dep.refresh().status

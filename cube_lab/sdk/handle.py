@@ -9,6 +9,7 @@ refreshes in a thread of its own until the handle is done, and as its text elsew
 from __future__ import annotations
 
 import abc
+import sys
 import time
 from typing import Any, ClassVar
 
@@ -62,8 +63,8 @@ class Handle(abc.ABC):
 
     def wait(self, timeout: float | None = None) -> Any:
         """Block until done; self. A ``timeout`` (seconds) that runs out raises
-        ``WaitTimeout``; an interrupt (Ctrl-C, the stop button) stops the waiting, not the
-        work: the handle goes on, ``wait()`` again or ``stop()`` it."""
+        ``WaitTimeout``; an interrupt (Ctrl-C, the stop button) stops the waiting (the
+        ``KeyboardInterrupt`` goes on up), not the work: ``wait()`` again or ``stop()`` it."""
         deadline = None if timeout is None else time.monotonic() + timeout
         self.refresh()
         try:
@@ -80,8 +81,13 @@ class Handle(abc.ABC):
                 )
                 time.sleep(left)
                 self.refresh()
-        except KeyboardInterrupt:
-            print(f"Stopped waiting; {self.kind} {self.id} goes on ({self.status}).")
+        except KeyboardInterrupt:  # the cell (or script) stops here; the work does not
+            print(
+                f"Stopped waiting; {self.kind} {self.id} goes on ({self.status}): "
+                "wait() again, or stop() it.",
+                file=sys.stderr,
+            )
+            raise
         return self
 
     def view_state(self) -> Json:

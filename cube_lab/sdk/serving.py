@@ -119,6 +119,15 @@ class Deployment(Handle):
     def view_state(self) -> Json:
         state = super().view_state()
         state["title"] = f"Deployment {self.project}/{self.name} ({self.model}:{self.version})"
+        state["columns"] = ["version", "weight", "endpoint"]
+        state["rows"] = [
+            [
+                t.get("version"),
+                f"{t.get('weight', 0):g}%" + (" (shadow)" if t.get("shadow") else ""),
+                self.endpoint,
+            ]
+            for t in self.data.get("traffic") or []
+        ]
         return state
 
     def __repr__(self) -> str:

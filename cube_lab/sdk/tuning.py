@@ -109,6 +109,27 @@ class Experiment(Handle):
         total = (self.data.get("spec") or {}).get("max_trials")
         ended = sum(1 for t in trials if t["status"] in FINAL)
         state["progress"] = (ended, total, "trials")
+        best = self.best
+        best_id = best["id"] if best else None
+        maximize = (self.data.get("spec") or {}).get("mode", "maximize") == "maximize"
+        scored = sorted(  # the best first, then the trials without a result yet
+            trials,
+            key=lambda t: (
+                t.get("final") is None,
+                -(t.get("final") or 0) if maximize else (t.get("final") or 0),
+                t["seq"],
+            ),
+        )
+        state["columns"] = ["trial", "status", "final", "parameters"]
+        state["rows"] = [
+            [
+                ("★ " if t["id"] == best_id else "") + str(t["id"]),
+                t["status"],
+                t.get("final"),
+                ", ".join(f"{k}={v}" for k, v in sorted((t.get("parameters") or {}).items())),
+            ]
+            for t in scored
+        ]
         return state
 
     def __repr__(self) -> str:

@@ -41,6 +41,12 @@ TEXT = {
     "metric": "Metric",
     "step": "Step",
     "last": "Last value",
+    "trial": "Trial",
+    "final": "Result",
+    "parameters": "Parameters",
+    "version": "Version",
+    "weight": "Traffic",
+    "endpoint": "Endpoint",
     "more_rows": "… and {count} more",
     "log_tail": "Log of {name} (last lines)",
 }
