@@ -40,11 +40,12 @@ $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e ".[test]" --no-build-isolation
 	@touch $(TEST_STAMP)
 
-# `make lab` also installs PyTorch (CPU build, the Training form's default framework).
+# `make lab` also installs PyTorch (CPU build, the Training form's default framework) and
+# JupyterLab's Chinese language pack (.[zh]).
 LAB_STAMP := $(VENV)/.cube-lab-lab-installed
 $(LAB_STAMP): $(STAMP)
 	$(STRAY)
-	$(PY) -m pip install -q -e ".[torch]" --no-build-isolation
+	$(PY) -m pip install -q -e ".[torch,zh]" --no-build-isolation
 	@touch $(LAB_STAMP)
 
 install: $(STAMP)
@@ -113,7 +114,7 @@ HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
 
 $(HUB_STAMP): $(STAMP)
 	$(STRAY)
-	$(PY) -m pip install -q -e ".[hub]" --no-build-isolation
+	$(PY) -m pip install -q -e ".[hub,zh]" --no-build-isolation
 	@touch $(HUB_STAMP)
 
 $(HUB_PROXY): hub/package.json hub/package-lock.json

@@ -1,0 +1,453 @@
+#!/usr/bin/env python3
+"""cube-lab's translatable strings: extract them from ``src/``, keep the zh-CN catalog in step.
+
+The lab extension marks its strings with ``trans.__('...')``, ``trans._n('...', '...', n)``,
+``trans._p('context', '...')`` and ``trans._np('context', '...', '...', n)`` on a bundle from
+``translator.load('cube_lab')``. This script:
+
+- ``extract``: writes the source catalog ``cube_lab/locale/cube_lab.pot`` (every msgid, with the
+  files and lines it comes from);
+- ``update``: merges the source catalog into each ``cube_lab/locale/<lang>/LC_MESSAGES/cube_lab.po``
+  (new strings come in untranslated, strings gone from ``src/`` are dropped);
+- ``compile``: writes ``cube_lab.json`` next to each ``.po``, the Jed-style JSON that
+  JupyterLab's translation manager serves (``/lab/api/translations/<lang>``), found through
+  the ``jupyterlab.locale`` entry point ``cube_lab = cube_lab`` (pyproject.toml);
+- ``check``: exits 1 when a string has no translation, placeholders differ, an entry is stale
+  or a compiled JSON is out of date.
+
+Plain Python plus babel (a dependency of jupyterlab_server) for reading and writing PO files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src"
+LOCALE = ROOT / "cube_lab" / "locale"
+DOMAIN = "cube_lab"
+POT = LOCALE / f"{DOMAIN}.pot"
+# The language tag JupyterLab's front end looks strings up under ("zh_CN" -> "zh-CN").
+LANGUAGES = {"zh_CN": {"language": "zh-CN", "plural_forms": "nplurals=1; plural=0;"}}
+
+CALL = re.compile(r"\b_?trans\.(__|_n|_p|_np)\(")
+# how many string arguments each function takes first: (context?, msgid, plural?)
+SHAPES = {
+    "__": ("msgid",),
+    "_n": ("msgid", "plural"),
+    "_p": ("ctx", "msgid"),
+    "_np": ("ctx", "msgid", "plural"),
+}
+PLACEHOLDER = re.compile(r"%(\d+)")
+# Calls like ``trans.__(taskTypeLabel(t))`` translate a message id made elsewhere: the ids such
+# a call can get, by the file that holds them as literals (checked: each must still be there).
+DYNAMIC: dict[str, list[str]] = {
+    "src/panels/labeling/logic.ts": [  # taskTypeLabel(), progress segments' statuses
+        "Image classification",
+        "Object detection (boxes)",
+        "Text classification",
+        "Named entities (spans)",
+        "accepted",
+        "submitted",
+        "assigned",
+        "rejected",
+        "new",
+    ],
+    "src/panels/pipelines/schedule.tsx": [  # CRON_PRESETS
+        "Every hour",
+        "Every day at 03:00 UTC",
+        "Every Monday at 03:00 UTC",
+        "On the 1st of the month at 03:00 UTC",
+    ],
+    "src/panels/deployments/accessLogic.ts": [  # planAccess, planNewKey, accessSummary
+        "Requests a second must be a number above 0.",
+        "The burst must be a whole number of requests, 1 or more.",
+        "%1 is not an IP address or CIDR network.",
+        "Give the key a name, e.g. what it is for.",
+        'A key name starts with a letter or digit and holds only letters, digits, ".", "_" '
+        'and "-".',
+        "Days until it expires: a number from 1 to 3650, or empty for never.",
+        "API key required (%1 in force)",
+        "open: no key asked",
+        "%1 requests/s per key, bursts of %2",
+        "%1 requests/s, bursts of %2",
+        "only %1 address range(s)",
+        "%1 denied",
+    ],
+    "src/panels/deployments/logic.ts": [  # parseRequestBody, planDeploy
+        'The request must be a JSON object, e.g. {"inputs": [...]}.',
+        "A canary takes more than 0 and less than 100 percent.",
+    ],
+}
+# The calls whose argument is such an id (file -> the argument expressions): any other call
+# with a non-literal argument is an error, since no catalog can know its text.
+DYNAMIC_CALLS: dict[str, set[str]] = {
+    "src/panels/deployments/access.tsx": {"message", "request.error"},
+    "src/panels/deployments/dialog.tsx": {"this._errors.percent"},
+    "src/panels/deployments/view.tsx": {"parsed.error"},
+    "src/panels/labeling/annotator.tsx": {"taskTypeLabel(proj.type)"},
+    "src/panels/labeling/forms.tsx": {"taskTypeLabel(t)"},
+    "src/panels/labeling/panel.tsx": {"taskTypeLabel(p.type)"},
+    "src/panels/labeling/project.tsx": {"taskTypeLabel(p.type)", "s.status"},
+    "src/panels/pipelines/schedule.tsx": {"p.label"},
+}
+ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
+
+
+@dataclass
+class Message:
+    msgid: str
+    plural: str | None = None
+    ctx: str | None = None
+    where: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str | None, str]:
+        return (self.ctx, self.msgid)
+
+
+class ExtractError(ValueError):
+    pass
+
+
+def _skip_space(text: str, i: int) -> int:
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            i = len(text) if i < 0 else i
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = len(text) if end < 0 else end + 2
+        else:
+            break
+    return i
+
+
+def _read_literal(text: str, i: int) -> tuple[str, int]:
+    """One JS string literal at ``text[i]`` ('...', "..." or `...` without ${})."""
+    quote = text[i]
+    if quote not in "'\"`":
+        raise ExtractError("the argument is not a string literal")
+    out: list[str] = []
+    i += 1
+    while i < len(text):
+        ch = text[i]
+        if ch == quote:
+            return "".join(out), i + 1
+        if ch == "\\":
+            nxt = text[i + 1]
+            if nxt == "\n":  # line continuation
+                i += 2
+                continue
+            if nxt == "u":
+                if text[i + 2] == "{":
+                    end = text.index("}", i)
+                    out.append(chr(int(text[i + 3 : end], 16)))
+                    i = end + 1
+                else:
+                    out.append(chr(int(text[i + 2 : i + 6], 16)))
+                    i += 6
+                continue
+            if nxt == "x":
+                out.append(chr(int(text[i + 2 : i + 4], 16)))
+                i += 4
+                continue
+            out.append(ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        if quote == "`" and text.startswith("${", i):
+            raise ExtractError("a template literal with ${...} cannot be translated; use %1")
+        if ch == "\n" and quote != "`":
+            raise ExtractError("unterminated string literal")
+        out.append(ch)
+        i += 1
+    raise ExtractError("unterminated string literal")
+
+
+def _read_string_arg(text: str, i: int) -> tuple[str, int]:
+    """A string argument: one literal or literals joined with ``+``."""
+    i = _skip_space(text, i)
+    value, i = _read_literal(text, i)
+    while True:
+        j = _skip_space(text, i)
+        if j < len(text) and text[j] == "+":
+            j = _skip_space(text, j + 1)
+            more, i = _read_literal(text, j)
+            value += more
+        else:
+            return value, j
+
+
+def _argument(text: str, i: int) -> str:
+    """The first argument's expression text, up to the ``,`` or ``)`` that ends it."""
+    depth, start = 0, _skip_space(text, i)
+    for j in range(start, min(len(text), start + 200)):
+        if text[j] in "([{":
+            depth += 1
+        elif text[j] in ")]}" and depth:
+            depth -= 1
+        elif text[j] in ",)" and not depth:
+            return text[start:j].strip()
+    return ""
+
+
+def extract_file(path: Path, rel: str) -> tuple[list[Message], list[str]]:
+    text = path.read_text(encoding="utf-8")
+    messages: list[Message] = []
+    errors: list[str] = []
+    for match in CALL.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        where = f"{rel}:{line}"
+        values: dict[str, str] = {}
+        i = match.end()
+        try:
+            for n, part in enumerate(SHAPES[match.group(1)]):
+                if n:
+                    i = _skip_space(text, i)
+                    if text[i] != ",":
+                        raise ExtractError("expected more string arguments")
+                    i += 1
+                values[part], i = _read_string_arg(text, i)
+            i = _skip_space(text, i)
+            if text[i] not in ",)":
+                raise ExtractError("the argument is an expression, not a string literal")
+        except (ExtractError, IndexError) as err:
+            if not values and _argument(text, match.end()) in DYNAMIC_CALLS.get(rel, ()):
+                continue  # its ids are in DYNAMIC
+            errors.append(f"{where}: {err}")
+            continue
+        messages.append(Message(values["msgid"], values.get("plural"), values.get("ctx"), [where]))
+    return messages, errors
+
+
+def source_files(src: Path = SRC) -> list[Path]:
+    files = [p for p in src.rglob("*") if p.suffix in (".ts", ".tsx") and p.is_file()]
+    return sorted(p for p in files if "__tests__" not in p.parts and not p.name.endswith(".d.ts"))
+
+
+def extract(
+    src: Path = SRC, dynamic: dict[str, list[str]] | None = None
+) -> tuple[dict[tuple[str | None, str], Message], list[str]]:
+    """Every translatable message in ``src`` (keyed by context and msgid), and the calls that
+    could not be read (a non-literal argument cannot be looked up in a catalog)."""
+    dynamic = DYNAMIC if dynamic is None else dynamic
+    found: dict[tuple[str | None, str], Message] = {}
+    errors: list[str] = []
+    for path in source_files(src):
+        rel = path.relative_to(src.parent).as_posix()
+        messages, errs = extract_file(path, rel)
+        errors += errs
+        for msg in messages:
+            seen = found.get(msg.key)
+            if seen is None:
+                found[msg.key] = msg
+                continue
+            seen.where += msg.where
+            if msg.plural and seen.plural and msg.plural != seen.plural:
+                errors.append(f"{msg.where[0]}: {msg.msgid!r} has two plural forms")
+            seen.plural = seen.plural or msg.plural
+    for rel, ids in dynamic.items():
+        text = (src.parent / rel).read_text(encoding="utf-8")
+        for msgid in ids:
+            if f"'{msgid}'" not in text and f'"{msgid}"' not in text:
+                errors.append(f"{rel}: {msgid!r} is gone: update DYNAMIC in {Path(__file__).name}")
+                continue
+            msg = found.setdefault((None, msgid), Message(msgid))
+            msg.where.append(f"{rel}:0")
+    return found, errors
+
+
+def placeholders(text: str) -> set[str]:
+    return set(PLACEHOLDER.findall(text))
+
+
+# -- PO files (babel) ---------------------------------------------------------------------
+
+
+def _catalog(
+    messages: dict[tuple[str | None, str], Message], locale: str | None = None, since=None
+):
+    from babel.messages.catalog import Catalog
+
+    catalog = Catalog(
+        locale=locale,
+        domain=DOMAIN,
+        project="cube-lab",
+        version=_version(),
+        copyright_holder="the cube-lab authors",
+        msgid_bugs_address="https://github.com/cube-lab/cube-lab/issues",
+        last_translator="cube-lab",
+        language_team="cube-lab zh-CN (docs/glossary.zh-CN.md)",
+        creation_date=since,
+        revision_date=since,
+        fuzzy=False,
+        header_comment=(
+            f"# cube-lab's lab extension: {'its strings' if locale is None else locale}.\n"
+            "# Terms: docs/glossary.zh-CN.md. Made by scripts/extract_strings.py\n"
+            "# (extract, update, compile): translate the msgstr lines, then run `compile`."
+        ),
+    )
+    for msg in sorted(messages.values(), key=lambda m: (m.where[0], m.msgid)):
+        locations = [(w.rsplit(":", 1)[0], int(w.rsplit(":", 1)[1])) for w in msg.where]
+        msgid = (msg.msgid, msg.plural) if msg.plural else msg.msgid
+        catalog.add(msgid, locations=locations, context=msg.ctx)
+    return catalog
+
+
+def write_po(catalog, path: Path) -> None:
+    from babel.messages.pofile import write_po as _write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        _write(fh, catalog, width=0, omit_header=False, sort_output=False)
+
+
+def read_po(path: Path):
+    from babel.messages.pofile import read_po as _read
+
+    with path.open("rb") as fh:
+        return _read(fh, domain=DOMAIN)
+
+
+def po_path(lang: str) -> Path:
+    return LOCALE / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+def json_path(lang: str) -> Path:
+    return LOCALE / lang / "LC_MESSAGES" / f"{DOMAIN}.json"
+
+
+def translations(lang: str) -> dict[tuple[str | None, str], list[str]]:
+    """The catalog of ``lang``: (context, msgid) -> its forms ([] when untranslated)."""
+    out: dict[tuple[str | None, str], list[str]] = {}
+    for entry in read_po(po_path(lang)):
+        if not entry.id:
+            continue
+        msgid = entry.id[0] if isinstance(entry.id, tuple) else entry.id
+        forms = list(entry.string) if isinstance(entry.string, tuple) else [entry.string]
+        out[(entry.context, msgid)] = [f for f in forms if f]
+    return out
+
+
+def update(lang: str, found: dict[tuple[str | None, str], Message]) -> None:
+    old = read_po(po_path(lang)) if po_path(lang).exists() else None
+    # keep the header's dates: a catalog rewritten with nothing new stays the same file
+    catalog = _catalog(found, locale=lang, since=old.creation_date if old else None)
+    if old is not None:
+        for entry in catalog:
+            if not entry.id:
+                continue
+            prev = old.get(entry.id[0] if isinstance(entry.id, tuple) else entry.id, entry.context)
+            if prev is None:
+                continue
+            prev_forms = prev.string if isinstance(prev.string, tuple) else (prev.string,)
+            if isinstance(entry.id, tuple):
+                entry.string = tuple(prev_forms)[:1] or ("",)
+            else:
+                entry.string = prev_forms[0]
+    write_po(catalog, po_path(lang))
+
+
+def compiled(lang: str, version: str) -> dict:
+    """The Jed-style JSON for ``lang``: ``{"": metadata, msgid: [forms], "ctx\\u0004msgid": ...}``.
+
+    A plural entry carries two forms: JupyterLab's front end takes an entry with one form
+    for a singular string only; Chinese has one form, repeated."""
+    meta = LANGUAGES[lang]
+    data: dict = {
+        "": {
+            "domain": DOMAIN,
+            "language": meta["language"],
+            "plural_forms": meta["plural_forms"],
+            "version": version,
+        }
+    }
+    for entry in read_po(po_path(lang)):
+        if not entry.id:
+            continue
+        msgid = entry.id[0] if isinstance(entry.id, tuple) else entry.id
+        key = f"{entry.context}\u0004{msgid}" if entry.context else msgid
+        if isinstance(entry.id, tuple):
+            form = entry.string[0] if entry.string else ""
+            if form:
+                data[key] = [form, form]
+        elif entry.string:
+            data[key] = [entry.string]
+    return data
+
+
+def _version() -> str:
+    package = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
+    return str(package["version"])
+
+
+def dumps_json(data: dict) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
+def problems(lang: str, found: dict[tuple[str | None, str], Message]) -> list[str]:
+    """What makes ``lang``'s catalog incomplete or wrong against ``found``."""
+    have = translations(lang)
+    out: list[str] = []
+    for key, msg in found.items():
+        forms = have.get(key)
+        label = f"{msg.where[0]}: {msg.msgid!r}"
+        if not forms:
+            out.append(f"{label}: no {lang} translation")
+            continue
+        for form in forms:
+            if placeholders(form) != placeholders(msg.msgid) | placeholders(msg.plural or ""):
+                out.append(f"{label}: placeholders differ in {form!r}")
+    for key in have.keys() - found.keys():
+        out.append(f"{key[1]!r}: stale {lang} entry (not in src/ any more)")
+    path = json_path(lang)
+    if not path.exists() or path.read_text(encoding="utf-8") != dumps_json(
+        compiled(lang, _version())
+    ):
+        out.append(
+            f"{path.relative_to(ROOT)} is out of date: run scripts/extract_strings.py compile"
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["extract", "update", "compile", "check"])
+    args = parser.parse_args(argv)
+    found, errors = extract()
+    for err in errors:
+        print(f"error: {err}", file=sys.stderr)
+    if errors:
+        return 1
+    if args.command == "extract":
+        old = read_po(POT) if POT.exists() else None
+        write_po(_catalog(found, since=old.creation_date if old else None), POT)
+        print(f"{len(found)} messages -> {POT.relative_to(ROOT)}")
+    elif args.command == "update":
+        for lang in LANGUAGES:
+            update(lang, found)
+            print(f"{lang}: {po_path(lang).relative_to(ROOT)}")
+    elif args.command == "compile":
+        for lang in LANGUAGES:
+            path = json_path(lang)
+            data = compiled(lang, _version())
+            path.write_text(dumps_json(data), encoding="utf-8")
+            print(f"{lang}: {len(data) - 1} messages -> {path.relative_to(ROOT)}")
+    else:
+        bad = [p for lang in LANGUAGES for p in problems(lang, found)]
+        for line in bad:
+            print(line, file=sys.stderr)
+        print(f"{len(found)} messages, {len(bad)} problems")
+        return 1 if bad else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""The zh-CN catalog of the lab extension: complete, placeholders kept, served by JupyterLab.
+
+scripts/extract_strings.py finds every ``trans.__`` / ``_n`` / ``_p`` string in src/; the
+catalog (cube_lab/locale/zh_CN/LC_MESSAGES/cube_lab.po, compiled to cube_lab.json) must hold
+each of them, and a real server must hand the compiled JSON to JupyterLab's front end under
+the ``cube_lab`` domain when the user picks 中文 (简体) in Settings > Language.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location(
+    "extract_strings", ROOT / "scripts" / "extract_strings.py"
+)
+assert _spec and _spec.loader
+extract_strings = importlib.util.module_from_spec(_spec)
+sys.modules["extract_strings"] = extract_strings
+_spec.loader.exec_module(extract_strings)
+
+LANG = "zh_CN"
+
+# docs/glossary.zh-CN.md: an English term in a string -> the Chinese its translation carries
+GLOSSARY = {
+    r"\bpipelines?\b(?<!Kubeflow Pipelines)": "流水线",
+    r"\bjob templates?\b": "任务模板",
+    r"\bdistributed training\b": "分布式训练",
+    r"\btuning\b": "超参搜索",
+    r"\bdeployments?\b": "推理服务",
+    r"\bregistry\b": "模型仓库",
+    r"\blabeling\b": "标注",
+    r"\bdatasets?\b": "数据集",
+    r"\bquota\b": "配额",
+    r"\bnodes?\b": "节点",
+    r"\btrials?\b": "试验",
+    r"\bexperiments?\b": "实验",
+    r"\baliase?s?\b": "别名",
+    r"\bcanary\b": "金丝雀",
+    r"\breplicas?\b": "副本",
+    r"\bannotators?\b": "标注员",
+    r"\bcheckpoint\b": "检查点",
+}
+
+
+@pytest.fixture(scope="module")
+def found() -> dict[tuple[str | None, str], Any]:
+    messages, errors = extract_strings.extract()
+    assert errors == [], "calls the extractor cannot read:\n" + "\n".join(errors)
+    return messages
+
+
+@pytest.fixture(scope="module")
+def catalog() -> dict[tuple[str | None, str], list[str]]:
+    return extract_strings.translations(LANG)
+
+
+# -- the extractor -------------------------------------------------------------------------
+
+
+def test_extractor_reads_quotes_plurals_contexts_and_refuses_expressions(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "panels").mkdir(parents=True)
+    (src / "panels" / "a.tsx").write_text(
+        "const a = trans.__('It\\'s %1', x);\n"
+        'const b = this._trans.__("say \\"hi\\"");\n'
+        "const c = trans.__(`two\n  lines`);\n"
+        "const d = trans._n('%1 node', '%1 nodes', n);\n"
+        "const e = trans._p('menu', 'Open');\n"
+        "const f = trans.__(\n  // why\n  'joined ' +\n    'string'\n);\n"
+        "const g = trans.__(label);\n"
+        "const h = trans.__(`${x} items`);\n"
+        "const i = trans.__('It\\'s %1', y);\n",
+        encoding="utf-8",
+    )
+    (src / "__tests__").mkdir()
+    (src / "__tests__" / "t.spec.ts").write_text("trans.__('test only')", encoding="utf-8")
+    messages, errors = extract_strings.extract(src, dynamic={})
+    assert set(messages) == {
+        (None, "It's %1"),
+        (None, 'say "hi"'),
+        (None, "two\n  lines"),
+        (None, "%1 node"),
+        ("menu", "Open"),
+        (None, "joined string"),
+    }
+    assert messages[(None, "%1 node")].plural == "%1 nodes"
+    assert messages[(None, "It's %1")].where == ["src/panels/a.tsx:1", "src/panels/a.tsx:14"]
+    assert [e.split(": ", 1)[0] for e in errors] == ["src/panels/a.tsx:12", "src/panels/a.tsx:13"]
+    assert "use %1" in errors[1]
+
+
+def test_every_string_in_src_is_found(found: dict) -> None:
+    # every call site in src/ is read (none skipped), so the catalog sees all of them
+    calls = dynamic = 0
+    for path in extract_strings.source_files():
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(ROOT).as_posix()
+        for call in extract_strings.CALL.finditer(text):
+            calls += 1
+            arg = extract_strings._argument(text, call.end())
+            dynamic += arg in extract_strings.DYNAMIC_CALLS.get(rel, ())
+    sites = sum(1 for m in found.values() for w in m.where if not w.endswith(":0"))
+    assert calls > 1000
+    assert sites + dynamic == calls
+    assert len(found) > 800
+
+
+def test_every_translator_uses_the_cube_lab_domain() -> None:
+    domains: set[str] = set()
+    for path in extract_strings.source_files():
+        domains |= set(re.findall(r"translator\.load\(\s*(.+?)\s*\)", path.read_text("utf-8")))
+    assert domains == {"'cube_lab'"}
+    # the entry point JupyterLab's translation manager looks packages up by: its name is the
+    # domain and the JSON's file name
+    eps = {ep.name: ep.value for ep in entry_points(group="jupyterlab.locale")}
+    assert eps.get("cube_lab") == "cube_lab"
+    assert extract_strings.json_path(LANG) == (
+        ROOT / "cube_lab" / "locale" / LANG / "LC_MESSAGES" / "cube_lab.json"
+    )
+
+
+# -- the catalog ---------------------------------------------------------------------------
+
+
+def test_every_string_has_a_zh_cn_translation(found: dict, catalog: dict) -> None:
+    missing = [f"{m.where[0]}: {m.msgid!r}" for k, m in found.items() if not catalog.get(k)]
+    assert missing == [], (
+        f"{len(missing)} strings have no {LANG} translation: run "
+        "`scripts/extract_strings.py update`, translate them in the .po, then `compile`:\n"
+        + "\n".join(missing)
+    )
+
+
+def test_placeholders_match_the_english(found: dict, catalog: dict) -> None:
+    bad = []
+    for key, msg in found.items():
+        want = extract_strings.placeholders(msg.msgid)
+        want |= extract_strings.placeholders(msg.plural or "")
+        bad += [
+            (msg.msgid, form)
+            for form in catalog.get(key, [])
+            if extract_strings.placeholders(form) != want
+        ]
+    assert bad == []
+
+
+def test_markup_and_literals_kept(found: dict, catalog: dict) -> None:
+    # keys, variables and paths the user types or copies stay as in the English
+    literal = re.compile(r"\$[A-Z_]+|/v2/[a-z/]+|Ctrl[+-][A-Za-z+-]+|\{\"_type\"|%load_ext")
+    bad = []
+    for key, msg in found.items():
+        for form in catalog.get(key, []):
+            if sorted(literal.findall(msg.msgid)) != sorted(literal.findall(form)):
+                bad.append((msg.msgid, form))
+    assert bad == []
+
+
+def test_no_stale_entries(found: dict, catalog: dict) -> None:
+    stale = sorted(k[1] for k in catalog.keys() - found.keys())
+    assert stale == [], "strings no longer in src/: run `scripts/extract_strings.py update`"
+
+
+def test_glossary_terms_are_used(catalog: dict) -> None:
+    glossary = (ROOT / "docs" / "glossary.zh-CN.md").read_text(encoding="utf-8")
+    off = []
+    for pattern, zh in GLOSSARY.items():
+        assert zh in glossary, f"{zh} is not in docs/glossary.zh-CN.md"
+        for (_, msgid), forms in catalog.items():
+            if re.search(pattern, msgid, re.I) and not all(zh in f for f in forms):
+                off.append((pattern, msgid, forms))
+    assert off == []
+
+
+def test_compiled_json_is_the_po() -> None:
+    path = extract_strings.json_path(LANG)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data == extract_strings.compiled(LANG, extract_strings._version()), (
+        "run `scripts/extract_strings.py compile`"
+    )
+    meta = data[""]
+    assert meta["domain"] == "cube_lab"
+    assert meta["language"] == "zh-CN"  # the tag JupyterLab's front end looks strings up under
+    assert meta["plural_forms"] == "nplurals=1; plural=0;"
+    # JupyterLab's Gettext takes one form for a singular string, more than one for a plural
+    assert data["Pipeline"] == ["流水线"]
+    assert data["%1 node"] == ["%1 个节点", "%1 个节点"]
+
+
+def test_source_catalog_is_current(found: dict) -> None:
+    pot = extract_strings.read_po(extract_strings.POT)
+    ids = {(e.context, e.id[0] if isinstance(e.id, tuple) else e.id) for e in pot if e.id}
+    assert ids == set(found), "run `scripts/extract_strings.py extract`"
+
+
+def test_the_wheel_carries_the_catalog() -> None:
+    from hatchling.builders.wheel import WheelBuilder
+
+    files = {f.distribution_path for f in WheelBuilder(str(ROOT)).recurse_included_files()}
+    assert f"cube_lab/locale/{LANG}/LC_MESSAGES/cube_lab.json" in files
+
+
+# -- what JupyterLab serves -------------------------------------------------------------------
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config: dict[str, Any]) -> dict[str, Any]:
+    # cube-lab's server plus JupyterLab's (it serves /lab/api/translations)
+    jp_server_config["ServerApp"]["jpserver_extensions"] = {"cube_lab": True, "jupyterlab": True}
+    return jp_server_config
+
+
+@pytest.fixture
+def reset_locale() -> Any:
+    from jupyterlab_server.translation_utils import translator
+
+    yield
+    translator.set_locale("en")  # the handler sets it process-wide
+
+
+async def test_jupyterlab_serves_cube_lab_in_chinese(jp_fetch: Any, reset_locale: Any) -> None:
+    from conftest import TOKENS
+
+    headers = {"Authorization": f"token {TOKENS['alice']}"}
+    listing = json.loads((await jp_fetch("lab", "api", "translations", headers=headers)).body)
+    assert "zh_CN" in listing["data"], listing["message"]  # 中文 (简体) in Settings > Language
+
+    resp = await jp_fetch("lab", "api", "translations", LANG, headers=headers)
+    answer = json.loads(resp.body)
+    assert answer["message"] == ""
+    ours = answer["data"]["cube_lab"]
+    assert ours == json.loads(extract_strings.json_path(LANG).read_text(encoding="utf-8"))
+    assert ours[""]["language"] == "zh-CN"
+    assert ours["Pipeline Editor"] == ["流水线编辑器"]
+    assert ours["Launch distributed training and follow its jobs"] == ["启动分布式训练并跟踪其任务"]
+    assert ours["Deploy %1 v%2"] == ["部署 %1 v%2"]
+    # JupyterLab's own strings come from its language pack, next to ours
+    assert answer["data"]["jupyterlab"][""]["language"] == "zh-CN"
+
+    english = json.loads((await jp_fetch("lab", "api", "translations", "en", headers=headers)).body)
+    assert "cube_lab" not in english["data"]
