@@ -290,12 +290,24 @@ def test_a_job_displays_as_a_live_widget_in_a_kernel(here: Path, isolated_env: P
             "import cube_lab as cl\njob = cl.train('report.py', framework='plain')\njob",
             "print('SEEN', job.status)",
             "import time\njob.wait(timeout=120)\ntime.sleep(2.5)\nprint('DONE', job.status)",
+            # the stop button (SIGINT) during wait(): the cell stops, the job goes on
+            "import os, signal, threading\n"
+            "open('sleep.py', 'w').write('import time\\ntime.sleep(300)\\n')\n"
+            "slow = cl.train('sleep.py', framework='plain')\n"
+            "threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+            "slow.wait()",
+            "print('AFTER', slow.refresh().status, slow.stop().wait(60).status)",
         ],
         here,
         env,
     )
     assert time.monotonic() - started < 120
-    shown, seen, done = nb.cells
+    shown, seen, done, interrupted, after = nb.cells
+    (error,) = [o for o in interrupted.outputs if o.get("output_type") == "error"]
+    assert error["ename"] == "KeyboardInterrupt", error
+    note = "".join(o.get("text", "") for o in interrupted.outputs if o.get("name") == "stderr")
+    assert "Stopped waiting; job" in note and "goes on (running)" in note, note
+    assert "AFTER running cancelled" in after.outputs[0]["text"], after.outputs
     (bundle,) = [o for o in shown.outputs if o.get("output_type") == "display_data"]
     assert bundle["data"]["text/plain"].startswith("<Job ")
     assert "application/vnd.jupyter.widget-view+json" in bundle["data"]
