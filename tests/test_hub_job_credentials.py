@@ -426,3 +426,65 @@ def test_datasets_load_in_bobs_kernel_is_what_it_is_in_process(
     assert alice_line.split()[1:] in (["NotFound", "404"], ["Forbidden", "403"]), alice_line
     if OS_ACCOUNTS:  # the cache is bob's own
         assert cached.stat().st_uid == os.stat(home(hub, "bob")).st_uid
+
+
+TRAIN = textwrap.dedent(
+    """
+    import os
+    import cube_lab
+    for step in range(1, 4):
+        cube_lab.report(step=step, loss=1.0 / step)
+        print(f"step={step}", flush=True)
+    out = os.environ["CUBE_OUTPUT_DIR"]
+    os.makedirs(out, exist_ok=True)
+    open(os.path.join(out, "model.txt"), "w").write("weights")
+    print("uid", os.getuid(), flush=True)
+    """
+)
+
+
+@needs_accounts
+def test_alices_training_node_runs_its_job_through_the_service(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    from cube_lab.training.nodekind import OP_TRAINING
+
+    alice, bob = tokens["alice"], tokens["bob"]
+    folder = home(hub, "alice")
+    script(folder, "train.py", TRAIN)
+    script(folder, "after.py", "import os; print('trained by', os.environ['JOB'])\n")
+    write_pipeline(
+        folder,
+        [
+            node("train", OP_TRAINING, filename="train.py", framework="plain"),
+            node(
+                "after",
+                upstream=("train",),
+                filename="after.py",
+                env_vars=[{"env_var": "JOB", "value": "{{ nodes.train.values.job_id }}"}],
+            ),
+        ],
+        filename="train.pipeline",
+    )
+    status, run = cube(
+        hub, "alice", "pipelines/runs", alice, method="POST", body={"path": "train.pipeline"}
+    )
+    assert status in (200, 201), run
+    found = wait_for_run(hub, alice, run["id"])
+    status, log = cube(hub, "alice", f"pipelines/runs/{run['id']}/nodes/train/log", alice)
+    text = log["text"] if isinstance(log, dict) else str(log)
+    assert found["status"] == "succeeded", text[-3000:]
+    train = next(n for n in found["nodes"] if n["id"] == "train")
+    job_id = train["values"]["job_id"]
+    assert train["values"]["status"] == "succeeded"
+    assert train["values"]["metric_loss"] == 1.0 / 3
+    assert "step=3" in text and f"training job {job_id} succeeded" in text  # its log, streamed
+    uid = __import__("pwd").getpwnam(accounts.user_account("alice")).pw_uid
+    assert f"uid {uid}" in text
+    status, job = cube(hub, "alice", f"training/jobs/{job_id}", alice)
+    assert status == 200 and job["status"] == "succeeded", job
+    assert Path(job["output_dir"], "model.txt").read_text() == "weights"
+    status, _ = cube(hub, "bob", f"training/jobs/{job_id}", bob)
+    assert status == 404
+    status, log = cube(hub, "alice", f"pipelines/runs/{run['id']}/nodes/after/log", alice)
+    assert f"trained by {job_id}" in str(log)
