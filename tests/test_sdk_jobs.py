@@ -323,6 +323,16 @@ def test_a_job_displays_as_a_live_widget_in_a_kernel(here: Path, isolated_env: P
 
 def test_handles_show_as_text_outside_a_kernel(here: Path, capsys: Any) -> None:
     (here / "report.py").write_text(REPORTER)
-    job = cl.train("report.py", framework="plain").wait(timeout=120)
-    job._ipython_display_()
+    job = cl.train("report.py", framework="plain")
+    followed = job.logs(follow=True)  # prints as it grows, returns when the job ends
+    assert "[rank 0] rank 0 of 1" in followed and capsys.readouterr().out == followed
+    job.wait(timeout=120)._ipython_display_()
     assert capsys.readouterr().out.startswith(f"<Job {job.id} report: succeeded")
+
+    (here / "bad.py").write_text("print('about to fail')\nraise SystemExit(3)\n")
+    bad = cl.train("bad.py", framework="plain")
+    view = LiveView(bad, refresh_s=0.1).start()
+    assert bad.wait(timeout=120).status == "failed" and bad.exit_code == 3
+    shown = _view_checked(view, bad)
+    assert shown["bar"][2] == "danger" and "Log of bad (last lines)" in view.log.value
+    assert "about to fail" in view.log.value

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .models import ModelVersion
 
 STEP_TOTALS = ("total_steps", "max_steps", "epochs")
+LOG_LINES = 10
 
 
 class Job(Handle):
@@ -29,6 +30,7 @@ class Job(Handle):
     def __init__(self, data: Json) -> None:
         super().__init__(data)
         self._metrics: Json | None = None
+        self._tail: str | None = None
 
     @property
     def name(self) -> str:
@@ -120,6 +122,10 @@ class Job(Handle):
             total = next((last[k] for k in STEP_TOTALS if k in last), None)
             done = int(max(steps)) + 1
             state["progress"] = (done, int(total) if total else None, "steps")
+        if self.done and self.status != "succeeded":  # the last lines say why
+            if self._tail is None:
+                self._tail = "\n".join(self.logs().rstrip().splitlines()[-LOG_LINES:])
+            state["log"] = (self.name, self._tail)
         state["columns"] = ["metric", "step", "last"]
         state["rows"] = [
             [metric, _num(series[metric][-1][0]), _num(value)]
