@@ -403,7 +403,7 @@ class LocalTransport(Transport):
     # -- tuning experiments -------------------------------------------------------------
 
     def start_experiment(self, config: Json, folder: Path, project: str | None) -> Json:
-        from ..tuning.api import _tuners_quiet
+        from ..tuning.quiet import tuners_quiet
 
         service = self.ws.tuning
         if project:
@@ -411,7 +411,7 @@ class LocalTransport(Transport):
         engine = service.prepare(self.caller, service.parse(config, folder.resolve()))
 
         def work() -> None:
-            with _tuners_quiet():
+            with tuners_quiet():
                 asyncio.run(service.execute(engine))
 
         exp_id = engine.experiment_id
