@@ -249,7 +249,7 @@ def job_env(env: dict[str, str], who: RunAs) -> dict[str, str]:
     the service, as the owner, while the job runs. Any other job gets a note that tells
     cube-lab inside it why it has no store (``config.ENV_NO_STORE``: the SDK and CLI then
     fail with that sentence)."""
-    from .config import ENV_DATA_DIR, ENV_DB_URL, ENV_NO_STORE
+    from .config import ENV_DATA_DIR, ENV_DB_URL, ENV_NO_STORE, ENV_USER
 
     out = {
         k: v
@@ -261,6 +261,7 @@ def job_env(env: dict[str, str], who: RunAs) -> dict[str, str]:
     reach = job_vars(who.job) if who.job is not None else None
     if reach is not None:
         out.pop(ENV_NO_STORE, None)
+        out.pop(ENV_USER, None)  # who the job acts as is its token's owner, nothing else
         out.update(reach)
         return out
     out[ENV_NO_STORE] = (

@@ -143,6 +143,7 @@ SERVICE_ENV = {
     "CUBE_LAB_DB_URL": "sqlite:////store/db",
     "JUPYTERHUB_API_TOKEN": "service-secret",
     "CUBE_LAB_TOKEN": "inherited",
+    "CUBE_LAB_USER": "alice",
 }
 
 
@@ -151,7 +152,7 @@ def test_a_job_of_the_service_gets_its_own_token(issuer: Issuer, tmp_path: Path)
     env = accounts.job_env(dict(SERVICE_ENV), who)
     assert ENV_NO_STORE not in env
     assert "CUBE_LAB_DATA_DIR" not in env and "CUBE_LAB_DB_URL" not in env
-    assert "JUPYTERHUB_API_TOKEN" not in env
+    assert "JUPYTERHUB_API_TOKEN" not in env and "CUBE_LAB_USER" not in env
     assert env[ENV_SERVICE_URL] == "http://127.0.0.1:9/services/cube-lab/"
     assert env[ENV_ROOT_DIR] == str(tmp_path / "alice")
     assert env[job_credentials.ENV_JOB_DIR] == str(tmp_path / "runs" / "r9")
@@ -488,3 +489,153 @@ def test_alices_training_node_runs_its_job_through_the_service(
     assert status == 404
     status, log = cube(hub, "alice", f"pipelines/runs/{run['id']}/nodes/after/log", alice)
     assert f"trained by {job_id}" in str(log)
+
+
+def node_log(hub: devhub.DevHub, token: str, run_id: str, node_id: str) -> str:
+    status, log = cube(hub, "alice", f"pipelines/runs/{run_id}/nodes/{node_id}/log", token)
+    assert status == 200, log
+    return log["text"] if isinstance(log, dict) else str(log)
+
+
+@needs_accounts
+def test_cancelling_alices_run_stops_the_training_job_its_node_started(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    import re
+
+    from cube_lab.training.nodekind import OP_TRAINING
+
+    alice = tokens["alice"]
+    folder = home(hub, "alice")
+    script(folder, "long.py", "import time\nfor i in range(600):\n    print(i, flush=True)\n"
+           "    time.sleep(0.2)\n")  # fmt: skip
+    write_pipeline(
+        folder, [node("long", OP_TRAINING, filename="long.py", framework="plain")],
+        filename="long.pipeline",
+    )  # fmt: skip
+    status, run = cube(
+        hub, "alice", "pipelines/runs", alice, method="POST", body={"path": "long.pipeline"}
+    )
+    assert status in (200, 201), run
+    deadline, job_id = time.monotonic() + 90, None
+    while time.monotonic() < deadline:
+        found = re.search(r"training job (\S+) \(plain", node_log(hub, alice, run["id"], "long"))
+        if found:
+            job_id = found.group(1)
+            _, job = cube(hub, "alice", f"training/jobs/{job_id}", alice)
+            if job["status"] == "running":
+                break
+        time.sleep(0.5)
+    assert job_id is not None, node_log(hub, alice, run["id"], "long")
+    status, _ = cube(hub, "alice", f"pipelines/runs/{run['id']}/cancel", alice, method="POST")
+    assert status == 200
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _, job = cube(hub, "alice", f"training/jobs/{job_id}", alice)
+        if job["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.5)
+    assert job["status"] == "cancelled", job
+    assert wait_for_run(hub, alice, run["id"])["status"] == "cancelled"
+
+
+QUADRATIC = """\
+import nni
+params = nni.get_next_parameter()
+x = params["x"]
+nni.report_final_result(-(x - 2) ** 2)
+print("trial", nni.get_trial_id(), "x", x)
+"""
+
+
+@needs_accounts
+def test_alices_tuning_node_runs_its_experiment_through_the_service(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    import sys
+
+    import yaml
+
+    from cube_lab.tuning.nodekind import OP_TUNING
+
+    alice, bob = tokens["alice"], tokens["bob"]
+    folder = home(hub, "alice")
+    script(folder, "trial.py", QUADRATIC)
+    cfg = {
+        "searchSpace": {"x": {"_type": "uniform", "_value": [-5, 5]}},
+        "trialCommand": f"{sys.executable} trial.py",
+        "trialCodeDirectory": ".",
+        "trialConcurrency": 1,
+        "maxTrialNumber": 2,
+        "tuner": {"name": "Random", "classArgs": {"seed": 7}},
+    }
+    (folder / "search.yml").write_text(yaml.safe_dump(cfg))
+    write_pipeline(
+        folder, [node("tune", OP_TUNING, filename="search.yml", max_trials=2)],
+        filename="tune.pipeline",
+    )  # fmt: skip
+    status, run = cube(
+        hub, "alice", "pipelines/runs", alice, method="POST", body={"path": "tune.pipeline"}
+    )
+    assert status in (200, 201), run
+    found = wait_for_run(hub, alice, run["id"])
+    assert found["status"] == "succeeded", node_log(hub, alice, run["id"], "tune")[-3000:]
+    values = next(n for n in found["nodes"] if n["id"] == "tune")["values"]
+    assert values["trials"] == 2
+    status, experiment = cube(hub, "alice", f"tuning/experiments/{values['experiment']}", alice)
+    assert status == 200 and experiment["owner"] == "alice", experiment
+    assert experiment["best"]["parameters"]["x"] == values["param_x"]
+    status, _ = cube(hub, "bob", f"tuning/experiments/{values['experiment']}", bob)
+    assert status == 404
+
+
+@needs_accounts
+def test_cancelling_alices_run_stops_the_experiment_its_tuning_node_started(
+    hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
+) -> None:
+    import sys
+
+    import yaml
+
+    from cube_lab.tuning.nodekind import OP_TUNING
+
+    alice = tokens["alice"]
+    folder = home(hub, "alice")
+    script(folder, "slow_trial.py", "import time, nni\nnni.get_next_parameter()\ntime.sleep(120)\n")
+    cfg = {
+        "searchSpace": {"x": {"_type": "uniform", "_value": [-5, 5]}},
+        "trialCommand": f"{sys.executable} slow_trial.py",
+        "trialCodeDirectory": ".",
+        "trialConcurrency": 1,
+        "maxTrialNumber": 1,
+        "tuner": {"name": "Random", "classArgs": {"seed": 7}},
+    }
+    (folder / "slow.yml").write_text(yaml.safe_dump(cfg))
+    write_pipeline(folder, [node("tune", OP_TUNING, filename="slow.yml")], filename="slow.pipeline")
+    _, before = cube(hub, "alice", "tuning/experiments", alice)
+    known = {e["id"] for e in before["experiments"]}
+    status, run = cube(
+        hub, "alice", "pipelines/runs", alice, method="POST", body={"path": "slow.pipeline"}
+    )
+    assert status in (200, 201), run
+    deadline, started = time.monotonic() + 90, None
+    while time.monotonic() < deadline and started is None:
+        _, listed = cube(hub, "alice", "tuning/experiments", alice)
+        started = next(
+            (e for e in listed["experiments"] if e["id"] not in known and e["status"] == "running"),
+            None,
+        )
+        time.sleep(0.5)
+    assert started is not None, node_log(hub, alice, run["id"], "tune")
+    assert "CUBE_LAB_USER" not in node_log(hub, alice, run["id"], "tune")
+    time.sleep(2)  # its trial starts
+    status, _ = cube(hub, "alice", f"pipelines/runs/{run['id']}/cancel", alice, method="POST")
+    assert status == 200
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _, experiment = cube(hub, "alice", f"tuning/experiments/{started['id']}", alice)
+        if experiment["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.5)
+    assert experiment["status"] not in ("queued", "running", "done"), experiment
+    assert wait_for_run(hub, alice, run["id"])["status"] == "cancelled"
