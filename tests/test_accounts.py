@@ -78,6 +78,11 @@ def test_not_enabled_when_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert accounts.enabled() == (os.geteuid() == 0)
 
 
+# A job with no way to the store says so: where no job-token issuer is configured (the embedded
+# shape, these tests) or for processes that are not jobs. Jobs the hub's cube-lab service starts
+# get a token instead: tests/test_hub_job_credentials.py.
+
+
 def test_a_job_without_the_store_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUBE_LAB_DATA_DIR", raising=False)
     monkeypatch.delenv("CUBE_LAB_SERVICE_URL", raising=False)
