@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import cli_kserve, cli_labeling, cli_tuning
+from . import cli_finetune, cli_kserve, cli_labeling, cli_tuning
 from .cli_args import (
     json_printed,
     json_stdout,
@@ -1363,6 +1363,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("project_name")
     cli_tuning.add_commands(groups, command)
     cli_labeling.add_commands(groups, command)
+    cli_finetune.add_commands(groups, command)
     return parser
 
 

@@ -1112,6 +1112,10 @@ def _remote(local: Any) -> Command | None:
         return TUNING.get(name)
     if module == "cube_lab.cli_labeling":
         return LABELING.get(name)
+    if module == "cube_lab.cli_finetune":
+        from .cli_finetune import REMOTE as FINETUNE
+
+        return FINETUNE.get(name)
     if module not in ("cube_lab.cli", "__main__"):
         return None
     return REMOTE.get(name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import labeling, models, openapi, pipelines, projects, serving, training, tuning
+from . import finetune, labeling, models, openapi, pipelines, projects, serving, training, tuning
 
 API = "/cube/api/v1"
 _SEG = r"([^/]+)"
@@ -54,6 +54,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_JOB}/log", training.LogHandler),
         (rf"{_JOB}/metrics", training.MetricsHandler),
         (rf"{_JOB}/register", training.RegisterHandler),
+        ("/finetune/jobs", finetune.FinetuneJobsHandler),
         ("/deployments", serving.DeploymentsHandler),
         (_DEP, serving.DeploymentHandler),
         (rf"{_DEP}/traffic", serving.TrafficHandler),

@@ -19,7 +19,7 @@ import yaml
 
 from ..errors import InvalidInput
 
-FLAVORS = ("sklearn", "pytorch", "transformers", "onnx", "pyfunc", "generic")
+FLAVORS = ("sklearn", "pytorch", "transformers", "peft", "onnx", "pyfunc", "generic")
 _MLFLOW_FLAVORS = {
     "sklearn": "sklearn",
     "pytorch": "pytorch",
@@ -57,6 +57,8 @@ def detect_path(path: Path) -> tuple[str, str]:
                 if key in flavors:
                     return flavor, "mlflow"
             return ("pyfunc" if "python_function" in flavors else "generic"), "mlflow"
+        if (path / "adapter_config.json").is_file():  # a PEFT adapter: loads onto its base
+            return "peft", "directory"
         if (path / "config.json").is_file() and any(
             (path / w).is_file() for w in _TRANSFORMERS_WEIGHTS
         ):
@@ -177,3 +179,30 @@ def _save_object(obj: Any, flavor: str, folder: Path) -> tuple[str, str, str]:
         target.write_bytes(obj.SerializeToString())
         return target.name, "onnx", "file"
     return target.name, flavor, "mlflow"
+
+
+def load_peft(folder: Path, base_resolver: Any = None) -> tuple[Any, Any]:
+    """A ``peft`` version's folder loaded onto its base: (model, tokenizer).
+
+    The base is the one the adapter records: ``cube_finetune.json``'s registered
+    ``base_ref`` (turned into a folder by ``base_resolver``), else its base folder
+    (``base_model_name_or_path`` of ``adapter_config.json``)."""
+    import json
+
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    meta_path, adapter = folder / "cube_finetune.json", folder / "adapter_config.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    base = meta.get("base_model") or json.loads(adapter.read_text()).get("base_model_name_or_path")
+    if meta.get("base_ref") and base_resolver is not None:
+        base = base_resolver(meta["base_ref"])
+    if not base or not Path(base).is_dir():
+        raise InvalidInput(
+            f"the base model of the adapter in {folder} is not available ({base!r})",
+            "Register or restore the base model folder the adapter was trained on.",
+        )
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(folder))
+    model.eval()
+    tokenizer_dir = folder if (folder / "tokenizer_config.json").is_file() else Path(base)
+    return model, AutoTokenizer.from_pretrained(tokenizer_dir)

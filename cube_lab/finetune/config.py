@@ -1,0 +1,355 @@
+"""A fine-tune config: what to train, on what, how; read from our keys or a LLaMA-Factory YAML.
+
+``FinetuneConfig.from_dict`` checks every field and names the one that is wrong
+(``InvalidInput``, a 400 over REST, a message and exit 2 on the CLI). A LLaMA-Factory
+training YAML (``model_name_or_path``, ``stage``, ``lora_rank``, ``dataset`` +
+``dataset_dir``...) is recognised by its keys and read as it is (``from_llamafactory``);
+keys it has that cube-lab does not support yet are refused by name, never ignored silently.
+Pure Python: nothing heavy is imported here (the CLI and the server read configs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInput
+
+METHODS = ("sft", "dpo")
+FINETUNING_TYPES = ("lora", "full")
+DATA_FORMATS = ("auto", "alpaca", "sharegpt", "openai", "preference", "text")
+_REF = re.compile(r"^[A-Za-z0-9][\w.-]*:(\d+|[A-Za-z][\w-]*)$")  # name:version (or :alias)
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass
+class DataConfig:
+    """One data file and how to read it (LLaMA-Factory's ``dataset_info.json`` entry)."""
+
+    path: str
+    format: str = "auto"
+    columns: dict[str, str] = field(default_factory=dict)  # our name -> the file's column
+    tags: dict[str, str] = field(default_factory=dict)  # sharegpt role_tag, user_tag...
+    ranking: bool = False  # preference pairs (LLaMA-Factory ``ranking: true``)
+    max_samples: int | None = None
+
+
+@dataclass
+class LoraConfig:
+    rank: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target: list[str] | str = "all"  # "all": every linear layer but the output head
+
+
+@dataclass
+class FinetuneConfig:
+    model: str  # a local Hugging Face folder, or a registered version "name:version"
+    data: DataConfig
+    method: str = "sft"
+    finetuning_type: str = "lora"
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    template: str | None = None  # recorded; the tokenizer's chat template is used
+    cutoff_len: int = 1024
+    learning_rate: float = 1e-4
+    num_train_epochs: float = 3.0
+    max_steps: int = -1
+    per_device_train_batch_size: int = 1
+    gradient_accumulation_steps: int = 1
+    output_dir: str | None = None  # default: the job's $CUBE_OUTPUT_DIR
+    seed: int = 42
+    logging_steps: int = 1
+    save_steps: int | None = None  # None: no intermediate checkpoints
+    lr_scheduler_type: str = "linear"
+    warmup_ratio: float = 0.0
+    bf16: bool = False
+    fp16: bool = False
+    beta: float = 0.1  # DPO
+    project: str | None = None
+    name: str | None = None
+    # set when a registered version was resolved to its folder: "project/name:version"
+    base_ref: str | None = None
+
+    # -- reading ------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Any, base_dir: Path | None = None) -> FinetuneConfig:
+        """Our keys, or (recognised by ``model_name_or_path`` / ``stage``) LLaMA-Factory's.
+
+        ``base_dir``: where relative paths start (the config file's folder)."""
+        if not isinstance(data, dict):
+            raise InvalidInput("a fine-tune config must be a mapping", f"got {type(data).__name__}")
+        if "model_name_or_path" in data or "stage" in data:
+            from .llamafactory import from_llamafactory
+
+            return from_llamafactory(data, base_dir)
+        known = {f.name for f in dataclasses.fields(cls)} - {"base_ref"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InvalidInput(
+                f"unknown fine-tune config fields {unknown}", f"Known: {', '.join(sorted(known))}."
+            )
+        base = base_dir or Path.cwd()
+        model = _text(data.get("model"), "model", required=True)
+        assert model is not None
+        out = cls(
+            model=resolve_model_path(model, base),
+            data=_data(data.get("data"), base),
+            method=_choice(data.get("method", "sft"), "method", METHODS),
+            finetuning_type=_choice(
+                data.get("finetuning_type", "lora"), "finetuning_type", FINETUNING_TYPES
+            ),
+            lora=_lora(data.get("lora")),
+            template=_text(data.get("template"), "template"),
+            cutoff_len=_int(data.get("cutoff_len", 1024), "cutoff_len", 8, 1 << 20),
+            learning_rate=_float(data.get("learning_rate", 1e-4), "learning_rate", 0.0, 1.0),
+            num_train_epochs=_float(data.get("num_train_epochs", 3.0), "num_train_epochs", 0, 1e6),
+            max_steps=_int(data.get("max_steps", -1), "max_steps", -1, 10**9),
+            per_device_train_batch_size=_int(
+                data.get("per_device_train_batch_size", 1), "per_device_train_batch_size", 1, 65536
+            ),
+            gradient_accumulation_steps=_int(
+                data.get("gradient_accumulation_steps", 1), "gradient_accumulation_steps", 1, 65536
+            ),
+            output_dir=_path(data.get("output_dir"), "output_dir", base),
+            seed=_int(data.get("seed", 42), "seed", 0, 2**32 - 1),
+            logging_steps=_int(data.get("logging_steps", 1), "logging_steps", 1, 10**9),
+            save_steps=(
+                None
+                if data.get("save_steps") in (None, "")
+                else _int(data.get("save_steps"), "save_steps", 1, 10**9)
+            ),
+            lr_scheduler_type=_text(data.get("lr_scheduler_type"), "lr_scheduler_type") or "linear",
+            warmup_ratio=_float(data.get("warmup_ratio", 0.0), "warmup_ratio", 0.0, 1.0),
+            bf16=_bool(data.get("bf16", False), "bf16"),
+            fp16=_bool(data.get("fp16", False), "fp16"),
+            beta=_float(data.get("beta", 0.1), "beta", 0.0, 1e3),
+            project=_text(data.get("project"), "project"),
+            name=_text(data.get("name"), "name"),
+            base_ref=_text(data.get("base_ref"), "base_ref"),
+        )
+        out.check()
+        return out
+
+    def check(self) -> None:
+        """Checks across fields, and against the data file."""
+        if self.max_steps == -1 and self.num_train_epochs <= 0:
+            raise InvalidInput("num_train_epochs must be above 0 (or give max_steps)")
+        if self.max_steps == 0:
+            raise InvalidInput("max_steps must be at least 1, or -1 for num_train_epochs")
+        if self.bf16 and self.fp16:
+            raise InvalidInput("give bf16 or fp16, not both")
+        preference = self.data.ranking or self.data.format == "preference"
+        if (
+            self.method == "dpo"
+            and self.data.format not in ("auto", "preference")
+            and not (self.data.ranking)
+        ):
+            raise InvalidInput(
+                f"method dpo needs preference data, and data.format is {self.data.format!r}",
+                "Give prompt/chosen/rejected records (data.format: preference), or "
+                "ranking: true in dataset_info.json.",
+            )
+        if self.method == "sft" and preference:
+            raise InvalidInput(
+                "method sft takes instruction or chat data, not preference pairs",
+                "Use method dpo for prompt/chosen/rejected data.",
+            )
+
+    @classmethod
+    def from_json(cls, text: str) -> FinetuneConfig:
+        """The resolved config the trainer is given (``to_json``), paths absolute already."""
+        raw = json.loads(text)
+        raw["data"] = DataConfig(**raw["data"])
+        raw["lora"] = LoraConfig(**raw["lora"])
+        return cls(**raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """What the registered version's params record."""
+        out: dict[str, Any] = {
+            "method": self.method,
+            "finetuning_type": self.finetuning_type,
+            "base_model": self.base_ref or self.model,
+            "dataset": self.data.path,
+            "cutoff_len": self.cutoff_len,
+            "learning_rate": self.learning_rate,
+            "num_train_epochs": self.num_train_epochs,
+            "max_steps": self.max_steps,
+            "per_device_train_batch_size": self.per_device_train_batch_size,
+            "gradient_accumulation_steps": self.gradient_accumulation_steps,
+            "seed": self.seed,
+        }
+        if self.finetuning_type == "lora":
+            out.update(
+                lora_rank=self.lora.rank,
+                lora_alpha=self.lora.alpha,
+                lora_dropout=self.lora.dropout,
+                lora_target=self.lora.target
+                if isinstance(self.lora.target, str)
+                else ",".join(self.lora.target),
+            )
+        if self.method == "dpo":
+            out["beta"] = self.beta
+        return out
+
+
+# -- field checks --------------------------------------------------------------------------
+
+
+def resolve_model_path(model: str, base: Path) -> str:
+    """A local folder (absolute), a registered ``name:version`` (kept for the service to
+    resolve), or an error that says why a hub id cannot be used here."""
+    if _REF.match(model) and not (base / model).exists():
+        return model
+    path = Path(model).expanduser()
+    path = path if path.is_absolute() else base / path
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise InvalidInput(
+                f"model: {path} is not a Hugging Face model folder (it has no config.json)",
+                "Give a folder saved with save_pretrained, or a registered version name:version.",
+            )
+        return str(path.resolve())
+    if _HUB_ID.match(model) and not model.startswith((".", "/")):
+        raise InvalidInput(
+            f"model: {model!r} looks like a Hugging Face Hub id, and this machine is offline "
+            "for model downloads",
+            "Download it where the hub can be reached (huggingface-cli download "
+            f"{model} --local-dir DIR), then give the folder, or register it "
+            "(cube-lab model register DIR --name NAME) and give NAME:VERSION.",
+        )
+    raise InvalidInput(
+        f"model: {model!r} is neither a folder nor a registered version",
+        f"Looked for the folder {path}; give a Hugging Face folder or NAME:VERSION.",
+    )
+
+
+def _data(value: Any, base: Path) -> DataConfig:
+    if isinstance(value, str):
+        value = {"path": value}
+    if not isinstance(value, dict):
+        raise InvalidInput("data is required", "e.g. data: {path: train.jsonl, format: alpaca}")
+    known = {f.name for f in dataclasses.fields(DataConfig)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise InvalidInput(f"unknown data fields {unknown}", f"Known: {', '.join(sorted(known))}.")
+    path = _path(value.get("path"), "data.path", base, required=True)
+    assert path is not None
+    if not Path(path).is_file():
+        raise InvalidInput(f"data.path: {path} is not a file", "Give a JSON, JSONL or CSV file.")
+    for key in ("columns", "tags"):
+        mapping = value.get(key) or {}
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+            raise InvalidInput(f"data.{key} must map names to column names", f"got {mapping!r}")
+    max_samples = value.get("max_samples")
+    return DataConfig(
+        path=path,
+        format=_choice(value.get("format") or "auto", "data.format", DATA_FORMATS),
+        columns=dict(value.get("columns") or {}),
+        tags=dict(value.get("tags") or {}),
+        ranking=_bool(value.get("ranking", False), "data.ranking"),
+        max_samples=None
+        if max_samples in (None, "")
+        else _int(max_samples, "data.max_samples", 1, 10**9),
+    )
+
+
+def _lora(value: Any) -> LoraConfig:
+    if value is None:
+        return LoraConfig()
+    if not isinstance(value, dict):
+        raise InvalidInput("lora must be a mapping", "e.g. lora: {rank: 8, alpha: 16}")
+    known = {f.name for f in dataclasses.fields(LoraConfig)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise InvalidInput(f"unknown lora fields {unknown}", f"Known: {', '.join(sorted(known))}.")
+    return LoraConfig(
+        rank=_int(value.get("rank", 8), "lora.rank", 1, 4096),
+        alpha=_int(value.get("alpha", 16), "lora.alpha", 1, 1 << 16),
+        dropout=_float(value.get("dropout", 0.0), "lora.dropout", 0.0, 0.99),
+        target=lora_target(value.get("target", "all"), "lora.target"),
+    )
+
+
+def lora_target(value: Any, name: str) -> list[str] | str:
+    """``all``, a comma list (LLaMA-Factory's ``lora_target``), or a list of module names."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        parts = [v.strip() for v in value]
+    else:
+        raise InvalidInput(f"{name} must be 'all' or module names", f"got {value!r}")
+    if not parts:
+        raise InvalidInput(f"{name} is empty", "Give 'all' or e.g. q_proj,v_proj.")
+    if parts == ["all"]:
+        return "all"
+    for part in parts:
+        if not re.match(r"^[A-Za-z_][\w.]*$", part):
+            raise InvalidInput(f"{name}: {part!r} is not a module name", "e.g. q_proj,v_proj")
+    return parts
+
+
+def _choice(value: Any, name: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        hint = f"Use one of {', '.join(options)}."
+        if name in ("method", "stage") and value in ("pt", "rm", "ppo", "kto", "grpo"):
+            hint = f"{value!r} is not supported yet; this version runs {', '.join(options)}."
+        raise InvalidInput(f"{name} {value!r} is not supported", hint)
+    return str(value)
+
+
+def _text(value: Any, name: str, *, required: bool = False) -> str | None:
+    if value is None or value == "":
+        if required:
+            raise InvalidInput(f"{name} is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string", f"got {value!r}")
+    return value
+
+
+def _path(value: Any, name: str, base: Path, *, required: bool = False) -> str | None:
+    text = _text(value, name, required=required)
+    if text is None:
+        return None
+    path = Path(text).expanduser()
+    return str((path if path.is_absolute() else base / path).resolve())
+
+
+def _int(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, str) and re.match(r"^-?\d+$", value.strip()):
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{name} must be a whole number from {low} to {high}", f"got {value!r}")
+    return value
+
+
+def _float(value: Any, name: str, low: float, high: float) -> float:
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value)  # YAML reads 1e-4 (no dot) as a string
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(f"{name} must be a number", f"got {value!r}")
+    if not low <= value <= high:
+        raise InvalidInput(f"{name} must be from {low:g} to {high:g}", f"got {value!r}")
+    return float(value)
+
+
+def _bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be true or false", f"got {value!r}")
+    return value

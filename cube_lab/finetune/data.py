@@ -1,0 +1,225 @@
+"""Training records from the files users have, in the shapes TRL's trainers take.
+
+Formats: alpaca (``instruction`` / ``input`` / ``output``), sharegpt (``conversations`` of
+``from`` / ``value``), OpenAI ``messages`` (``role`` / ``content``), preference
+(``prompt`` / ``chosen`` / ``rejected``), plain ``text``; column and tag names mapped as
+LLaMA-Factory's ``dataset_info.json`` maps them. Files: JSON (a list of records), JSONL,
+CSV, Parquet. Out come conversational records: ``{"messages": [...]}`` for SFT,
+``{"prompt": [...], "chosen": [...], "rejected": [...]}`` for preference training, or
+``{"text": ...}``; the chat template that renders them is the tokenizer's.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInput
+from .config import DataConfig
+
+Message = dict[str, str]
+_ROLES = {"user", "assistant", "system", "tool"}
+
+
+def read_file(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON / JSONL / CSV / Parquet file."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            rows = []
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise InvalidInput(f"{path.name} line {n} is not JSON", str(exc)) from None
+        elif suffix == ".json":
+            try:
+                rows = json.loads(path.read_text())
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
+        elif suffix == ".csv":
+            with open(path, newline="") as fh:
+                rows = list(csv.DictReader(fh))
+        elif suffix == ".parquet":
+            import pandas
+
+            rows = pandas.read_parquet(path).to_dict("records")
+        else:
+            raise InvalidInput(
+                f"data file {path.name}: unknown type {suffix or '(none)'}",
+                "Use .json, .jsonl, .csv or .parquet.",
+            )
+    except FileNotFoundError:
+        raise InvalidInput(f"data file {path} not found") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise InvalidInput(f"{path.name} must hold a list of records (JSON objects)")
+    if not rows:
+        raise InvalidInput(f"{path.name} holds no records")
+    return rows
+
+
+def detect(row: dict[str, Any]) -> str:
+    keys = set(row)
+    if {"chosen", "rejected"} <= keys:
+        return "preference"
+    if "conversations" in keys:
+        return "sharegpt"
+    if "messages" in keys:
+        return "openai"
+    if "instruction" in keys:
+        return "alpaca"
+    if "text" in keys:
+        return "text"
+    raise InvalidInput(
+        f"cannot tell the data format from the columns {sorted(keys)}",
+        "Use alpaca (instruction/input/output), sharegpt (conversations), OpenAI messages, "
+        "preference (prompt/chosen/rejected) or text, or set data.format and data.columns.",
+    )
+
+
+def load_records(data: DataConfig) -> list[dict[str, Any]]:
+    """The file's records converted for TRL (see the module doc)."""
+    rows = read_file(Path(data.path))
+    if data.max_samples:
+        rows = rows[: data.max_samples]
+    fmt = data.format if data.format != "auto" else detect(rows[0])
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(convert(row, fmt, data))
+        except InvalidInput as exc:
+            raise InvalidInput(
+                f"{Path(data.path).name} record {i}: {exc.error}", exc.detail
+            ) from None
+    return out
+
+
+def convert(row: dict[str, Any], fmt: str, data: DataConfig) -> dict[str, Any]:
+    cols = data.columns
+    preference = data.ranking or fmt == "preference"
+    if fmt == "text":
+        return {"text": _field(row, cols.get("prompt") or cols.get("text") or "text")}
+    if fmt == "alpaca":
+        prompt = _field(row, cols.get("prompt", "instruction"))
+        query = row.get(cols.get("query", "input")) or ""
+        user = f"{prompt}\n{query}" if query else prompt
+        messages = _system(row, cols.get("system", "system"))
+        for turn in row.get(cols.get("history", "history")) or []:
+            if not isinstance(turn, list | tuple) or len(turn) != 2:
+                raise InvalidInput("history must be a list of [user, assistant] pairs")
+            messages += [_msg("user", turn[0]), _msg("assistant", turn[1])]
+        messages.append(_msg("user", user))
+        if preference:
+            return _pair(
+                messages, row[cols.get("chosen", "chosen")], row[cols.get("rejected", "rejected")]
+            )
+        return {
+            "messages": [*messages, _msg("assistant", _field(row, cols.get("response", "output")))]
+        }
+    if fmt in ("sharegpt", "openai"):
+        default = "conversations" if fmt == "sharegpt" else "messages"
+        turns = row.get(cols.get("messages", default))
+        if not isinstance(turns, list) or not turns:
+            raise InvalidInput(f"{cols.get('messages', default)!r} must be a list of turns")
+        messages = _system(row, cols.get("system", "system")) + [
+            _turn(t, fmt, data.tags) for t in turns
+        ]
+        if preference:
+            chosen, rejected = (
+                row.get(cols.get("chosen", "chosen")),
+                row.get(cols.get("rejected", "rejected")),
+            )
+            return _pair(
+                messages, _answer(chosen, fmt, data.tags), _answer(rejected, fmt, data.tags)
+            )
+        if messages[-1]["role"] != "assistant":
+            raise InvalidInput("a conversation must end with the assistant's turn")
+        return {"messages": messages}
+    if fmt == "preference":
+        prompt = row.get(cols.get("prompt", "prompt"))
+        if isinstance(prompt, str):
+            messages = [_msg("user", prompt)]
+        elif isinstance(prompt, list):
+            messages = [_turn(t, "openai", {}) for t in prompt]
+        else:
+            raise InvalidInput("prompt must be text or a list of messages")
+        return _pair(
+            messages,
+            row.get(cols.get("chosen", "chosen")),
+            row.get(cols.get("rejected", "rejected")),
+        )
+    raise InvalidInput(f"unknown data format {fmt!r}")
+
+
+def _pair(prompt: list[Message], chosen: Any, rejected: Any) -> dict[str, Any]:
+    def answer(value: Any, name: str) -> list[Message]:
+        if isinstance(value, dict) and "content" in value:
+            value = value["content"]
+        if isinstance(value, list) and value and isinstance(value[-1], dict):
+            value = value[-1].get("content")
+        if not isinstance(value, str) or not value:
+            raise InvalidInput(f"{name} must be a non-empty answer", f"got {value!r}")
+        return [_msg("assistant", value)]
+
+    return {
+        "prompt": prompt,
+        "chosen": answer(chosen, "chosen"),
+        "rejected": answer(rejected, "rejected"),
+    }
+
+
+def _answer(value: Any, fmt: str, tags: dict[str, str]) -> Any:
+    """A sharegpt preference answer (one turn, in the file's tags) as plain text."""
+    if isinstance(value, dict):
+        return _turn(value, fmt, tags)["content"]
+    return value
+
+
+def _turn(turn: Any, fmt: str, tags: dict[str, str]) -> Message:
+    if not isinstance(turn, dict):
+        raise InvalidInput("each turn must be an object", f"got {turn!r}")
+    if fmt == "openai" and not tags:
+        role_tag, content_tag, names = "role", "content", {}
+    else:
+        role_tag = tags.get("role_tag", "from" if fmt == "sharegpt" else "role")
+        content_tag = tags.get("content_tag", "value" if fmt == "sharegpt" else "content")
+        names = {
+            tags.get("user_tag", "human"): "user",
+            tags.get("assistant_tag", "gpt"): "assistant",
+            tags.get("system_tag", "system"): "system",
+            tags.get("observation_tag", "observation"): "tool",
+            tags.get("function_tag", "function_call"): "assistant",
+        }
+    role = turn.get(role_tag)
+    role = names.get(role, role)
+    if role not in _ROLES:
+        raise InvalidInput(
+            f"turn role {turn.get(role_tag)!r} (key {role_tag!r}) is unknown",
+            "Map it with tags (role_tag, user_tag, assistant_tag, system_tag) in "
+            "dataset_info.json.",
+        )
+    return _msg(str(role), turn.get(content_tag))
+
+
+def _system(row: dict[str, Any], column: str) -> list[Message]:
+    value = row.get(column)
+    return [_msg("system", value)] if isinstance(value, str) and value else []
+
+
+def _msg(role: str, content: Any) -> Message:
+    if not isinstance(content, str):
+        raise InvalidInput(f"a {role} turn must be text", f"got {content!r}")
+    return {"role": role, "content": content}
+
+
+def _field(row: dict[str, Any], column: str) -> str:
+    value = row.get(column)
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(
+            f"column {column!r} is missing or empty",
+            f"The record has {sorted(row)}; map the columns in data.columns.",
+        )
+    return value

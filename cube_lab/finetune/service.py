@@ -1,0 +1,155 @@
+"""Fine-tuning as training jobs: a config becomes a normal job of the training service.
+
+``FinetuneService.prepare`` reads the config (ours or LLaMA-Factory's), resolves a
+registered base version to its folder, and hands the training service a job spec that runs
+``cube_lab/finetune/job/finetune_job.py --config-json ...`` under torchrun, so quota,
+logs, metrics, stop and the Kubernetes backend are the training service's. ``register``
+records the saved adapter (``peft`` flavor) or full model with its lineage: the base, the
+data file, the hyperparameters, the final metrics and the job.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import Conflict, InvalidInput
+from ..identity import Caller
+from ..projects.service import personal_name
+from .config import FinetuneConfig
+
+JOB_SCRIPT = Path(__file__).parent / "job" / "finetune_job.py"
+
+
+def read_config_file(path: Path) -> Any:
+    import yaml
+
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InvalidInput(f"config file {str(path)!r} not found") from None
+    try:
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise InvalidInput(f"{path.name} is not valid YAML/JSON", str(exc)) from None
+
+
+class FinetuneService:
+    def __init__(self, workspace: Any) -> None:
+        self.ws = workspace
+
+    def parse(self, caller: Caller, data: Any, base_dir: Path) -> FinetuneConfig:
+        """The checked config, its base model a folder (a registered version resolved)."""
+        config = FinetuneConfig.from_dict(data, base_dir)
+        if not Path(config.model).is_dir():  # NAME:VERSION of the registry
+            config.base_ref, config.model = self.resolve_version(caller, config.model, config)
+        return config
+
+    def resolve_version(
+        self, caller: Caller, ref: str, config: FinetuneConfig | None = None
+    ) -> tuple[str, str]:
+        """``name:version`` (in the config's project, else the personal one) -> (the
+        reference as recorded, the folder of its files)."""
+        name, version = ref.rsplit(":", 1)
+        project = (config.project if config else None) or personal_name(caller.username)
+        found = self.ws.registry.get_version(caller, project, name, version)
+        if found.flavor not in ("transformers", "peft"):
+            raise InvalidInput(
+                f"model {ref}: version {found.version} is a {found.flavor} model",
+                "Fine-tune a transformers model version (a Hugging Face folder).",
+            )
+        path = self.ws.registry.download(caller, project, name, found.version).path
+        if not (path / "config.json").is_file():
+            raise InvalidInput(
+                f"model {ref}: its files are not a Hugging Face folder (no config.json)",
+                "Register the folder saved with save_pretrained.",
+            )
+        return f"{project}/{name}:{found.version}", str(path)
+
+    def job_spec(
+        self, config: FinetuneConfig, *, nproc: int = 1, backend: str | None = None
+    ) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "framework": "pytorch",
+            "script": str(JOB_SCRIPT),
+            "args": ["--config-json", config.to_json()],
+            "nproc_per_worker": nproc,
+            "name": config.name or f"finetune-{config.method}",
+            "project": config.project,
+            "output_dir": config.output_dir,
+        }
+        if backend:
+            spec["backend"] = backend
+        return {k: v for k, v in spec.items() if v is not None}
+
+    def prepare(
+        self,
+        caller: Caller,
+        config: FinetuneConfig,
+        *,
+        nproc: int = 1,
+        cwd: Path | None = None,
+        on_line: Any = None,
+    ) -> Any:
+        """A prepared training job (recorded, admitted, not started)."""
+        spec = self.job_spec(config, nproc=nproc)
+        return self.ws.training.prepare(caller, spec, None, cwd=cwd, on_line=on_line)
+
+    def register(
+        self, caller: Caller, job_id: str, name: str, *, project: str | None = None
+    ) -> Any:
+        """Register the job's saved model: the adapter as ``peft``, a full model as
+        ``transformers``; params and metrics from its ``cube_finetune.json``."""
+        from .trainer import METADATA
+
+        job = self.ws.training.get(caller, job_id)
+        if job.status != "succeeded":
+            raise Conflict(f"job {job_id} has not succeeded ({job.status})")
+        folder = Path(job.output_dir) / "model"
+        meta_path = folder / METADATA
+        if not meta_path.is_file():
+            raise InvalidInput(
+                f"job {job_id} saved no fine-tuned model ({meta_path} is missing)",
+                "Register the output of a job started by cube-lab finetune.",
+            )
+        meta = json.loads(meta_path.read_text())
+        is_lora = meta["finetuning_type"] == "lora"
+        base = meta["hyperparameters"]["base_model"]
+        params = {
+            k: v if isinstance(v, int | float | str | bool) else json.dumps(v)
+            for k, v in meta["hyperparameters"].items()
+        }
+        return self.ws.registry.register(
+            caller,
+            name=name,
+            path=folder,
+            project=project or job.project,
+            flavor="peft" if is_lora else "transformers",
+            description=f"{meta['method']} {meta['finetuning_type']} of {base}",
+            params=params,
+            metrics={k: v for k, v in meta["metrics"].items() if isinstance(v, int | float)},
+            tags={"base_model": base, "dataset": meta["dataset"]},
+            source=meta["dataset"],
+            training_job_id=job_id,
+            datasets=job.datasets or None,
+        )
+
+    def load(self, caller: Caller, project: str, name: str, version: str | int = "latest") -> Any:
+        """A registered fine-tuned version, ready to generate: (model, tokenizer); an
+        adapter is loaded onto its base (the folder, or the registered base version)."""
+        from ..registry.flavors import load_peft
+
+        found = self.ws.registry.get_version(caller, project, name, version)
+        path = self.ws.registry.download(caller, project, name, found.version).path
+        if found.flavor != "peft":
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+        return load_peft(path, base_resolver=lambda ref: self._base_folder(caller, ref))
+
+    def _base_folder(self, caller: Caller, ref: str) -> str:
+        project, rest = ref.split("/", 1) if "/" in ref else (None, ref)
+        name, version = rest.rsplit(":", 1)
+        project = project or personal_name(caller.username)
+        return str(self.ws.registry.download(caller, project, name, version).path)

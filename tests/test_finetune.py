@@ -1,0 +1,280 @@
+"""LLM fine-tuning on a tiny random-init model (nothing downloaded): LoRA SFT memorises,
+full SFT runs, DPO widens the reward margin, a LLaMA-Factory YAML runs unchanged as a
+training job, the adapter registers as ``peft`` and loads back, bad configs say why."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("trl")
+pytest.importorskip("peft")
+
+from cube_lab.cli import main
+from cube_lab.errors import InvalidInput
+from cube_lab.finetune import tiny
+from cube_lab.finetune.config import FinetuneConfig
+
+WORDS = "red blue green cat dog bird sun moon tree river stone fire".split()  # noqa: SIM905
+
+
+def alpaca_rows() -> list[dict[str, str]]:
+    rng = random.Random(0)
+    rows = []
+    for i in range(20):
+        a, b = rng.sample(WORDS, 2)
+        rows.append({"instruction": f"Say the pair {i}", "input": a, "output": f"{a} and {b} {i}"})
+    return rows
+
+
+def preference_rows() -> list[dict[str, str]]:
+    return [
+        {
+            "prompt": f"Color of {w}?",
+            "chosen": f"the {w} is bright",
+            "rejected": f"no idea {w} sorry",
+        }
+        for w in WORDS
+    ]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("finetune")
+    (root / "alpaca.json").write_text(json.dumps(alpaca_rows()))
+    (root / "pref.jsonl").write_text("\n".join(json.dumps(r) for r in preference_rows()))
+    texts = [json.dumps(r) for r in alpaca_rows() + preference_rows()]
+    tiny.build(root / "base", texts)
+    return root
+
+
+def config(files: Path, out: Path, **extra: Any) -> FinetuneConfig:
+    raw = {
+        "model": str(files / "base"),
+        "data": {"path": str(files / "alpaca.json")},
+        "lora": {"rank": 16, "alpha": 32},
+        "learning_rate": 0.01,
+        "max_steps": 60,
+        "per_device_train_batch_size": 4,
+        "logging_steps": 10,
+        "cutoff_len": 128,
+        "output_dir": str(out),
+        **extra,
+    }
+    return FinetuneConfig.from_dict(raw)
+
+
+def test_lora_sft_memorises_twenty_examples(files: Path, tmp_path: Path) -> None:
+    from cube_lab.finetune.trainer import train
+
+    meta = train(config(files, tmp_path / "out"))
+    first = json.loads((tmp_path / "out" / "model" / "cube_finetune.json").read_text())
+    # measured: 4.03 at step 10, 0.75 at step 60 (loss over every token, prompts included)
+    assert meta["metrics"]["final_loss"] < 1.2, meta["metrics"]
+    assert first["hyperparameters"]["lora_rank"] == 16
+    saved = tmp_path / "out" / "model"
+    assert (saved / "adapter_config.json").is_file()
+    assert not (saved / "model.safetensors").exists()  # the adapter only, not the base
+
+
+def test_full_sft_saves_a_whole_model(files: Path, tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from cube_lab.finetune.trainer import train
+
+    meta = train(config(files, tmp_path / "out", finetuning_type="full", max_steps=4))
+    saved = tmp_path / "out" / "model"
+    assert meta["steps"] == 4 and (saved / "model.safetensors").is_file()
+    assert not (saved / "adapter_config.json").exists()
+    AutoModelForCausalLM.from_pretrained(saved)  # loads as a plain transformers model
+
+
+def test_dpo_raises_the_reward_margin(files: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    from cube_lab.finetune.trainer import train
+
+    reports = tmp_path / "metrics.jsonl"
+    monkeypatch.setenv("CUBE_METRICS_FILE", str(reports))
+    cfg = config(
+        files,
+        tmp_path / "out",
+        method="dpo",
+        data={"path": str(files / "pref.jsonl")},
+        lora={"rank": 8, "alpha": 16},
+        learning_rate=0.005,
+        max_steps=20,
+        logging_steps=1,
+    )
+    train(cfg)
+    rows = [json.loads(line) for line in reports.read_text().splitlines()]
+    margins = [r["metrics"]["rewards/margins"] for r in rows if "rewards/margins" in r["metrics"]]
+    # measured: 0 at step 1 (policy = reference), about 5.7 at step 20
+    assert margins[0] < 0.5 and margins[-1] > margins[0] + 2.0, margins
+    # the job's charts get loss, learning rate, grad norm and tokens/s
+    keys = set().union(*(r["metrics"] for r in rows))
+    assert {"loss", "learning_rate", "grad_norm", "tokens_per_second"} <= keys
+
+
+def llamafactory_project(files: Path, root: Path) -> Path:
+    data = root / "data"
+    data.mkdir(parents=True)
+    convs = [
+        {
+            "dialog": [
+                {"speaker": "person", "text": r["instruction"] + " " + r["input"]},
+                {"speaker": "bot", "text": r["output"]},
+            ]
+        }
+        for r in alpaca_rows()
+    ]
+    (data / "pairs.json").write_text(json.dumps(convs))
+    info = {
+        "my_pairs": {
+            "file_name": "pairs.json",
+            "formatting": "sharegpt",
+            "columns": {"messages": "dialog"},
+            "tags": {
+                "role_tag": "speaker",
+                "content_tag": "text",
+                "user_tag": "person",
+                "assistant_tag": "bot",
+            },
+        }
+    }
+    (data / "dataset_info.json").write_text(json.dumps(info))
+    lf = {
+        "model_name_or_path": str(files / "base"),
+        "stage": "sft",
+        "do_train": True,
+        "finetuning_type": "lora",
+        "lora_rank": 16,
+        "lora_alpha": 32,
+        "lora_target": "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
+        "dataset": "my_pairs",
+        "dataset_dir": "data",
+        "template": "default",
+        "cutoff_len": 128,
+        "overwrite_cache": True,
+        "output_dir": "saves/tiny/lora/sft",
+        "logging_steps": 10,
+        "plot_loss": True,
+        "overwrite_output_dir": True,
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 1,
+        "learning_rate": 1.0e-2,
+        "num_train_epochs": 12.0,
+        "lr_scheduler_type": "linear",
+        "report_to": "none",
+    }
+    path = root / "tiny_lora_sft.yaml"
+    path.write_text(yaml.safe_dump(lf))
+    return path
+
+
+def test_llamafactory_yaml_runs_as_a_training_job_and_registers_a_peft_adapter(
+    files: Path, tmp_path: Path, capsys: Any
+) -> None:
+    import torch
+
+    from cube_lab.config import Settings
+    from cube_lab.finetune.service import FinetuneService
+    from cube_lab.identity import Caller
+    from cube_lab.workspace import Workspace
+
+    path = llamafactory_project(files, tmp_path / "lf")
+    data_dir = tmp_path / "cube-data"
+    code = main(["--data-dir", str(data_dir), "finetune", str(path), "--register", "tiny-chat",
+                 "--json"])  # fmt: skip
+    printed = capsys.readouterr()
+    out = json.loads(printed.out)  # --json: one document on stdout, the job's log on stderr
+    assert code == 0, printed.err
+    # the log shows the steps, not libraries' warnings or progress bars
+    assert "step=10 loss=" in printed.err
+    assert not re.search(r"Warning: |WARNING|Traceback|it/s\]", printed.err), printed.err
+    job, version = out["job"], out["registered"]
+    assert job["status"] == "succeeded" and job["framework"] == "pytorch"
+    assert job["output_dir"] == str(tmp_path / "lf" / "saves" / "tiny" / "lora" / "sft")
+    assert version["flavor"] == "peft" and version["lineage"]["training_job_id"] == job["id"]
+    assert version["params"]["base_model"] == str(files / "base")
+    assert version["params"]["dataset"] == str(tmp_path / "lf" / "data" / "pairs.json")
+    assert version["params"]["lora_target"].startswith("q_proj,k_proj")
+    assert version["metrics"]["final_loss"] < 1.5, version["metrics"]
+
+    ws = Workspace(Settings.resolve(data_dir))
+    try:
+        me = Caller(job["owner"])
+        found = ws.training.metrics(me, job["id"])  # the job's charts, from its reports
+        assert found.source == "report" and len(found.series["loss"]) >= 5
+        assert found.series["loss"][-1][1] < found.series["loss"][0][1] / 2
+        model, tokenizer = FinetuneService(ws).load(me, version["project"], "tiny-chat")
+    finally:
+        ws.close()
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Say the pair 3 " + alpaca_rows()[3]["input"]}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )
+    with torch.no_grad():
+        adapted = model(**prompt).logits
+        generated = model.generate(**prompt, max_new_tokens=8, do_sample=False)
+        merged = model.merge_and_unload()(**prompt).logits
+    assert generated.shape[1] > prompt["input_ids"].shape[1]
+    assert tokenizer.decode(generated[0, prompt["input_ids"].shape[1] :]).strip()
+    torch.testing.assert_close(adapted, merged, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"method": "ppo"}, "method 'ppo' is not supported"),
+        ({"model": "Qwen/Qwen2.5-0.5B"}, "looks like a Hugging Face Hub id"),
+        ({"lora": {"rank": 0}}, "lora.rank must be a whole number"),
+        ({"learnin_rate": 1}, "unknown fine-tune config fields ['learnin_rate']"),
+        ({"method": "dpo"}, "method dpo needs preference data"),
+        ({"data": {"path": "missing.jsonl"}}, "data.path"),
+    ],
+)
+def test_bad_configs_name_the_field(files: Path, change: dict[str, Any], message: str) -> None:
+    raw = {"model": str(files / "base"), "data": {"path": str(files / "alpaca.json")}}
+    if change.get("method") == "dpo":
+        raw["data"]["format"] = "alpaca"
+    with pytest.raises(InvalidInput) as err:
+        FinetuneConfig.from_dict({**raw, **change}, files)
+    assert message in err.value.error
+
+
+def test_llamafactory_keys_not_supported_are_refused_by_name(files: Path, tmp_path: Path) -> None:
+    path = llamafactory_project(files, tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    with pytest.raises(InvalidInput) as err:
+        FinetuneConfig.from_dict({**raw, "quantization_bit": 4, "deepspeed": "ds.json"}, tmp_path)
+    assert "['deepspeed', 'quantization_bit']" in err.value.error
+    with pytest.raises(InvalidInput) as err:
+        FinetuneConfig.from_dict({**raw, "dataset": "nope"}, tmp_path)
+    assert "dataset 'nope' is not in" in err.value.error and "my_pairs" in err.value.detail
+
+
+def test_cli_bad_config_exits_2_with_the_reason(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "ft.yaml"
+    path.write_text(yaml.safe_dump({"model_name_or_path": "meta-llama/Llama-3-8B", "stage": "sft"}))
+    assert main(["--data-dir", str(tmp_path / "d"), "finetune", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "looks like a Hugging Face Hub id" in err and "offline" in err
+
+
+async def test_rest_bad_config_is_a_400_json(api: Any, jp_root_dir: Path) -> None:
+    status, body = await api("alice", "POST", "finetune/jobs", {"config": {"model": "x"}})
+    assert status == 400 and "model: 'x' is neither a folder nor a registered" in body["error"]
+    status, body = await api("alice", "POST", "finetune/jobs", {"config": {}, "nprocs": 2})
+    assert status == 400 and body["error"] == "unknown fields ['nprocs']"
+    (jp_root_dir / "d.jsonl").write_text('{"instruction": "a", "output": "b"}\n')
+    status, body = await api(
+        "alice", "POST", "finetune/jobs", {"config": {"model": "org/some-model", "data": "d.jsonl"}}
+    )
+    assert status == 400 and "Hugging Face Hub id" in body["error"], body
