@@ -48,7 +48,7 @@ import errno
 import os
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -161,6 +161,33 @@ def resolve(
             "root",
         )
     return resolved
+
+
+def resolve_in(
+    roots: Sequence[str | os.PathLike[str]],
+    raw: object,
+    *,
+    absolute: Absolute = "inside",
+    allow_root: bool = True,
+    what: str = "path",
+) -> tuple[Path, Path]:
+    """``resolve`` in the first of ``roots`` (the caller's root: relative paths start there),
+    except that the real path may also lie in one of the others (folders shared with the
+    caller, which links in the first lead to: a project group's folder under the hub).
+    Returns the path and the root it lies in; refused as ``resolve`` refuses it otherwise."""
+    first, *shared = roots
+    try:
+        return resolve(first, raw, absolute=absolute, allow_root=allow_root, what=what), real(first)
+    except PathRefused as refused:
+        if refused.reason != "outside" or not shared:
+            raise
+        text = check_text(raw, what)
+        given = text.strip().lstrip("/") if absolute == "anchor" else text
+        target = real(real(first) / given)
+        for root in shared:
+            if target.is_relative_to(real(root)):
+                return resolve(root, target, allow_root=allow_root, what=what), real(root)
+        raise
 
 
 # -- trees -----------------------------------------------------------------------------------

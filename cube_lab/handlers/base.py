@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from .. import containment
 from ..errors import CubeError, InvalidInput
 from ..identity import Caller
 from ..serialize import to_jsonable
@@ -36,6 +37,9 @@ T = TypeVar("T")
 WORKSPACE = "cube_lab.workspace"
 ROOT_DIR = "cube_lab.root_dir"  # the server root; in the cube-lab service, a function of the caller
 LOCAL_USER = "cube_lab.local_user"  # set in the embedded shape; None when the server names users
+# in the cube-lab service: a function of the caller giving the project groups' folders they
+# share (links in their home lead there); paths may lie there too (``CubeHandler.resolve``)
+SHARED_ROOTS = "cube_lab.shared_roots"
 
 
 class CubeHandler(APIHandler):
@@ -49,6 +53,32 @@ class CubeHandler(APIHandler):
         the cube-lab service under the hub) the calling user's home."""
         root = self.settings[ROOT_DIR]
         return Path(root(self.caller) if callable(root) else root)
+
+    @property
+    def roots(self) -> list[Path]:
+        """The root dir, then the folders shared with the caller (none outside the hub)."""
+        shared = self.settings.get(SHARED_ROOTS)
+        return [self.root_dir, *(shared(self.caller) if shared else ())]
+
+    def resolve(self, raw: object, **kw: Any) -> tuple[Path, Path]:
+        """A user-given path in the root dir or a folder shared with the caller, with the
+        root it lies in (the boundary of what is done with it): ``containment.resolve_in``."""
+        return containment.resolve_in(self.roots, raw, **kw)
+
+    def client_path(self, path: str) -> str:
+        """An absolute path as the client names it: relative to the root dir; in a shared
+        folder, through the link in the root dir's ``projects/`` that leads there; else as
+        it is."""
+        target, root = Path(path), containment.real(self.root_dir)
+        if target.is_relative_to(root):
+            return target.relative_to(root).as_posix()
+        links = root / "projects"
+        for shared in self.roots[1:]:
+            if target.is_relative_to(shared) and links.is_dir():
+                for link in links.iterdir():
+                    if link.is_symlink() and containment.real(link) == containment.real(shared):
+                        return (link.relative_to(root) / target.relative_to(shared)).as_posix()
+        return path
 
     @property
     def caller(self) -> Caller:

@@ -37,8 +37,9 @@ def _zip_or_file(found: FileDownload) -> tuple[IO[bytes], str, str]:
 
 class LabelingHandler(CubeHandler):
     def under_root(self, raw: object) -> Path:
-        """A path from the client: relative to the server root, or absolute inside it."""
-        return containment.resolve(self.root_dir, raw)
+        """A path from the client: relative to the server root, or absolute inside it (or in
+        a project folder shared with the caller)."""
+        return self.resolve(raw)[0]
 
 
 # -- datasets ------------------------------------------------------------------------------

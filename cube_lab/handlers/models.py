@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import IO
 
 from tornado import web
@@ -29,12 +28,6 @@ REGISTER_FIELDS = (
 CHUNK = 1 << 20
 
 
-def resolve_under_root(root: Path, raw: object, *, allow_root: bool = True) -> Path:
-    """A path from a client, relative to the server root (a leading ``/`` is the root, as
-    the file browser writes it), by the one rule of ``cube_lab.containment``."""
-    return containment.resolve(root, raw, absolute="anchor", allow_root=allow_root)
-
-
 class ModelsHandler(CubeHandler):
     @web.authenticated
     async def get(self) -> None:
@@ -58,7 +51,8 @@ class ModelsHandler(CubeHandler):
                 f"unknown fields {unknown}",
                 f"Known fields: name, path, {', '.join(REGISTER_FIELDS)}.",
             )
-        path = resolve_under_root(self.root_dir, body.get("path"), allow_root=False)
+        # a leading "/" is the root, as the file browser writes it
+        path, _ = self.resolve(body.get("path"), absolute="anchor", allow_root=False)
         if not path.exists():  # say it in the client's terms, not the server's absolute path
             raise InvalidInput(
                 f"path {body.get('path')!r} does not exist",

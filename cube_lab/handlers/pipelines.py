@@ -16,18 +16,21 @@ from ..pipelines import catalogs
 from ..pipelines.nodekinds import node_kinds
 from .base import CubeHandler
 from .inputs import path_id
-from .models import resolve_under_root
 
 RUN_FIELDS = ("params", "only", "from", "cache", "parallelism", "project")
 
 
 class PipelineHandler(CubeHandler):
+    _root: Path | None = None
+
     @property
     def root(self) -> Path:
-        return self.root_dir
+        """The folder the request's pipeline may not leave: the root dir, or the shared
+        project folder its pipeline lies in (set by ``pipeline_path``)."""
+        return self._root or self.root_dir
 
     def pipeline_path(self, raw: object) -> Path:
-        path = resolve_under_root(self.root, raw)
+        path, self._root = self.resolve(raw, absolute="anchor")
         if path.suffix != ".pipeline":
             raise InvalidInput(f"{raw!r} is not a .pipeline file")
         return path
@@ -94,7 +97,7 @@ class RunsHandler(PipelineHandler):
             self.caller,
             path=path,
             project=self.get_query_argument("project", None),
-            root=self.root,
+            root=self.client_path,
             limit=self.query_int("limit", 50),
         )
         self.reply({"runs": runs})
@@ -127,14 +130,14 @@ class RunsHandler(PipelineHandler):
             parallelism=parallelism,
         )
         run_id = service.start(runner, recorder)
-        self.reply(await self.call(service.get_run, self.caller, run_id, self.root), 201)
+        self.reply(await self.call(service.get_run, self.caller, run_id, self.client_path), 201)
 
 
 class RunHandler(PipelineHandler):
     @web.authenticated
     async def get(self, run_id: str) -> None:
         self.reply(
-            await self.call(self.workspace.pipelines.get_run, self.caller, run_id, self.root)
+            await self.call(self.workspace.pipelines.get_run, self.caller, run_id, self.client_path)
         )
 
 

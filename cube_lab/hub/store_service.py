@@ -38,7 +38,7 @@ from .. import accounts, job_credentials, startup
 from ..config import Settings
 from ..errors import CubeError
 from ..handlers import routes
-from ..handlers.base import LOCAL_USER, ROOT_DIR, WORKSPACE
+from ..handlers.base import LOCAL_USER, ROOT_DIR, SHARED_ROOTS, WORKSPACE
 from ..identity import Caller
 from ..names import folder_name
 from ..workspace import Workspace
@@ -182,6 +182,17 @@ def user_home(settings: HubSettings) -> Any:
     return home
 
 
+def shared_folders(settings: HubSettings) -> Any:
+    """The project groups' folders a caller shares (``<data_dir>/projects/<group>``, linked
+    from their home as ``projects/<group>``): user-given paths may lead there too."""
+
+    def folders(caller: Caller) -> list[Path]:
+        found = (settings.projects_dir / folder_name(group) for group in caller.groups)
+        return [folder for folder in found if folder.is_dir()]
+
+    return folders
+
+
 def store_settings(settings: HubSettings) -> Settings:
     """The store the service opens: ``<data_dir>/cube-lab`` (or ``cube_db_url``), closed to
     other accounts (passable only, when jobs run as their owners' accounts beneath it)."""
@@ -209,7 +220,12 @@ def make_app(
         identity_provider=identity,
         allow_remote_access=True,  # callers are lab servers, by address; tokens decide
         xsrf_cookies=False,  # no cookie is ever read here
-        **{WORKSPACE: workspace, ROOT_DIR: user_home(settings), LOCAL_USER: None},
+        **{
+            WORKSPACE: workspace,
+            ROOT_DIR: user_home(settings),
+            SHARED_ROOTS: shared_folders(settings),
+            LOCAL_USER: None,
+        },
     )
 
 

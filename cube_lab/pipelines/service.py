@@ -50,6 +50,8 @@ from .runner import OK, LocalRunner, NodeState, Prior, SavedOutput, node_folder
 from .views import ResultFile, RunView
 
 ACTIVE = ("queued", "running")
+# how a run's pipeline path is shown: relative to a folder, or by a function of the path
+Display = Path | Callable[[str], str] | None
 RESULT_KINDS = {
     ".png": "image",
     ".jpg": "image",
@@ -259,7 +261,7 @@ class PipelineService:
         *,
         path: Path | None = None,
         project: str | None = None,
-        root: Path | None = None,
+        root: Display = None,
         limit: int = 50,
     ) -> list[RunView]:
         if not 1 <= limit <= 500:
@@ -286,7 +288,7 @@ class PipelineService:
                 for run, name in s.execute(query)
             ]
 
-    def get_run(self, caller: Caller, run_id: str, root: Path | None = None) -> RunView:
+    def get_run(self, caller: Caller, run_id: str, root: Display = None) -> RunView:
         with self.store.read() as s:
             run, project = self._run(s, caller, run_id)
             return RunView.of(run, project, _display(run.pipeline_path, root), with_nodes=True)
@@ -422,7 +424,11 @@ class PipelineService:
         end_recorded(self.store, "pipeline", run_ids)  # what its nodes left running
 
 
-def _display(path: str, root: Path | None) -> str:
+def _display(path: str, root: Display) -> str:
+    """A run's pipeline path as the client names it: relative to ``root``, or as the
+    function given says (the REST handlers name shared project folders through links)."""
+    if callable(root):
+        return root(path)
     if root is not None and Path(path).is_relative_to(root):
         return Path(path).relative_to(root).as_posix()
     return path
