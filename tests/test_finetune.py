@@ -278,3 +278,95 @@ async def test_rest_bad_config_is_a_400_json(api: Any, jp_root_dir: Path) -> Non
         "alice", "POST", "finetune/jobs", {"config": {"model": "org/some-model", "data": "d.jsonl"}}
     )
     assert status == 400 and "Hugging Face Hub id" in body["error"], body
+
+
+async def test_rest_fine_tunes_a_registered_base_version_as_a_training_job(
+    api: Any, jp_root_dir: Path, files: Path
+) -> None:
+    import asyncio
+    import shutil
+
+    shutil.copytree(files / "base", jp_root_dir / "base")
+    shutil.copy(files / "alpaca.json", jp_root_dir / "alpaca.json")
+    status, base = await api("alice", "POST", "models", {"name": "tiny-base", "path": "base"})
+    assert status == 201 and base["flavor"] == "transformers", base
+    config = {
+        "model": "tiny-base:1",
+        "data": "alpaca.json",
+        "max_steps": 6,
+        "logging_steps": 2,
+        "learning_rate": 0.01,
+        "per_device_train_batch_size": 4,
+        "cutoff_len": 128,
+    }
+    status, job = await api("alice", "POST", "finetune/jobs", {"config": config})
+    assert status == 201, job
+    assert job["name"] == "finetune-sft" and job["framework"] == "pytorch"
+    for _ in range(600):
+        status, job = await api("alice", "GET", f"training/jobs/{job['id']}")
+        if job["status"] not in ("queued", "running"):
+            break
+        await asyncio.sleep(0.2)
+    assert job["status"] == "succeeded", job
+    status, found = await api("alice", "GET", f"training/jobs/{job['id']}/metrics")
+    assert [p[0] for p in found["series"]["loss"]] == [2, 4, 6]
+    assert found["last_checkpoint"].endswith("/model")
+    meta = json.loads((Path(found["last_checkpoint"]) / "cube_finetune.json").read_text())
+    assert meta["base_ref"] == "alice/tiny-base:1"  # the registered version, as lineage
+    # another user cannot fine-tune alice's version: it is not found for them
+    status, body = await api("bob", "POST", "finetune/jobs", {"config": config})
+    assert status == 404, body
+
+
+def test_two_process_ddp_lora(files: Path, tmp_path: Path, capsys: Any) -> None:
+    cfg = {
+        "model": str(files / "base"),
+        "data": {"path": str(files / "alpaca.json")},
+        "max_steps": 4,
+        "per_device_train_batch_size": 2,
+        "cutoff_len": 128,
+        "output_dir": str(tmp_path / "out"),
+    }
+    path = tmp_path / "ddp.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    code = main(["--data-dir", str(tmp_path / "d"), "finetune", str(path), "--nproc", "2",
+                 "--json", "--quiet"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["job"]["nproc_per_worker"] == 2, out
+    meta = json.loads((tmp_path / "out" / "model" / "cube_finetune.json").read_text())
+    assert meta["world_size"] == 2 and meta["steps"] == 4  # torchrun, gloo, both ranks
+
+
+async def test_the_hub_form_starts_the_job_at_the_service_and_registers_it(
+    api: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    files: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+) -> None:
+    """Under the hub `cube-lab finetune` has no store: it posts the config to the service
+    (here a real jupyter server with cube-lab), follows the job there and registers it."""
+    import asyncio
+    import shutil
+
+    await api("alice", "GET", "whoami")  # the server is up
+    shutil.copytree(files / "base", jp_root_dir / "base")
+    work = jp_root_dir / "work"
+    work.mkdir()
+    shutil.copy(files / "alpaca.json", work / "alpaca.json")
+    cfg = {"model": "../base", "data": "alpaca.json", "max_steps": 3, "cutoff_len": 128}
+    (work / "ft.yaml").write_text(yaml.safe_dump({**cfg, "per_device_train_batch_size": 4}))
+    monkeypatch.setenv("CUBE_LAB_SERVICE_URL", f"http://localhost:{jp_http_port}{jp_base_url}")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "alice-secret")
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(jp_root_dir))
+    monkeypatch.delenv("CUBE_LAB_DATA_DIR", raising=False)
+    monkeypatch.chdir(work)
+    argv = ["finetune", "ft.yaml", "--register", "hub-adapter", "--json", "--quiet"]
+    code = await asyncio.to_thread(main, argv)
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert out["job"]["status"] == "succeeded" and out["job"]["owner"] == "alice"
+    assert out["registered"]["flavor"] == "peft"
+    assert out["registered"]["lineage"]["training_job_id"] == out["job"]["id"]

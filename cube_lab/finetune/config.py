@@ -211,12 +211,12 @@ class FinetuneConfig:
 def resolve_model_path(model: str, base: Path) -> str:
     """A local folder (absolute), a registered ``name:version`` (kept for the service to
     resolve), or an error that says why a hub id cannot be used here."""
-    if _REF.match(model) and not (base / model).exists():
+    if _REF.match(model) and not is_kind(base / model, "any"):
         return model
     path = Path(model).expanduser()
     path = path if path.is_absolute() else base / path
-    if path.is_dir():
-        if not (path / "config.json").is_file():
+    if is_kind(path, "dir"):
+        if not is_kind(path / "config.json", "file"):
             raise InvalidInput(
                 f"model: {path} is not a Hugging Face model folder (it has no config.json)",
                 "Give a folder saved with save_pretrained, or a registered version name:version.",
@@ -236,6 +236,17 @@ def resolve_model_path(model: str, base: Path) -> str:
     )
 
 
+def is_kind(path: Path, kind: str) -> bool:
+    """Whether ``path`` is a file / folder / anything, False for a name the system refuses
+    (too long, a NUL byte): a config's text never turns into a server error."""
+    try:
+        if kind == "file":
+            return path.is_file()
+        return path.is_dir() if kind == "dir" else path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _data(value: Any, base: Path) -> DataConfig:
     if isinstance(value, str):
         value = {"path": value}
@@ -247,7 +258,7 @@ def _data(value: Any, base: Path) -> DataConfig:
         raise InvalidInput(f"unknown data fields {unknown}", f"Known: {', '.join(sorted(known))}.")
     path = _path(value.get("path"), "data.path", base, required=True)
     assert path is not None
-    if not Path(path).is_file():
+    if not is_kind(Path(path), "file"):
         raise InvalidInput(f"data.path: {path} is not a file", "Give a JSON, JSONL or CSV file.")
     for key in ("columns", "tags"):
         mapping = value.get(key) or {}

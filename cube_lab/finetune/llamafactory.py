@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from .config import FinetuneConfig, is_kind, resolve_model_path
 
 # LLaMA-Factory key -> FinetuneConfig field (same meaning)
 MAPPED = {
@@ -67,9 +68,7 @@ _SHAREGPT_TAGS = {
 }
 
 
-def from_llamafactory(data: dict[str, Any], base_dir: Path | None = None) -> Any:
-    from .config import FinetuneConfig, resolve_model_path
-
+def from_llamafactory(data: dict[str, Any], base_dir: Path | None = None) -> FinetuneConfig:
     base = base_dir or Path.cwd()
     known = {*MAPPED, *LORA, *DATA, *IGNORED}
     unsupported = sorted(set(data) - known)
@@ -115,8 +114,8 @@ def dataset_entry(dataset: Any, dataset_dir: Any, base: Path) -> dict[str, Any]:
     folder = Path(str(dataset_dir or "data")).expanduser()
     folder = folder if folder.is_absolute() else base / folder
     info_path = folder / "dataset_info.json"
-    if not info_path.is_file():
-        if (folder / name).is_file():  # a file named directly
+    if not is_kind(info_path, "file"):
+        if is_kind(folder / name, "file"):  # a file named directly
             return {"path": str(folder / name)}
         raise InvalidInput(
             f"dataset_dir: {info_path} not found",

@@ -3,7 +3,8 @@
 ``FinetuneService.prepare`` reads the config (ours or LLaMA-Factory's), resolves a
 registered base version to its folder, and hands the training service a job spec that runs
 ``cube_lab/finetune/job/finetune_job.py --config-json ...`` under torchrun, so quota,
-logs, metrics, stop and the Kubernetes backend are the training service's. ``register``
+logs, metrics and stop are the training service's (local jobs in this version: a cluster
+job needs the files on a volume and cube-lab in the image). ``register``
 records the saved adapter (``peft`` flavor) or full model with its lineage: the base, the
 data file, the hyperparameters, the final metrics and the job.
 """
@@ -67,10 +68,11 @@ class FinetuneService:
             )
         return f"{project}/{name}:{found.version}", str(path)
 
-    def job_spec(
-        self, config: FinetuneConfig, *, nproc: int = 1, backend: str | None = None
-    ) -> dict[str, Any]:
+    def job_spec(self, config: FinetuneConfig, *, nproc: int = 1) -> dict[str, Any]:
+        """The training job: local for now (a cluster job needs the config's files on a
+        volume and cube-lab in its image, which this version does not arrange yet)."""
         spec: dict[str, Any] = {
+            "backend": "local",
             "framework": "pytorch",
             "script": str(JOB_SCRIPT),
             "args": ["--config-json", config.to_json()],
@@ -79,8 +81,6 @@ class FinetuneService:
             "project": config.project,
             "output_dir": config.output_dir,
         }
-        if backend:
-            spec["backend"] = backend
         return {k: v for k, v in spec.items() if v is not None}
 
     def prepare(

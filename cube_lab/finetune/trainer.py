@@ -202,6 +202,7 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
         "metrics": final,
         "steps": int(trainer.state.global_step),
         "job_id": os.environ.get("CUBE_TRAINING_JOB_ID"),
+        "world_size": int(trainer.args.world_size),
         "config": config.to_dict(),
     }
     if trainer.is_world_process_zero():
