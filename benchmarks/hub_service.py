@@ -14,8 +14,10 @@ with cube-lab (token auth, its own data and root dir) - and measures:
    hub (proxy -> user server -> forward -> service), the user server straight (no proxy),
    the service straight (``CUBE_LAB_SERVICE_URL`` + the user's token) and embedded.
 2. Pipeline run start: a 1-node trivial Python pipeline in the user's home, ``--runs`` times
-   per path, alternating: from ``POST pipelines/runs`` (client clock) to the node's
-   ``started_at`` and to the run's ``finished_at`` (server clocks, same machine).
+   per path (hub, user server, service, embedded, embedded via proxy), alternating: from
+   ``POST pipelines/runs`` (client clock) to the node's ``started_at`` and to the run's
+   ``finished_at`` (server clocks, same machine). hub - user server is what the proxy adds,
+   user server - service what the forward adds.
 
     .venv/bin/python benchmarks/hub_service.py [--versions 200] [--requests 300] [--runs 20]
 
@@ -399,9 +401,10 @@ def main() -> int:
         lists = list_latency(cases, args.requests, args.rounds)
 
         paths = {"hub": write_pipeline(home), "embedded": write_pipeline(root)}
-        paths["service"] = paths["hub"]
-        run_paths = {
+        paths["service"] = paths["user server"] = paths["hub"]
+        run_paths = {  # hub - user server = the proxy; user server - service = the forward
             "hub": hub_paths["hub"],
+            "user server": hub_paths["user server"],
             "service": hub_paths["service"],
             "embedded": embedded_ep,
         }
