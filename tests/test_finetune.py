@@ -281,7 +281,7 @@ async def test_rest_bad_config_is_a_400_json(api: Any, jp_root_dir: Path) -> Non
 
 
 async def test_rest_fine_tunes_a_registered_base_version_as_a_training_job(
-    api: Any, jp_root_dir: Path, files: Path
+    api: Any, jp_root_dir: Path, files: Path, tmp_path: Path
 ) -> None:
     import asyncio
     import shutil
@@ -313,6 +313,24 @@ async def test_rest_fine_tunes_a_registered_base_version_as_a_training_job(
     assert found["last_checkpoint"].endswith("/model")
     meta = json.loads((Path(found["last_checkpoint"]) / "cube_finetune.json").read_text())
     assert meta["base_ref"] == "alice/tiny-base:1"  # the registered version, as lineage
+    status, version = await api(
+        "alice", "POST", f"training/jobs/{job['id']}/register", {"name": "tiny-ft"}
+    )
+    assert status == 201 and version["flavor"] == "peft", version
+    assert version["metrics"]["final_loss"] == found["last"]["loss"]
+    # loaded back onto the registered base (found through the registry, not a path)
+    from cube_lab.config import Settings
+    from cube_lab.finetune.service import FinetuneService
+    from cube_lab.identity import Caller
+    from cube_lab.workspace import Workspace
+
+    ws = Workspace(Settings.resolve(tmp_path / "server-data"))
+    try:
+        model, tokenizer = FinetuneService(ws).load(Caller("alice"), "alice", "tiny-ft")
+    finally:
+        ws.close()
+    assert type(model).__name__ == "PeftModelForCausalLM"
+    assert model.base_model.model.config.hidden_size == 64 and tokenizer.chat_template
     # another user cannot fine-tune alice's version: it is not found for them
     status, body = await api("bob", "POST", "finetune/jobs", {"config": config})
     assert status == 404, body
@@ -370,3 +388,36 @@ async def test_the_hub_form_starts_the_job_at_the_service_and_registers_it(
     assert out["job"]["status"] == "succeeded" and out["job"]["owner"] == "alice"
     assert out["registered"]["flavor"] == "peft"
     assert out["registered"]["lineage"]["training_job_id"] == out["job"]["id"]
+
+
+def test_what_would_fail_in_the_job_is_refused_before_one_is_recorded(
+    files: Path, tmp_path: Path, capsys: Any
+) -> None:
+    import shutil
+
+    from cube_lab.config import Settings, local_username
+    from cube_lab.identity import Caller
+    from cube_lab.workspace import Workspace
+
+    plain = tmp_path / "no-template"
+    shutil.copytree(files / "base", plain)
+    (plain / "chat_template.jinja").unlink()
+    settings = json.loads((plain / "tokenizer_config.json").read_text())
+    settings.pop("chat_template", None)
+    (plain / "tokenizer_config.json").write_text(json.dumps(settings))
+    cases = [
+        ({"model": str(plain)}, "has no chat template"),
+        ({"method": "dpo"}, "method dpo needs preference data"),
+    ]
+    data_dir = tmp_path / "d"
+    for change, message in cases:
+        path = tmp_path / "ft.yaml"
+        base = {"model": str(files / "base"), "data": str(files / "alpaca.json")}
+        path.write_text(yaml.safe_dump({**base, **change}))
+        assert main(["--data-dir", str(data_dir), "finetune", str(path)]) == 2
+        assert message in capsys.readouterr().err
+    ws = Workspace(Settings.resolve(data_dir))
+    try:
+        assert ws.training.list(Caller(local_username())) == []  # no job was recorded
+    finally:
+        ws.close()

@@ -213,8 +213,7 @@ def resolve_model_path(model: str, base: Path) -> str:
     resolve), or an error that says why a hub id cannot be used here."""
     if _REF.match(model) and not is_kind(base / model, "any"):
         return model
-    path = Path(model).expanduser()
-    path = path if path.is_absolute() else base / path
+    path = user_path(model, base, "model")
     if is_kind(path, "dir"):
         if not is_kind(path / "config.json", "file"):
             raise InvalidInput(
@@ -335,8 +334,20 @@ def _path(value: Any, name: str, base: Path, *, required: bool = False) -> str |
     text = _text(value, name, required=required)
     if text is None:
         return None
-    path = Path(text).expanduser()
-    return str((path if path.is_absolute() else base / path).resolve())
+    path = user_path(text, base, name)
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise InvalidInput(f"{name}: {text!r} is not a usable path", str(exc)) from None
+
+
+def user_path(text: str, base: Path, name: str) -> Path:
+    """``text`` as a path (``~`` expanded), relative ones under ``base``."""
+    try:
+        path = Path(text).expanduser()
+    except (RuntimeError, ValueError) as exc:  # ~nobody, a NUL byte
+        raise InvalidInput(f"{name}: {text!r} is not a usable path", str(exc)) from None
+    return path if path.is_absolute() else base / path
 
 
 def _int(value: Any, name: str, low: int, high: int) -> int:
@@ -353,8 +364,14 @@ def _float(value: Any, name: str, low: float, high: float) -> float:
     if isinstance(value, str):
         with contextlib.suppress(ValueError):
             value = float(value)  # YAML reads 1e-4 (no dot) as a string
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput(f"{name} must be a number", f"got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int past any float
+        finite = False
+    if not finite:
+        raise InvalidInput(f"{name} must be a finite number", f"got {str(value)[:40]}")
     if not low <= value <= high:
         raise InvalidInput(f"{name} must be from {low:g} to {high:g}", f"got {value!r}")
     return float(value)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
-from .config import FinetuneConfig, is_kind, resolve_model_path
+from .config import FinetuneConfig, is_kind, resolve_model_path, user_path
 
 # LLaMA-Factory key -> FinetuneConfig field (same meaning)
 MAPPED = {
@@ -111,8 +111,7 @@ def dataset_entry(dataset: Any, dataset_dir: Any, base: Path) -> dict[str, Any]:
             "Give one dataset name (merging several comes later).",
         )
     name = names[0]
-    folder = Path(str(dataset_dir or "data")).expanduser()
-    folder = folder if folder.is_absolute() else base / folder
+    folder = user_path(str(dataset_dir or "data"), base, "dataset_dir")
     info_path = folder / "dataset_info.json"
     if not is_kind(info_path, "file"):
         if is_kind(folder / name, "file"):  # a file named directly

@@ -12,6 +12,7 @@ data file, the hyperparameters, the final metrics and the job.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ from ..errors import Conflict, InvalidInput
 from ..identity import Caller
 from ..projects.service import personal_name
 from .config import FinetuneConfig
+from .data import load_records
+
+CHECKED = 1000  # records converted before launch
 
 JOB_SCRIPT = Path(__file__).parent / "job" / "finetune_job.py"
 
@@ -36,6 +40,36 @@ def read_config_file(path: Path) -> Any:
         raise InvalidInput(f"{path.name} is not valid YAML/JSON", str(exc)) from None
 
 
+def check_before_launch(config: FinetuneConfig) -> None:
+    """What would fail in the job, said now (a 400, nothing recorded): records that do not
+    convert (the first ``CHECKED``), data that does not fit the method, a tokenizer
+    without the chat template conversational data needs. Reads files only (no torch)."""
+    data = replace(config.data, max_samples=min(config.data.max_samples or CHECKED, CHECKED))
+    first = load_records(data)[0]
+    if config.method == "dpo" and "chosen" not in first:
+        raise InvalidInput(
+            "method dpo needs preference data (prompt / chosen / rejected)",
+            f"{Path(config.data.path).name} holds {'text' if 'text' in first else 'chats'}.",
+        )
+    if config.method == "sft" and "chosen" in first:
+        raise InvalidInput("method sft takes instruction or chat data, not preference pairs")
+    folder = Path(config.model)
+    settings = folder / "tokenizer_config.json"
+    try:
+        has_template = (folder / "chat_template.jinja").is_file() or bool(
+            json.loads(settings.read_text()).get("chat_template")
+        )
+    except (OSError, ValueError):
+        has_template = False
+    if "text" not in first and not has_template:
+        raise InvalidInput(
+            f"the tokenizer of {config.base_ref or folder} has no chat template",
+            "Conversational data is rendered with the tokenizer's chat template: save one "
+            "with the tokenizer (tokenizer.chat_template = ...; save_pretrained), or use "
+            "plain text data.",
+        )
+
+
 class FinetuneService:
     def __init__(self, workspace: Any) -> None:
         self.ws = workspace
@@ -45,6 +79,7 @@ class FinetuneService:
         config = FinetuneConfig.from_dict(data, base_dir)
         if not Path(config.model).is_dir():  # NAME:VERSION of the registry
             config.base_ref, config.model = self.resolve_version(caller, config.model, config)
+        check_before_launch(config)
         return config
 
     def resolve_version(
