@@ -189,16 +189,27 @@ def issuer() -> Issuer | None:
     return _issuer
 
 
-def job_vars(job: JobRef) -> dict[str, str] | None:
-    """What a job's environment gets to reach the service as its owner: the service's URL,
-    the job's token, the owner's home (where paths resolve) and the job's folder. None when
-    no issuer is configured in this process."""
-    from .config import ENV_ROOT_DIR, ENV_SERVICE_URL
+def service_vars(job: JobRef) -> dict[str, str] | None:
+    """The service's URL and the job's token: what a job anywhere (a pod on the cluster
+    too) needs to reach the service as its owner. None when no issuer is configured."""
+    from .config import ENV_SERVICE_URL
 
     current = _issuer
     if current is None:
         return None
-    out = {ENV_SERVICE_URL: current.service_url, ENV_TOKEN: current.issue(job)}
+    return {ENV_SERVICE_URL: current.service_url, ENV_TOKEN: current.issue(job)}
+
+
+def job_vars(job: JobRef) -> dict[str, str] | None:
+    """What a job's environment gets to reach the service as its owner: the service's URL,
+    the job's token, the owner's home (where paths resolve) and the job's folder. None when
+    no issuer is configured in this process."""
+    from .config import ENV_ROOT_DIR
+
+    current = _issuer
+    out = service_vars(job)
+    if current is None or out is None:
+        return None
     if current.home is not None:
         out[ENV_ROOT_DIR] = str(current.home(job.owner))
     if job.folder:

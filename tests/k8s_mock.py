@@ -26,6 +26,7 @@ RESOURCES = (
     "kubeflow.org/v1beta1/experiments",
     "serving.kserve.io/v1beta1/inferenceservices",
     "v1/pods",
+    "v1/secrets",
 )
 
 

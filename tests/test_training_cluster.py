@@ -382,3 +382,65 @@ async def test_cancel_from_another_thread_deletes_the_job(ws: Any, alice: Caller
         assert await ws.training.wait(job_id) == "cancelled"
         assert km.objects[PLURALS["MPIJob"], NS, job.name].deleted
         assert ws.training.get(alice, job_id).status == "cancelled"
+
+
+@pytest.mark.parametrize("kind, plural", [(None, "PyTorchJob"), ("trainjob", "TrainJob")])
+async def test_under_the_hub_the_pods_get_the_jobs_token_from_a_secret(
+    ws: Any, alice: Caller, kind: str | None, plural: str
+) -> None:
+    """With the cube-lab service's issuer configured (as under the hub), a cluster job's
+    pods get ``$CUBE_LAB_SERVICE_URL`` and a token of the job's own from a Secret created
+    with the job (never written into the job object), deleted when the job is stopped."""
+    import json
+
+    from cube_lab import job_credentials
+
+    issuer = job_credentials.Issuer(os.urandom(32), "http://hub:8020")
+    job_credentials.configure(issuer)
+    service = ws.training
+    try:
+        async with api_server() as km:
+            use(ws, km)
+            job = await asyncio.to_thread(service.prepare, alice, BASE | {"kind": kind})
+            job_id = await service.launch(job)
+            secret_name = f"{job.name}-token"
+            secret = km.objects["v1/secrets", NS, secret_name].raw
+            token = secret["stringData"]["CUBE_LAB_TOKEN"]
+            assert secret["stringData"]["CUBE_LAB_SERVICE_URL"] == "http://hub:8020"
+            claims = issuer.verify(token)
+            assert (claims.kind, claims.id, claims.owner) == ("training", job_id, "alice")
+            assert job_credentials.active(ws.store, claims)
+
+            obj = km.objects[PLURALS[plural], NS, job.name].raw
+            check(obj)  # still fits the CRD
+            assert token not in json.dumps(obj)
+            containers = (
+                [obj["spec"]["trainer"]]
+                if plural == "TrainJob"
+                else [
+                    c
+                    for replica in obj["spec"]["pytorchReplicaSpecs"].values()
+                    for c in replica["template"]["spec"]["containers"]
+                ]
+            )
+            assert containers
+            for container in containers:
+                refs = {
+                    e["name"]: e["valueFrom"]["secretKeyRef"]
+                    for e in container["env"]
+                    if "valueFrom" in e
+                }
+                assert refs == {
+                    key: {"name": secret_name, "key": key}
+                    for key in ("CUBE_LAB_SERVICE_URL", "CUBE_LAB_TOKEN")
+                }
+            if plural == "PyTorchJob":
+                for replica in obj["spec"]["pytorchReplicaSpecs"].values():
+                    labels = replica["template"]["metadata"]["labels"]
+                    assert labels[kubernetes.SERVICE_ACCESS_LABEL] == "true"
+
+            await asyncio.to_thread(service.stop, alice, job_id)
+            assert km.objects["v1/secrets", NS, secret_name].deleted
+            assert not job_credentials.active(ws.store, claims)
+    finally:
+        job_credentials.configure(None)

@@ -120,6 +120,10 @@ def _context_namespace(paths: list[Path], context: str | None) -> str | None:
     return None
 
 
+# core kinds cube-lab creates beside custom objects (a job's Secret): kind -> the client's name
+CORE_KINDS = {"Secret": "secret"}
+
+
 @dataclass(frozen=True)
 class Resource:
     """A namespaced resource: its group, version and plural (``kind`` for messages)."""
@@ -131,8 +135,11 @@ class Resource:
 
     @classmethod
     def of(cls, obj: dict[str, Any]) -> Resource:
-        """The resource of a manifest; every kind we create pluralizes with an ``s``."""
+        """The resource of a manifest; every kind we create pluralizes with an ``s``. Of the
+        core group (``apiVersion: v1``) only the kinds in ``CORE_KINDS``."""
         api, kind = obj.get("apiVersion", ""), obj.get("kind", "")
+        if api == "v1" and kind in CORE_KINDS:
+            return cls("", "v1", CORE_KINDS[kind] + "s", kind)
         if "/" not in api or not kind:
             raise InvalidInput(
                 "a custom object needs apiVersion group/version and kind",
@@ -230,12 +237,16 @@ class Kube:
         res = Resource.of(obj)
         name = obj.get("metadata", {}).get("name", "")
         ns = self._ns(obj.get("metadata", {}).get("namespace"))
-        created = await self._call(
-            f"create {res.kind} {name} in namespace {ns}",
-            self._custom.create_namespaced_custom_object(
+        call = (
+            getattr(self._core, f"create_namespaced_{CORE_KINDS[res.kind]}")(ns, obj)
+            if not res.group
+            else self._custom.create_namespaced_custom_object(
                 res.group, res.version, ns, res.plural, obj
-            ),
+            )
         )
+        created = await self._call(f"create {res.kind} {name} in namespace {ns}", call)
+        if not res.group:  # the core API answers a model object
+            created = self._api.sanitize_for_serialization(created)
         return dict(created or {})
 
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -280,13 +291,15 @@ class Kube:
     async def delete(self, res: Resource, name: str, namespace: str | None = None) -> bool:
         """Delete with its pods (background propagation); False when it was already gone."""
         ns = self._ns(namespace)
-        try:
-            await self._call(
-                f"delete {res.kind or res.plural} {name} in namespace {ns}",
-                self._custom.delete_namespaced_custom_object(
-                    res.group, res.version, ns, res.plural, name, propagation_policy="Background"
-                ),
+        call = (
+            getattr(self._core, f"delete_namespaced_{CORE_KINDS[res.kind]}")(name, ns)
+            if not res.group
+            else self._custom.delete_namespaced_custom_object(
+                res.group, res.version, ns, res.plural, name, propagation_policy="Background"
             )
+        )
+        try:
+            await self._call(f"delete {res.kind or res.plural} {name} in namespace {ns}", call)
         except CubeError as exc:
             if exc.status == 404:
                 return False

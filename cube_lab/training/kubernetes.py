@@ -57,6 +57,47 @@ def manifests(
     return build[kind](spec, meta)
 
 
+# the pods that may reach the cube-lab service (the chart's network policy lets them)
+SERVICE_ACCESS_LABEL = "cube-lab.io/service-access"
+
+
+def with_service_access(docs: list[dict[str, Any]], values: dict[str, str]) -> list[dict[str, Any]]:
+    """``docs`` with a Secret first holding ``values`` (the job's token and the cube-lab
+    service's URL: ``job_credentials.service_vars``), and every container of the job taking
+    them as environment variables from it (the token is never in the job object, which more
+    people may read than its pods' secrets). The Secret is deleted with the job's objects."""
+    job = copy.deepcopy(docs[-1])
+    meta = job["metadata"]
+    name = f"{k8s_name(meta['name'], 52)}-token"
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": meta["namespace"], "labels": dict(meta["labels"])},
+        "type": "Opaque",
+        "stringData": dict(values),
+    }
+    env = [{"name": k, "valueFrom": {"secretKeyRef": {"name": name, "key": k}}} for k in values]
+    for container in _containers(job):
+        container["env"] = [*container.get("env", []), *env]
+    for template in _templates(job):
+        template.setdefault("metadata", {}).setdefault("labels", {})[SERVICE_ACCESS_LABEL] = "true"
+    return [secret, *docs[:-1], job]
+
+
+def _containers(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every container of a job object (a TrainJob's trainer stands for its containers)."""
+    if job["kind"] == "TrainJob":
+        return [job["spec"]["trainer"]]
+    return [c for template in _templates(job) for c in template["spec"]["containers"]]
+
+
+def _templates(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod templates of a job object's replica specs (none in a TrainJob's own spec)."""
+    replicas = job["spec"].get("pytorchReplicaSpecs") or job["spec"].get("tfReplicaSpecs")
+    replicas = replicas or job["spec"].get("mpiReplicaSpecs") or {}
+    return [replica["template"] for replica in replicas.values()]
+
+
 # -- the pieces every kind shares -----------------------------------------------------------
 
 

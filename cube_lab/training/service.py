@@ -37,7 +37,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .. import accounts, containment
+from .. import accounts, containment, job_credentials
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..datasets import ENV_DATASET
 from ..errors import Conflict, InvalidInput, NotFound
@@ -314,6 +314,11 @@ class TrainingService:
         docs = kubernetes.manifests(
             spec, object_name, namespace=config.default_namespace(), labels=labels
         )
+        # under the hub the pods reach the cube-lab service as the owner, while the job runs
+        job_ref = job_credentials.JobRef("training", job_id, caller.username)
+        reach = job_credentials.service_vars(job_ref)
+        if reach is not None:
+            docs = kubernetes.with_service_access(docs, reach)
         used = self._datasets(caller, spec)
         self._admit(caller, spec, job_id)
         job_dir = self.jobs_root / job_id
