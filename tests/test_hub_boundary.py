@@ -9,13 +9,8 @@ or the store's credentials, while alice's own work (a model, a pipeline run) goe
 from __future__ import annotations
 
 import json
-import os
 import pwd
-import shutil
-import sys
-import tempfile
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +22,7 @@ from cube_lab import accounts
 from cube_lab.handlers import routes
 from cube_lab.hub import devhub
 from tests.hub_kernel import Kernel
+from tests.hub_util import cube, home, needs_accounts, running_hub, wait_for_run
 from tests.labeling_util import make_csv
 from tests.pipeline_util import node, script, write_pipeline
 from tests.test_handlers import METHODS, concrete
@@ -34,45 +30,12 @@ from tests.test_handlers import METHODS, concrete
 pytestmark = pytest.mark.hub
 
 USERS = ("alice", "bob")
-REPO = Path(__file__).resolve().parents[1]
-
-
-def os_accounts_usable() -> bool:
-    """Root, and this Python and checkout open to other accounts (``.ci/run`` opens them):
-    then each user's server and jobs run as their own OS account."""
-    if os.geteuid() != 0:
-        return False
-    paths = [Path(os.path.realpath(sys.executable)), REPO]
-    return all(p.stat().st_mode & 0o001 for path in paths for p in path.parents)
-
-
-OS_ACCOUNTS = os_accounts_usable()
-needs_accounts = pytest.mark.skipif(
-    not OS_ACCOUNTS,
-    reason="per-user OS accounts need root and a Python other accounts can run "
-    "(chmod o+x the folders above it, as .ci/run does)",
-)
 
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-boundary-"))
-    root.chmod(0o711)  # the users' accounts pass through to their homes
-    try:
-        running = devhub.start(root, {}, os_accounts=OS_ACCOUNTS)
-    except FileNotFoundError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-    try:
-        for name in USERS:
-            running.hub("POST", f"/users/{name}")
+    with running_hub("cube-hub-boundary-", USERS) as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
-        if OS_ACCOUNTS:  # the system accounts the hub made for the users
-            for name in USERS:
-                accounts.remove_user(name)
 
 
 @pytest.fixture(scope="module")
@@ -99,30 +62,9 @@ def bob_kernel(
     kernel.shutdown()
 
 
-def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:
-    return hub.request(
-        kw.pop("method", "GET"), f"/user/{owner}/cube/api/v1/{path}", token=token, **kw
-    )
-
-
 def server_env(server: dict[str, Any]) -> dict[str, str]:
     raw = Path(f"/proc/{server['state']['pid']}/environ").read_text()
     return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
-
-
-def wait_for_run(hub: devhub.DevHub, token: str, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        status, found = cube(hub, "alice", f"pipelines/runs/{run_id}", token)
-        assert status == 200, found
-        if found["status"] not in ("queued", "pending", "running"):
-            return found
-        time.sleep(0.5)
-    raise TimeoutError(f"run {run_id} still {found['status']}")
-
-
-def home(hub: devhub.DevHub, user: str) -> Path:
-    return hub.data_dir / "users" / user
 
 
 def test_user_servers_hold_no_keys_to_the_store(

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
-import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -176,32 +174,24 @@ def test_a_job_without_an_issuer_or_a_job_has_no_store(issuer: Issuer) -> None:
 
 from cube_lab.hub import devhub  # noqa: E402
 from tests.hub_kernel import Kernel  # noqa: E402
+from tests.hub_util import (  # noqa: E402
+    OS_ACCOUNTS,
+    cube,
+    home,
+    needs_accounts,
+    running_hub,
+    wait_for_run,
+)
 from tests.labeling_util import make_csv  # noqa: E402
 from tests.pipeline_util import node, script, write_pipeline  # noqa: E402
-from tests.test_hub_boundary import OS_ACCOUNTS, needs_accounts  # noqa: E402
 
 USERS = ("alice", "bob")
 
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-jobs-"))
-    root.chmod(0o711)
-    try:
-        running = devhub.start(root, {}, os_accounts=OS_ACCOUNTS)
-    except FileNotFoundError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-    try:
-        for name in USERS:
-            running.hub("POST", f"/users/{name}")
+    with running_hub("cube-hub-jobs-", USERS) as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
-        if OS_ACCOUNTS:
-            for name in USERS:
-                accounts.remove_user(name)
 
 
 @pytest.fixture(scope="module")
@@ -219,19 +209,9 @@ def servers(hub: devhub.DevHub, tokens: dict[str, str]) -> dict[str, Any]:
     return started
 
 
-def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:
-    return hub.request(
-        kw.pop("method", "GET"), f"/user/{owner}/cube/api/v1/{path}", token=token, **kw
-    )
-
-
 def service(hub: devhub.DevHub, path: str, token: str) -> tuple[int, Any]:
     """A request straight to the cube-lab service (as jobs make them)."""
     return hub.request("GET", f"/services/cube-lab/cube/api/v1/{path}", token=token)
-
-
-def home(hub: devhub.DevHub, user: str) -> Path:
-    return hub.data_dir / "users" / user
 
 
 def exported_dataset(hub: devhub.DevHub, user: str, token: str, texts: list[str]) -> None:
@@ -265,17 +245,6 @@ def in_process(hub: devhub.DevHub, user: str, name: str) -> pd.DataFrame:
         return datasets.read(ws.datasets.resolve(Caller(user), name))
     finally:
         ws.close()
-
-
-def wait_for_run(hub: devhub.DevHub, token: str, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        status, found = cube(hub, "alice", f"pipelines/runs/{run_id}", token)
-        assert status == 200, found
-        if found["status"] not in ("queued", "pending", "running"):
-            return found
-        time.sleep(0.5)
-    raise TimeoutError(f"run {run_id} still {found['status']}")
 
 
 NODE = textwrap.dedent(

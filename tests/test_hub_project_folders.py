@@ -10,20 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cube_lab import accounts
 from cube_lab.hub import devhub
 from cube_lab.names import folder_name
+from tests.hub_util import OS_ACCOUNTS, cube, running_hub
 from tests.pipeline_util import node, script, write_pipeline
-from tests.test_hub_boundary import OS_ACCOUNTS
 
 pytestmark = pytest.mark.hub
 
@@ -33,40 +30,14 @@ GROUP = "ml-team"
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-projects-"))
-    root.chmod(0o711)
-    try:
-        running = devhub.start(root, {}, os_accounts=OS_ACCOUNTS)
-    except FileNotFoundError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-    try:
-        for name in USERS:
-            running.hub("POST", f"/users/{name}")
-        running.hub("POST", f"/groups/{GROUP}")
-        status, body = running.hub("POST", f"/groups/{GROUP}/users", {"users": ["alice"]})
-        assert status == 200, body
-        for name in USERS:
-            status, server = running.spawn(name, {"profile": "cpu"})
-            assert status == 201, f"{name}: {server}"
+    groups = {GROUP: ["alice"]}
+    with running_hub("cube-hub-projects-", USERS, groups=groups, spawn=True) as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
-        if OS_ACCOUNTS:
-            for name in USERS:
-                accounts.remove_user(name)
-            accounts.remove_group(GROUP)
 
 
 @pytest.fixture(scope="module")
 def tokens(hub: devhub.DevHub) -> dict[str, str]:
     return {name: hub.user_token(name) for name in USERS}
-
-
-def cube(hub: devhub.DevHub, user: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:
-    method = kw.pop("method", "GET")
-    return hub.request(method, f"/user/{user}/cube/api/v1/{path}", token=token, **kw)
 
 
 def shared_folder(hub: devhub.DevHub) -> Path:

@@ -1,0 +1,108 @@
+"""Shared by the tests that run a real hub (local shape) with a few users: start and stop it,
+call the cube-lab API through a user's server, wait for a run.
+
+Where the machine allows it (root, and a Python and checkout other accounts can run:
+``.ci/run`` opens them) each user's server and jobs run as their own OS account.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cube_lab import accounts
+from cube_lab.hub import devhub
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def os_accounts_usable() -> bool:
+    """Root, and this Python and checkout open to other accounts: then each user's server and
+    jobs run as their own OS account."""
+    if os.geteuid() != 0:
+        return False
+    paths = [Path(os.path.realpath(sys.executable)), REPO]
+    return all(p.stat().st_mode & 0o001 for path in paths for p in path.parents)
+
+
+OS_ACCOUNTS = os_accounts_usable()
+needs_accounts = pytest.mark.skipif(
+    not OS_ACCOUNTS,
+    reason="per-user OS accounts need root and a Python other accounts can run "
+    "(chmod o+x the folders above it, as .ci/run does)",
+)
+
+
+@contextlib.contextmanager
+def running_hub(
+    prefix: str,
+    users: Iterable[str],
+    *,
+    groups: Mapping[str, list[str]] | None = None,
+    spawn: bool = False,
+) -> Iterator[devhub.DevHub]:
+    """A throwaway hub with ``users`` (and hub ``groups`` of them), their servers started
+    when ``spawn``; with OS accounts where the machine allows them. Skips the test when the
+    proxy cannot be installed."""
+    users = list(users)
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o711)  # the users' accounts pass through to their homes
+    try:
+        running = devhub.start(root, {}, os_accounts=OS_ACCOUNTS)
+    except FileNotFoundError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
+    try:
+        for name in users:
+            running.hub("POST", f"/users/{name}")
+        for group, members in (groups or {}).items():
+            running.hub("POST", f"/groups/{group}")
+            status, body = running.hub("POST", f"/groups/{group}/users", {"users": members})
+            assert status == 200, body
+        if spawn:
+            for name in users:
+                status, server = running.spawn(name, {"profile": "cpu"})
+                assert status == 201, f"{name}: {server}"
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        if OS_ACCOUNTS:  # the system accounts the hub made for the users and groups
+            for name in users:
+                accounts.remove_user(name)
+            for group in groups or {}:
+                accounts.remove_group(group)
+
+
+def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:
+    """A cube-lab API request through ``owner``'s server, with ``token``."""
+    return hub.request(
+        kw.pop("method", "GET"), f"/user/{owner}/cube/api/v1/{path}", token=token, **kw
+    )
+
+
+def home(hub: devhub.DevHub, user: str) -> Path:
+    return hub.data_dir / "users" / user
+
+
+def wait_for_run(
+    hub: devhub.DevHub, token: str, run_id: str, owner: str = "alice", timeout: float = 180
+) -> dict[str, Any]:
+    """The pipeline run once it has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, found = cube(hub, owner, f"pipelines/runs/{run_id}", token)
+        assert status == 200, found
+        if found["status"] not in ("queued", "pending", "running"):
+            return found
+        time.sleep(0.5)
+    raise TimeoutError(f"run {run_id} still {found['status']}")
