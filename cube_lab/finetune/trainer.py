@@ -152,30 +152,22 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
     peft_config = _lora(config) if config.finetuning_type == "lora" else None
     report = _callback()
     dataset = Dataset.from_list(records)
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
     if config.method == "sft":
-        from trl import SFTConfig, SFTTrainer
-
-        args = SFTConfig(**_common(config, checkpoints), dataset_num_proc=None)
-        trainer = SFTTrainer(
-            model=model,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-            peft_config=peft_config,
-            callbacks=[report],
-        )
+        args: Any = SFTConfig(**_common(config, checkpoints), dataset_num_proc=None)
+        trainer_class: Any = SFTTrainer
     else:
-        from trl import DPOConfig, DPOTrainer
-
         args = DPOConfig(**_common(config, checkpoints), beta=config.beta)
-        trainer = DPOTrainer(
-            model=model,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-            peft_config=peft_config,
-            callbacks=[report],
-        )
+        trainer_class = DPOTrainer
+    trainer = trainer_class(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[report],
+    )
     trainer.remove_callback(PrinterCallback)  # Report prints each step instead
     started = time.monotonic()
     result = trainer.train()
