@@ -44,12 +44,14 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     """The SDK, imported on first use: ``cl.models``, ``cl.pipelines.run(...)``,
-    ``cl.train(...)``, ``cl.tune(...)``, ``cl.deploy(...)``, ``cl.connect(url, token=...)``
+    ``cl.train(...)``, ``cl.tune(...)``, ``cl.finetune(...)``, ``cl.deploy(...)``,
+    ``cl.connect(url, token=...)``
     (``import cube_lab`` stays light)."""
     import importlib
 
-    if name in ("pipelines", "training", "tuning"):
-        # the packages; their run/runs/jobs/experiments/get delegate to cube_lab.sdk
+    if name in ("pipelines", "training", "tuning", "finetune"):
+        # the packages; their run/runs/jobs/experiments/get delegate to cube_lab.sdk, and
+        # cube_lab.finetune(config) is callable
         return importlib.import_module(f"cube_lab.{name}")
     if name in _LAZY:
         module, attr = _LAZY[name]

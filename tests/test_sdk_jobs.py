@@ -336,3 +336,43 @@ def test_handles_show_as_text_outside_a_kernel(here: Path, capsys: Any) -> None:
     shown = _view_checked(view, bad)
     assert shown["bar"][2] == "danger" and "Log of bad (last lines)" in view.log.value
     assert "about to fail" in view.log.value
+
+
+def _finetune_roundtrip(root: Path) -> dict[str, Any]:
+    """A LoRA SFT of a tiny random model, from a YAML beside its files."""
+    import yaml
+    from test_finetune import alpaca_rows
+
+    from cube_lab.finetune import tiny
+
+    (root / "alpaca.json").write_text(json.dumps(alpaca_rows()))
+    tiny.build(root / "base", [json.dumps(r) for r in alpaca_rows()])
+    settings = {"model": "base", "data": "alpaca.json", "logging_steps": 2, "cutoff_len": 128}
+    settings |= {"learning_rate": 0.01, "per_device_train_batch_size": 4}
+    (root / "sft.yaml").write_text(yaml.safe_dump(settings))
+    job = cl.finetune("sft.yaml", max_steps=4)  # returns at once
+    assert isinstance(job, Job) and job.status in ("queued", "running")
+    assert job.wait(timeout=300).status == "succeeded", job.logs()[-3000:]
+    frame = job.metrics()
+    assert frame.index.tolist() == [2, 4] and (frame["loss"] > 0).all()
+    version = job.register("tiny-sft")
+    with pytest.raises(InvalidInput) as refused:
+        cl.finetune({**settings, "model": "no-such-folder"})
+    return {
+        "job": {k: job.data[k] for k in ("status", "framework", "name")},
+        "steps": frame.index.tolist(),
+        "version": (version.name, version.version, version.flavor),
+        "refused": refused.value.error.replace(str(root), "ROOT"),
+    }
+
+
+def test_finetune_here_and_over_rest_answer_the_same(
+    here: Path,
+    server: tuple[str, Path],  # noqa: F811  (the fixture of test_sdk)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mine = _finetune_roundtrip(here)
+    assert mine["job"] == {"status": "succeeded", "framework": "pytorch", "name": "finetune-sft"}
+    assert mine["version"] == ("tiny-sft", 1, "peft")
+    theirs = _finetune_roundtrip(_connect(server, monkeypatch))
+    assert theirs == mine

@@ -3,4 +3,26 @@
 ``config`` reads fine-tune configs and LLaMA-Factory YAMLs, ``data`` the data formats,
 ``trainer`` is what the job runs, ``service`` launches it through the training service and
 registers the result. Nothing here imports torch, transformers or TRL at import time.
+
+The package is also the SDK's ``cl.finetune(config, ...)`` (``cube_lab.sdk.finetune``):
+once imported it is what ``cube_lab.finetune`` names, so calling it starts a fine-tune.
 """
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..sdk.training import Job
+
+
+class _Callable(types.ModuleType):
+    def __call__(self, config: Any, *args: Any, **kwargs: Any) -> Job:
+        from ..sdk.finetune import finetune
+
+        return finetune(config, *args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _Callable

@@ -130,6 +130,10 @@ class Transport(abc.ABC):
     def register_job(self, job_id: str, body: Json) -> Json:
         """Implemented by each transport."""
 
+    @abc.abstractmethod
+    def start_finetune(self, config: Json, folder: Path, project: str | None, nproc: int) -> Json:
+        """Implemented by each transport: a fine-tune, started as a training job."""
+
     # -- tuning experiments -------------------------------------------------------------
 
     @abc.abstractmethod
@@ -345,8 +349,6 @@ class LocalTransport(Transport):
     # -- training jobs ------------------------------------------------------------------
 
     def start_job(self, spec: Json) -> Json:
-        from ..training.cluster import ClusterJob
-
         service = self.ws.training
         spec, working_dir = job_paths(spec)
         cwd = Path.cwd().resolve()
@@ -357,6 +359,22 @@ class LocalTransport(Transport):
             root if root and cwd.is_relative_to(root) else None,
             cwd=cwd,
         )
+        return self._launch(job)
+
+    def start_finetune(self, config: Json, folder: Path, project: str | None, nproc: int) -> Json:
+        from ..finetune.service import FinetuneService
+
+        service = FinetuneService(self.ws)
+        parsed = service.parse(self.caller, {**config, "project": project} if project else config,
+                               folder.resolve())  # fmt: skip
+        return self._launch(service.prepare(self.caller, parsed, nproc=nproc, cwd=folder))
+
+    def _launch(self, job: Any) -> Json:
+        """Start a prepared training job in a thread of this process (a cluster one is
+        submitted first, then followed)."""
+        from ..training.cluster import ClusterJob
+
+        service = self.ws.training
         if isinstance(job, ClusterJob):
             asyncio.run(service.submit(job))  # its objects exist on the cluster, or this fails
             job_id = job.job_id
@@ -654,6 +672,10 @@ class RestTransport(Transport):
 
     def get_job(self, job_id: str) -> Json:
         return self.client.get(self._job(job_id))
+
+    def start_finetune(self, config: Json, folder: Path, project: str | None, nproc: int) -> Json:
+        body = {"config": config, "folder": self.relative(folder, "folder"), "nproc": nproc}
+        return self.client.post("finetune/jobs", {**body, "project": project} if project else body)
 
     def list_jobs(self, project: str | None, limit: int) -> list[Json]:
         return self.client.get("training/jobs", project=project, limit=limit)["jobs"]

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import builtins
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInput
 from . import current
+from .configs import read_config
 from .handle import Handle, Json
 
 if TYPE_CHECKING:
@@ -154,25 +153,7 @@ def tune(
     ``config`` is a YAML/JSON file or a dict of NNI v2 config fields; its relative paths
     (``trialCodeDirectory``) start at ``base_dir`` (default: the file's folder, else the
     current one). ``overrides`` replace fields, e.g. ``maxTrialNumber=20``."""
-    import yaml
-
-    if isinstance(config, str | os.PathLike):
-        path = Path(config).expanduser()
-        try:
-            data = yaml.safe_load(path.read_text())
-        except FileNotFoundError:
-            raise InvalidInput(f"config file {str(path)!r} not found") from None
-        except yaml.YAMLError as exc:
-            raise InvalidInput(f"config file {str(path)!r} is not YAML", str(exc)) from None
-        folder = Path(base_dir).expanduser() if base_dir else path.absolute().parent
-    elif isinstance(config, dict):
-        data, folder = dict(config), Path(base_dir or ".").expanduser().absolute()
-    else:
-        raise InvalidInput(
-            "config must be a YAML/JSON file or a dict", f"got {type(config).__name__}"
-        )
-    if not isinstance(data, dict):
-        raise InvalidInput("an experiment config must be a mapping")
+    data, folder = read_config(config, base_dir, "an experiment")
     return Experiment(current().start_experiment({**data, **overrides}, folder, project))
 
 
