@@ -69,9 +69,7 @@ def running_hub(
             status, body = running.hub("POST", f"/groups/{group}/users", {"users": members})
             assert status == 200, body
         if spawn:
-            for name in users:
-                status, server = running.spawn(name, {"profile": "cpu"})
-                assert status == 201, f"{name}: {server}"
+            spawn_servers(running, users)
         yield running
     finally:
         running.stop()
@@ -81,6 +79,16 @@ def running_hub(
                 accounts.remove_user(name)
             for group in groups or {}:
                 accounts.remove_group(group)
+
+
+def spawn_servers(hub: devhub.DevHub, users: Iterable[str]) -> dict[str, Any]:
+    """Start each user's server (the cpu profile); the hub's record of each, by name."""
+    started = {}
+    for name in users:
+        status, server = hub.spawn(name, {"profile": "cpu"})
+        assert status == 201, f"{name}: {server}"
+        started[name] = server
+    return started
 
 
 def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:

@@ -22,7 +22,7 @@ from cube_lab import accounts
 from cube_lab.handlers import routes
 from cube_lab.hub import devhub
 from tests.hub_kernel import Kernel
-from tests.hub_util import cube, home, needs_accounts, running_hub, wait_for_run
+from tests.hub_util import cube, home, needs_accounts, running_hub, spawn_servers, wait_for_run
 from tests.labeling_util import make_csv
 from tests.pipeline_util import node, script, write_pipeline
 from tests.test_handlers import METHODS, concrete
@@ -45,12 +45,7 @@ def tokens(hub: devhub.DevHub) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def servers(hub: devhub.DevHub, tokens: dict[str, str]) -> dict[str, Any]:
-    started = {}
-    for name in USERS:
-        status, server = hub.spawn(name, {"profile": "cpu"})
-        assert status == 201, f"{name}: {server}"
-        started[name] = server
-    return started
+    return spawn_servers(hub, USERS)
 
 
 @pytest.fixture(scope="module")

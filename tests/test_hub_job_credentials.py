@@ -180,6 +180,7 @@ from tests.hub_util import (  # noqa: E402
     home,
     needs_accounts,
     running_hub,
+    spawn_servers,
     wait_for_run,
 )
 from tests.labeling_util import make_csv  # noqa: E402
@@ -201,12 +202,7 @@ def tokens(hub: devhub.DevHub) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def servers(hub: devhub.DevHub, tokens: dict[str, str]) -> dict[str, Any]:
-    started = {}
-    for name in USERS:
-        status, server = hub.spawn(name, {"profile": "cpu"})
-        assert status == 201, f"{name}: {server}"
-        started[name] = server
-    return started
+    return spawn_servers(hub, USERS)
 
 
 def service(hub: devhub.DevHub, path: str, token: str) -> tuple[int, Any]:
