@@ -60,6 +60,14 @@ class ModelVersion:
         target = Path(to).expanduser()
         return current().download(self.project, self.name, str(self.version), target)
 
+    def load(self) -> Any:
+        """The version back in memory, by its flavor: a scikit-learn estimator, a
+        ``torch.nn.Module``, a transformers pipeline, an MLflow pyfunc model, an ONNX Runtime
+        session, a ``peft`` adapter on its base as ``(model, tokenizer)``, a ``generic`` folder's
+        ``predictor.py`` class; over REST the artifact is downloaded once into a cache."""
+        transport = current()
+        return load_artifact(transport.artifact(self.data), self.flavor, self.project)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ModelVersion) and self.data == other.data
 
@@ -73,6 +81,75 @@ class ModelVersion:
             + (f" {metrics}" if metrics else "")
             + ">"
         )
+
+
+def load_artifact(path: Path, flavor: str, project: str) -> Any:
+    """A model from its artifact ``path``: what the serving loaders load (the object inside
+    their predictor), a ``peft`` adapter on its base (the registered base version when the
+    adapter names one, fetched like this one)."""
+    from ..registry.flavors import load_peft
+
+    if flavor == "peft":
+
+        def base_folder(ref: str) -> str:  # "project/name:version", or "name:version"
+            base_project, _, rest = ref.rpartition("/")
+            return str(current().artifact(models.get(rest, base_project or project).data))
+
+        return load_peft(path, base_resolver=base_folder)
+    from ..serving import loaders
+
+    if flavor == "transformers" and path.is_dir() and not (path / "MLmodel").is_file():
+        return _hf_pipeline(path)
+    if flavor == "generic" and not (path / "predictor.py").is_file():
+        raise InvalidInput(
+            f"a generic artifact ({path.name}) has no loader",
+            "Fetch its files with cl.models.get(ref).download(folder) and read them, or "
+            "register it with a flavor (sklearn, pytorch, transformers, pyfunc, onnx) or with "
+            "a predictor.py that defines a class Predictor(path).",
+        )
+    try:
+        predictor = loaders.load(path, flavor)
+    except loaders.LoadError as exc:
+        raise InvalidInput(f"cannot load this {flavor} model: {exc}") from None
+    for attr in ("model", "pipeline", "session", "obj"):  # each Predictor keeps one of these
+        if hasattr(predictor, attr):
+            return getattr(predictor, attr)
+    return predictor
+
+
+# A Hugging Face folder's task, from the class its config.json names: ``pipeline(model=path)``
+# alone asks the Hub for the task (transformers 5), which fails offline and for a local folder.
+_TASKS = (
+    ("ForCausalLM", "text-generation"),
+    ("ForSequenceClassification", "text-classification"),
+    ("ForTokenClassification", "token-classification"),
+    ("ForQuestionAnswering", "question-answering"),
+    ("ForMaskedLM", "fill-mask"),
+    ("ForConditionalGeneration", "text2text-generation"),
+    ("ForImageClassification", "image-classification"),
+)
+
+
+def _hf_pipeline(path: Path) -> Any:
+    """A transformers pipeline of a Hugging Face model folder, its task read from its config."""
+    import json
+
+    import transformers
+
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"{path.name}/config.json cannot be read: {exc}") from None
+    names = [str(a) for a in config.get("architectures") or []]
+    task = next((t for n in names for suffix, t in _TASKS if n.endswith(suffix)), None)
+    if task is None:
+        raise InvalidInput(
+            f"cannot tell the task of the transformers model {path.name} "
+            f"(architectures {names or 'not given'})",
+            "Load its files yourself: cl.models.get(ref).download(folder), then "
+            "transformers.pipeline(TASK, model=folder).",
+        )
+    return transformers.pipeline(task, model=str(path))
 
 
 class Models:
@@ -89,6 +166,11 @@ class Models:
         return ModelVersion(
             transport.get_version(project or transport.personal_project(), name, version)
         )
+
+    def load(self, ref: str, project: str | None = None) -> Any:
+        """A version back in memory by its flavor: ``cl.models.load("iris:3")`` (see
+        ``ModelVersion.load``)."""
+        return self.get(ref, project).load()
 
     def register(
         self,
@@ -126,7 +208,7 @@ class Models:
         return ModelVersion(current().register(obj_or_path, fields))
 
     def __repr__(self) -> str:
-        return "<cube-lab models: list(), get(ref), register(obj_or_path, name)>"
+        return "<cube-lab models: list(), get(ref), load(ref), register(obj_or_path, name)>"
 
 
 models = Models()

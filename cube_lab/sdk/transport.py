@@ -42,6 +42,13 @@ def lineage_fields() -> Json:
     }
 
 
+def model_cache_root() -> Path:
+    """Where model versions fetched over REST are kept, per user:
+    ``$XDG_CACHE_HOME/cube-lab/models`` (``~/.cache/...``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "cube-lab" / "models"
+
+
 def deliver(source: Path, target: Path, filename: str) -> Path:
     """Copy a file or folder to ``target``: into it when it is a folder, else as it."""
     dest = target / filename if target.is_dir() else target
@@ -77,6 +84,12 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def download(self, project: str, name: str, ref: str, target: Path) -> Path:
         """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def artifact(self, version: Json) -> Path:
+        """A path here of the version's artifact (its REST JSON), to read, not to change: the
+        store's own file in this process, a copy cached once (a version never changes) over
+        REST."""
 
     @abc.abstractmethod
     def start_run(self, path: str | os.PathLike[str], body: Json) -> Json:
@@ -288,6 +301,12 @@ class LocalTransport(Transport):
     def download(self, project: str, name: str, ref: str, target: Path) -> Path:
         found = self.ws.registry.download(self.caller, project, name, ref)
         return deliver(Path(found.path), target, found.filename)
+
+    def artifact(self, version: Json) -> Path:
+        found = self.ws.registry.download(
+            self.caller, version["project"], version["model"], version["version"]
+        )
+        return Path(found.path)
 
     def _pipeline_root(self, path: Path) -> Path:
         # The rule of the CLI's ``cube-lab pipeline run``: the server root when the file is
@@ -626,6 +645,19 @@ class RestTransport(Transport):
             dest.parent.mkdir(parents=True, exist_ok=True)
             answer.save(dest)
             return dest
+
+    def artifact(self, version: Json) -> Path:
+        from .. import datasets as cache  # the datasets' cache rules, in a folder of models'
+        from ..rest_client import segment
+
+        project, name, number = version["project"], version["model"], int(version["version"])
+        folder = model_cache_root() / cache._safe(project) / cache._safe(name) / str(number)
+        mark = {"id": version["id"], "version": number, "checksum": version["checksum"]}
+        target = folder / str(version["artifact_name"])
+        if not cache._cached(folder, mark, target):
+            where = f"{self._model(project, name)}/versions/{segment(str(number))}/download"
+            cache._download(self.client, where, folder, target.name, mark)
+        return target
 
     def start_run(self, path: str | os.PathLike[str], body: Json) -> Json:
         payload = {k: v for k, v in body.items() if v is not None}
