@@ -79,22 +79,32 @@ DYNAMIC: dict[str, list[str]] = {
         "only %1 address range(s)",
         "%1 denied",
     ],
-    "src/panels/deployments/logic.ts": [  # parseRequestBody, planDeploy
-        'The request must be a JSON object, e.g. {"inputs": [...]}.',
-        "A canary takes more than 0 and less than 100 percent.",
+    "src/panels/training/logic.ts": [  # splitArgs' errors, shown as a field's error
+        "unclosed double quote",
+        "unclosed single quote",
+    ],
+    "src/panels/tuning/logic.ts": [  # SHAPES: what a search-space entry's _value must be
+        "a non-empty list of options",
+        "[lower, upper] integers with lower < upper",
+        "[low, high] with low < high",
+        "[low, high, q] with low < high and q > 0",
+        "[low, high] with 0 < low < high",
+        "[low, high, q] with 0 < low < high and q > 0",
+        "[mu, sigma] with sigma > 0",
+        "[mu, sigma, q] with sigma > 0 and q > 0",
     ],
 }
 # The calls whose argument is such an id (file -> the argument expressions): any other call
 # with a non-literal argument is an error, since no catalog can know its text.
 DYNAMIC_CALLS: dict[str, set[str]] = {
     "src/panels/deployments/access.tsx": {"message", "request.error"},
-    "src/panels/deployments/dialog.tsx": {"this._errors.percent"},
-    "src/panels/deployments/view.tsx": {"parsed.error"},
     "src/panels/labeling/annotator.tsx": {"taskTypeLabel(proj.type)"},
     "src/panels/labeling/forms.tsx": {"taskTypeLabel(t)"},
     "src/panels/labeling/panel.tsx": {"taskTypeLabel(p.type)"},
     "src/panels/labeling/project.tsx": {"taskTypeLabel(p.type)", "s.status"},
     "src/panels/pipelines/schedule.tsx": {"p.label"},
+    "src/panels/training/logic.ts": {"(err as Error).message"},
+    "src/panels/tuning/logic.ts": {"(err as Error).message", "SHAPES[kind]"},
 }
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 
@@ -262,6 +272,72 @@ def extract(
             msg = found.setdefault((None, msgid), Message(msgid))
             msg.where.append(f"{rel}:0")
     return found, errors
+
+
+# -- literals that never reach the translator ------------------------------------------------
+
+# A quoted string on one line (a template literal only without ${...}).
+LITERAL = re.compile(
+    r"""(?<![\w$])('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\\n$]|\\.)*`)"""
+)
+# English prose: a capitalised word and two more words after spaces, or a sentence of three
+# words or more ending in "." (identifiers, CSS classes, paths and keys have no spaces).
+PROSE = re.compile(r"^[A-Z][a-z]+(?:,? [A-Za-z%\d][\w'-]*){2,}|^[A-Za-z]\S* \S+ .*\.$")
+# Where a literal is not text for the UI: what precedes it (plug-in and token descriptions,
+# which JupyterLab shows untranslated; console messages for developers).
+NOT_UI = re.compile(r"(\bdescription:|console\.\w+\(|new Token<[^>]*>\(\s*'[^']*',)\s*$")
+# Product names, shown as they are in every language.
+NAMES = {"Label Studio JSON"}
+
+
+def untranslated_literals(
+    src: Path = SRC, messages: dict[tuple[str | None, str], Message] | None = None
+) -> list[str]:
+    """English prose in ``src`` that is neither a catalog message nor an argument of a
+    translator call: a user would read it in English whatever the language."""
+    if messages is None:
+        messages, _ = extract(src)
+    known = {m.msgid for m in messages.values()} | {m.plural for m in messages.values() if m.plural}
+    out: list[str] = []
+    for path in source_files(src):
+        rel = path.relative_to(src.parent).as_posix()
+        text = _blank_comments(path.read_text(encoding="utf-8"))
+        for match in LITERAL.finditer(text):
+            try:
+                value = _read_literal(text, match.start())[0]
+            except (ExtractError, IndexError, ValueError):
+                continue
+            if value in known or value in NAMES or not PROSE.search(value):
+                continue
+            if NOT_UI.search(text[max(0, match.start() - 80) : match.start()]):
+                continue
+            line = text.count("\n", 0, match.start()) + 1
+            out.append(f"{rel}:{line}: {match.group()}")
+    return out
+
+
+def _blank_comments(text: str) -> str:
+    """``text`` with its comments turned to spaces (lines kept), strings left alone."""
+    out = list(text)
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "'\"`":
+            try:
+                _, i = _read_literal(text, i)
+            except (ExtractError, IndexError, ValueError):
+                i += 1
+            continue
+        if text.startswith("//", i) or text.startswith("/*", i):
+            end = text.find("\n", i) if text[i + 1] == "/" else text.find("*/", i) + 2
+            end = len(text) if end < (1 if text[i + 1] == "/" else 2) else end
+            for j in range(i, end):
+                if out[j] != "\n":
+                    out[j] = " "
+            i = end
+            continue
+        i += 1
+    return "".join(out)
 
 
 def placeholders(text: str) -> set[str]:

@@ -3,11 +3,15 @@
  */
 
 /** Translates a message (a `TranslationBundle.__` or the identity). */
-interface ITrans {
+export interface ITrans {
   __(msgid: string, ...args: any[]): string;
 }
 
-const identity: ITrans = {
+/**
+ * The English text with `%1`, `%2`... filled in: what a check returns when no
+ * translator is given (tests, code paths without a bundle).
+ */
+export const identity: ITrans = {
   __: (msgid: string, ...args: any[]) =>
     msgid.replace(/%(\d+)/g, (m, i) => String(args[Number(i) - 1] ?? m))
 };

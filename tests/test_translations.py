@@ -114,6 +114,54 @@ def test_every_string_in_src_is_found(found: dict) -> None:
     assert len(found) > 800
 
 
+def test_literal_check_flags_prose_outside_the_translator(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "panels").mkdir(parents=True)
+    (src / "panels" / "a.tsx").write_text(
+        "const a = 'Pick a file to run.';\n"  # flagged: prose, no translator
+        'const b = <p title="Save the pipeline first">x</p>;\n'  # flagged
+        "const c = trans.__('Give it a name.');\n"
+        "const d = trans._n('%1 node', '%1 nodes were removed for good.', n);\n"
+        "const e = 'cube-TField-input cube-mod-invalid';\n"
+        "const f = `cube-Button ${x}`;\n"
+        "const g = 'image-bbox';\n"
+        "// A comment is not shown to anyone.\n"
+        "/* Nor is this block comment. */\n"
+        "const h = { description: 'The cube-lab side panels: one per capability.' };\n"
+        "console.warn('Could not load the settings.');\n"
+        "const i = 'Label Studio JSON';\n"
+        "const j = 'nvidia.com/gpu';\n",
+        encoding="utf-8",
+    )
+    messages, errors = extract_strings.extract(src, dynamic={})
+    assert errors == []
+    found = extract_strings.untranslated_literals(src, messages)
+    assert found == [
+        "src/panels/a.tsx:1: 'Pick a file to run.'",
+        'src/panels/a.tsx:2: "Save the pipeline first"',
+    ]
+
+
+# api.ts is another part's file (being edited now): its two fallback messages are routed
+# through the translator there; until then they are the only prose left outside it.
+PENDING_ELSEWHERE = {
+    "src/api.ts: 'Cannot reach the Jupyter server'",
+    "src/api.ts: 'Check that the server is running and try again.'",
+}
+
+
+def test_no_prose_outside_the_translator(found: dict) -> None:
+    left = [
+        line
+        for line in extract_strings.untranslated_literals(messages=found)
+        if re.sub(r":\d+:", ":", line, count=1) not in PENDING_ELSEWHERE
+    ]
+    assert left == [], (
+        "English text a user reads that does not go through trans.__ (wrap it, then run "
+        "`scripts/extract_strings.py update` and translate it):\n" + "\n".join(left)
+    )
+
+
 def test_every_translator_uses_the_cube_lab_domain() -> None:
     domains: set[str] = set()
     for path in extract_strings.source_files():

@@ -8,6 +8,8 @@ export function ErrorBox(props: {
   error: { error: string; detail: string };
   action?: { label: string; run: () => void };
   dismiss?: () => void;
+  /** The dismiss button's name for screen readers (translated). */
+  dismissLabel?: string;
   className?: string;
 }): JSX.Element {
   const { error } = props;
@@ -22,7 +24,7 @@ export function ErrorBox(props: {
           <button
             className="cube-TLink cube-LError-close"
             onClick={props.dismiss}
-            aria-label="Dismiss"
+            aria-label={props.dismissLabel}
           >
             ×
           </button>

@@ -119,11 +119,11 @@ export abstract class FormPage extends ReactWidget {
    */
   protected async submit<Form, Field extends string, Request, Result>(
     state: FormState<Form, Field>,
-    check: (form: Form) => IChecked<Field, Request>,
+    check: (form: Form, trans: TranslationBundle) => IChecked<Field, Request>,
     send: (request: Request) => Promise<Result>,
     done: (result: Result) => void
   ): Promise<void> {
-    const { request, errors } = check(state.value);
+    const { request, errors } = check(state.value, this.trans);
     state.errors = errors;
     this.submitError = null;
     if (!request) {

@@ -75,7 +75,8 @@ class DeployBody extends ReactWidget {
     const { plan, errors } = planDeploy(
       this._form,
       this.target,
-      this._existing()
+      this._existing(),
+      this._trans
     );
     this._errors = errors;
     this._error = null;
@@ -214,9 +215,7 @@ class DeployBody extends ReactWidget {
               {trans.__('A separate deployment under another name')}
             </label>
             {this._errors.percent ? (
-              <div className="cube-TField-error">
-                {trans.__(this._errors.percent)}
-              </div>
+              <div className="cube-TField-error">{this._errors.percent}</div>
             ) : null}
           </fieldset>
         ) : null}

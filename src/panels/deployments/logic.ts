@@ -5,6 +5,7 @@
  * dialog's form to the requests it sends.
  */
 import type { Deployment, DeployRequest, TrafficAction } from '../../api';
+import { identity, ITrans } from '../../validate';
 
 /* -------------------------------------------------------------------------- */
 /* Metrics                                                                    */
@@ -374,20 +375,28 @@ export type ParsedBody =
   { ok: true; body: Record<string, unknown> } | { ok: false; error: string };
 
 /** The editor's text as a request body (a JSON object), or why not. */
-export function parseRequestBody(text: string): ParsedBody {
+export function parseRequestBody(
+  text: string,
+  trans: ITrans = identity
+): ParsedBody {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
     return {
       ok: false,
-      error: `Not valid JSON: ${err instanceof Error ? err.message : String(err)}`
+      error: trans.__(
+        'Not valid JSON: %1',
+        err instanceof Error ? err.message : String(err)
+      )
     };
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) {
     return {
       ok: false,
-      error: 'The request must be a JSON object, e.g. {"inputs": [...]}.'
+      error: trans.__(
+        'The request must be a JSON object, e.g. {"inputs": [...]}.'
+      )
     };
   }
   return { ok: true, body: value as Record<string, unknown> };
@@ -486,21 +495,27 @@ export function findActive(
 export function planDeploy(
   form: IDeployForm,
   target: { project: string; model: string; version: number },
-  existing: Deployment | null
+  existing: Deployment | null,
+  trans: ITrans = identity
 ): IDeployPlanResult {
   const errors: Partial<Record<DeployField, string>> = {};
   const name = form.name.trim();
   if (!name) {
-    errors.name = 'A deployment needs a name.';
+    errors.name = trans.__('A deployment needs a name.');
   } else if (!NAME_RE.test(name)) {
-    errors.name =
-      'Use 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit.';
+    errors.name = trans.__(
+      'Use 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit.'
+    );
   }
   if (existing && form.mode !== 'new') {
     if (existing.model !== target.model) {
-      errors.name = `"${name}" serves model ${existing.model}; pick another name.`;
+      errors.name = trans.__(
+        '"%1" serves model %2; pick another name.',
+        name,
+        existing.model
+      );
     } else if (existing.version === target.version) {
-      errors.name = `"${name}" already serves v${target.version}.`;
+      errors.name = trans.__('"%1" already serves v%2.', name, target.version);
     }
     let percent = 0;
     if (form.mode === 'canary') {
@@ -511,8 +526,9 @@ export function planDeploy(
         percent <= 0 ||
         percent >= 100
       ) {
-        errors.percent =
-          'A canary takes more than 0 and less than 100 percent.';
+        errors.percent = trans.__(
+          'A canary takes more than 0 and less than 100 percent.'
+        );
       }
     }
     if (Object.keys(errors).length) {
@@ -533,23 +549,30 @@ export function planDeploy(
     };
   }
   if (existing) {
-    errors.name = `"${name}" is already running v${existing.version}: switch, canary, or pick another name.`;
+    errors.name = trans.__(
+      '"%1" is already running v%2: switch, canary, or pick another name.',
+      name,
+      existing.version
+    );
   }
   const replicas = Number(form.replicas);
   if (!Number.isInteger(replicas) || replicas < 1 || replicas > 16) {
-    errors.replicas = 'Replicas: a whole number from 1 to 16.';
+    errors.replicas = trans.__('Replicas: a whole number from 1 to 16.');
   }
   let port: number | undefined = undefined;
   if (form.port.trim()) {
     port = Number(form.port);
     if (!Number.isInteger(port) || port < 1024 || port > 65535) {
-      errors.port =
-        'Port: a whole number from 1024 to 65535, or empty for any free port.';
+      errors.port = trans.__(
+        'Port: a whole number from 1024 to 65535, or empty for any free port.'
+      );
     }
   }
   const samples = form.samples.trim() ? Number(form.samples) : 0;
   if (!Number.isFinite(samples) || samples < 0 || samples > 100) {
-    errors.samples = 'Samples: a percent from 0 to 100, or empty for none.';
+    errors.samples = trans.__(
+      'Samples: a percent from 0 to 100, or empty for none.'
+    );
   }
   if (Object.keys(errors).length) {
     return { plan: null, errors };

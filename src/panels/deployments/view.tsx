@@ -453,11 +453,11 @@ export class DeploymentView extends ReactWidget {
   }
 
   private async _send(): Promise<void> {
-    const parsed = parseRequestBody(this._request);
+    const parsed = parseRequestBody(this._request, this._trans);
     if (!parsed.ok) {
       this._sent = {
         answer: null,
-        error: { error: this._trans.__(parsed.error), detail: '' },
+        error: { error: parsed.error, detail: '' },
         ms: 0
       };
       this.update();

@@ -375,7 +375,10 @@ export function ProjectForm(
   const datasets = props.datasets.filter(
     d => d.kind === kind && (!form.project || d.project === form.project)
   );
-  const preview = React.useMemo(() => parseLabels(form.labels), [form.labels]);
+  const preview = React.useMemo(
+    () => parseLabels(form.labels, trans),
+    [form.labels, trans]
+  );
   const classTask = form.type.endsWith('-class');
   return (
     <form

@@ -11,6 +11,7 @@ import type {
   LabelingTaskType,
   LabelSpec
 } from '../../api';
+import { identity, ITrans } from '../../validate';
 import { RESERVED_KEYS } from './keys';
 
 /** The server's default palette, so the form previews the colours it gets. */
@@ -94,12 +95,14 @@ export function emptyDatasetForm(project = ''): IDatasetForm {
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
-function checkName(name: string): string | null {
+function checkName(name: string, trans: ITrans): string | null {
   if (!name) {
-    return 'Give it a name.';
+    return trans.__('Give it a name.');
   }
   if (!NAME_RE.test(name)) {
-    return 'Letters, digits, ".", "_" and "-" only, starting with a letter or digit.';
+    return trans.__(
+      'Letters, digits, ".", "_" and "-" only, starting with a letter or digit.'
+    );
   }
   return null;
 }
@@ -119,19 +122,24 @@ export function nameFromPath(path: string): string {
     .slice(0, 100);
 }
 
-export function datasetFormToRequest(form: IDatasetForm): {
+export function datasetFormToRequest(
+  form: IDatasetForm,
+  trans: ITrans = identity
+): {
   request: CreateDatasetRequest | null;
   errors: Partial<Record<DatasetField, string>>;
 } {
   const errors: Partial<Record<DatasetField, string>> = {};
   const name = form.name.trim();
   const path = form.path.trim();
-  const nameError = checkName(name);
+  const nameError = checkName(name, trans);
   if (nameError) {
     errors.name = nameError;
   }
   if (!path) {
-    errors.path = 'A folder of images, or a .csv / .jsonl file of texts.';
+    errors.path = trans.__(
+      'A folder of images, or a .csv / .jsonl file of texts.'
+    );
   }
   if (Object.keys(errors).length) {
     return { request: null, errors };
@@ -184,7 +192,10 @@ export function emptyProjectForm(project = ''): IProjectForm {
  * Read the label list: comma or newline separated; `name=key` picks the
  * hotkey, else 1..9 in order; colours from the palette.
  */
-export function parseLabels(text: string): {
+export function parseLabels(
+  text: string,
+  trans: ITrans = identity
+): {
   labels: LabelSpec[];
   problems: string[];
 } {
@@ -206,16 +217,21 @@ export function parseLabels(text: string): {
             .toLowerCase()
         : '';
     if (labels.some(l => l.name === name)) {
-      problems.push(`"${name}" is listed twice.`);
+      problems.push(trans.__('"%1" is listed twice.', name));
       continue;
     }
     if (key && (key.length !== 1 || RESERVED_KEYS.has(key))) {
       problems.push(
-        `Hotkey "${key}" of "${name}": use one character other than ${[...RESERVED_KEYS].join(', ')}.`
+        trans.__(
+          'Hotkey "%1" of "%2": use one character other than %3.',
+          key,
+          name,
+          [...RESERVED_KEYS].join(', ')
+        )
       );
     }
     if (key && taken.has(key)) {
-      problems.push(`Hotkey "${key}" is used twice.`);
+      problems.push(trans.__('Hotkey "%1" is used twice.', key));
     }
     if (key) {
       taken.add(key);
@@ -243,22 +259,25 @@ export function parseLabels(text: string): {
   return { labels, problems };
 }
 
-export function projectFormToRequest(form: IProjectForm): {
+export function projectFormToRequest(
+  form: IProjectForm,
+  trans: ITrans = identity
+): {
   request: CreateLabelingRequest | null;
   errors: Partial<Record<ProjectField, string>>;
 } {
   const errors: Partial<Record<ProjectField, string>> = {};
   const name = form.name.trim();
-  const nameError = checkName(name);
+  const nameError = checkName(name, trans);
   if (nameError) {
     errors.name = nameError;
   }
   if (!form.dataset) {
-    errors.dataset = 'Pick the dataset to label (create one first).';
+    errors.dataset = trans.__('Pick the dataset to label (create one first).');
   }
-  const { labels, problems } = parseLabels(form.labels);
+  const { labels, problems } = parseLabels(form.labels, trans);
   if (!labels.length) {
-    errors.labels = 'List the labels, e.g. "cat, dog".';
+    errors.labels = trans.__('List the labels, e.g. "cat, dog".');
   } else if (problems.length) {
     errors.labels = problems.join(' ');
   }
@@ -345,7 +364,8 @@ export function labelRows(
 export function assignRequest(
   users: string[],
   mode: 'round_robin' | 'batch',
-  batchSize: string
+  batchSize: string,
+  trans: ITrans = identity
 ): {
   request: {
     users: string[];
@@ -355,14 +375,16 @@ export function assignRequest(
   error: string | null;
 } {
   if (!users.length) {
-    return { request: null, error: 'Pick at least one annotator.' };
+    return { request: null, error: trans.__('Pick at least one annotator.') };
   }
   if (mode === 'batch') {
     const n = Number(batchSize);
     if (!Number.isInteger(n) || n < 1) {
       return {
         request: null,
-        error: 'The batch size is a whole number of tasks (1 or more).'
+        error: trans.__(
+          'The batch size is a whole number of tasks (1 or more).'
+        )
       };
     }
     return { request: { users, mode, batch_size: n }, error: null };

@@ -163,6 +163,7 @@ export class LabelingProjectView extends ReactWidget {
           <ErrorBox
             className="cube-LError"
             error={this._error}
+            dismissLabel={this._trans.__('Dismiss')}
             dismiss={() => {
               this._error = null;
               this.update();
@@ -704,7 +705,8 @@ export class LabelingProjectView extends ReactWidget {
     const { request, error } = assignRequest(
       [...this._assignUsers],
       this._assignMode,
-      this._batchSize
+      this._batchSize,
+      this._trans
     );
     if (!request) {
       this._error = { error: error ?? '', detail: '' };

@@ -9,6 +9,7 @@
  * identically and keeps whatever Elyra or another tool put there.
  */
 import { UUID } from '@lumino/coreutils';
+import { identity, ITrans } from '../../validate';
 
 export const ELYRA_VERSION = 8;
 export const SCHEMA_URL =
@@ -150,7 +151,11 @@ function primaryIndex(doc: JsonObject): number {
 }
 
 /** Parse a document's text. An empty text is a new, empty pipeline. */
-export function parse(text: string, fallbackName = 'pipeline'): PipelineGraph {
+export function parse(
+  text: string,
+  fallbackName = 'pipeline',
+  trans: ITrans = identity
+): PipelineGraph {
   if (!text.trim()) {
     return fromDocument(newDocument(fallbackName), fallbackName);
   }
@@ -159,49 +164,67 @@ export function parse(text: string, fallbackName = 'pipeline'): PipelineGraph {
     doc = JSON.parse(text);
   } catch (err) {
     throw new PipelineFormatError(
-      `The pipeline file is not valid JSON: ${(err as Error).message}`
+      trans.__(
+        'The pipeline file is not valid JSON: %1',
+        (err as Error).message
+      )
     );
   }
-  return fromDocument(doc, fallbackName);
+  return fromDocument(doc, fallbackName, trans);
 }
 
 export function fromDocument(
   input: unknown,
-  fallbackName = 'pipeline'
+  fallbackName = 'pipeline',
+  trans: ITrans = identity
 ): PipelineGraph {
   if (!isObject(input)) {
-    throw new PipelineFormatError('The pipeline document must be an object');
+    throw new PipelineFormatError(
+      trans.__('The pipeline document must be an object')
+    );
   }
   if ((input.doc_type ?? 'pipeline') !== 'pipeline') {
     throw new PipelineFormatError(
-      `doc_type is ${JSON.stringify(input.doc_type)}, not "pipeline"`
+      trans.__('doc_type is %1, not "pipeline"', JSON.stringify(input.doc_type))
     );
   }
   if (!Array.isArray(input.pipelines) || input.pipelines.length === 0) {
-    throw new PipelineFormatError('pipelines must be a non-empty array');
+    throw new PipelineFormatError(
+      trans.__('pipelines must be a non-empty array')
+    );
   }
   const raw = input;
   const primary = raw.pipelines[primaryIndex(raw)];
   if (!isObject(primary)) {
-    throw new PipelineFormatError('the primary pipeline must be an object');
+    throw new PipelineFormatError(
+      trans.__('the primary pipeline must be an object')
+    );
   }
   const appData = isObject(primary.app_data) ? primary.app_data : {};
   const version = appData.version ?? ELYRA_VERSION;
   if (typeof version !== 'number' || version > ELYRA_VERSION) {
     throw new PipelineFormatError(
-      `Elyra pipeline version ${JSON.stringify(version)} is not supported (cube-lab reads 5 to ${ELYRA_VERSION})`
+      trans.__(
+        'Elyra pipeline version %1 is not supported (cube-lab reads 5 to %2)',
+        JSON.stringify(version),
+        ELYRA_VERSION
+      )
     );
   }
   const props = isObject(appData.properties) ? appData.properties : {};
   const rawNodes = primary.nodes ?? [];
   if (!Array.isArray(rawNodes)) {
-    throw new PipelineFormatError('pipelines[0].nodes must be an array');
+    throw new PipelineFormatError(
+      trans.__('pipelines[0].nodes must be an array')
+    );
   }
-  const nodes = rawNodes.map((n, i) => readNode(n, i, version));
+  const nodes = rawNodes.map((n, i) => readNode(n, i, version, trans));
   const ids = new Set<string>();
   for (const node of nodes) {
     if (ids.has(node.id)) {
-      throw new PipelineFormatError(`two nodes have the id ${node.id}`);
+      throw new PipelineFormatError(
+        trans.__('two nodes have the id %1', node.id)
+      );
     }
     ids.add(node.id);
   }
@@ -242,13 +265,18 @@ const OLD_COMPONENT_KEYS = [
   'mounted_volumes'
 ];
 
-function readNode(raw: unknown, index: number, version: number): PipelineNode {
+function readNode(
+  raw: unknown,
+  index: number,
+  version: number,
+  trans: ITrans
+): PipelineNode {
   const where = `pipelines[0].nodes[${index}]`;
   if (!isObject(raw)) {
-    throw new PipelineFormatError(`${where} must be an object`);
+    throw new PipelineFormatError(trans.__('%1 must be an object', where));
   }
   if (typeof raw.id !== 'string' || !raw.id) {
-    throw new PipelineFormatError(`${where}.id is missing`);
+    throw new PipelineFormatError(trans.__('%1.id is missing', where));
   }
   const app = isObject(raw.app_data) ? raw.app_data : {};
   let params: JsonObject = isObject(app.component_parameters)

@@ -435,7 +435,8 @@ export class PipelineEditor extends ReactWidget {
     try {
       const graph = parse(
         text,
-        PathExt.basename(this.context.localPath, '.pipeline')
+        PathExt.basename(this.context.localPath, '.pipeline'),
+        this._trans
       );
       this._error = null;
       this._lastText = text;

@@ -8,6 +8,7 @@ import type {
   TrainingJob,
   TrainingJobRequest
 } from '../../api';
+import { identity, ITrans } from '../../validate';
 
 /* -------------------------------------------------------------------------- */
 /* Launch form                                                                */
@@ -131,7 +132,9 @@ export function splitArgs(text: string): string[] {
     }
   }
   if (quote) {
-    throw new Error(`unclosed ${quote === '"' ? 'double' : 'single'} quote`);
+    throw new Error(
+      quote === '"' ? 'unclosed double quote' : 'unclosed single quote'
+    );
   }
   if (inWord) {
     out.push(word);
@@ -159,7 +162,10 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  *
  * @returns the variables and, per bad line, a message naming it.
  */
-export function parseEnv(text: string): {
+export function parseEnv(
+  text: string,
+  trans: ITrans = identity
+): {
   env: Record<string, string>;
   errors: string[];
 } {
@@ -173,10 +179,16 @@ export function parseEnv(text: string): {
     const eq = line.indexOf('=');
     const key = eq < 0 ? line : line.slice(0, eq).trim();
     if (eq < 0) {
-      errors.push(`line ${index + 1}: "${line}" has no "=" (write KEY=value)`);
+      errors.push(
+        trans.__('line %1: "%2" has no "=" (write KEY=value)', index + 1, line)
+      );
     } else if (!ENV_NAME.test(key)) {
       errors.push(
-        `line ${index + 1}: "${key}" is not a variable name (letters, digits, _)`
+        trans.__(
+          'line %1: "%2" is not a variable name (letters, digits, _)',
+          index + 1,
+          key
+        )
       );
     } else {
       env[key] = line.slice(eq + 1).trim();
@@ -211,39 +223,48 @@ export function basename(path: string): string {
  * as they do when run by hand there): `working_dir` is that folder and
  * `script` the file name.
  */
-export function formToRequest(form: ILaunchForm): IFormResult {
+export function formToRequest(
+  form: ILaunchForm,
+  trans: ITrans = identity
+): IFormResult {
   const errors: Partial<Record<FormField, string>> = {};
   const script = form.script.trim().replace(/^\/+/, '');
   if (!script) {
-    errors.script = 'Pick the script to run (a file under the server root).';
+    errors.script = trans.__(
+      'Pick the script to run (a file under the server root).'
+    );
   } else if (script.endsWith('/')) {
-    errors.script = 'This is a folder: pick a file.';
+    errors.script = trans.__('This is a folder: pick a file.');
   } else if (script.split('/').includes('..')) {
-    errors.script = 'Give a path under the server root, without "..".';
+    errors.script = trans.__(
+      'Give a path under the server root, without "..".'
+    );
   }
   let args: string[] = [];
   try {
     args = splitArgs(form.args);
   } catch (err) {
-    errors.args = `Arguments: ${(err as Error).message}.`;
+    errors.args = trans.__('Arguments: %1.', trans.__((err as Error).message));
   }
   const workers = wholeNumber(form.workers, 1, 1024);
   if (workers === null) {
-    errors.workers = 'Workers: a whole number from 1.';
+    errors.workers = trans.__('Workers: a whole number from 1.');
   }
   const nproc = wholeNumber(form.nproc, 1, 1024);
   if (nproc === null) {
-    errors.nproc = 'Processes per worker: a whole number from 1.';
+    errors.nproc = trans.__('Processes per worker: a whole number from 1.');
   }
   const gpus = form.gpus.trim() === '' ? 0 : wholeNumber(form.gpus, 0, 64);
   if (gpus === null) {
-    errors.gpus = 'GPUs: a whole number from 0 to 64.';
+    errors.gpus = trans.__('GPUs: a whole number from 0 to 64.');
   }
   const gpuType = form.gpuType.trim();
   if (gpus && !gpuType) {
-    errors.gpuType = 'Name the GPU type (a key of the accelerator table).';
+    errors.gpuType = trans.__(
+      'Name the GPU type (a key of the accelerator table).'
+    );
   }
-  const env = parseEnv(form.env);
+  const env = parseEnv(form.env, trans);
   if (env.errors.length) {
     errors.env = env.errors.join('\n');
   }

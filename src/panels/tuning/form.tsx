@@ -114,8 +114,8 @@ export function ExperimentForm(props: IExperimentFormProps): JSX.Element {
   const { form, errors, trans, algorithms } = props;
   const [note, setNote] = React.useState('');
   const live = React.useMemo(
-    () => checkSpaceText(form.searchSpace),
-    [form.searchSpace]
+    () => checkSpaceText(form.searchSpace, trans),
+    [form.searchSpace, trans]
   );
   const input = (
     name: ExperimentField,

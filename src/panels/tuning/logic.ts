@@ -10,6 +10,7 @@ import type {
   TuningTrial,
   TuningTrialStatus
 } from '../../api';
+import { identity } from '../../validate';
 import { formatNumber, niceTicks, splitArgs } from '../training/logic';
 
 /* -------------------------------------------------------------------------- */
@@ -83,13 +84,17 @@ function isObject(v: unknown): v is Record<string, unknown> {
 /** Every bad entry of a parsed space (the server stops at the first). */
 export function checkSpace(
   space: unknown,
-  where = 'searchSpace'
+  where = 'searchSpace',
+  trans: ITrans = identity
 ): ISpaceProblem[] {
   if (!isObject(space) || !Object.keys(space).length) {
     return [
       {
         path: where,
-        message: `${where} must be a non-empty object of parameter -> {_type, _value}`
+        message: trans.__(
+          '%1 must be a non-empty object of parameter -> {_type, _value}',
+          where
+        )
       }
     ];
   }
@@ -99,7 +104,7 @@ export function checkSpace(
     if (!isObject(entry) || !('_type' in entry) || !('_value' in entry)) {
       problems.push({
         path: at,
-        message: `${at} must be an object with _type and _value`
+        message: trans.__('%1 must be an object with _type and _value', at)
       });
       continue;
     }
@@ -108,7 +113,12 @@ export function checkSpace(
     if (typeof kind !== 'string' || !(kind in SHAPES)) {
       problems.push({
         path: at,
-        message: `${at}: unknown _type ${JSON.stringify(kind)}; use one of ${Object.keys(SHAPES).join(', ')}`
+        message: trans.__(
+          '%1: unknown _type %2; use one of %3',
+          at,
+          JSON.stringify(kind),
+          Object.keys(SHAPES).join(', ')
+        )
       });
       continue;
     }
@@ -118,7 +128,7 @@ export function checkSpace(
           const inner = { ...option };
           delete inner._name;
           if (Object.keys(inner).length) {
-            problems.push(...checkSpace(inner, `${at}[${i}]`));
+            problems.push(...checkSpace(inner, `${at}[${i}]`, trans));
           }
         }
       });
@@ -126,7 +136,12 @@ export function checkSpace(
     if (!entryOk(kind, value)) {
       problems.push({
         path: at,
-        message: `${at}: ${kind} needs _value = ${SHAPES[kind]}`
+        message: trans.__(
+          '%1: %2 needs _value = %3',
+          at,
+          kind,
+          trans.__(SHAPES[kind])
+        )
       });
     }
   }
@@ -134,11 +149,16 @@ export function checkSpace(
 }
 
 /** Parse the editor's text and check it. */
-export function checkSpaceText(text: string): ISpaceCheck {
+export function checkSpaceText(
+  text: string,
+  trans: ITrans = identity
+): ISpaceCheck {
   if (!text.trim()) {
     return {
       space: null,
-      problems: [{ path: 'searchSpace', message: 'Write the search space.' }]
+      problems: [
+        { path: 'searchSpace', message: trans.__('Write the search space.') }
+      ]
     };
   }
   let parsed: unknown;
@@ -150,12 +170,12 @@ export function checkSpaceText(text: string): ISpaceCheck {
       problems: [
         {
           path: 'searchSpace',
-          message: `Not valid JSON: ${(err as Error).message}`
+          message: trans.__('Not valid JSON: %1', (err as Error).message)
         }
       ]
     };
   }
-  const problems = checkSpace(parsed);
+  const problems = checkSpace(parsed, 'searchSpace', trans);
   return {
     space: isObject(parsed) ? parsed : null,
     problems
@@ -216,39 +236,42 @@ function wholeNumber(text: string): number | null {
 }
 
 /** The request, or per-field errors (checked here as the server would). */
-export function formToExperiment(form: IExperimentForm): {
+export function formToExperiment(
+  form: IExperimentForm,
+  trans: ITrans = identity
+): {
   request: IExperimentRequest | null;
   errors: Partial<Record<ExperimentField, string>>;
 } {
   const errors: Partial<Record<ExperimentField, string>> = {};
-  const space = checkSpaceText(form.searchSpace);
+  const space = checkSpaceText(form.searchSpace, trans);
   if (space.problems.length) {
     errors.searchSpace = space.problems.map(p => p.message).join('\n');
   }
   const command = form.trialCommand.trim();
   if (!command) {
-    errors.trialCommand = 'Give the command that runs one trial.';
+    errors.trialCommand = trans.__('Give the command that runs one trial.');
   } else {
     try {
       splitArgs(command);
     } catch (err) {
-      errors.trialCommand = (err as Error).message;
+      errors.trialCommand = trans.__((err as Error).message);
     }
   }
   const maxTrials = wholeNumber(form.maxTrials);
   if (maxTrials === null) {
-    errors.maxTrials = 'A whole number from 1.';
+    errors.maxTrials = trans.__('A whole number from 1.');
   }
   const concurrency = wholeNumber(form.concurrency);
   if (concurrency === null) {
-    errors.concurrency = 'A whole number from 1.';
+    errors.concurrency = trans.__('A whole number from 1.');
   }
   const duration = form.maxDuration.trim();
   if (duration && !/^\d+(\.\d+)?\s*[smhd]$/.test(duration)) {
-    errors.maxDuration = 'A duration such as 90s, 30m, 2h or 1d.';
+    errors.maxDuration = trans.__('A duration such as 90s, 30m, 2h or 1d.');
   }
   if (!form.metric.trim()) {
-    errors.metric = 'Name the metric (default: the number reported).';
+    errors.metric = trans.__('Name the metric (default: the number reported).');
   }
   if (Object.keys(errors).length) {
     return { request: null, errors };
