@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
@@ -17,7 +18,8 @@ LOG_LINES = 10
 
 class Run(Handle):
     """A pipeline run: ``.status``, ``.nodes``, ``.refresh()``, ``.wait()``, ``.logs(node)``,
-    ``.stop()``. The state is what the last refresh saw (``.data``, the REST JSON)."""
+    ``.outputs(node)``, ``.stop()``. The state is what the last refresh saw (``.data``, the
+    REST JSON)."""
 
     kind = "run"
 
@@ -80,6 +82,13 @@ class Run(Handle):
             if chunk["done"] or chunk["offset"] == offset or chunk["offset"] >= chunk["size"]:
                 return text
             offset = chunk["offset"]
+
+    def outputs(self, node: str) -> list[Path]:
+        """The files (or folders) ``node`` (its id or label) declared as outputs, as this run
+        saved them, in declared order: paths to read here (over REST they are downloaded
+        once into ``$XDG_CACHE_HOME/cube-lab/runs``). Empty while the node has not ended
+        well; a reused (cached) node's are the earlier run's."""
+        return current().node_outputs(self.id, self._node_id(node))
 
     def stop(self) -> Run:
         """Cancel the run (its running nodes are killed); self."""

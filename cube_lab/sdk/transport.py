@@ -49,6 +49,33 @@ def model_cache_root() -> Path:
     return Path(base).expanduser() / "cube-lab" / "models"
 
 
+def run_cache_root() -> Path:
+    """Where pipeline run outputs fetched over REST are kept, per user, mirroring the server's
+    runs folder: ``$XDG_CACHE_HOME/cube-lab/runs``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "cube-lab" / "runs"
+
+
+def output_tops(results: list[str]) -> list[str]:
+    """The saved outputs among a node's result paths (relative to the runs folder:
+    ``RUN/nodes/NODE/outputs/I-NAME[/...]``), each once, in declared order (``I``)."""
+    tops: dict[str, int] = {}
+    for rel in results:
+        parts = rel.split("/")
+        if len(parts) >= 5 and parts[1] == "nodes" and parts[3] == "outputs":
+            index, _, _ = parts[4].partition("-")
+            tops.setdefault("/".join(parts[:5]), int(index) if index.isdigit() else 0)
+    return sorted(tops, key=lambda top: tops[top])
+
+
+def _fetched(path: Path, size: int) -> bool:
+    """A run's saved output never changes: a copy of the right size is the one."""
+    try:
+        return path.stat().st_size == size
+    except OSError:
+        return False
+
+
 def deliver(source: Path, target: Path, filename: str) -> Path:
     """Copy a file or folder to ``target``: into it when it is a folder, else as it."""
     dest = target / filename if target.is_dir() else target
@@ -112,6 +139,11 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def cancel_run(self, run_id: str) -> Json:
         """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def node_outputs(self, run_id: str, node_id: str) -> list[Path]:
+        """The run's saved copies of the node's declared outputs, in declared order: the run
+        folder's own in this process, a cached download over REST."""
 
     # -- training jobs ------------------------------------------------------------------
 
@@ -364,6 +396,11 @@ class LocalTransport(Transport):
 
     def cancel_run(self, run_id: str) -> Json:
         return self._json(self.ws.pipelines.cancel(self.caller, run_id))
+
+    def node_outputs(self, run_id: str, node_id: str) -> list[Path]:
+        service = self.ws.pipelines
+        results = service.results(self.caller, run_id, node_id)
+        return [service.runs_root / top for top in output_tops([r.path for r in results])]
 
     # -- training jobs ------------------------------------------------------------------
 
@@ -687,6 +724,24 @@ class RestTransport(Transport):
         from ..rest_client import segment
 
         return self.client.post(f"pipelines/runs/{segment(run_id)}/cancel")
+
+    def node_outputs(self, run_id: str, node_id: str) -> list[Path]:
+        from ..rest_client import segment
+
+        where = f"pipelines/runs/{segment(run_id)}/nodes/{segment(node_id)}/results"
+        files = self.client.get(where)["results"]
+        cache = run_cache_root()
+        for f in files:
+            rel = str(f["path"])
+            if output_tops([rel]) and not _fetched(cache / rel, int(f["size_bytes"])):
+                parts = "/".join(segment(p) for p in rel.split("/"))
+                target = cache / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_name(f".{target.name}.part")
+                with self.client.stream(f"{where}/{parts}") as answer:
+                    answer.save(partial)
+                partial.replace(target)  # whole or not at all
+        return [cache / top for top in output_tops([str(f["path"]) for f in files])]
 
     # -- training jobs ------------------------------------------------------------------
 
