@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from jupyter_server.auth.identity import (
     IdentityProvider,
@@ -73,6 +74,12 @@ class CubeLab(ExtensionApp):
                 os.environ.pop(name, None)
             self.settings[SERVICE] = (service, token)
             self.settings[CONNECTIONS] = ServiceConnections(service)  # kept open, reused
+            if not os.environ.get("JUPYTERHUB_HOST"):
+                # the panels call the service straight at the same path through the hub's
+                # proxy (src/api.ts; cube_lab/hub/browser_session.py); with subdomains it is
+                # another origin, and they keep to the forward
+                page_config = self.serverapp.web_app.settings.setdefault("page_config_data", {})
+                page_config["cubeLabService"] = urlparse(service).path
             self.log.info("cube-lab: the store is the cube-lab service's, at %s", service)
             return
         settings = config.Settings.resolve(self.data_dir, self.db_url, self.backend)

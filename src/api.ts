@@ -7,6 +7,12 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import {
+  IServiceSession,
+  noteServiceAnswer,
+  serviceSession
+} from './service_session';
+
 /** The URL prefix of the cube-lab REST API, relative to the server base URL. */
 export const API_PREFIX = 'cube/api/v1';
 
@@ -304,9 +310,13 @@ export async function requestAPI<T = unknown>(
     }
   }
 
-  let response: Response;
+  let response: Response | null = null;
+  const direct = settings ? null : await serviceSession();
+  if (direct) {
+    response = await requestService(direct, path, request);
+  }
   try {
-    response = await ServerConnection.makeRequest(url, request, s);
+    response ??= await ServerConnection.makeRequest(url, request, s);
   } catch (reason) {
     const message =
       reason instanceof Error ? reason.message : String(reason ?? '');
@@ -332,6 +342,38 @@ export async function requestAPI<T = unknown>(
     throw errorFromResponse(response.status, response.statusText, data, url);
   }
   return data as T;
+}
+
+/**
+ * The same request sent to the cube-lab service straight (under the hub), or `null` when it
+ * should go through the lab server after all: the service could not be reached, or it did
+ * not take the session's cookie (its 401/403 then carries `WWW-Authenticate`: the cookie
+ * expired or the XSRF token is stale; the next request opens a new session). Any other
+ * answer, refusals included, is the service's, as the lab server would have passed it on.
+ */
+async function requestService(
+  session: IServiceSession,
+  path: string,
+  request: RequestInit
+): Promise<Response | null> {
+  const headers = new Headers(request.headers);
+  headers.set('X-XSRFToken', session.xsrf);
+  try {
+    const response = await fetch(URLExt.join(session.base, API_PREFIX, path), {
+      ...request,
+      headers,
+      credentials: 'same-origin',
+      cache: 'no-store'
+    });
+    const refused =
+      (response.status === 401 || response.status === 403) &&
+      response.headers.has('WWW-Authenticate');
+    noteServiceAnswer(!refused);
+    return refused ? null : response;
+  } catch {
+    noteServiceAnswer(false); // unreachable: through the lab server instead
+    return null;
+  }
 }
 
 /** Build a CubeApiError from a failed answer's status and decoded body. */

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -17,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from cube_lab import accounts
@@ -89,6 +91,16 @@ def spawn_servers(hub: devhub.DevHub, users: Iterable[str]) -> dict[str, Any]:
         assert status == 201, f"{name}: {server}"
         started[name] = server
     return started
+
+
+def login(client: httpx.Client, username: str, password: str | None) -> httpx.Response:
+    """Post the hub's login form as a browser does: with the form's own hidden _xsrf field."""
+    page = client.get("/hub/login")
+    assert page.status_code == 200
+    xsrf = re.search(r'name="_xsrf" value="([^"]*)"', page.text).group(1)
+    assert xsrf, "the login form carries no XSRF token"
+    form = {"username": username, "password": password or "", "_xsrf": xsrf}
+    return client.post("/hub/login", data=form)
 
 
 def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:

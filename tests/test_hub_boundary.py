@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pwd
+import re
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,15 @@ from cube_lab import accounts
 from cube_lab.handlers import routes
 from cube_lab.hub import devhub
 from tests.hub_kernel import Kernel
-from tests.hub_util import cube, home, needs_accounts, running_hub, spawn_servers, wait_for_run
+from tests.hub_util import (
+    cube,
+    home,
+    login,
+    needs_accounts,
+    running_hub,
+    spawn_servers,
+    wait_for_run,
+)
 from tests.labeling_util import make_csv
 from tests.pipeline_util import node, script, write_pipeline
 from tests.test_handlers import METHODS, concrete
@@ -210,7 +219,7 @@ def test_every_route_of_the_service_needs_a_hub_token(
     hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
 ) -> None:
     """The service answers nothing without a token of a user, on any route and method; a
-    lab server's cookie (what a browser would send) is never read."""
+    lab server's cookie (what a browser would send there) means nothing to it."""
     base = server_env(servers["bob"])["CUBE_LAB_SERVICE_URL"].rstrip("/")
     cookies = {"jupyterhub-session-id": "x", "_xsrf": "x"}
     with httpx.Client(base_url=base, timeout=30) as web:
@@ -222,6 +231,49 @@ def test_every_route_of_the_service_needs_a_hub_token(
                 answer = web.request(method.upper(), path, cookies=cookies)
                 assert answer.status_code == 403, (method, path, answer.status_code)
                 assert answer.json()["error"], answer.text
+
+
+def test_a_browser_calls_the_service_with_its_oauth_cookie_and_xsrf_token(
+    hub: devhub.DevHub, tokens: dict[str, str]
+) -> None:
+    """What the panels do under the hub (src/service_session.ts): load the service's session
+    page as a page load (the hub's OAuth redirects), then call the API at the service's path
+    through the proxy with the service's cookie and the XSRF token the page gave."""
+    base = "/services/cube-lab"
+    page_load = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"}
+    with httpx.Client(base_url=hub.url, timeout=60) as browser:
+        assert login(browser, "admin", hub.admin_password()).status_code == 302
+        page = browser.get(f"{base}/browser-session", headers=page_load, follow_redirects=True)
+        assert page.status_code == 200, page.text[:300]
+        assert "frame-ancestors 'self'" in page.headers["Content-Security-Policy"]
+        found = re.search(r'id="cube-lab-session">(.*?)</script>', page.text)
+        session = json.loads(found.group(1))
+        assert session["user"] == "admin" and session["xsrf"]
+
+        fetch = {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Site": "same-origin"}
+        api = f"{base}/cube/api/v1"
+        with_xsrf = {**fetch, "X-XSRFToken": session["xsrf"]}
+        me = browser.get(f"{api}/whoami", headers=with_xsrf)
+        assert me.status_code == 200 and me.json()["user"] == "admin", me.text
+        made = browser.post(f"{api}/projects", json={"name": "browser-made"}, headers=with_xsrf)
+        assert made.status_code == 201, made.text
+        # the cookie alone is not taken from a page's fetch, read or write: no XSRF token, no
+        # user; the answer says so (WWW-Authenticate), which the page takes as "session gone"
+        for method in ("GET", "POST"):
+            bare = browser.request(method, f"{api}/projects", headers=fetch, json={"name": "x"})
+            assert bare.status_code == 403, (method, bare.text)
+            assert bare.headers["WWW-Authenticate"].startswith("token")
+            assert bare.json()["error"]
+        forged = browser.get(f"{api}/whoami", headers={**fetch, "X-XSRFToken": "forged"})
+        assert forged.status_code == 403
+        # a refusal that is the service's own decision carries no such header
+        other = browser.get(f"{api}/projects/bob", headers=with_xsrf)
+        assert other.status_code in (403, 404) and "WWW-Authenticate" not in other.headers
+    # the same store as every other route: what the browser made is the admin's only
+    status, mine = hub.request("GET", f"{api}/projects", token=hub.user_token("admin"))
+    assert status == 200 and "browser-made" in [p["name"] for p in mine["projects"]]
+    status, bobs = hub.request("GET", f"{api}/projects", token=tokens["bob"])
+    assert status == 200 and "browser-made" not in [p["name"] for p in bobs["projects"]]
 
 
 @needs_accounts

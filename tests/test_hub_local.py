@@ -26,6 +26,7 @@ import pytest
 
 from cube_lab.hub import client, devhub
 from cube_lab.hub.ledger import Ledger, QuotaExceeded
+from tests.hub_util import login
 
 pytestmark = pytest.mark.hub
 
@@ -73,16 +74,6 @@ def servers(hub: devhub.DevHub, tokens: dict[str, str]) -> dict[str, Any]:
         assert status == 201, f"{name}: {server}"
         started[name] = server
     return started
-
-
-def login(client: httpx.Client, username: str, password: str | None) -> httpx.Response:
-    """Post the hub's login form as a browser does: with the form's own hidden _xsrf field."""
-    page = client.get("/hub/login")
-    assert page.status_code == 200
-    xsrf = re.search(r'name="_xsrf" value="([^"]*)"', page.text).group(1)
-    assert xsrf, "the login form carries no XSRF token"
-    form = {"username": username, "password": password or "", "_xsrf": xsrf}
-    return client.post("/hub/login", data=form)
 
 
 def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:

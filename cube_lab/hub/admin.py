@@ -18,7 +18,6 @@ import ipaddress
 import json
 import logging
 import os
-import secrets
 import signal
 import time
 import uuid
@@ -33,7 +32,7 @@ from tornado import web
 from ..errors import CubeError, Forbidden, InvalidInput, NotFound
 from ..identity import check_name
 from . import policy
-from .config import ADMIN_SCOPE
+from .config import ADMIN_SCOPE, secret_file
 from .hubapi import HubAPI
 from .ledger import Ledger, QuotaExceeded, Reservation
 from .quotas import PROPERTY, GroupPolicy, Quota, demand, label, show, uses_accelerators
@@ -505,22 +504,13 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _cookie_secret(settings: HubSettings) -> bytes:
-    path = settings.hub_dir / "cube-admin-cookie-secret"
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(secrets.token_hex(32))
-    return path.read_text().strip().encode()
-
-
 async def _serve(args: argparse.Namespace) -> None:
     settings = load()
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
     # the singleton: HubOAuthCallbackHandler uses HubOAuth.instance(), which keeps the PKCE state
     auth = HubOAuth.instance(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=5)
     ctx = Context(settings, HubAPI(), auth)
-    app = make_app(ctx, prefix, _cookie_secret(settings))
+    app = make_app(ctx, prefix, secret_file(settings.hub_dir / "cube-admin-cookie-secret"))
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", settings.admin_url))
     host = url.hostname or "127.0.0.1"
     # a name such as http://hub:8010 (the hub pod's Service, under the chart) is reached from

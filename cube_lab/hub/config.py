@@ -40,13 +40,15 @@ def service_base(settings: HubSettings) -> str:
     return settings.service_url.rstrip("/") + f"/services/{STORE_SERVICE}/"
 
 
-def _secret_file(path: Path) -> None:
-    """JupyterHub refuses a cookie secret readable by others; write one 0600 if missing."""
+def secret_file(path: Path) -> bytes:
+    """A cookie secret (the hub's, a service's): made 0600 if missing (JupyterHub refuses one
+    readable by others), and read."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
             out.write(secrets.token_hex(32))
+    return path.read_text().strip().encode()
 
 
 def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
@@ -64,7 +66,7 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
         j.hub_bind_url = settings.hub_bind_url
         j.db_url = f"sqlite:///{hub_dir / 'jupyterhub.sqlite'}"
         j.cookie_secret_file = str(hub_dir / "jupyterhub_cookie_secret")
-        _secret_file(hub_dir / "jupyterhub_cookie_secret")
+        secret_file(hub_dir / "jupyterhub_cookie_secret")
         j.pid_file = str(hub_dir / "jupyterhub.pid")
         j.cleanup_servers = False  # servers survive a hub restart; the hub finds them by pid
         j.cleanup_proxy = True
@@ -174,7 +176,9 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
                 **env,
                 ENV_ADMIN_URL: settings.admin_url.rstrip("/") + f"/services/{ADMIN_SERVICE}/",
             },
-            "display": False,  # an API for lab servers, not a page
+            # panels in the browser call it straight (OAuth cookie + XSRF): no consent page
+            "oauth_no_confirm": True,
+            "display": False,  # an API, not a page
         },
     ]
     if settings.idle_timeout > 0 and not helm:

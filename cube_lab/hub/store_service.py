@@ -6,10 +6,13 @@ them: it serves the same REST API as the lab extension (``cube_lab.handlers.rout
 ``/services/cube-lab/cube/api/v1/...``, and a lab server forwards its users' requests here
 (``cube_lab/handlers/forward.py``) with its own hub token.
 
-Who calls is decided here and only here: every request must carry a hub token (header
-``Authorization: token ...``; cookies and URL tokens are not read) that grants
-``access:services!service=cube-lab``; the hub says whose it is, and that user's groups and
-admin flag come from the hub, not from anything the caller sends. Paths a user gives resolve
+Who calls is decided here and only here: every request must carry a hub token that grants
+``access:services!service=cube-lab``, either in the header (``Authorization: token ...``: lab
+servers, kernels, the CLI; URL tokens are not read) or, from a browser, in the OAuth cookie
+this service set (``browser_session.py``: the panels call here straight through the hub's
+proxy, one hop less than through the user's server) with its XSRF token in ``X-XSRFToken``.
+The hub says whose the token is, and that user's groups and admin flag come from the hub, not
+from anything the caller sends. Paths a user gives resolve
 in that user's home (``users/<folder>``). A job this service started for a user (a pipeline
 run, a training job, a tuning experiment, run as the user's OS account) calls with the token
 the service gave it (``cube_lab.job_credentials``): it acts as its owner, never as an admin,
@@ -31,7 +34,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from jupyter_server.auth.identity import IdentityProvider, User
-from jupyterhub.services.auth import HubAuth
+from jupyterhub.services.auth import HubAuth, HubOAuth, HubOAuthCallbackHandler
 from tornado import web
 
 from .. import accounts, job_credentials, startup
@@ -43,7 +46,8 @@ from ..identity import Caller
 from ..names import folder_name
 from ..workspace import Workspace
 from . import client
-from .config import STORE_SERVICE, service_base
+from .browser_session import BrowserSessionHandler
+from .config import STORE_SERVICE, secret_file, service_base
 from .hubapi import HubAPI
 from .settings import ADMIN_GROUP, HubSettings, load
 
@@ -118,17 +122,22 @@ class HubTokenIdentity(IdentityProvider):
     async def get_user(self, handler: web.RequestHandler) -> HubCaller | None:  # type: ignore[override]
         assert self.hub_auth is not None and self.users is not None
         token = self.hub_auth.get_token(handler, in_cookie=False)
-        if not token:
-            return None
-        if job_credentials.is_job_token(token):
+        if token and job_credentials.is_job_token(token):
             return await self._job_caller(handler, token)
-        model = await self.hub_auth.user_for_token(token, sync=False)
+        if token:
+            model = await self.hub_auth.user_for_token(token, sync=False)
+            handler._token_authenticated = True  # type: ignore[attr-defined]  # no xsrf check
+        elif isinstance(self.hub_auth, HubOAuth):
+            # a browser's OAuth cookie, taken only with its XSRF token where one is due (every
+            # fetch from a page, writes or reads; HubOAuth checks it and else returns None)
+            model = await self.hub_auth.get_user(handler, sync=False)
+        else:
+            return None
         if not model or model.get("kind", "user") != "user":
             return None  # unknown or revoked tokens, and services' own tokens
         if not self.hub_auth.check_scopes(self.hub_auth.access_scopes, model):
             log.info("token of %s lacks %s", model.get("name"), self.hub_auth.access_scopes)
             return None
-        handler._token_authenticated = True  # type: ignore[attr-defined]  # no xsrf: no cookies
         try:
             record = await self.users.get(model["name"])
         except CubeError as exc:
@@ -213,13 +222,20 @@ def make_app(
     workspace: Workspace, settings: HubSettings, identity: HubTokenIdentity, prefix: str
 ) -> web.Application:
     base = prefix.rstrip("/")
-    handlers = [(base + pattern, handler) for pattern, handler in routes()]
+    handlers: list[Any] = [(base + pattern, handler) for pattern, handler in routes()]
+    handlers += [
+        (f"{base}/browser-session", BrowserSessionHandler),
+        (f"{base}/oauth_callback", HubOAuthCallbackHandler),
+    ]
     return web.Application(
         handlers,
         base_url=prefix,
         identity_provider=identity,
-        allow_remote_access=True,  # callers are lab servers, by address; tokens decide
-        xsrf_cookies=False,  # no cookie is ever read here
+        cookie_secret=secret_file(settings.hub_dir / f"{STORE_SERVICE}-cookie-secret"),
+        allow_remote_access=True,  # callers are lab servers and browsers; tokens decide
+        # HubOAuth checks the XSRF token of every cookie request (get_user above); token
+        # requests need none
+        xsrf_cookies=False,
         **{
             WORKSPACE: workspace,
             ROOT_DIR: user_home(settings),
@@ -241,7 +257,9 @@ async def _serve() -> None:
     job_credentials.configure(jobs)
     identity = HubTokenIdentity()
     identity.workspace, identity.jobs = workspace, jobs
-    identity.hub_auth = HubAuth(api_token=token, cache_max_age=60)
+    # HubOAuth: header tokens as HubAuth, and browsers' cookies; the one instance, which the
+    # OAuth callback handler uses too
+    identity.hub_auth = HubOAuth.instance(api_token=token, cache_max_age=60)
     identity.users = HubUsers(HubAPI(token=token), workspace)
     app = make_app(workspace, settings, identity, prefix)
     url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", settings.service_url))
