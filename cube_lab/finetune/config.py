@@ -21,7 +21,9 @@ from typing import Any
 
 from ..errors import InvalidInput
 
-METHODS = ("sft", "dpo")
+METHODS = ("pt", "sft", "rm", "dpo", "grpo")
+PREFERENCE_METHODS = ("rm", "dpo")
+EVAL_STRATEGIES = ("no", "steps", "epoch")
 FINETUNING_TYPES = ("lora", "full")
 DATA_FORMATS = ("auto", "alpaca", "sharegpt", "openai", "preference", "text")
 _REF = re.compile(r"^[A-Za-z0-9][\w.-]*:(\d+|[A-Za-z][\w-]*)$")  # name:version (or :alias)
@@ -71,6 +73,18 @@ class FinetuneConfig:
     bf16: bool = False
     fp16: bool = False
     beta: float = 0.1  # DPO
+    # evaluation: a share (below 1) or a count of the records held out, or a file of its own
+    val_size: float = 0.0
+    eval_data: DataConfig | None = None
+    eval_strategy: str | None = None  # None: "steps" when eval_steps is given, else at the end
+    eval_steps: int | None = None
+    per_device_eval_batch_size: int = 1
+    # True: the newest checkpoint of this output folder; or a checkpoint folder
+    resume_from_checkpoint: str | bool | None = None
+    # GRPO: a Python file with def reward(prompts, completions, **kw) -> list[float]
+    reward_file: str | None = None
+    num_generations: int = 4
+    max_completion_length: int = 32
     project: str | None = None
     name: str | None = None
     # set when a registered version was resolved to its folder: "project/name:version"
@@ -120,16 +134,29 @@ class FinetuneConfig:
             output_dir=_path(data.get("output_dir"), "output_dir", base),
             seed=_int(data.get("seed", 42), "seed", 0, 2**32 - 1),
             logging_steps=_int(data.get("logging_steps", 1), "logging_steps", 1, 10**9),
-            save_steps=(
-                None
-                if data.get("save_steps") in (None, "")
-                else _int(data.get("save_steps"), "save_steps", 1, 10**9)
-            ),
+            save_steps=_optional_int(data.get("save_steps"), "save_steps", 1, 10**9),
             lr_scheduler_type=_text(data.get("lr_scheduler_type"), "lr_scheduler_type") or "linear",
             warmup_ratio=_float(data.get("warmup_ratio", 0.0), "warmup_ratio", 0.0, 1.0),
             bf16=_bool(data.get("bf16", False), "bf16"),
             fp16=_bool(data.get("fp16", False), "fp16"),
             beta=_float(data.get("beta", 0.1), "beta", 0.0, 1e3),
+            val_size=_val_size(data.get("val_size", 0.0)),
+            eval_data=None
+            if data.get("eval_data") in (None, "")
+            else _data(data.get("eval_data"), base, "eval_data"),
+            eval_strategy=None
+            if data.get("eval_strategy") in (None, "")
+            else _choice(data.get("eval_strategy"), "eval_strategy", EVAL_STRATEGIES),
+            eval_steps=_optional_int(data.get("eval_steps"), "eval_steps", 1, 10**9),
+            per_device_eval_batch_size=_int(
+                data.get("per_device_eval_batch_size", 1), "per_device_eval_batch_size", 1, 65536
+            ),
+            resume_from_checkpoint=_resume(data.get("resume_from_checkpoint"), base),
+            reward_file=_path(data.get("reward_file"), "reward_file", base),
+            num_generations=_int(data.get("num_generations", 4), "num_generations", 2, 1024),
+            max_completion_length=_int(
+                data.get("max_completion_length", 32), "max_completion_length", 1, 1 << 20
+            ),
             project=_text(data.get("project"), "project"),
             name=_text(data.get("name"), "name"),
             base_ref=_text(data.get("base_ref"), "base_ref"),
@@ -145,21 +172,39 @@ class FinetuneConfig:
             raise InvalidInput("max_steps must be at least 1, or -1 for num_train_epochs")
         if self.bf16 and self.fp16:
             raise InvalidInput("give bf16 or fp16, not both")
-        preference = self.data.ranking or self.data.format == "preference"
-        if (
-            self.method == "dpo"
-            and self.data.format not in ("auto", "preference")
-            and not (self.data.ranking)
-        ):
+        for data in (self.data, self.eval_data):
+            if data is not None:
+                check_format(self.method, data)
+        if self.val_size and self.eval_data is not None:
             raise InvalidInput(
-                f"method dpo needs preference data, and data.format is {self.data.format!r}",
-                "Give prompt/chosen/rejected records (data.format: preference), or "
-                "ranking: true in dataset_info.json.",
+                "give val_size or eval_data, not both",
+                "val_size holds part of the training data out; eval_data is a file of its own.",
             )
-        if self.method == "sft" and preference:
+        has_eval = bool(self.val_size) or self.eval_data is not None
+        if (self.eval_steps or self.eval_strategy not in (None, "no")) and not has_eval:
             raise InvalidInput(
-                "method sft takes instruction or chat data, not preference pairs",
-                "Use method dpo for prompt/chosen/rejected data.",
+                "eval_steps / eval_strategy need an eval split",
+                "Set val_size (e.g. 0.1 of the records, or a count) or eval_data (a file).",
+            )
+        if self.method == "grpo":
+            if not self.reward_file:
+                raise InvalidInput(
+                    "method grpo needs reward_file",
+                    "Give a Python file with def reward(prompts, completions, **kw) -> "
+                    "list[float].",
+                )
+            if not is_kind(Path(self.reward_file), "file"):
+                raise InvalidInput(f"reward_file: {self.reward_file} is not a file")
+            if self.per_device_train_batch_size % self.num_generations:
+                raise InvalidInput(
+                    f"per_device_train_batch_size ({self.per_device_train_batch_size}) must be a "
+                    f"multiple of num_generations ({self.num_generations})",
+                    "GRPO samples num_generations completions per prompt within a batch.",
+                )
+        elif self.reward_file:
+            raise InvalidInput(
+                f"reward_file is for method grpo (method is {self.method})",
+                "Remove reward_file, or set method: grpo.",
             )
 
     @classmethod
@@ -167,6 +212,8 @@ class FinetuneConfig:
         """The resolved config the trainer is given (``to_json``), paths absolute already."""
         raw = json.loads(text)
         raw["data"] = DataConfig(**raw["data"])
+        if raw.get("eval_data"):
+            raw["eval_data"] = DataConfig(**raw["eval_data"])
         raw["lora"] = LoraConfig(**raw["lora"])
         return cls(**raw)
 
@@ -202,7 +249,71 @@ class FinetuneConfig:
             )
         if self.method == "dpo":
             out["beta"] = self.beta
+        if self.val_size:
+            out["val_size"] = self.val_size
+        if self.eval_data is not None:
+            out["eval_dataset"] = self.eval_data.path
+        if self.method == "grpo":
+            out.update(
+                reward_file=self.reward_file,
+                num_generations=self.num_generations,
+                max_completion_length=self.max_completion_length,
+                beta=self.beta,
+            )
         return out
+
+
+def check_format(method: str, data: DataConfig) -> None:
+    """The data's declared format fits the method (``auto`` is checked on the records,
+    ``check_records``)."""
+    preference = data.ranking or data.format == "preference"
+    if method in PREFERENCE_METHODS:
+        if data.format not in ("auto", "preference") and not data.ranking:
+            raise InvalidInput(
+                f"method {method} needs preference data, and data.format is {data.format!r}",
+                "Give prompt/chosen/rejected records (data.format: preference), or "
+                "ranking: true in dataset_info.json.",
+            )
+        return
+    if preference:
+        raise InvalidInput(
+            f"method {method} takes {_TAKES[method]}, not preference pairs",
+            "Use method dpo (or rm, a reward model) for prompt/chosen/rejected data.",
+        )
+    if method == "pt" and data.format not in ("auto", "text"):
+        raise InvalidInput(
+            f"method pt trains on plain text, and data.format is {data.format!r}",
+            "Give records with a text column (data.format: text), or use method sft.",
+        )
+
+
+_TAKES = {
+    "pt": "plain text",
+    "sft": "instruction or chat data",
+    "grpo": "prompts (instruction or chat data)",
+}
+
+
+def check_records(method: str, first: dict[str, Any], name: str) -> None:
+    """The converted records (``data.load_records``) are what the method trains on."""
+    kind = "preference pairs" if "chosen" in first else "text" if "text" in first else "chats"
+    fits = {
+        "pt": kind == "text",
+        "sft": kind != "preference pairs",
+        "rm": kind == "preference pairs",
+        "dpo": kind == "preference pairs",
+        "grpo": kind == "chats",
+    }[method]
+    if fits:
+        return
+    needs = {
+        "pt": "plain text (records with a text column)",
+        "sft": "instruction or chat data, not preference pairs",
+        "rm": "preference data (prompt / chosen / rejected)",
+        "dpo": "preference data (prompt / chosen / rejected)",
+        "grpo": "prompts (instruction or chat records; their answers are not used)",
+    }[method]
+    raise InvalidInput(f"method {method} needs {needs}", f"{name} holds {kind}.")
 
 
 # -- field checks --------------------------------------------------------------------------
@@ -246,34 +357,73 @@ def is_kind(path: Path, kind: str) -> bool:
         return False
 
 
-def _data(value: Any, base: Path) -> DataConfig:
+def _data(value: Any, base: Path, name: str = "data") -> DataConfig:
     if isinstance(value, str):
         value = {"path": value}
     if not isinstance(value, dict):
+        if name != "data":
+            raise InvalidInput(f"{name} must be a file or a mapping", f"got {value!r}")
         raise InvalidInput("data is required", "e.g. data: {path: train.jsonl, format: alpaca}")
     known = {f.name for f in dataclasses.fields(DataConfig)}
     unknown = sorted(set(value) - known)
     if unknown:
-        raise InvalidInput(f"unknown data fields {unknown}", f"Known: {', '.join(sorted(known))}.")
-    path = _path(value.get("path"), "data.path", base, required=True)
+        raise InvalidInput(
+            f"unknown {name} fields {unknown}", f"Known: {', '.join(sorted(known))}."
+        )
+    path = _path(value.get("path"), f"{name}.path", base, required=True)
     assert path is not None
     if not is_kind(Path(path), "file"):
-        raise InvalidInput(f"data.path: {path} is not a file", "Give a JSON, JSONL or CSV file.")
+        raise InvalidInput(
+            f"{name}.path: {path} is not a file", "Give a JSON, JSONL, CSV or Parquet file."
+        )
     for key in ("columns", "tags"):
         mapping = value.get(key) or {}
         if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
-            raise InvalidInput(f"data.{key} must map names to column names", f"got {mapping!r}")
+            raise InvalidInput(f"{name}.{key} must map names to column names", f"got {mapping!r}")
     max_samples = value.get("max_samples")
     return DataConfig(
         path=path,
-        format=_choice(value.get("format") or "auto", "data.format", DATA_FORMATS),
+        format=_choice(value.get("format") or "auto", f"{name}.format", DATA_FORMATS),
         columns=dict(value.get("columns") or {}),
         tags=dict(value.get("tags") or {}),
-        ranking=_bool(value.get("ranking", False), "data.ranking"),
+        ranking=_bool(value.get("ranking", False), f"{name}.ranking"),
         max_samples=None
         if max_samples in (None, "")
-        else _int(max_samples, "data.max_samples", 1, 10**9),
+        else _int(max_samples, f"{name}.max_samples", 1, 10**9),
     )
+
+
+def _val_size(value: Any) -> float:
+    """LLaMA-Factory's ``val_size``: below 1 a share of the records, from 1 a count."""
+    size = _float(value if value not in (None, "") else 0.0, "val_size", 0.0, 1e9)
+    if size >= 1 and not size.is_integer():
+        raise InvalidInput(
+            "val_size must be a share below 1 (0.1) or a whole count of records (20)",
+            f"got {value!r}",
+        )
+    return size
+
+
+def _resume(value: Any, base: Path) -> str | bool | None:
+    """``true``: the newest checkpoint of the job's output folder (found when it starts);
+    a path: that checkpoint folder (one the trainer saved: it holds trainer_state.json)."""
+    if value in (None, "", False):
+        return None
+    if value is True:
+        return True
+    path = _path(value, "resume_from_checkpoint", base)
+    assert path is not None
+    if not is_kind(Path(path) / "trainer_state.json", "file"):
+        raise InvalidInput(
+            f"resume_from_checkpoint: {path} is not a checkpoint (it has no trainer_state.json)",
+            "Give a checkpoint-N folder saved by a fine-tune (save_steps), or true for the "
+            "newest one in the output folder.",
+        )
+    return path
+
+
+def _optional_int(value: Any, name: str, low: int, high: int) -> int | None:
+    return None if value in (None, "") else _int(value, name, low, high)
 
 
 def _lora(value: Any) -> LoraConfig:
@@ -314,7 +464,7 @@ def lora_target(value: Any, name: str) -> list[str] | str:
 def _choice(value: Any, name: str, options: tuple[str, ...]) -> str:
     if value not in options:
         hint = f"Use one of {', '.join(options)}."
-        if name in ("method", "stage") and value in ("pt", "rm", "ppo", "kto", "grpo"):
+        if name in ("method", "stage") and value in ("ppo", "kto"):
             hint = f"{value!r} is not supported yet; this version runs {', '.join(options)}."
         raise InvalidInput(f"{name} {value!r} is not supported", hint)
     return str(value)

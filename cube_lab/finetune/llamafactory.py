@@ -37,6 +37,11 @@ MAPPED = {
     "bf16": "bf16",
     "fp16": "fp16",
     "pref_beta": "beta",
+    "val_size": "val_size",
+    "eval_strategy": "eval_strategy",
+    "eval_steps": "eval_steps",
+    "per_device_eval_batch_size": "per_device_eval_batch_size",
+    "resume_from_checkpoint": "resume_from_checkpoint",
 }
 LORA = {
     "lora_rank": "rank",
@@ -44,7 +49,7 @@ LORA = {
     "lora_dropout": "dropout",
     "lora_target": "target",
 }
-DATA = ("dataset", "dataset_dir", "max_samples")
+DATA = ("dataset", "dataset_dir", "max_samples", "eval_dataset")
 # bookkeeping of LLaMA-Factory's own runs: no effect on what is trained
 IGNORED = (
     "do_train",
@@ -96,18 +101,25 @@ def from_llamafactory(data: dict[str, Any], base_dir: Path | None = None) -> Fin
     ours["data"] = dataset_entry(data.get("dataset"), data.get("dataset_dir"), base)
     if data.get("max_samples") not in (None, ""):
         ours["data"]["max_samples"] = data["max_samples"]
+    if data.get("eval_dataset") not in (None, ""):
+        ours["eval_data"] = dataset_entry(
+            data["eval_dataset"], data.get("dataset_dir"), base, "eval_dataset"
+        )
     return FinetuneConfig.from_dict(ours, base)
 
 
-def dataset_entry(dataset: Any, dataset_dir: Any, base: Path) -> dict[str, Any]:
+def dataset_entry(
+    dataset: Any, dataset_dir: Any, base: Path, key: str = "dataset"
+) -> dict[str, Any]:
     """The ``data`` mapping for ``dataset`` (one name of ``dataset_info.json`` in
-    ``dataset_dir``, default ``data``), or a file given directly."""
+    ``dataset_dir``, default ``data``), or a file given directly. ``key``: the YAML key
+    named in errors (``dataset`` or ``eval_dataset``)."""
     if not isinstance(dataset, str) or not dataset.strip():
-        raise InvalidInput("dataset is required", "Name an entry of dataset_info.json.")
+        raise InvalidInput(f"{key} is required", "Name an entry of dataset_info.json.")
     names = [n.strip() for n in dataset.split(",") if n.strip()]
     if len(names) > 1:
         raise InvalidInput(
-            f"dataset: {len(names)} datasets ({dataset}); this version trains on one",
+            f"{key}: {len(names)} datasets ({dataset}); this version takes one",
             "Give one dataset name (merging several comes later).",
         )
     name = names[0]

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import Conflict, InvalidInput
 from ..identity import Caller
 from ..projects.service import personal_name
-from .config import FinetuneConfig
+from .config import FinetuneConfig, check_records
 from .data import load_records
 
 CHECKED = 1000  # records converted before launch
@@ -42,17 +42,16 @@ def read_config_file(path: Path) -> Any:
 
 def check_before_launch(config: FinetuneConfig) -> None:
     """What would fail in the job, said now (a 400, nothing recorded): records that do not
-    convert (the first ``CHECKED``), data that does not fit the method, a tokenizer
-    without the chat template conversational data needs. Reads files only (no torch)."""
-    data = replace(config.data, max_samples=min(config.data.max_samples or CHECKED, CHECKED))
-    first = load_records(data)[0]
-    if config.method == "dpo" and "chosen" not in first:
-        raise InvalidInput(
-            "method dpo needs preference data (prompt / chosen / rejected)",
-            f"{Path(config.data.path).name} holds {'text' if 'text' in first else 'chats'}.",
-        )
-    if config.method == "sft" and "chosen" in first:
-        raise InvalidInput("method sft takes instruction or chat data, not preference pairs")
+    convert (the first ``CHECKED`` of the data and of the eval file), data that does not fit
+    the method, a tokenizer without the chat template conversational data needs. Reads
+    files only (no torch)."""
+    firsts = []
+    for source in (config.data, config.eval_data):
+        if source is not None:
+            data = replace(source, max_samples=min(source.max_samples or CHECKED, CHECKED))
+            firsts.append(load_records(data)[0])
+            check_records(config.method, firsts[-1], Path(source.path).name)
+    first = firsts[0]
     folder = Path(config.model)
     settings = folder / "tokenizer_config.json"
     try:

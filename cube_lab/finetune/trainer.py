@@ -1,29 +1,37 @@
 """What a fine-tuning job runs: ``python -m cube_lab.finetune.trainer CONFIG.json``.
 
 It builds the model (with a PEFT LoRA adapter for ``finetuning_type: lora``), hands it with
-the converted records to TRL's ``SFTTrainer`` or ``DPOTrainer`` (their loop, not ours),
-reports each logged step (loss, learning rate, grad norm, tokens/s, DPO's rewards) through
-``cube_lab.training.metrics.report`` so the job's charts show them, and saves the adapter
-(or the full model), the tokenizer and ``cube_finetune.json`` (what it was trained from and
-how) under ``$CUBE_OUTPUT_DIR/model``. Under torchrun every rank runs this; rank 0 reports
-and saves. ``--config-json TEXT`` gives the config inline (what the training service does).
+the converted records to TRL's trainer for the method (their loop, not ours): ``SFTTrainer``
+for ``pt`` (plain text) and ``sft``, ``RewardTrainer`` for ``rm`` (a sequence-classification
+head scoring chosen above rejected), ``DPOTrainer`` for ``dpo``, ``GRPOTrainer`` for ``grpo``
+(the reward is the user's Python function). It reports each logged step (loss, learning
+rate, grad norm, tokens/s, rewards; on an eval split eval loss and perplexity) through
+``cube_lab.training.metrics.report`` so the job's charts show them, resumes from a
+checkpoint when asked, and saves the adapter (or the full model), the tokenizer and
+``cube_finetune.json`` (what it was trained from and how) under ``$CUBE_OUTPUT_DIR/model``.
+Under torchrun every rank runs this; rank 0 reports and saves. ``--config-json TEXT`` gives
+the config inline (what the training service does).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
+import random
+import re
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import CubeError, InvalidInput
 from ..training import metrics
-from .config import FinetuneConfig
+from .config import FinetuneConfig, check_records
 from .data import load_records
 
 METADATA = "cube_finetune.json"
@@ -35,7 +43,7 @@ def output_root(config: FinetuneConfig) -> Path:
     return Path(raw).resolve()
 
 
-def _callback() -> Any:
+def _callback(perplexity: bool = True) -> Any:
     from transformers import TrainerCallback
 
     class Report(TrainerCallback):
@@ -44,6 +52,7 @@ def _callback() -> Any:
         def __init__(self) -> None:
             self.last: tuple[float, float] | None = None  # (time, tokens seen)
             self.history: list[dict[str, float]] = []
+            self.eval_step = -1  # the step of the newest evaluation
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if not state.is_world_process_zero or not logs:
@@ -54,6 +63,11 @@ def _callback() -> Any:
                 if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
             }
             tokens = values.pop("num_tokens", None)
+            loss = values.get("eval_loss")
+            if loss is not None:
+                self.eval_step = state.global_step
+            if perplexity and loss is not None and loss < 700:  # exp(700) is still finite
+                values["eval_perplexity"] = math.exp(loss)
             now = time.monotonic()
             if tokens is not None:
                 if self.last is not None and now > self.last[0] and tokens > self.last[1]:
@@ -74,19 +88,24 @@ def _lora(config: FinetuneConfig) -> Any:
     from peft import LoraConfig
 
     target = config.lora.target
+    if target == "all" and config.method == "rm":
+        # peft's "all-linear" keeps out the output layer of causal LMs only: name them
+        target = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     return LoraConfig(
         r=config.lora.rank,
         lora_alpha=config.lora.alpha,
         lora_dropout=config.lora.dropout,
         target_modules="all-linear" if target == "all" else list(target),
-        task_type="CAUSAL_LM",
+        # a reward model's score head is new: SEQ_CLS trains and saves it with the adapter
+        task_type="SEQ_CLS" if config.method == "rm" else "CAUSAL_LM",
     )
 
 
-def _common(config: FinetuneConfig, checkpoints: Path) -> dict[str, Any]:
+def _common(config: FinetuneConfig, checkpoints: Path, has_eval: bool) -> dict[str, Any]:
     import torch
 
-    return {
+    strategy = config.eval_strategy or ("steps" if config.eval_steps else "no")
+    out = {
         "output_dir": str(checkpoints),
         "learning_rate": config.learning_rate,
         "num_train_epochs": config.num_train_epochs,
@@ -107,7 +126,105 @@ def _common(config: FinetuneConfig, checkpoints: Path) -> dict[str, Any]:
         "use_cpu": not torch.cuda.is_available(),
         "dataloader_num_workers": 0,
         "ddp_find_unused_parameters": False,  # every trainable weight is used: no extra pass
+        "eval_strategy": strategy if has_eval else "no",
+        "eval_steps": config.eval_steps,
+        "per_device_eval_batch_size": config.per_device_eval_batch_size,
     }
+    if config.method == "grpo":  # prompts and completions have lengths of their own
+        out.pop("max_length")
+    return out
+
+
+def split(
+    records: list[dict[str, Any]], config: FinetuneConfig
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(train, eval): ``val_size`` records held out at random (seeded), or ``eval_data``."""
+    if config.eval_data is not None:
+        held = load_records(config.eval_data)
+        check_records(config.method, held[0], Path(config.eval_data.path).name)
+        return records, held
+    if not config.val_size:
+        return records, []
+    size = config.val_size
+    count = int(size) if size >= 1 else max(1, round(len(records) * size))
+    if count >= len(records):
+        raise InvalidInput(
+            f"val_size {size:g} holds out {count} of {len(records)} records, leaving none to "
+            "train on",
+            "Give a smaller share (0.1) or count.",
+        )
+    order = list(range(len(records)))
+    random.Random(config.seed).shuffle(order)
+    held = set(order[:count])
+    return (
+        [r for i, r in enumerate(records) if i not in held],
+        [r for i, r in enumerate(records) if i in held],
+    )
+
+
+def checkpoint_to_resume(config: FinetuneConfig, checkpoints: Path) -> str | None:
+    """The checkpoint folder to resume from: the config's, or (``true``) the newest one
+    this output folder holds."""
+    wanted = config.resume_from_checkpoint
+    if not wanted:
+        return None
+    if wanted is not True:
+        return str(wanted)
+    found = [
+        (int(m.group(1)), p)
+        for p in (checkpoints.iterdir() if checkpoints.is_dir() else [])
+        if (m := re.fullmatch(r"checkpoint-(\d+)", p.name)) and (p / "trainer_state.json").is_file()
+    ]
+    if not found:
+        raise InvalidInput(
+            f"resume_from_checkpoint: true, and {checkpoints} holds no checkpoint",
+            "A job saves checkpoints with save_steps; give the same output_dir as the job to "
+            "resume, or a checkpoint folder.",
+        )
+    return str(max(found)[1])
+
+
+def load_reward(path: str) -> Callable[..., list[float]]:
+    """``reward(prompts, completions, **kw) -> list[float]`` from the user's Python file."""
+    spec = importlib.util.spec_from_file_location("cube_finetune_reward", path)
+    if spec is None or spec.loader is None:
+        raise InvalidInput(f"reward_file: {path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's code: say where it failed
+        raise InvalidInput(
+            f"reward_file: {path} failed to load", f"{type(exc).__name__}: {exc}"
+        ) from None
+    func = getattr(module, "reward", None)
+    if not callable(func):
+        raise InvalidInput(
+            f"reward_file: {path} has no function reward",
+            "Define def reward(prompts, completions, **kw) -> list[float].",
+        )
+
+    def reward(prompts: list[Any], completions: list[Any], **kw: Any) -> list[float]:
+        scores = func(prompts, completions, **kw)
+        if not isinstance(scores, list | tuple) or len(scores) != len(completions):
+            raise InvalidInput(
+                f"reward in {path} must return one number per completion",
+                f"got {type(scores).__name__} for {len(completions)} completions",
+            )
+        return [float(x) for x in scores]
+
+    reward.__name__ = "reward"
+    return reward
+
+
+def _grpo_prompts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """GRPO samples the answers: a chat's prompt is its turns before the last answer."""
+    out = []
+    for r in records:
+        turns = r["messages"]
+        if turns[-1]["role"] == "assistant":
+            turns = turns[:-1]
+        out.append({"prompt": turns})
+    return out
 
 
 def quiet_libraries() -> None:
@@ -136,6 +253,8 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
             "Launch through cube-lab finetune (or the REST API), which resolves it to its folder.",
         )
     records = load_records(config.data)
+    check_records(config.method, records[0], Path(config.data.path).name)
+    records, held = split(records, config)
     tokenizer = AutoTokenizer.from_pretrained(config.model)
     conversational = "text" not in records[0]
     if conversational and not tokenizer.chat_template:
@@ -146,32 +265,64 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
         )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(config.model)
+    if config.method == "rm":
+        from transformers import AutoModelForSequenceClassification
+
+        model = AutoModelForSequenceClassification.from_pretrained(config.model, num_labels=1)
+        model.config.pad_token_id = tokenizer.pad_token_id
+    else:
+        model = AutoModelForCausalLM.from_pretrained(config.model)
     root = output_root(config)
     checkpoints = root / "checkpoints"
+    resume = checkpoint_to_resume(config, checkpoints)
     peft_config = _lora(config) if config.finetuning_type == "lora" else None
-    report = _callback()
+    report = _callback(perplexity=config.method in ("pt", "sft"))
+    if config.method == "grpo":
+        records, held = _grpo_prompts(records), _grpo_prompts(held)
     dataset = Dataset.from_list(records)
-    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+    eval_dataset = Dataset.from_list(held) if held else None
+    common = _common(config, checkpoints, eval_dataset is not None)
+    extra: dict[str, Any] = {}
+    import trl
 
-    if config.method == "sft":
-        args: Any = SFTConfig(**_common(config, checkpoints), dataset_num_proc=None)
-        trainer_class: Any = SFTTrainer
+    if config.method in ("pt", "sft"):
+        args: Any = trl.SFTConfig(**common, dataset_num_proc=None)
+        trainer_class: Any = trl.SFTTrainer
+    elif config.method == "rm":
+        args = trl.RewardConfig(**common)
+        trainer_class = trl.RewardTrainer
+    elif config.method == "dpo":
+        args = trl.DPOConfig(**common, beta=config.beta)
+        trainer_class = trl.DPOTrainer
     else:
-        args = DPOConfig(**_common(config, checkpoints), beta=config.beta)
-        trainer_class = DPOTrainer
+        assert config.reward_file is not None  # checked with the config
+        args = trl.GRPOConfig(
+            **common,
+            beta=config.beta,
+            num_generations=config.num_generations,
+            max_completion_length=config.max_completion_length,
+        )
+        trainer_class = trl.GRPOTrainer
+        extra["reward_funcs"] = load_reward(config.reward_file)
     trainer = trainer_class(
         model=model,
         args=args,
         train_dataset=dataset,
+        eval_dataset=eval_dataset,
         processing_class=tokenizer,
         peft_config=peft_config,
         callbacks=[report],
+        **extra,
     )
     trainer.remove_callback(PrinterCallback)  # Report prints each step instead
+    if resume and trainer.is_world_process_zero():
+        state = json.loads((Path(resume) / "trainer_state.json").read_text())
+        print(f"resuming from {resume} at step {state.get('global_step')}", flush=True)
     started = time.monotonic()
-    result = trainer.train()
+    result = trainer.train(resume_from_checkpoint=resume)
     took = time.monotonic() - started
+    if eval_dataset is not None and report.eval_step != trainer.state.global_step:
+        trainer.evaluate()  # at the end always: eval loss (and perplexity) into the metrics
     target = root / MODEL_DIR
     trainer.save_model(str(target))
     history = report.history
@@ -179,7 +330,18 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
     final = {"train_loss": float(result.training_loss), "train_runtime_s": took}
     if losses:
         final["final_loss"] = losses[-1]
-    for key in ("rewards/margins", "rewards/accuracies"):
+    for key in (
+        "rewards/margins",
+        "rewards/accuracies",
+        "accuracy",
+        "margin",
+        "reward",
+        "eval_loss",
+        "eval_perplexity",
+        "eval_accuracy",
+        "eval_margin",
+        "eval_reward",
+    ):
         seen = [h[key] for h in history if key in h]
         if seen:
             final[key] = seen[-1]
@@ -190,6 +352,10 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
         "base_model": config.model,
         "base_ref": config.base_ref,
         "dataset": config.data.path,
+        "task": "reward-model" if config.method == "rm" else "causal-lm",
+        "resumed_from": resume,
+        "train_records": len(records),
+        "eval_records": len(held),
         "hyperparameters": config.hyperparameters(),
         "metrics": final,
         "steps": int(trainer.state.global_step),
@@ -200,7 +366,9 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(target))
         (target / METADATA).write_text(json.dumps(meta, indent=2, sort_keys=True))
-        metrics.report(step=int(trainer.state.global_step), checkpoint=str(target), **final)
+        # the eval figures are in the stream already (at this step): not twice
+        last = {k: v for k, v in final.items() if not k.startswith("eval_")}
+        metrics.report(step=int(trainer.state.global_step), checkpoint=str(target), **last)
         print(f"saved the {config.finetuning_type} model to {target}", flush=True)
     return meta
 
