@@ -11,10 +11,13 @@ with cube-lab (token auth, its own data and root dir) - and measures:
 1. Registry list: ``--versions`` model versions registered through each API for one user,
    then ``--requests`` sequential ``GET /cube/api/v1/models`` on one keep-alive connection per
    path, the paths interleaved in rounds so that other load on the machine hits all alike:
-   hub (proxy -> user server -> forward -> service), the user server straight (no proxy),
-   the service straight (``CUBE_LAB_SERVICE_URL`` + the user's token) and embedded.
+   hub (proxy -> user server -> forward -> service), hub panels (proxy -> service, with the
+   service's OAuth cookie and XSRF token, as the panels call it since they open a session in
+   the browser: ``src/service_session.ts``), the user server straight (no proxy), the
+   service straight (``CUBE_LAB_SERVICE_URL`` + the user's token) and embedded.
 2. Pipeline run start: a 1-node trivial Python pipeline in the user's home, ``--runs`` times
-   per path (hub, user server, service, embedded, embedded via proxy), alternating: from
+   per path (hub, hub panels, user server, service, embedded, embedded via proxy),
+   alternating: from
    ``POST pipelines/runs`` (client clock) to the node's ``started_at`` and to the run's
    ``finished_at`` (server clocks, same machine). hub - user server is what the proxy adds,
    user server - service what the forward adds.
@@ -22,7 +25,9 @@ with cube-lab (token auth, its own data and root dir) - and measures:
     .venv/bin/python benchmarks/hub_service.py [--versions 200] [--requests 300] [--runs 20]
 
 Targets (issue 16): p95 of the list through the service < 50 ms; the run's start within 10 %
-of the in-process path's. Not a test: nothing here runs under pytest.
+of the in-process path's (the run button's path: hub panels). The user is the hub's admin,
+the one user a throwaway hub has a password for (the browser's login). Not a test: nothing
+here runs under pytest.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import http.client
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
@@ -44,11 +50,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import yaml
 
 from cube_lab.hub import devhub
 
-USER = "bench"
+USER = "admin"  # its one-time password logs the "browser" in
 EMBED_PREFIX = "/embedded-bench/"  # its base URL, so the hub's proxy can route to it as is
 EMBED_TOKEN = "hub-service-benchmark-token"
 API = "/cube/api/v1"
@@ -191,7 +198,6 @@ def start_hub(work: Path) -> tuple[devhub.DevHub, dict[str, Endpoint], Path]:
     """A real hub with ``USER``'s server spawned; the three ways to reach the API under it."""
     hub = devhub.start(work / "hub", {})
     try:
-        hub.hub("POST", f"/users/{USER}")
         token = hub.user_token(USER)
         status, server = hub.spawn(USER, {"profile": "cpu"}, timeout=180)
         if status != 201:
@@ -200,16 +206,54 @@ def start_hub(work: Path) -> tuple[devhub.DevHub, dict[str, Endpoint], Path]:
         raw = Path(f"/proc/{pid}/environ").read_bytes().decode()
         env = dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
         settings = yaml.safe_load(hub.settings_file.read_text())
+        panels = browser_session(hub)
     except BaseException:
         hub.stop()
         raise
     endpoints = {
         "hub": Endpoint("hub", f"{hub.url}/user/{USER}/", token),
+        "hub panels": panels,
         "user server": Endpoint("user server", env["JUPYTERHUB_SERVICE_URL"], token),
         "service": Endpoint("service", env["CUBE_LAB_SERVICE_URL"], token),
     }
     home = Path(settings["data_dir"]) / "users" / USER
     return hub, endpoints, home
+
+
+def browser_session(hub: devhub.DevHub) -> Endpoint:
+    """What the panels do: log in on the hub's form, load the service's session page as a
+    page load (the OAuth redirects), then call the service's API through the proxy with its
+    cookie, the XSRF token the page gave, and the headers a browser's fetch sends."""
+    base = "/services/cube-lab/"
+    with httpx.Client(base_url=hub.url, timeout=60) as browser:
+        form = browser.get("/hub/login").text
+        xsrf = re.search(r'name="_xsrf" value="([^"]*)"', form)
+        answer = browser.post("/hub/login", data={
+            "username": USER, "password": hub.admin_password() or "",
+            "_xsrf": xsrf.group(1) if xsrf else "",
+        })  # fmt: skip
+        if answer.status_code != 302:
+            raise RuntimeError(f"cannot log {USER} in on the hub's form: {answer.status_code}")
+        page = browser.get(
+            f"{base}browser-session",
+            headers={"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"},
+            follow_redirects=True,
+        )
+        found = re.search(r'id="cube-lab-session">(.*?)</script>', page.text)
+        if page.status_code != 200 or found is None:
+            raise RuntimeError(f"no session page: {page.status_code} {page.text[:300]}")
+        cookies = "; ".join(f"{c.name}={c.value}" for c in browser.cookies.jar
+                            if base.startswith(c.path.rstrip("/") + "/"))  # fmt: skip
+    panels = Endpoint("hub panels", f"{hub.url}{base}", "")
+    panels.headers = {
+        "Cookie": cookies,
+        "X-XSRFToken": json.loads(found.group(1))["xsrf"],
+        "Origin": hub.url,
+        "Sec-Fetch-Mode": "cors",
+        "Sec-Fetch-Site": "same-origin",
+        "Content-Type": "application/json",
+    }
+    return panels
 
 
 def route_through_proxy(hub: devhub.DevHub, embedded: Endpoint) -> Endpoint | None:
@@ -401,9 +445,10 @@ def main() -> int:
         lists = list_latency(cases, args.requests, args.rounds)
 
         paths = {"hub": write_pipeline(home), "embedded": write_pipeline(root)}
-        paths["service"] = paths["user server"] = paths["hub"]
+        paths["service"] = paths["user server"] = paths["hub panels"] = paths["hub"]
         run_paths = {  # hub - user server = the proxy; user server - service = the forward
             "hub": hub_paths["hub"],
+            "hub panels": hub_paths["hub panels"],
             "user server": hub_paths["user server"],
             "service": hub_paths["service"],
             "embedded": embedded_ep,
@@ -460,24 +505,28 @@ def main() -> int:
         cells = [f"{statistics.median(v):.1f} ({min(v):.0f}-{max(v):.0f})" for v in ms.values()]
         print(f"{name:18} " + " ".join(f"{c:>16}" for c in cells))
         summary["run"][name] = {k: round(v, 2) for k, v in med[name].items()}
-    start_ratio = med["hub"]["start_ms"] / med["embedded"]["start_ms"]
-    hub_p95 = summary["list"]["hub"]["p95"]
     ratios: dict[str, float] = {}
-    for base_name in ("embedded", "embedded via proxy"):
-        if base_name not in med:
-            continue
-        ratios[f"list p95, hub / {base_name}"] = hub_p95 / summary["list"][base_name]["p95"]
-        for key, label in (("start_ms", "node start"), ("finish_ms", "run end")):
-            ratios[f"{label}, hub / {base_name}"] = med["hub"][key] / med[base_name][key]
+    for path in ("hub", "hub panels"):
+        for base_name in ("embedded", "embedded via proxy"):
+            if base_name not in med:
+                continue
+            p95 = summary["list"][path]["p95"] / summary["list"][base_name]["p95"]
+            ratios[f"list p95, {path} / {base_name}"] = p95
+            for key, label in (("start_ms", "node start"), ("finish_ms", "run end")):
+                ratios[f"{label}, {path} / {base_name}"] = med[path][key] / med[base_name][key]
     print("\n" + "; ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
     summary["ratios"] = {k: round(v, 3) for k, v in ratios.items()}
+    # the run button's path is the panels' (straight to the service); the list's target is
+    # on the slower of the two
+    start_ratio = ratios["node start, hub panels / embedded"]
+    hub_p95 = max(summary["list"][p]["p95"] for p in ("hub", "hub panels"))
     summary["targets"] = {
         "list_p95_ms_lt_50": {"hub_p95_ms": hub_p95, "met": hub_p95 < 50},
         "run_start_within_10pct": {"ratio": round(start_ratio, 3), "met": start_ratio <= 1.10},
     }
     print(f"targets: list p95 through the hub {hub_p95:.1f} ms < 50 ms: "
-          f"{'met' if hub_p95 < 50 else 'NOT met'}; run start hub / embedded {start_ratio:.2f} "
-          f"<= 1.10: {'met' if start_ratio <= 1.10 else 'NOT met'}")  # fmt: skip
+          f"{'met' if hub_p95 < 50 else 'NOT met'}; run start hub panels / embedded "
+          f"{start_ratio:.2f} <= 1.10: {'met' if start_ratio <= 1.10 else 'NOT met'}")  # fmt: skip
     print(json.dumps(summary))
     return 0
 
