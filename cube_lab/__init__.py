@@ -19,6 +19,9 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     from .app import CubeLab
+    from .locale import serve_package_catalog
+
+    serve_package_catalog()  # the Settings editor's cube-lab titles in the user's language
 
     return [{"module": "cube_lab", "app": CubeLab}]
 

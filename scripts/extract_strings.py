@@ -11,7 +11,9 @@ The lab extension marks its strings with ``trans.__('...')``, ``trans._n('...', 
   (new strings come in untranslated, strings gone from ``src/`` are dropped);
 - ``compile``: writes ``cube_lab.json`` next to each ``.po``, the Jed-style JSON that
   JupyterLab's translation manager serves (``/lab/api/translations/<lang>``), found through
-  the ``jupyterlab.locale`` entry point ``cube_lab = cube_lab`` (pyproject.toml);
+  the ``jupyterlab.locale`` entry point ``cube_lab = cube_lab`` (pyproject.toml), and
+  ``cube_lab.mo``, which the server reads to translate the settings schema (schema/*.json,
+  whose ``jupyter.lab.internationalization`` domain is ``cube_lab``: see cube_lab/locale);
 - ``check``: exits 1 when a string has no translation, placeholders differ, an entry is stale
   or a compiled JSON is out of date.
 
@@ -29,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
+SCHEMA = ROOT / "schema"
 LOCALE = ROOT / "cube_lab" / "locale"
 DOMAIN = "cube_lab"
 POT = LOCALE / f"{DOMAIN}.pot"
@@ -242,17 +245,75 @@ def source_files(src: Path = SRC) -> list[Path]:
     return sorted(p for p in files if "__tests__" not in p.parts and not p.name.endswith(".d.ts"))
 
 
+I18N_KEY = "jupyter.lab.internationalization"
+
+
+def schema_selectors(schema: dict) -> list[tuple[re.Pattern[str], str]]:
+    """The JSON paths of a settings schema that JupyterLab's server translates, with the
+    context (msgctxt) it looks each up under: its default selectors plus the schema's own
+    ``jupyter.lab.internationalization.selectors`` (context "schema")."""
+    from jupyterlab_server.translation_utils import DEFAULT_SCHEMA_SELECTORS
+
+    pairs = dict(DEFAULT_SCHEMA_SELECTORS)
+    pairs.update({sel: "schema" for sel in schema.get(I18N_KEY, {}).get("selectors", [])})
+    return [(re.compile("^/" + sel + "$"), ctx) for sel, ctx in pairs.items()]
+
+
+def extract_schema(path: Path, rel: str) -> tuple[list[Message], list[str]]:
+    """The strings of a settings schema (``schema/*.json``) that the Settings editor shows:
+    titles, descriptions, the icon label... (what ``translator.translate_schema`` looks up in
+    the schema's domain, which must be cube_lab's)."""
+    text = path.read_text(encoding="utf-8")
+    schema = json.loads(text)
+    errors = []
+    if schema.get(I18N_KEY, {}).get("domain") != DOMAIN:
+        errors.append(
+            f'{rel}: set "{I18N_KEY}": {{"selectors": [], "domain": "{DOMAIN}"}} so that '
+            "JupyterLab looks its titles and descriptions up in cube_lab's catalog"
+        )
+    selectors = schema_selectors(schema)
+    messages: list[Message] = []
+
+    def walk(node: object, prefix: str) -> None:
+        items = node.items() if isinstance(node, dict) else ()
+        for key, value in items:
+            at = f"{prefix}/{key}"
+            if isinstance(value, str):
+                ctx = next((c for pattern, c in selectors if pattern.fullmatch(at)), None)
+                if ctx is not None and value.strip():
+                    offset = text.find(json.dumps(value, ensure_ascii=False))
+                    line = text.count("\n", 0, max(offset, 0)) + 1
+                    messages.append(Message(value, ctx=ctx, where=[f"{rel}:{line}"]))
+            elif isinstance(value, dict):
+                walk(value, at)
+            elif isinstance(value, list):
+                for i, element in enumerate(value):
+                    walk(element, f"{at}[{i}]")
+
+    walk(schema, "")
+    return messages, errors
+
+
 def extract(
-    src: Path = SRC, dynamic: dict[str, list[str]] | None = None
+    src: Path = SRC,
+    dynamic: dict[str, list[str]] | None = None,
+    schema_dir: Path | None = None,
 ) -> tuple[dict[tuple[str | None, str], Message], list[str]]:
-    """Every translatable message in ``src`` (keyed by context and msgid), and the calls that
-    could not be read (a non-literal argument cannot be looked up in a catalog)."""
+    """Every translatable message in ``src`` and the settings schemas (keyed by context and
+    msgid), and the calls that could not be read (a non-literal argument cannot be looked up
+    in a catalog)."""
     dynamic = DYNAMIC if dynamic is None else dynamic
+    if schema_dir is None:
+        schema_dir = SCHEMA if src == SRC else src.parent / "schema"
     found: dict[tuple[str | None, str], Message] = {}
     errors: list[str] = []
-    for path in source_files(src):
-        rel = path.relative_to(src.parent).as_posix()
-        messages, errs = extract_file(path, rel)
+    parts = [(p, p.relative_to(src.parent).as_posix(), extract_file) for p in source_files(src)]
+    parts += [
+        (p, p.relative_to(schema_dir.parent).as_posix(), extract_schema)
+        for p in sorted(schema_dir.glob("*.json"))
+    ]
+    for path, rel, reader in parts:
+        messages, errs = reader(path, rel)
         errors += errs
         for msg in messages:
             seen = found.get(msg.key)
@@ -400,6 +461,22 @@ def json_path(lang: str) -> Path:
     return LOCALE / lang / "LC_MESSAGES" / f"{DOMAIN}.json"
 
 
+def mo_path(lang: str) -> Path:
+    return LOCALE / lang / "LC_MESSAGES" / f"{DOMAIN}.mo"
+
+
+def compiled_mo(lang: str) -> bytes:
+    """The gettext ``.mo`` of ``lang``: what the server reads (Python's gettext) to translate
+    the settings schema and, through cube_lab.locale, server-side messages."""
+    import io
+
+    from babel.messages.mofile import write_mo
+
+    buf = io.BytesIO()
+    write_mo(buf, read_po(po_path(lang)), use_fuzzy=False)
+    return buf.getvalue()
+
+
 def translations(lang: str) -> dict[tuple[str | None, str], list[str]]:
     """The catalog of ``lang``: (context, msgid) -> its forms ([] when untranslated)."""
     out: dict[tuple[str | None, str], list[str]] = {}
@@ -490,6 +567,9 @@ def problems(lang: str, found: dict[tuple[str | None, str], Message]) -> list[st
         out.append(
             f"{path.relative_to(ROOT)} is out of date: run scripts/extract_strings.py compile"
         )
+    mo = mo_path(lang)
+    if not mo.exists() or mo.read_bytes() != compiled_mo(lang):
+        out.append(f"{mo.relative_to(ROOT)} is out of date: run scripts/extract_strings.py compile")
     return out
 
 
@@ -515,7 +595,8 @@ def main(argv: list[str] | None = None) -> int:
             path = json_path(lang)
             data = compiled(lang, _version())
             path.write_text(dumps_json(data), encoding="utf-8")
-            print(f"{lang}: {len(data) - 1} messages -> {path.relative_to(ROOT)}")
+            mo_path(lang).write_bytes(compiled_mo(lang))
+            print(f"{lang}: {len(data) - 1} messages -> {path.relative_to(ROOT)} and .mo")
     else:
         bad = [p for lang in LANGUAGES for p in problems(lang, found)]
         for line in bad:

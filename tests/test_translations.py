@@ -108,7 +108,9 @@ def test_every_string_in_src_is_found(found: dict) -> None:
             calls += 1
             arg = extract_strings._argument(text, call.end())
             dynamic += arg in extract_strings.DYNAMIC_CALLS.get(rel, ())
-    sites = sum(1 for m in found.values() for w in m.where if not w.endswith(":0"))
+    sites = sum(
+        1 for m in found.values() for w in m.where if w.startswith("src/") and not w.endswith(":0")
+    )
     assert calls > 1000
     assert sites + dynamic == calls
     assert len(found) > 800
@@ -160,6 +162,54 @@ def test_no_prose_outside_the_translator(found: dict) -> None:
         "English text a user reads that does not go through trans.__ (wrap it, then run "
         "`scripts/extract_strings.py update` and translate it):\n" + "\n".join(left)
     )
+
+
+def test_settings_schemas_are_extracted_with_jupyterlabs_contexts(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "schema").mkdir()
+    schema = {
+        "title": "Demo",
+        "description": "Settings of the demo.",
+        "jupyter.lab.setting-icon-label": "Demo",
+        "jupyter.lab.internationalization": {"selectors": ["properties/.*/default"]},
+        "properties": {
+            "every": {"title": "Every (seconds)", "description": "How often.", "default": "x"},
+            "n": {"type": "number", "default": 3},
+        },
+    }
+    (tmp_path / "schema" / "plugin.json").write_text(json.dumps(schema, indent=2), "utf-8")
+    messages, errors = extract_strings.extract(tmp_path / "src", dynamic={})
+    # the contexts JupyterLab's server looks the strings up under (translate_schema)
+    assert set(messages) == {
+        ("schema", "Demo"),
+        ("schema", "Settings of the demo."),
+        ("settings", "Demo"),
+        ("settings", "Every (seconds)"),
+        ("settings", "How often."),
+        ("schema", "x"),  # the schema's own selector
+    }
+    assert messages[("settings", "Every (seconds)")].where == ["schema/plugin.json:12"]
+    # without the cube_lab domain JupyterLab would look in its own catalog: an error
+    assert len(errors) == 1 and "schema/plugin.json" in errors[0] and '"cube_lab"' in errors[0]
+
+
+def test_the_settings_schema_names_the_cube_lab_domain(found: dict) -> None:
+    schema = json.loads((ROOT / "schema" / "plugin.json").read_text("utf-8"))
+    assert schema["jupyter.lab.internationalization"]["domain"] == "cube_lab"
+    assert ("settings", "Refresh interval (seconds)") in found
+    assert ("schema", "Settings shared by the cube-lab panels.") in found
+
+
+def test_the_server_catalog_is_the_po() -> None:
+    from cube_lab.locale import catalog
+
+    assert extract_strings.mo_path(LANG).read_bytes() == extract_strings.compiled_mo(LANG), (
+        "run `scripts/extract_strings.py compile`"
+    )
+    zh = catalog(LANG)
+    assert zh.pgettext("settings", "Refresh interval (seconds)") == "刷新间隔（秒）"  # noqa: RUF001
+    assert zh.gettext("Pipeline") == "流水线"
+    assert catalog("en").gettext("Pipeline") == "Pipeline"
 
 
 def test_every_translator_uses_the_cube_lab_domain() -> None:
@@ -254,15 +304,28 @@ def test_the_wheel_carries_the_catalog() -> None:
 
     files = {f.distribution_path for f in WheelBuilder(str(ROOT)).recurse_included_files()}
     assert f"cube_lab/locale/{LANG}/LC_MESSAGES/cube_lab.json" in files
+    assert f"cube_lab/locale/{LANG}/LC_MESSAGES/cube_lab.mo" in files
 
 
 # -- what JupyterLab serves -------------------------------------------------------------------
 
 
 @pytest.fixture
-def jp_server_config(jp_server_config: dict[str, Any]) -> dict[str, Any]:
+def jp_server_config(jp_server_config: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     # cube-lab's server plus JupyterLab's (it serves /lab/api/translations)
     jp_server_config["ServerApp"]["jpserver_extensions"] = {"cube_lab": True, "jupyterlab": True}
+    # the settings schema where an installed lab extension has it (the build copies
+    # schema/*.json there), from the source: no build needed
+    schemas = tmp_path / "labextensions" / "cube-lab" / "schemas" / "cube-lab"
+    schemas.mkdir(parents=True)
+    for path in (ROOT / "schema").glob("*.json"):
+        (schemas / path.name).write_bytes(path.read_bytes())
+    (schemas.parent.parent / "package.json").write_text(
+        (ROOT / "package.json").read_text("utf-8"), "utf-8"
+    )
+    jp_server_config.setdefault("LabApp", {})["extra_labextensions_path"] = [
+        str(tmp_path / "labextensions")
+    ]
     return jp_server_config
 
 
@@ -295,3 +358,35 @@ async def test_jupyterlab_serves_cube_lab_in_chinese(jp_fetch: Any, reset_locale
 
     english = json.loads((await jp_fetch("lab", "api", "translations", "en", headers=headers)).body)
     assert "cube_lab" not in english["data"]
+
+
+async def test_the_settings_editor_gets_cube_labs_schema_in_chinese(
+    jp_fetch: Any, reset_locale: Any
+) -> None:
+    from conftest import TOKENS
+
+    headers = {"Authorization": f"token {TOKENS['alice']}"}
+
+    async def schema() -> dict:
+        resp = await jp_fetch("lab", "api", "settings", "cube-lab:plugin", headers=headers)
+        return json.loads(resp.body)["schema"]
+
+    english = await schema()
+    assert english["jupyter.lab.internationalization"]["domain"] == "cube_lab"
+    assert english["properties"]["refreshInterval"]["title"] == "Refresh interval (seconds)"
+
+    # Settings > Language > 中文 (简体): what the language menu saves
+    await jp_fetch(
+        "lab",
+        "api",
+        "settings",
+        "@jupyterlab/translation-extension:plugin",
+        method="PUT",
+        body=json.dumps({"raw": json.dumps({"locale": LANG})}),
+        headers=headers,
+    )
+    chinese = await schema()
+    assert chinese["description"] == "cube-lab 各面板共用的设置。"
+    refresh = chinese["properties"]["refreshInterval"]
+    assert refresh["title"] == "刷新间隔（秒）"  # noqa: RUF001
+    assert refresh["description"].startswith("cube-lab 面板在可见时")
