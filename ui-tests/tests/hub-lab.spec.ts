@@ -1,8 +1,10 @@
 /**
- * A user's lab under the hub, in Chromium: the panels reach the store through the user's
- * server, which forwards to the cube-lab service with the user's token (the server holds no
- * store of its own). The admin logs in, starts a server, makes a project with the browser's
- * own cookie and XSRF token, and the Models panel lists it. Runs only under
+ * A user's lab under the hub, in Chromium. The user's server holds no store: it forwards
+ * to the cube-lab service with the user's token, and the panels call the service straight
+ * (through the hub's proxy, with the service's own OAuth cookie and XSRF token, from a
+ * session the page opens in a hidden frame). The admin logs in, starts a server, makes a
+ * project through the server's forward with the browser's cookie and XSRF token, and the
+ * Models panel lists it, its requests going to the service. Runs only under
  * playwright.hub.config.js, which starts a throwaway hub.
  */
 import { expect, test } from '@playwright/test';
@@ -16,6 +18,13 @@ test('the lab under the hub works through the cube-lab service', async ({
   page
 }) => {
   test.setTimeout(180 * 1000);
+  const apiCalls: string[] = [];
+  page.on('request', request => {
+    const path = new URL(request.url()).pathname;
+    if (path.includes('/cube/api/v1/')) {
+      apiCalls.push(path);
+    }
+  });
   await loginAsAdmin(page);
 
   await page.goto('/hub/spawn');
@@ -29,7 +38,10 @@ test('the lab under the hub works through the cube-lab service', async ({
   });
 
   // a write with the browser's cookie and XSRF token, as the panels make it
-  const xsrf = (await page.context().cookies()).find(c => c.name === '_xsrf');
+  // (the lab server's: the service has an _xsrf cookie of its own, at its path)
+  const xsrf = (await page.context().cookies()).find(
+    c => c.name === '_xsrf' && c.path.startsWith('/user/admin')
+  );
   const made = await page.request.post('/user/admin/cube/api/v1/projects', {
     data: { name: 'hub-ui-project' },
     headers: { 'X-XSRFToken': xsrf ? xsrf.value : '' }
@@ -46,6 +58,12 @@ test('the lab under the hub works through the cube-lab service', async ({
     'hub-ui-project',
     { timeout: 30 * 1000 }
   );
+  // the page's own API requests (page.request's above are not the page's) went to the
+  // service straight, none through the forward
+  expect(apiCalls.length).toBeGreaterThan(0);
+  expect(
+    apiCalls.filter(p => !p.startsWith('/services/cube-lab/cube/api/v1/'))
+  ).toEqual([]);
   fs.mkdirSync('screenshots', { recursive: true });
   await page.screenshot({ path: 'screenshots/hub-models-panel.png' });
 });
