@@ -277,8 +277,12 @@ MAGICS = textwrap.dedent(
     doc = elyra_format.new_document("m")
     doc["pipelines"][0]["nodes"] = [NODE]
     pathlib.Path("m.pipeline").write_text(json.dumps(doc))
-    get_ipython().run_line_magic("cube_pipeline", "run m.pipeline")
-    get_ipython().run_cell_magic("cube_train", "--framework plain", "print('cell trained')")
+    get_ipython().run_line_magic("cube_pipeline", "run m.pipeline --wait")
+    get_ipython().run_cell_magic("cube_train", "--wait --framework plain", "print('cell trained')")
+    import cube_lab as cl
+    run = cl.pipelines.runs()[0]
+    print("RUN", run.status, run.logs("only").strip())
+    print("JOB", cl.training.jobs()[0].logs().strip())
     """
 )
 
@@ -295,8 +299,8 @@ def test_magics_and_register_in_alices_kernel(hub: devhub.DevHub) -> None:
     assert "Registered magic-model v1" in outcome.stdout, outcome.stdout
     assert "FN fn-model 1 alice {'f1': 0.25}" in outcome.stdout, outcome.stdout
     assert "OBJ obj-model 1 sklearn []" in outcome.stdout, outcome.stdout  # no scratch left
-    assert "cell trained" in outcome.stdout, outcome.stdout
-    assert "ok only" in outcome.stdout and " succeeded in " in outcome.stdout, outcome.stdout
+    assert "JOB [rank 0] cell trained" in outcome.stdout, outcome.stdout
+    assert "RUN succeeded magic node ran" in outcome.stdout, outcome.stdout
     listed = ok(cli(hub, "alice", "model", "list"))
     assert "magic-model" in listed and "fn-model" in listed
     assert "magic-model" not in ok(cli(hub, "bob", "model", "list"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -130,15 +131,24 @@ def test_cli_train_streams_ranks_and_exits_with_the_status(
     assert "torch.distributed.run" in capfd.readouterr().out
 
 
-def test_magics_call_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_magics_call_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``%cube_train`` / ``%%cube_train`` start ``cl.train`` (options mapped to its arguments,
+    the cell saved as a script run in the current folder); an option only the CLI takes
+    (``--dry-run``) runs ``cube-lab train`` instead."""
     from cube_lab import magics
+    from cube_lab.sdk import training, views
 
-    calls: list[list[str]] = []
-    monkeypatch.setattr(magics, "_stream_cli", lambda args, _what: calls.append(args) or 0)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(training, "train", lambda script, **kw: calls.append((script, kw)))
+    monkeypatch.setattr(views, "show", lambda handle: None)
+    streamed: list[list[str]] = []
+    monkeypatch.setattr(magics, "_stream_cli", lambda args, _what: streamed.append(args) or 0)
     m = magics.CubeMagics(shell=None)
     m.cube_train_line("--nproc 2 train.py --epochs 3")
     m.cube_train_cell("--nproc 2 -- --epochs 3", "print('hi')\n")
-    assert calls[0] == ["train", "--nproc", "2", "train.py", "--epochs", "3"]
-    train, nproc, two, cell, *rest = calls[1]
-    assert [train, nproc, two, rest] == ["train", "--nproc", "2", ["--epochs", "3"]]
+    m.cube_train_line("--dry-run --nproc 2 --wait train.py")
+    assert calls[0] == ("train.py", {"nproc": 2, "args": ["--epochs", "3"]})
+    cell, options = calls[1]
+    assert options == {"nproc": 2, "args": ["--epochs", "3"], "working_dir": os.getcwd()}
     assert Path(cell).read_text() == "print('hi')\n"
+    assert streamed == [["train", "--dry-run", "--nproc", "2", "train.py"]]

@@ -192,13 +192,14 @@ class LiveView:
                 return
 
 
-def show(handle: Handle) -> None:
-    """Display ``handle``: a live view in a kernel, its text elsewhere."""
+def show(handle: Handle) -> Any:
+    """Display ``handle``: a live view in a kernel, its text elsewhere. Returns the
+    ``DisplayHandle`` of what was shown in IPython (``settle`` updates it), else None."""
     try:
         from IPython.display import display
     except ImportError:
         print(repr(handle))
-        return
+        return None
     view: LiveView | None = None
     if in_kernel():
         try:
@@ -210,11 +211,30 @@ def show(handle: Handle) -> None:
 
         if get_ipython() is None:  # a plain script: display() would print the dict
             print(repr(handle))
-        else:
-            display({"text/plain": repr(handle)}, raw=True)
-        return
-    bundle = view.widget._repr_mimebundle_()
-    bundle["text/plain"] = repr(handle)
-    display(bundle, raw=True)
+            return None
+        return display({"text/plain": repr(handle)}, raw=True, display_id=True)
+    shown = display(_bundle(view), raw=True, display_id=True)
     handle._live_view = view  # type: ignore[attr-defined]  (the last one shown, for tests)
     view.start()
+    return shown
+
+
+def _bundle(view: LiveView) -> dict[str, Any]:
+    bundle: dict[str, Any] = view.widget._repr_mimebundle_()
+    bundle["text/plain"] = repr(view.handle)
+    return bundle
+
+
+def settle(handle: Handle, shown: Any) -> None:
+    """After ``handle.wait()``: the view shows the end now (not a refresh later), and the text
+    kept beside the widget (what ``nbconvert`` / papermill save) is the final one."""
+    view: LiveView | None = getattr(handle, "_live_view", None)
+    if view is not None:
+        view.stop()
+        view.update()
+    if shown is None:
+        return
+    if view is not None:
+        shown.update(_bundle(view), raw=True)
+    else:
+        shown.update({"text/plain": repr(handle)}, raw=True)
