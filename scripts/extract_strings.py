@@ -28,10 +28,13 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 SCHEMA = ROOT / "schema"
+TEMPLATES = ROOT / "templates"
+PACKAGE = ROOT / "cube_lab"
 LOCALE = ROOT / "cube_lab" / "locale"
 DOMAIN = "cube_lab"
 POT = LOCALE / f"{DOMAIN}.pot"
@@ -105,6 +108,7 @@ DYNAMIC_CALLS: dict[str, set[str]] = {
     "src/panels/labeling/forms.tsx": {"taskTypeLabel(t)"},
     "src/panels/labeling/panel.tsx": {"taskTypeLabel(p.type)"},
     "src/panels/labeling/project.tsx": {"taskTypeLabel(p.type)", "s.status"},
+    "src/panels/pipelines/kinds.ts": {"text"},  # serverText(): templates' and node kinds' texts
     "src/panels/pipelines/schedule.tsx": {"p.label"},
     "src/panels/training/logic.ts": {"(err as Error).message"},
     "src/panels/tuning/logic.ts": {"(err as Error).message", "SHAPES[kind]"},
@@ -294,6 +298,95 @@ def extract_schema(path: Path, rel: str) -> tuple[list[Message], list[str]]:
     return messages, errors
 
 
+def _line_of(text: str, value: str) -> int:
+    """The line where ``value`` (or its first words, for folded YAML text) starts; 1 if unseen."""
+    words = value.split()
+    for probe in (value, *(" ".join(words[:n]) for n in (6, 4, 3, 2))):
+        at = text.find(probe) if probe else -1
+        if at >= 0:
+            return text.count("\n", 0, at) + 1
+    return 1
+
+
+def extract_templates(templates: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
+    """The texts of the job templates the pipeline editor shows (palette, properties): each
+    template's title, description and parameters' titles and descriptions, as the server's
+    loader reads them (GET /cube-lab/api/templates), and the categories they sit under.
+
+    The front end passes each through ``trans.__`` (``serverText`` in kinds.ts)."""
+    from cube_lab.jobtemplates.loader import TEMPLATE_FILE, TemplateLoadError, load_template
+    from cube_lab.jobtemplates.model import CATEGORIES
+
+    model = (PACKAGE / "jobtemplates" / "model.py").relative_to(ROOT).as_posix()
+    messages = [
+        Message(c, where=[f"{model}:{_line_of(_read(ROOT / model), c)}"]) for c in CATEGORIES
+    ]
+    errors: list[str] = []
+
+    def texts(schema: Any, out: list[str]) -> None:
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        for prop in (props or {}).values():
+            if isinstance(prop, dict):
+                out += [prop[k] for k in ("title", "description") if isinstance(prop.get(k), str)]
+                texts(prop, out)
+                texts(prop.get("items"), out)
+
+    for folder in sorted(p.parent for p in templates.glob(f"*/{TEMPLATE_FILE}")):
+        path = folder / TEMPLATE_FILE
+        rel = path.relative_to(rel_root).as_posix()
+        try:
+            template = load_template(folder)
+        except TemplateLoadError as err:
+            errors.append(f"{rel}: {'; '.join(err.problems)}")
+            continue
+        text = path.read_text(encoding="utf-8")
+        found = [template.display_name, template.description]
+        texts(template.parameters, found)
+        for value in found:
+            if value.strip():
+                messages.append(Message(value, where=[f"{rel}:{_line_of(text, value)}"]))
+    return messages, errors
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def extract_node_kinds(package: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
+    """The ``display_name`` of every node kind class in the package (a class that sets both
+    ``ops`` and ``display_name``): GET /cube-lab/api/pipelines/node-kinds hands them to the
+    palette, which translates them."""
+    import ast
+
+    messages: list[Message] = []
+    for path in sorted(package.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        tree = ast.parse(_read(path), str(path))
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            values: dict[str, ast.expr] = {}
+            for stmt in cls.body:
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                    target, value = stmt.targets[0], stmt.value
+                    if isinstance(target, ast.Name):
+                        values[target.id] = value
+                    elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                        for t, v in zip(target.elts, value.elts, strict=False):
+                            if isinstance(t, ast.Name):
+                                values[t.id] = v
+                elif (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.value is not None
+                ):
+                    values[stmt.target.id] = stmt.value
+            name = values.get("display_name")
+            if "ops" in values and isinstance(name, ast.Constant) and isinstance(name.value, str):
+                rel = path.relative_to(rel_root).as_posix()
+                messages.append(Message(name.value, where=[f"{rel}:{name.lineno}"]))
+    return messages, []
+
+
 def extract(
     src: Path = SRC,
     dynamic: dict[str, list[str]] | None = None,
@@ -307,11 +400,15 @@ def extract(
         schema_dir = SCHEMA if src == SRC else src.parent / "schema"
     found: dict[tuple[str | None, str], Message] = {}
     errors: list[str] = []
-    parts = [(p, p.relative_to(src.parent).as_posix(), extract_file) for p in source_files(src)]
+    parts: list[tuple[Path, Any, Any]] = [
+        (p, p.relative_to(src.parent).as_posix(), extract_file) for p in source_files(src)
+    ]
     parts += [
         (p, p.relative_to(schema_dir.parent).as_posix(), extract_schema)
         for p in sorted(schema_dir.glob("*.json"))
     ]
+    if src == SRC:  # the server's texts the front end translates (templates, node kinds)
+        parts += [(TEMPLATES, ROOT, extract_templates), (PACKAGE, ROOT, extract_node_kinds)]
     for path, rel, reader in parts:
         messages, errs = reader(path, rel)
         errors += errs

@@ -212,6 +212,75 @@ def test_the_server_catalog_is_the_po() -> None:
     assert catalog("en").gettext("Pipeline") == "Pipeline"
 
 
+def test_template_texts_are_extracted_from_template_yaml(tmp_path: Path) -> None:
+    folder = tmp_path / "templates" / "greet"
+    folder.mkdir(parents=True)
+    (folder / "template.yaml").write_text(
+        "name: greet\n"
+        "display_name: Say hello\n"
+        "category: Data\n"
+        "description: >-\n"
+        "  Writes a greeting\n"
+        "  to a file.\n"
+        "command: [python, '{template_dir}/greet.py', '{who}']\n"
+        "parameters:\n"
+        "  type: object\n"
+        "  properties:\n"
+        "    who: {type: string, title: Who, description: The one to greet.}\n"
+        "    count: {type: integer, default: 1}\n",
+        encoding="utf-8",
+    )
+    (folder / "greet.py").write_text("print('hello')\n", encoding="utf-8")
+    messages, errors = extract_strings.extract_templates(tmp_path / "templates", tmp_path)
+    assert errors == []
+    ours = {m.msgid: m.where for m in messages if m.where[0].startswith("templates/")}
+    assert ours == {
+        "Say hello": ["templates/greet/template.yaml:2"],
+        "Writes a greeting to a file.": ["templates/greet/template.yaml:5"],  # folded
+        "Who": ["templates/greet/template.yaml:11"],
+        "The one to greet.": ["templates/greet/template.yaml:11"],
+    }
+    # the categories the palette groups templates under
+    assert {"Data", "Training", "Evaluation", "Registry", "Inference"} <= {
+        m.msgid for m in messages
+    }
+    (folder / "template.yaml").write_text("name: greet\n", encoding="utf-8")
+    _, errors = extract_strings.extract_templates(tmp_path / "templates", tmp_path)
+    assert len(errors) == 1 and errors[0].startswith("templates/greet/template.yaml: ")
+
+
+def test_every_served_template_text_has_a_zh_cn_entry(catalog: dict) -> None:
+    # what GET /cube-lab/api/templates sends, each text the pipeline editor shows
+    from cube_lab.jobtemplates.catalog import TemplateCatalog
+
+    served = TemplateCatalog().to_json()
+    assert served["errors"] == []
+    texts: list[str] = []
+    for template in served["templates"]:
+        texts += [template["display_name"], template["category"], template["description"]]
+        for prop in template["parameters"].get("properties", {}).values():
+            texts += [prop[k] for k in ("title", "description") if k in prop]
+    assert len(served["templates"]) >= 6 and len(texts) > 60
+    assert [t for t in texts if not catalog.get((None, t))] == []
+    assert catalog[(None, "Train a scikit-learn model")] == ["训练 scikit-learn 模型"]
+
+
+def test_every_node_kind_title_has_a_zh_cn_entry(catalog: dict) -> None:
+    # what GET /cube-lab/api/pipelines/node-kinds sends: built-in kinds, the plug-ins'
+    # (training, tuning) and the catalog components' kind
+    from cube_lab.pipelines import catalogs
+    from cube_lab.pipelines.nodekinds import node_kinds
+
+    titles = {kind.display_name for kind in node_kinds().values()}
+    titles |= {
+        getattr(v, "display_name", None)
+        for v in vars(catalogs).values()
+        if isinstance(v, type) and hasattr(v, "ops")
+    } - {None}
+    assert {"Training job", "Hyperparameter search", "Catalog component"} <= titles
+    assert sorted(t for t in titles if not catalog.get((None, t))) == []
+
+
 def test_every_translator_uses_the_cube_lab_domain() -> None:
     domains: set[str] = set()
     for path in extract_strings.source_files():

@@ -55,7 +55,7 @@ describe('node kind labels', () => {
         trans,
         [TEMPLATE]
       )
-    ).toBe('«Job template: Train a scikit-learn model»');
+    ).toBe('«Job template: «Train a scikit-learn model»»'); // both translated
     // Before the catalog loads (or a template the server lacks): its id.
     expect(
       kindLabel({ op: Ops.template, params: { template: 'gone' } }, trans)
@@ -65,9 +65,9 @@ describe('node kind labels', () => {
     );
   });
 
-  it("uses a plug-in kind's own title, else the op", () => {
+  it("uses a plug-in kind's own title (translated), else the op", () => {
     const kinds = [{ op: 'acme:etl', name: 'etl', display_name: 'ETL step' }];
-    expect(kindLabel({ op: 'acme:etl' }, trans, [], kinds)).toBe('ETL step');
+    expect(kindLabel({ op: 'acme:etl' }, trans, [], kinds)).toBe('«ETL step»');
     expect(kindLabel({ op: 'acme:other' }, trans, [], kinds)).toBe(
       'acme:other'
     );

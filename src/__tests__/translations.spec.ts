@@ -12,7 +12,12 @@ import {
   parseLabels,
   projectFormToRequest
 } from '../panels/labeling/logic';
-import { parse, PipelineFormatError } from '../panels/pipelines/serializer';
+import { kindLabel, serverText } from '../panels/pipelines/kinds';
+import {
+  Ops,
+  parse,
+  PipelineFormatError
+} from '../panels/pipelines/serializer';
 import { emptyForm, formToRequest, parseEnv } from '../panels/training/logic';
 import {
   checkSpaceText,
@@ -173,5 +178,36 @@ describe('form checks translate their messages', () => {
       translated(message);
     }
     expect(seen).toContain('%1 must be an object');
+  });
+
+  it("pipelines: the server's template and node kind texts", () => {
+    const template = {
+      name: 'train-sklearn',
+      display_name: 'Train a scikit-learn model',
+      category: 'Training',
+      description: 'Fits an estimator.',
+      image: null,
+      parameters: { type: 'object' as const, properties: {} },
+      outputs: []
+    };
+    expect(
+      kindLabel(
+        { op: Ops.template, params: { template: 'train-sklearn' } },
+        marking,
+        [template]
+      )
+    ).toBe('«Job template: «Train a scikit-learn model»»');
+    expect(
+      kindLabel(
+        { op: 'acme:etl' },
+        marking,
+        [],
+        [{ op: 'acme:etl', name: 'etl', display_name: 'Extract and load' }]
+      )
+    ).toBe('«Extract and load»');
+    // an op nobody registers: the op itself, nothing to translate
+    expect(kindLabel({ op: 'acme:gone' }, marking)).toBe('acme:gone');
+    expect(serverText('', marking)).toBe('');
+    expect(serverText(undefined, marking)).toBe('');
   });
 });

@@ -16,6 +16,18 @@ export interface ITrans {
   __(msgid: string, ...args: any[]): string;
 }
 
+/**
+ * A text the server sends about a job template or a node kind (its title,
+ * category, description, a parameter's title or description), in the
+ * user's language: scripts/extract_strings.py takes these texts from
+ * templates/<name>/template.yaml and the node kinds' `display_name`, so the
+ * catalog has them; a text it does not know (a user's own template) stays
+ * as written.
+ */
+export function serverText(text: string | undefined, trans: ITrans): string {
+  return text ? trans.__(text) : '';
+}
+
 /** Ops of the node kinds cube-lab itself registers on the server. */
 export namespace PluginOps {
   export const training = 'cube-lab:training';
@@ -55,7 +67,10 @@ export function kindLabel(
         return trans.__('Job template');
       }
       const template = templates.find(t => t.name === name);
-      return trans.__('Job template: %1', template?.display_name || name);
+      return trans.__(
+        'Job template: %1',
+        serverText(template?.display_name, trans) || name
+      );
     }
     case PluginOps.training:
       return trans.__('Training job');
@@ -72,7 +87,7 @@ export function kindLabel(
   }
   // A plug-in's own title (not in our catalog), else the op itself: the
   // validator names an op nobody registers as unknown.
-  return kind?.display_name || node.op;
+  return serverText(kind?.display_name, trans) || node.op;
 }
 
 /** The catalog component an op names, when the server lists one. */

@@ -13,6 +13,7 @@ import {
   catalogValues,
   kindLabel,
   parentOutputs,
+  serverText,
   withCatalogValues
 } from './kinds';
 import { PipelineEditorModel } from './model';
@@ -269,12 +270,13 @@ export function SchemaForm(props: {
   return (
     <div className="cube-SchemaForm">
       {entries.map(([key, prop]) => {
-        const label = prop.title || key;
+        const label = serverText(prop.title, trans) || key;
         const hint =
-          prop.description ??
-          (prop.default !== undefined
-            ? trans.__('Default: %1', showValue(prop.default))
-            : undefined);
+          prop.description !== undefined
+            ? serverText(prop.description, trans)
+            : prop.default !== undefined
+              ? trans.__('Default: %1', showValue(prop.default))
+              : undefined;
         const current = value[key];
         const set = (v: Json) => props.onChange(withKey(value, key, v));
         if (Array.isArray(prop.enum)) {
@@ -640,7 +642,7 @@ function NodeProperties(props: {
       {node.op === Ops.template ? (
         template ? (
           <fieldset className="cube-Fieldset">
-            <legend>{template.display_name}</legend>
+            <legend>{serverText(template.display_name, trans)}</legend>
             <SchemaForm
               schema={template.parameters}
               value={(node.params.parameters as Record<string, Json>) ?? {}}

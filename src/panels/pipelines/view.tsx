@@ -21,7 +21,7 @@ import * as React from 'react';
 import { describeError, isRunActive, JobTemplate, nodeLog } from '../../api';
 import { NODE_MIME, PipelineCanvas } from './canvas';
 import { autoLayout } from './graph';
-import { catalogPaletteEntries } from './kinds';
+import { catalogPaletteEntries, kindLabel, serverText } from './kinds';
 import { ChangeKind, PipelineEditorModel } from './model';
 import { PropertiesPane } from './properties';
 import { NodeResults } from './results';
@@ -268,21 +268,23 @@ function Palette(props: {
       ) {
         continue;
       }
+      const label = kindLabel({ op: kind.op }, trans, [], model.nodeKinds);
       add(trans.__('Node kinds'), {
         key: `kind:${kind.op}`,
-        label: kind.display_name,
+        label,
         description: kind.op,
-        spec: { op: kind.op, label: kind.display_name }
+        spec: { op: kind.op, label }
       });
     }
     for (const t of model.templates as JobTemplate[]) {
-      add(t.category || trans.__('Templates'), {
+      const title = serverText(t.display_name, trans);
+      add(serverText(t.category, trans) || trans.__('Templates'), {
         key: `template:${t.name}`,
-        label: t.display_name,
-        description: t.description,
+        label: title,
+        description: serverText(t.description, trans),
         spec: {
           op: Ops.template,
-          label: t.display_name,
+          label: title,
           params: { template: t.name, parameters: {} }
         }
       });
