@@ -25,7 +25,9 @@ What ``load`` returns:
   The files themselves (for pycocotools or Ultralytics) are under ``path(...)``.
 - Label Studio exports: the list of task dicts, as Label Studio imports them.
 - An image dataset with no export: a ``pandas.DataFrame`` of ``name``, ``path``, ``width``,
-  ``height``.
+  ``height``. Under the hub, when its source is a folder this process cannot read (a
+  teammate's home), the images are fetched through the service into the cache
+  (``.../<project>/<name>/source-<id>/``, each once) and ``path`` points there.
 
 Under the hub (a notebook, a terminal, or a job the cube-lab service started) the dataset is
 resolved by the cube-lab service, with the same rules, and the version is downloaded once
@@ -120,7 +122,12 @@ def _resolve_remote(
     row = _pick_remote_version(view, version)
     if row is None:  # the dataset as registered: a folder or file in someone's home
         source = Path(view["source"])
-        if not os.access(source, os.R_OK):
+        entry = {"project": view["project"], "name": name, "version": None, "path": str(source)}
+        if os.access(source, os.R_OK):
+            pass
+        elif view["kind"] == "images":  # another's home: the images through the service
+            source = _fetch_images(client, view)
+        else:
             from .errors import NotFound
 
             raise NotFound(
@@ -128,8 +135,7 @@ def _resolve_remote(
                 f"It is {source}, outside what this process can read; export a version of "
                 "it (a labeling project's export), which the cube-lab service hands out.",
             )
-        ref = DatasetRef(view["project"], name, None, source, "source", view["kind"])
-        return ref, ref.lineage()
+        return DatasetRef(view["project"], name, None, source, "source", view["kind"]), entry
     number = int(row["version"])
     folder = cache_root() / _safe(view["project"]) / _safe(name) / str(number)
     mark = {"dataset_id": view["id"], "version": number, "created_at": str(row["created_at"])}
@@ -143,6 +149,39 @@ def _resolve_remote(
     ref = DatasetRef(view["project"], name, number, target, row["format"], view["kind"])
     entry = {"project": view["project"], "name": name, "version": number, "path": row["path"]}
     return ref, entry
+
+
+def _remote_items(client: Any, project: str, name: str) -> list[dict[str, Any]]:
+    from .rest_client import segment
+
+    items: list[dict[str, Any]] = client.get(
+        f"projects/{segment(project)}/datasets/{segment(name)}/items"
+    )["items"]
+    return items
+
+
+def _fetch_images(client: Any, view: dict[str, Any]) -> Path:
+    """The images of a dataset whose source this process cannot read (in a teammate's home),
+    fetched through the service into the cache, each once (an item's content never changes
+    under its id; the folder is the dataset record's, so a dataset made again starts anew),
+    at their names inside the source."""
+    from . import containment
+    from .rest_client import segment
+
+    project, name = view["project"], view["name"]
+    folder = cache_root() / _safe(project) / _safe(name) / f"source-{view['id']}"
+    folder.mkdir(parents=True, exist_ok=True)
+    base = f"projects/{segment(project)}/datasets/{segment(name)}/items"
+    for item in _remote_items(client, project, name):
+        target = containment.resolve(folder, item["name"], absolute="refuse", what="item name")
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.part")
+        with client.stream(f"{base}/{item['id']}/content") as answer:
+            answer.save(partial)
+        partial.rename(target)  # whole or not at all
+    return folder
 
 
 def _find_remote(client: Any, name: str, project: str | None) -> dict[str, Any]:
@@ -410,15 +449,12 @@ def _read_images(ref: DatasetRef) -> Any:
     from .rest_client import ServiceClient
     from .workspace import default_workspace
 
-    if ServiceClient.from_env() is not None:
-        from .errors import InvalidInput
-
-        raise InvalidInput(
-            f"image dataset {ref.name!r} has no export to load through the cube-lab service",
-            "Export a version of it (a labeling project's export, any format), or open its "
-            f"files with cube_lab.datasets.path({ref.name!r}, version='source').",
-        )
-    items = default_workspace().datasets.items(Caller(local_username()), ref.project, ref.name)
+    client = ServiceClient.from_env()
+    if client is not None:  # under the hub: the service lists them
+        items = _remote_items(client, ref.project, ref.name)
+    else:
+        caller = Caller(local_username())
+        items = default_workspace().datasets.items(caller, ref.project, ref.name)
     records = [
         {"name": i["name"], "path": str(ref.path / i["name"]), "width": i["width"],
          "height": i["height"]}

@@ -183,7 +183,7 @@ from tests.hub_util import (  # noqa: E402
     spawn_servers,
     wait_for_run,
 )
-from tests.labeling_util import make_csv  # noqa: E402
+from tests.labeling_util import make_csv, make_images  # noqa: E402
 from tests.pipeline_util import node, script, write_pipeline  # noqa: E402
 
 USERS = ("alice", "bob")
@@ -392,6 +392,63 @@ def test_datasets_load_in_bobs_kernel_is_what_it_is_in_process(
     assert alice_line.split()[1:] in (["NotFound", "404"], ["Forbidden", "403"]), alice_line
     if OS_ACCOUNTS:  # the cache is bob's own
         assert cached.stat().st_uid == os.stat(home(hub, "bob")).st_uid
+
+
+def test_bob_loads_the_images_of_a_dataset_in_alices_home(
+    hub: devhub.DevHub, tokens: dict[str, str], bob_kernel: Kernel
+) -> None:
+    """An image dataset with no export, registered by alice from her home in a project bob
+    is in: bob's kernel gets its items as in-process, and where it cannot read alice's home
+    (her OS account's) the images themselves, through the service, into his cache."""
+    alice = tokens["alice"]
+    names = make_images(home(hub, "alice") / "pics", 3, nested=True)
+    status, made = cube(hub, "alice", "projects", alice, method="POST", body={"name": "zoo"})
+    assert status == 201, made
+    status, invited = cube(
+        hub, "alice", "projects/zoo/members/bob", alice, method="PUT", body={"role": "member"}
+    )
+    assert status == 200, invited
+    status, joined = cube(hub, "bob", "invitations/zoo/accept", tokens["bob"], method="POST")
+    assert status == 200, joined
+    body = {"name": "pics", "path": "pics", "project": "zoo"}
+    status, made = cube(hub, "alice", "datasets", alice, method="POST", body=body)
+    assert status == 201, made
+    code = textwrap.dedent(
+        """
+        import json, hashlib, pathlib, cube_lab.datasets as datasets
+        df = datasets.load("pics", project="zoo")
+        files = [pathlib.Path(p) for p in df["path"]]
+        print("RESULT " + json.dumps({
+            "rows": df[["name", "width", "height"]].to_dict("records"),
+            "paths": [str(f) for f in files],
+            "sha": [hashlib.sha256(f.read_bytes()).hexdigest() for f in files],
+            "folder": str(datasets.path("pics", project="zoo")),
+            "used": datasets.used()[-1],
+        }))
+        """
+    )
+    outcome = bob_kernel.run(code)
+    assert outcome.error is None, outcome
+    line = next(x for x in outcome.stdout.splitlines() if x.startswith("RESULT "))
+    out = json.loads(line.removeprefix("RESULT "))
+    ws = Workspace(Settings.resolve(hub.data_dir / "cube-lab"))
+    try:
+        expected = ws.datasets.items(Caller("bob"), "zoo", "pics")
+    finally:
+        ws.close()
+    assert out["rows"] == [{k: i[k] for k in ("name", "width", "height")} for i in expected]
+    assert sorted(r["name"] for r in out["rows"]) == sorted(names)
+    source = home(hub, "alice") / "pics"
+    originals = [__import__("hashlib").sha256((source / r["name"]).read_bytes()).hexdigest()
+                 for r in out["rows"]]  # fmt: skip
+    assert out["sha"] == originals
+    assert out["used"]["path"] == str(source) and out["used"]["version"] is None
+    if OS_ACCOUNTS:  # alice's home is closed to bob: the images came through the service
+        cache = home(hub, "bob") / ".cache" / "cube-lab" / "datasets" / "zoo" / "pics"
+        assert Path(out["folder"]).is_relative_to(cache)
+        assert all(Path(p).is_relative_to(cache) for p in out["paths"])
+    else:
+        assert out["folder"] == str(source)
 
 
 TRAIN = textwrap.dedent(

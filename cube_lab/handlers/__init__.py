@@ -75,6 +75,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_EXP}/trials/{_SEG}/log", tuning.TrialLogHandler),
         ("/datasets", labeling.DatasetsHandler),
         (_DATASET, labeling.DatasetHandler),
+        (rf"{_DATASET}/items", labeling.DatasetItemsHandler),
         (rf"{_DATASET}/items/{_SEG}/content", labeling.ItemContentHandler),
         (rf"{_DATASET}/versions/{_SEG}/download", labeling.VersionDownloadHandler),
         ("/labeling", labeling.LabelingProjectsHandler),

@@ -81,6 +81,13 @@ class DatasetHandler(LabelingHandler):
         self.finish()
 
 
+class DatasetItemsHandler(LabelingHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        items = await self.call(self.workspace.datasets.items, self.caller, project, name)
+        self.reply({"items": items})
+
+
 class ItemContentHandler(LabelingHandler):
     @web.authenticated
     async def get(self, project: str, name: str, item_id: str) -> None:

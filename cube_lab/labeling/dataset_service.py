@@ -350,12 +350,13 @@ class DatasetService:
         return row
 
     def items(self, caller: Caller, project: str, name: str) -> list[dict[str, Any]]:
-        """The dataset's items as registered, in order: name, width/height (images) or
-        text (texts), and the text rows' other fields."""
+        """The dataset's items as registered, in order: id (for ``item_content``), name,
+        width/height (images) or text (texts), and the text rows' other fields."""
         with self.store.read() as s:
             dataset = self.dataset(s, caller, project, name)
             rows = s.execute(
                 select(
+                    DatasetItem.id,
                     DatasetItem.name,
                     DatasetItem.width,
                     DatasetItem.height,
@@ -367,8 +368,8 @@ class DatasetService:
             ).all()
             images = dataset.kind == "images"
         if images:
-            return [{"name": n, "width": w, "height": h} for n, w, h, _, _ in rows]
-        return [{"name": n, "text": t, **(m or {})} for n, _, _, t, m in rows]
+            return [{"id": i, "name": n, "width": w, "height": h} for i, n, w, h, _, _ in rows]
+        return [{**(m or {}), "id": i, "name": n, "text": t} for i, n, _, _, t, m in rows]
 
     def find_by_path(self, caller: Caller, path: str | Path) -> DatasetRef | None:
         self.projects.ensure_personal(caller)
