@@ -231,6 +231,28 @@ class Transport(abc.ABC):
     def undeploy(self, project: str, name: str) -> Json:
         """Implemented by each transport."""
 
+    # -- labeling projects --------------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_labeling(self, body: Json) -> Json:
+        """Implemented by each transport: ``POST /labeling``'s fields."""
+
+    @abc.abstractmethod
+    def get_labeling(self, project: str, name: str) -> Json:
+        """Implemented by each transport (with its progress)."""
+
+    @abc.abstractmethod
+    def list_labeling(self, project: str | None) -> list[Json]:
+        """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def assign_labeling(self, project: str, name: str, body: Json) -> Json:
+        """Implemented by each transport: ``{"assigned": {user: count}}``."""
+
+    @abc.abstractmethod
+    def export_labeling(self, project: str, name: str, body: Json) -> Json:
+        """Implemented by each transport: the dataset version written (``ExportView``)."""
+
 
 def job_paths(spec: Json) -> tuple[Json, str | None]:
     """An absolute script with no working_dir runs in its own folder: (spec, working_dir)."""
@@ -565,6 +587,36 @@ class LocalTransport(Transport):
     def undeploy(self, project: str, name: str) -> Json:
         return self._json(self.ws.serving.undeploy(self.caller, name, project=project))
 
+    # -- labeling projects --------------------------------------------------------------
+
+    def create_labeling(self, body: Json) -> Json:
+        fields = {k: v for k, v in body.items() if k != "name"}
+        return self._json(self.ws.labeling.create(self.caller, body.get("name"), **fields))
+
+    def get_labeling(self, project: str, name: str) -> Json:
+        return self._json(self.ws.labeling.get(self.caller, project, name))
+
+    def list_labeling(self, project: str | None) -> list[Json]:
+        return self._json(self.ws.labeling.list(self.caller, project))
+
+    def assign_labeling(self, project: str, name: str, body: Json) -> Json:
+        assigned = self.ws.labeling.assign(
+            self.caller,
+            project,
+            name,
+            body.get("users"),
+            body.get("mode") or "round_robin",
+            body.get("batch_size"),
+        )
+        return {"assigned": self._json(assigned)}
+
+    def export_labeling(self, project: str, name: str, body: Json) -> Json:
+        view = self.ws.labeling.export(
+            self.caller, project, name, body.get("format"), body.get("only"),
+            body.get("class_order"),
+        )  # fmt: skip
+        return self._json(view)
+
 
 class RestTransport(Transport):
     """A cube-lab server or service over REST, as the token's user.
@@ -841,3 +893,28 @@ class RestTransport(Transport):
 
     def undeploy(self, project: str, name: str) -> Json:
         return self.client.delete(self._deployment(project, name))
+
+    # -- labeling projects --------------------------------------------------------------
+
+    @staticmethod
+    def _labeling(project: str, name: str) -> str:
+        from ..rest_client import segment
+
+        return f"projects/{segment(project)}/labeling/{segment(name)}"
+
+    def create_labeling(self, body: Json) -> Json:
+        return self.client.post("labeling", {k: v for k, v in body.items() if v is not None})
+
+    def get_labeling(self, project: str, name: str) -> Json:
+        return self.client.get(self._labeling(project, name))
+
+    def list_labeling(self, project: str | None) -> list[Json]:
+        return self.client.get("labeling", project=project)["projects"]
+
+    def assign_labeling(self, project: str, name: str, body: Json) -> Json:
+        payload = {k: v for k, v in body.items() if v is not None}
+        return self.client.post(f"{self._labeling(project, name)}/assign", payload)
+
+    def export_labeling(self, project: str, name: str, body: Json) -> Json:
+        payload = {k: v for k, v in body.items() if v is not None}
+        return self.client.post(f"{self._labeling(project, name)}/export", payload)
