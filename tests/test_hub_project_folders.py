@@ -95,6 +95,42 @@ def test_a_members_pipeline_in_the_project_folder_runs_there(
     assert status == 201, version
 
 
+def test_a_members_training_job_in_the_project_folder_runs_there_and_reruns(
+    hub: devhub.DevHub, tokens: dict[str, str]
+) -> None:
+    folder = shared_folder(hub)
+    step = script(folder, "fit.py", "import os\nprint('cwd', os.getcwd(), 'uid', os.getuid())\n")
+    os.chmod(folder / step, 0o664)
+    link = link_in_home(hub, "alice")
+    alice = tokens["alice"]
+
+    def ran(job: dict) -> tuple[dict, str]:
+        deadline = time.monotonic() + 120
+        while job["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, job
+            time.sleep(0.5)
+            status, job = cube(hub, "alice", f"training/jobs/{job['id']}", alice)
+            assert status == 200, job
+        _, log = cube(hub, "alice", f"training/jobs/{job['id']}/log", alice)
+        return job, log["text"]
+
+    for body in (
+        {"framework": "plain", "script": f"{link}/{step}"},
+        {"framework": "plain", "script": step, "working_dir": link},
+    ):
+        status, job = cube(hub, "alice", "training/jobs", alice, method="POST", body=body)
+        assert status == 201, job
+        job, text = ran(job)
+        assert job["status"] == "succeeded", (body, job, text)
+        assert f"cwd {folder.resolve()}" in text, text
+        if OS_ACCOUNTS:
+            assert f"uid {accounts.run_as('alice').uid}" in text, text
+    status, again = cube(hub, "alice", f"training/jobs/{job['id']}/rerun", alice, method="POST")
+    assert status == 201, again
+    again, text = ran(again)
+    assert again["status"] == "succeeded" and f"cwd {folder.resolve()}" in text, text
+
+
 def test_a_link_made_by_a_non_member_leads_nowhere(
     hub: devhub.DevHub, tokens: dict[str, str]
 ) -> None:
@@ -110,6 +146,9 @@ def test_a_link_made_by_a_non_member_leads_nowhere(
             ("pipelines/validate", {"path": "sneaky/flow.pipeline"}),
             ("pipelines/runs", {"path": "sneaky/flow.pipeline"}),
             ("models", {"name": "taken", "path": "sneaky/flow.pipeline"}),
+            ("training/jobs", {"framework": "plain", "script": "sneaky/n.py"}),
+            ("training/jobs", {"framework": "plain", "script": "n.py", "working_dir": "sneaky"}),
+            ("tuning/experiments", {"folder": "sneaky", "config": {}}),
         ):
             status, answer = cube(hub, "bob", route, tokens["bob"], method="POST", body=body)
             assert status == 400, (route, answer)

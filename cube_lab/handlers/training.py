@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tornado import web
 
@@ -15,6 +16,21 @@ class TrainingHandler(CubeHandler):
     @property
     def root(self) -> Path:
         return self.root_dir
+
+    def placed(self, body: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+        """The job's body and the folder it may not leave: the caller's root, or (under the
+        hub) the project group's folder its working_dir or script leads to, through the
+        link in the caller's home. There the job runs in that folder, named by its real
+        path, and cannot leave it."""
+        raw = body.get("working_dir") or body.get("script")
+        if not isinstance(raw, str) or not raw:
+            return body, self.root
+        path, root = self.resolve(raw)
+        if root == containment.real(self.root):
+            return body, self.root
+        if body.get("working_dir"):
+            return {**body, "working_dir": str(path)}, root
+        return {**body, "working_dir": str(path.parent), "script": path.name}, root
 
 
 class JobsHandler(TrainingHandler):
@@ -31,7 +47,8 @@ class JobsHandler(TrainingHandler):
     @web.authenticated
     async def post(self) -> None:
         service = self.workspace.training
-        job = await self.call(service.prepare, self.caller, self.json_body(), self.root)
+        body, root = self.placed(self.json_body())
+        job = await self.call(service.prepare, self.caller, body, root)
         job_id = await service.launch(job)  # a cluster job is submitted before the reply
         self.reply(await self.call(service.get, self.caller, job_id), 201)
 
@@ -52,7 +69,10 @@ class RerunHandler(TrainingHandler):
     @web.authenticated
     async def post(self, job_id: str) -> None:
         service = self.workspace.training
-        job = await self.call(service.rerun, self.caller, job_id, self.root)
+        ran = await self.call(service.get, self.caller, job_id)
+        # the folder the job ran in may be a project group's (placed above)
+        root = self.resolve(ran.working_dir)[1] if ran.working_dir else self.root
+        job = await self.call(service.rerun, self.caller, job_id, root)
         new_id = await service.launch(job)
         self.reply(await self.call(service.get, self.caller, new_id), 201)
 

@@ -14,9 +14,10 @@ from .base import CubeHandler
 
 
 class TuningHandler(CubeHandler):
-    def folder(self, body: dict[str, Any]) -> Path:
-        """Where the config's relative paths start: a folder under the server root."""
-        return containment.resolve(self.root_dir, body.get("folder") or ".", what="folder")
+    def folder(self, body: dict[str, Any]) -> tuple[Path, Path]:
+        """Where the config's relative paths start, and the root it lies in: a folder under
+        the caller's root, or (under the hub) in a project group's folder shared with them."""
+        return self.resolve(body.get("folder") or ".", what="folder")
 
 
 class ExperimentsHandler(TuningHandler):
@@ -41,10 +42,10 @@ class ExperimentsHandler(TuningHandler):
             raise InvalidInput("config must be an object (an NNI experiment config)")
         if body.get("project"):
             config = {**config, "project": body["project"]}
-        folder = self.folder(body)
+        folder, root = self.folder(body)
         service = self.workspace.tuning
         spec = await self.call(service.parse, config, folder)
-        containment.resolve(self.root_dir, spec.code_dir, what="trialCodeDirectory")
+        containment.resolve(root, spec.code_dir, what="trialCodeDirectory")
         engine = await self.call(service.prepare, self.caller, spec)
         service.start(engine)
         self.reply(await self.call(service.get, self.caller, engine.experiment_id), 201)
