@@ -35,6 +35,26 @@ SRC = ROOT / "src"
 SCHEMA = ROOT / "schema"
 TEMPLATES = ROOT / "templates"
 PACKAGE = ROOT / "cube_lab"
+HUB_TEMPLATES = PACKAGE / "hub" / "templates"
+# The hub's pages (Jinja): ``_("...")`` for HTML text, ``_js("...")`` for the script's strings.
+HUB_CALL = re.compile(r"(?<![\w.])_(?:js)?\(")
+# Texts the hub's pages get from Python (label(): a quota dimension's name, made in
+# cube_lab/hub/quotas.py; admin.page_texts translates its words): each must still be there.
+HUB_DYNAMIC: dict[str, list[str]] = {
+    "cube_lab/hub/quotas.py": [
+        "CPU cores",
+        "GiB memory",
+        "servers",
+        "jobs",
+        "MiB of device memory",
+        "percent of device cores",
+        "MIG slices",
+        "NPUs",
+        "vGPUs",
+        "GPUs",
+    ],
+    "cube_lab/hub/admin.py": ["%1 (%2)"],
+}
 LOCALE = ROOT / "cube_lab" / "locale"
 DOMAIN = "cube_lab"
 POT = LOCALE / f"{DOMAIN}.pot"
@@ -352,6 +372,35 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def extract_hub_pages(folder: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
+    """The texts of the hub's pages (the cube-admin page and its forms): every ``_("...")``
+    and ``_js("...")`` of cube_lab/hub/templates/*.html, and the words they get from Python
+    (HUB_DYNAMIC). cube_lab.hub.admin renders them in the browser's language."""
+    messages: list[Message] = []
+    errors: list[str] = []
+    for path in sorted(folder.glob("*.html")):
+        rel = path.relative_to(rel_root).as_posix()
+        text = path.read_text(encoding="utf-8")
+        for match in HUB_CALL.finditer(text):
+            where = f"{rel}:{text.count(chr(10), 0, match.start()) + 1}"
+            try:
+                value, end = _read_string_arg(text, match.end())
+                if text[end] not in ",)":
+                    raise ExtractError("the argument is an expression, not a string literal")
+            except (ExtractError, IndexError) as err:
+                errors.append(f"{where}: {err}")
+                continue
+            messages.append(Message(value, where=[where]))
+    for rel, ids in HUB_DYNAMIC.items():
+        source = (rel_root / rel).read_text(encoding="utf-8")
+        for msgid in ids:
+            if msgid not in source:
+                errors.append(f"{rel}: {msgid!r} is gone: update HUB_DYNAMIC")
+                continue
+            messages.append(Message(msgid, where=[f"{rel}:0"]))
+    return messages, errors
+
+
 def extract_node_kinds(package: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
     """The ``display_name`` of every node kind class in the package (a class that sets both
     ``ops`` and ``display_name``): GET /cube-lab/api/pipelines/node-kinds hands them to the
@@ -408,7 +457,11 @@ def extract(
         for p in sorted(schema_dir.glob("*.json"))
     ]
     if src == SRC:  # the server's texts the front end translates (templates, node kinds)
-        parts += [(TEMPLATES, ROOT, extract_templates), (PACKAGE, ROOT, extract_node_kinds)]
+        parts += [
+            (TEMPLATES, ROOT, extract_templates),
+            (PACKAGE, ROOT, extract_node_kinds),
+            (HUB_TEMPLATES, ROOT, extract_hub_pages),
+        ]
     for path, rel, reader in parts:
         messages, errs = reader(path, rel)
         errors += errs
@@ -656,7 +709,7 @@ def problems(lang: str, found: dict[tuple[str | None, str], Message]) -> list[st
             if placeholders(form) != placeholders(msg.msgid) | placeholders(msg.plural or ""):
                 out.append(f"{label}: placeholders differ in {form!r}")
     for key in have.keys() - found.keys():
-        out.append(f"{key[1]!r}: stale {lang} entry (not in src/ any more)")
+        out.append(f"{key[1]!r}: stale {lang} entry (extracted from nowhere any more)")
     path = json_path(lang)
     if not path.exists() or path.read_text(encoding="utf-8") != dumps_json(
         compiled(lang, _version())

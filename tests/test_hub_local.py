@@ -297,6 +297,10 @@ def test_admin_logs_in_and_edits_a_group_on_the_admin_page(hub: devhub.DevHub) -
         assert made.json()["quota"] == {"servers": 3, "accelerators": {"nvidia.com/gpu": 2}}
         page = client.get("/services/cube-admin/")
         assert 'data-group="nlp"' in page.text and "GPUs (nvidia.com/gpu)" in page.text
+        # a browser that asks for Chinese gets the page in Chinese (issue 22)
+        zh = client.get("/services/cube-admin/", headers={"Accept-Language": "zh-CN,zh;q=0.9"})
+        assert zh.headers["Content-Language"] == "zh-CN" and '<html lang="zh-CN">' in zh.text
+        assert "项目组与配额" in zh.text and "GPU 数（nvidia.com/gpu）" in zh.text  # noqa: RUF001
     # it is a JupyterHub group with the quota in its properties
     _, group = hub.hub("GET", "/groups/nlp")
     assert group["users"] == ["carol"]

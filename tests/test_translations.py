@@ -459,3 +459,140 @@ async def test_the_settings_editor_gets_cube_labs_schema_in_chinese(
     refresh = chinese["properties"]["refreshInterval"]
     assert refresh["title"] == "刷新间隔（秒）"  # noqa: RUF001
     assert refresh["description"].startswith("cube-lab 面板在可见时")
+
+
+# -- the hub's pages ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "locale"),
+    [
+        ("zh-CN,zh;q=0.9,en;q=0.8", "zh_CN"),
+        ("zh", "zh_CN"),
+        ("zh-Hans-CN", "zh_CN"),
+        ("fr-FR, zh;q=0.5", "zh_CN"),
+        ("en-US,en;q=0.9,zh-CN;q=0.8", "en"),
+        ("en;q=0.1, zh-CN", "zh_CN"),
+        ("zh-TW", "en"),  # Traditional Chinese: not our catalog
+        ("zh-CN;q=0", "en"),
+        ("", "en"),
+        (None, "en"),
+    ],
+)
+def test_the_browsers_language_picks_the_hub_pages_locale(header: str | None, locale: str) -> None:
+    from cube_lab.locale import negotiate
+
+    assert negotiate(header) == locale
+
+
+def _render_hub_page(name: str, texts: dict[str, Any]) -> str:
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from cube_lab.hub import admin
+
+    env = Environment(
+        loader=FileSystemLoader(admin.TEMPLATES), autoescape=select_autoescape(["html"])
+    )
+    user = type("User", (), {"name": "alice"})
+    profile = type("Profile", (), {"name": "cpu", "display_name": "CPU only"})
+    group = {
+        "name": "vision",
+        "problem": "bad json",
+        "usage": {
+            "total": {"servers": 1, "cpu": 2, "nvidia.com/gpu": 1},
+            "users": {"bob": {"servers": 1, "nvidia.com/gpu": 1}},
+        },
+        "quota": {"servers": 3},
+        "users": ["bob"],
+        "profiles": ["cpu"],
+    }
+    return env.get_template(name).render(
+        user=user,
+        prefix="/services/cube-admin/",
+        hub_prefix="/hub/",
+        xsrf_token="t0k3n",
+        profiles=[profile],
+        resources=["nvidia.com/gpu"],
+        show=admin.show,
+        groups=[group],
+        **texts,
+    )
+
+
+def test_every_text_of_the_hub_pages_goes_through_the_translator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # rendered with a translator that marks what it translated: every text a person reads
+    # (text, placeholders, tooltips, labels, the script's messages) is marked, or is data
+    from html.parser import HTMLParser
+
+    from markupsafe import Markup, escape
+
+    from cube_lab.hub import admin
+
+    def mark(msgid: str, *args: object) -> str:
+        return f"«{msgid}»" + "".join(f"[{a}]" for a in args)
+
+    def translator_for(locale: str, html: bool = False) -> Any:
+        return (lambda m, *a: Markup(escape(mark(m, *a)))) if html else mark
+
+    monkeypatch.setattr(admin, "translator_for", translator_for)
+    texts = admin.page_texts("en")
+    # data, and the examples in placeholders (a group's name, its members)
+    data = {"alice", "vision", "bob", "CPU only", "bad json", "alice, bob", "1 nvidia.com/gpu"}
+
+    class Texts(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list[str] = []
+            self.script = ""
+            self._in_script = False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self._in_script = tag == "script"
+            for key, value in attrs:
+                if key in ("placeholder", "title", "alt", "aria-label") and value:
+                    self.found.append(value)
+
+        def handle_endtag(self, tag: str) -> None:
+            self._in_script = False
+
+        def handle_data(self, text: str) -> None:
+            if self._in_script:
+                self.script += text
+            elif text.strip():
+                self.found.append(text.strip())
+
+    for name in ("admin.html", "forbidden.html"):
+        parser = Texts()
+        parser.feed(_render_hub_page(name, texts))
+        bare = [
+            t
+            for t in parser.found
+            if not t.startswith("«") and t not in data and re.search("[A-Za-z]{2}", t)
+        ]
+        assert bare == [], f"{name}: text outside the translator: {bare}"
+        # the script's own strings: only identifiers, URLs and what T holds
+        prose = re.findall(r'"([A-Z][a-z]+ [^"]*)"', parser.script)
+        assert prose == [], f"{name}: script messages outside the translator: {prose}"
+
+
+def test_the_hub_admin_page_speaks_chinese_or_english() -> None:
+    from cube_lab.hub import admin
+
+    chinese = _render_hub_page("admin.html", admin.page_texts("zh_CN"))
+    assert '<html lang="zh-CN">' in chinese
+    for text in ("项目组与配额", "新建项目组", "保存配额与资源规格", "退出登录", "不限（例如 10）"):  # noqa: RUF001
+        assert text in chinese
+    assert "GPU 数（nvidia.com/gpu）" in chinese  # noqa: RUF001 - label() translated
+    assert '"created": ' + json.dumps("已创建项目组 %1") in chinese  # the script's messages
+    assert "Project groups and quotas" not in chinese and "Create group" not in chinese
+
+    english = _render_hub_page("admin.html", admin.page_texts("en"))
+    assert '<html lang="en">' in english
+    assert "Project groups and quotas" in english and "GPUs (nvidia.com/gpu)" in english
+    assert "项目组" not in english
+
+    forbidden = _render_hub_page("forbidden.html", admin.page_texts("zh_CN"))
+    assert "cube-admin 页面仅供管理员使用" in forbidden
+    assert "<code>custom:cube-admin:write</code>" in forbidden  # markup kept, escaped args

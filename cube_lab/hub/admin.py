@@ -31,6 +31,7 @@ from tornado import web
 
 from ..errors import CubeError, Forbidden, InvalidInput, NotFound
 from ..identity import check_name
+from ..locale import html_lang, negotiate, translator_for
 from . import policy
 from .config import ADMIN_SCOPE, secret_file
 from .hubapi import HubAPI
@@ -224,6 +225,8 @@ class PageHandler(BaseHandler):
         prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
         hub_prefix = os.environ.get("JUPYTERHUB_BASE_URL", "/") + "hub/"
         resources = sorted({*_accelerator_resources(self.ctx.settings)})
+        locale = negotiate(self.request.headers.get("Accept-Language"))
+        self.set_header("Content-Language", html_lang(locale))
         return self.ctx.templates.get_template(name).render(
             user=self.current_user,
             prefix=prefix,
@@ -231,8 +234,8 @@ class PageHandler(BaseHandler):
             xsrf_token=self.xsrf_token.decode(),
             profiles=list(self.ctx.settings.profiles.values()),
             resources=resources,
-            label=label,
             show=show,
+            **page_texts(locale),
             **values,
         )
 
@@ -240,6 +243,27 @@ class PageHandler(BaseHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         message = exc.error if isinstance(exc, CubeError) else self._reason
         self.finish(f"<h1>{status_code}</h1><p>{message}</p>")
+
+
+def page_texts(locale: str) -> dict[str, Any]:
+    """What the page templates need to speak ``locale`` (the browser's Accept-Language):
+    ``_`` for HTML text (escaped markup), ``_js`` for the script's strings, the ``lang``
+    attribute and ``label`` (a quota dimension's name, as cube_lab.hub.quotas words it)."""
+    text = translator_for(locale)
+
+    def page_label(dimension: str) -> str:
+        words = label(dimension)
+        suffix = f" ({dimension})"
+        if words.endswith(suffix) and words != suffix.strip():
+            return text("%1 (%2)", text(words[: -len(suffix)]), dimension)
+        return text(words)
+
+    return {
+        "_": translator_for(locale, html=True),
+        "_js": text,
+        "lang": html_lang(locale),
+        "label": page_label,
+    }
 
 
 def _accelerator_resources(settings: HubSettings) -> list[str]:
