@@ -12,12 +12,11 @@ servers, kernels, the CLI; URL tokens are not read) or, from a browser, in the O
 this service set (``browser_session.py``: the panels call here straight through the hub's
 proxy, one hop less than through the user's server) with its XSRF token in ``X-XSRFToken``.
 The hub says whose the token is, and that user's groups and admin flag come from the hub, not
-from anything the caller sends. Paths a user gives resolve
-in that user's home (``users/<folder>``). A job this service started for a user (a pipeline
-run, a training job, a tuning experiment, run as the user's OS account) calls with the token
-the service gave it (``cube_lab.job_credentials``): it acts as its owner, never as an admin,
-and only while the job is active. Run by the hub (see ``config.py``):
-``python -m cube_lab.hub.store_service``.
+from anything the caller sends. Paths a user gives resolve in that user's home
+(``users/<folder>``). A job this service started for a user (a pipeline run, a training job,
+a tuning experiment, run as the user's OS account) calls with the token the service gave it
+(``cube_lab.job_credentials``): it acts as its owner, never as an admin, and only while the
+job is active. Run by the hub (see ``config.py``): ``python -m cube_lab.hub.store_service``.
 """
 
 from __future__ import annotations
