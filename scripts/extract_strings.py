@@ -54,6 +54,8 @@ HUB_DYNAMIC: dict[str, list[str]] = {
         "GPUs",
     ],
     "cube_lab/hub/admin.py": ["%1 (%2)"],
+    # the hub's spawn form (Spawner.options_form), in the spawn page's browser language
+    "cube_lab/hub/spawner.py": ["Resource profile", "Project (its quota is used)"],
 }
 LOCALE = ROOT / "cube_lab" / "locale"
 DOMAIN = "cube_lab"

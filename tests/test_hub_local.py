@@ -283,6 +283,8 @@ def test_admin_logs_in_and_edits_a_group_on_the_admin_page(hub: devhub.DevHub) -
         form = client.get("/hub/spawn")
         assert '<select id="cube-profile" name="profile"' in form.text
         assert 'value="cpu"' in form.text and 'value="gpu-1"' not in form.text
+        zh_form = client.get("/hub/spawn", headers={"Accept-Language": "zh-CN"})
+        assert ">资源规格</label>" in zh_form.text and ">Resource profile<" in form.text
         page = client.get("/services/cube-admin/", follow_redirects=True)
         assert page.status_code == 200 and "Project groups and quotas" in page.text
         assert 'href="/hub/static/css/style.min.css"' in page.text  # the hub's own styles

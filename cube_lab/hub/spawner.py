@@ -25,6 +25,7 @@ from traitlets import default
 from .. import accounts
 from ..config import ENV_SERVICE_URL
 from ..errors import CubeError, Forbidden
+from ..locale import negotiate, translator_for
 from ..names import folder_name, legacy_folder_is_own, legacy_folder_name
 from . import policy
 from .client import ENV_ADMIN_URL
@@ -157,13 +158,17 @@ class CubeSpawnerMixin:
         offer = policy.offered(self.cube, groups)
         if not offer:
             return ""
+        # the hub's spawn page sets .handler before it asks for the form: the browser's language
+        request = getattr(getattr(self, "handler", None), "request", None)
+        _ = translator_for(negotiate(request.headers.get("Accept-Language") if request else None))
         options = "".join(
             f'<option value="{html.escape(p.name)}"{" selected" if p.default else ""}>'
             f"{html.escape(p.display_name)}</option>"
             for p in offer
         )
         form = (
-            '<label for="cube-profile" class="form-label">Resource profile</label>'
+            '<label for="cube-profile" class="form-label">'
+            f"{html.escape(_('Resource profile'))}</label>"
             f'<select id="cube-profile" name="profile" class="form-select mb-3">{options}</select>'
         )
         if groups:
@@ -172,7 +177,8 @@ class CubeSpawnerMixin:
                 for name in groups
             )
             form += (
-                '<label for="cube-project" class="form-label">Project (its quota is used)</label>'
+                '<label for="cube-project" class="form-label">'
+                f"{html.escape(_('Project (its quota is used)'))}</label>"
                 f'<select id="cube-project" name="project" class="form-select">{projects}</select>'
             )
         return form
