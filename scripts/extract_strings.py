@@ -3,7 +3,10 @@
 
 The lab extension marks its strings with ``trans.__('...')``, ``trans._n('...', '...', n)``,
 ``trans._p('context', '...')`` and ``trans._np('context', '...', '...', n)`` on a bundle from
-``translator.load('cube_lab')``. This script:
+``translator.load('cube_lab')``. The same catalog holds what else a person reads in cube-lab:
+the settings schema's titles (schema/*.json), the job templates' texts
+(templates/*/template.yaml) and the node kinds' titles, which the front end translates, and the
+hub's pages (``_("...")`` in cube_lab/hub/templates). This script:
 
 - ``extract``: writes the source catalog ``cube_lab/locale/cube_lab.pot`` (every msgid, with the
   files and lines it comes from);
