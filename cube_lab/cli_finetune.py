@@ -121,7 +121,7 @@ REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {"finetune": remo
 
 
 def add_commands(groups: Any, command: Callable[..., Any]) -> None:
-    p = command(groups, "finetune", finetune, "fine-tune an LLM (SFT/DPO, LoRA/full) as a job")
+    p = command(groups, "finetune", finetune, "fine-tune an LLM (pt/sft/rm/dpo/grpo) as a job")
     p.add_argument("config", help="fine-tune config or LLaMA-Factory training YAML")
     p.add_argument("--nproc", type=int, default=1, help="processes (torchrun)")
     p.add_argument("--register", metavar="NAME", help="register the result as model NAME")

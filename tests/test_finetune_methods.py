@@ -278,3 +278,71 @@ def test_val_size_leaving_nothing_to_train_on_is_refused(files: Path, tmp_path: 
     raw = base_config(files, tmp_path, data=str(files / "text.jsonl"), val_size=30, max_steps=1)
     with pytest.raises(InvalidInput, match="leaving none to train on"):
         train(FinetuneConfig.from_dict(raw))
+
+
+REWARD = """
+import json
+from pathlib import Path
+
+
+def reward(prompts, completions, **kw):
+    texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+    with open(Path(__file__).with_name("calls.jsonl"), "a") as fh:
+        fh.write(json.dumps({"prompts": prompts, "completions": texts, "kw": sorted(kw)}) + "\\n")
+    return [t.count("e") / max(1, len(t)) for t in texts]
+"""
+
+
+def test_grpo_runs_steps_with_a_python_reward_and_logs_it(
+    files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cube_lab.finetune.trainer import train
+
+    (tmp_path / "reward.py").write_text(REWARD)
+    monkeypatch.setenv("CUBE_METRICS_FILE", str(tmp_path / "metrics.jsonl"))
+    raw = base_config(
+        files,
+        tmp_path / "out",
+        method="grpo",
+        data=str(files / "prompts.jsonl"),
+        reward_file=str(tmp_path / "reward.py"),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=4,
+    )
+    meta = train(FinetuneConfig.from_dict(raw))
+    assert meta["steps"] == 4 and meta["method"] == "grpo"
+    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert len(calls) >= 4  # one scoring per generation batch at least
+    first = calls[0]
+    assert len(first["completions"]) == 8 and len(first["prompts"]) == 8
+    # the prompt is the chat before the answer: the user's turn, the answer dropped
+    asked = {p[-1]["content"] for c in calls for p in c["prompts"]}
+    assert asked <= {f"Name a {w}" for w in NOUNS}
+    assert all(p[-1]["role"] == "user" for p in first["prompts"])
+    rows = [r for r in reports(tmp_path / "metrics.jsonl") if "reward" in r["metrics"]]
+    assert [r["step"] for r in rows][:4] == [1, 2, 3, 4]
+    # step 1's logged mean reward is the mean of what the user's function gave its batch
+    mean = sum(t.count("e") / max(1, len(t)) for t in first["completions"]) / 8
+    assert rows[0]["metrics"]["reward"] == pytest.approx(mean, abs=1e-5)
+    assert (tmp_path / "out" / "model" / "adapter_config.json").is_file()
+
+
+def test_grpo_reward_file_errors_say_what_to_write(files: Path, tmp_path: Path) -> None:
+    from cube_lab.finetune.trainer import load_reward
+
+    (tmp_path / "none.py").write_text("def score(x):\n    return x\n")
+    with pytest.raises(InvalidInput, match="has no function reward"):
+        load_reward(str(tmp_path / "none.py"))
+    (tmp_path / "broken.py").write_text("import nothing_here\n")
+    with pytest.raises(InvalidInput, match="failed to load") as err:
+        load_reward(str(tmp_path / "broken.py"))
+    assert "ModuleNotFoundError" in err.value.detail
+    (tmp_path / "short.py").write_text("def reward(prompts, completions, **kw):\n    return [1]\n")
+    with pytest.raises(InvalidInput, match="one number per completion"):
+        load_reward(str(tmp_path / "short.py"))(["a", "b"], ["x", "y"])
+    raw = {"model": str(files / "base"), "data": "prompts.jsonl", "method": "grpo",
+           "reward_file": str(tmp_path / "short.py"), "per_device_train_batch_size": 6}  # fmt: skip
+    with pytest.raises(InvalidInput, match="multiple of num_generations"):
+        FinetuneConfig.from_dict(raw, files)

@@ -1,4 +1,5 @@
-"""LLM fine-tuning (SFT, DPO; LoRA or full) with TRL and PEFT, run as training jobs.
+"""LLM fine-tuning with TRL and PEFT, run as training jobs: continued pre-training, SFT,
+reward models, DPO and GRPO, LoRA or full weights.
 
 ``config`` reads fine-tune configs and LLaMA-Factory YAMLs, ``data`` the data formats,
 ``trainer`` is what the job runs, ``service`` launches it through the training service and

@@ -267,8 +267,14 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
         tokenizer.pad_token = tokenizer.eos_token
     if config.method == "rm":
         from transformers import AutoModelForSequenceClassification
+        from transformers.utils import logging as hf_logging
 
-        model = AutoModelForSequenceClassification.from_pretrained(config.model, num_labels=1)
+        level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # not the load report of the new score head
+        try:
+            model = AutoModelForSequenceClassification.from_pretrained(config.model, num_labels=1)
+        finally:
+            hf_logging.set_verbosity(level)
         model.config.pad_token_id = tokenizer.pad_token_id
     else:
         model = AutoModelForCausalLM.from_pretrained(config.model)
