@@ -378,3 +378,17 @@ def test_the_backend_key_and_the_fallback_prompt(root: Path) -> None:
         assert r2.usage.prompt_tokens == len(tok("user: hi\nassistant:")["input_ids"])
     finally:
         stop(s)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--model", "/nonexistent/model"], "no such folder"),
+        (["--model", ".", "--adapter", "no-equals-sign"], "NAME=DIR"),
+        (["--model", ".", "--adapter", "a=x", "--adapter", "a=y"], "must differ"),
+    ],
+)
+def test_cli_refuses_bad_arguments(args: list[str], said: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "cube_lab.serving.llm", *args],
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 2 and said in r.stderr, r.stderr
