@@ -14,6 +14,7 @@ from .config import Settings
 from .errors import StoreUnavailable
 
 if TYPE_CHECKING:
+    from .kb.service import KnowledgeBaseService
     from .labeling.dataset_service import DatasetService
     from .labeling.service import LabelingService
     from .pipelines.schedules import ScheduleService
@@ -126,7 +127,15 @@ class Workspace:
             self.store, self.projects, self.settings, self.datasets, lambda: self.registry
         )
 
+    @functools.cached_property
+    def kb(self) -> KnowledgeBaseService:
+        from .kb.service import KnowledgeBaseService
+
+        return KnowledgeBaseService(self.store, self.projects, self.settings)
+
     def close(self) -> None:
+        if "kb" in self.__dict__:
+            self.kb.close()
         if self._store is not None:
             self._store.dispose()
 

@@ -1,0 +1,189 @@
+"""Knowledge bases without a model: each format parses, corrupt files say why, chunking by
+tokens and by headings, the BM25 index persists, and the metrics match hand computation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cube_lab.kb.chunk import chunk_document, split_tokens
+from cube_lab.kb.evaluate import Question, Retrieved, score
+from cube_lab.kb.index import KnowledgeIndex, NewChunk, rrf
+from cube_lab.kb.parse import ParseError, parse_file
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_each_format_parses(tmp_path: Path) -> None:
+    txt = parse_file(write(tmp_path / "a.txt", "  plain words here \n"))
+    assert (txt.kind, [s.text for s in txt.sections]) == ("text", ["plain words here"])
+
+    md = parse_file(
+        write(
+            tmp_path / "b.md",
+            "intro\n# Guide\nstart\n## Install\npip it\n```\n# not a heading\n```\n"
+            "## Use\nrun it\n# Other\nend\n",
+        )
+    )
+    assert [(s.heading_path, s.text.splitlines()[0]) for s in md.sections] == [
+        ((), "intro"),
+        (("Guide",), "start"),
+        (("Guide", "Install"), "pip it"),
+        (("Guide", "Use"), "run it"),
+        (("Other",), "end"),
+    ]
+    assert "# not a heading" in md.sections[2].text
+
+    html = parse_file(
+        write(
+            tmp_path / "c.html",
+            "<html><head><title>t</title><style>p{}</style></head><body><h1>Top</h1>"
+            "<p>first &amp; para</p><script>var x=1</script><h2>Sub <b>part</b></h2>"
+            "<ul><li>one</li><li>two</li></ul></body></html>",
+        )
+    )
+    assert [(s.heading_path, s.text) for s in html.sections] == [
+        (("Top",), "first & para"),
+        (("Top", "Sub part"), "one\ntwo"),
+    ]
+
+    csv_doc = parse_file(
+        write(tmp_path / "d.csv", 'question,answer,topic\nWhat is X?,"X is, well, Y",faq\n')
+    )
+    assert csv_doc.kind == "rows"
+    assert csv_doc.sections[0].text == "Q: What is X?\nA: X is, well, Y"
+    assert csv_doc.sections[0].meta == {"row": 1, "topic": "faq"}
+
+    jsonl = parse_file(write(tmp_path / "e.jsonl", '{"text": "row one", "id": 7}\n\n"row two"\n'))
+    assert [(s.text, s.meta) for s in jsonl.sections] == [
+        ("row one", {"row": 1, "id": 7}),
+        ("row two", {"row": 3}),
+    ]
+
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["# Analysis\n", "load data"]},
+            {"cell_type": "code", "source": "df = load()", "outputs": [{"text": "OUTPUT"}]},
+            {"cell_type": "markdown", "source": "## Plot"},
+            {"cell_type": "code", "source": ["plot(df)"]},
+        ],
+        "metadata": {"kernelspec": {"language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    notebook = parse_file(write(tmp_path / "f.ipynb", json.dumps(nb)))
+    assert [s.heading_path for s in notebook.sections] == [("Analysis",), ("Analysis", "Plot")]
+    assert "```python\ndf = load()\n```" in notebook.sections[0].text
+    assert "OUTPUT" not in notebook.sections[0].text
+    assert "plot(df)" in notebook.sections[1].text
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "says"),
+    [
+        ("bad.txt", b"ok \xff\xfe broken", "not UTF-8"),
+        ("bad.ipynb", b'{"cells": [', "invalid JSON"),
+        ("bad2.ipynb", b'{"nbformat": 4}', "no cells"),
+        ("bad.jsonl", b'{"text": "a"}\n{oops\n', "line 2 is not JSON"),
+        ("bad.csv", b"text\nfine\n1,2\n", "row 2 has more cells"),
+        ("bin.txt", b"a\x00b", "binary"),
+        ("doc.pdf", b"%PDF-1.4", "not supported yet"),
+        ("x.xyz", b"?", "unknown file type"),
+    ],
+)
+def test_corrupt_files_say_why(tmp_path: Path, name: str, data: bytes, says: str) -> None:
+    with pytest.raises(ParseError) as err:
+        parse_file(write(tmp_path / name, data))
+    assert says in err.value.error and name in err.value.error
+
+
+def test_chunking_by_tokens_and_by_headings(tmp_path: Path) -> None:
+    words = " ".join(f"w{i}" for i in range(25))
+    assert split_tokens(words, 10, 3) == [
+        " ".join(f"w{i}" for i in range(0, 10)),
+        " ".join(f"w{i}" for i in range(7, 17)),
+        " ".join(f"w{i}" for i in range(14, 24)),
+        " ".join(f"w{i}" for i in range(21, 25)),
+    ]
+    doc = parse_file(
+        write(tmp_path / "g.md", "# A\n" + words + "\n# B\nshort part\n"), source="g.md"
+    )
+    by_heading = chunk_document(doc, "headings", 10, 3)
+    assert [(c.heading_path, c.position) for c in by_heading] == [
+        (("A",), 0), (("A",), 1), (("A",), 2), (("A",), 3), (("B",), 4),
+    ]  # fmt: skip
+    assert by_heading[-1].text == "short part" and by_heading[0].source == "g.md"
+    by_tokens = chunk_document(doc, "tokens", 10, 3)
+    assert len(by_tokens) == 4  # 27 tokens across both sections
+    assert by_tokens[-1].text.endswith("short part") and by_tokens[-1].heading_path == ("A",)
+    rows = parse_file(write(tmp_path / "h.jsonl", '"one"\n"two"\n'))
+    assert [c.text for c in chunk_document(rows, "tokens", 10, 3)] == ["one", "two"]
+    with pytest.raises(ValueError, match="overlap"):
+        chunk_document(doc, "tokens", 10, 10)
+
+
+def test_metrics_match_hand_computed_values() -> None:
+    questions = [
+        Question("q1", sources=("a",)),
+        Question("q2", chunks=(7, 9)),
+        Question("q3", sources=("z",)),
+    ]
+    rankings = [
+        [Retrieved(1, "b"), Retrieved(2, "a"), Retrieved(3, "a"), Retrieved(4, "c")],
+        [Retrieved(7, "x"), Retrieved(1, "x"), Retrieved(2, "x"), Retrieved(9, "x")],
+        [Retrieved(5, "y")],
+    ]
+    result = score(questions, rankings, k=3)
+    # q1: first "a" at rank 2 -> recall@3 1, RR 1/2, nDCG (1/log2 3) / 1 = 0.63093
+    # q2: 7 at 1, 9 at 4 -> recall@3 1/2, RR 1, nDCG (1 + 1/log2 5) / (1 + 1/log2 3)
+    #     = 1.43068 / 1.63093 = 0.87722
+    # q3: nothing -> 0, 0, 0
+    assert [p["ranks"] for p in result.per_question] == [[2], [1, 4], [None]]
+    assert result.per_question[0]["ndcg_at_10"] == pytest.approx(0.63093, abs=1e-5)
+    assert result.per_question[1]["ndcg_at_10"] == pytest.approx(0.87722, abs=1e-5)
+    assert result.recall_at_k == pytest.approx(0.5)
+    assert result.mrr == pytest.approx(0.5)
+    assert result.ndcg_at_10 == pytest.approx((0.63093 + 0.87722) / 3, abs=1e-5)
+    assert Question.of({"question": "x", "source": "a"}).sources == ("a",)
+    with pytest.raises(ValueError, match="no expected"):
+        Question.of({"question": "x"})
+
+
+def test_rrf_fuses_ranks() -> None:
+    fused = rrf([[1, 2, 3], [3, 4]], (1.0, 1.0), k=60)
+    assert [i for i, _ in fused] == [3, 1, 2, 4]
+    assert fused[0][1] == pytest.approx(1 / 63 + 1 / 61)
+
+
+def test_index_persists_and_removes(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((6, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    texts = ["alpha beta", "beta gamma", "gamma delta", "delta alpha", "omega", "omega omega"]
+    index = KnowledgeIndex(tmp_path / "kb", 8)
+    index.add([NewChunk(t, f"s{i % 2}", i) for i, t in enumerate(texts[:4])], vecs[:4])
+    index.add([NewChunk(t, "s2", i) for i, t in enumerate(texts[4:])], vecs[4:])
+    assert [i for i, _ in index.keyword_ids("omega", 5)] == [5, 4]  # tf 2 ranks first
+    index.close()
+    index = KnowledgeIndex(tmp_path / "kb", 8)  # reopened from its files
+    assert len(index) == 6
+    assert [i for i, _ in index.keyword_ids("alpha", 5)] == [0, 3]  # a tie: by id
+    assert index.vector_ids(vecs[2], 1)[0][0] == 2
+    assert index.remove_source("s0") == 2  # chunks 0 and 2
+    assert [i for i, _ in index.keyword_ids("alpha", 5)] == [3]
+    assert all(i not in (0, 2) for i, _ in index.vector_ids(vecs[2], 6))
+    index.close()
+    index = KnowledgeIndex(tmp_path / "kb", 8)
+    assert len(index) == 4 and [i for i, _ in index.keyword_ids("gamma", 5)] == [1]
+    hits = index.search("hybrid", 2, text="omega", vector=vecs[1])
+    assert ({h.id for h in hits} <= {1, 4, 5} and hits[0].keyword_rank) or hits[0].vector_rank
+    index.close()
