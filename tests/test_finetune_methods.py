@@ -346,3 +346,28 @@ def test_grpo_reward_file_errors_say_what_to_write(files: Path, tmp_path: Path) 
            "reward_file": str(tmp_path / "short.py"), "per_device_train_batch_size": 6}  # fmt: skip
     with pytest.raises(InvalidInput, match="multiple of num_generations"):
         FinetuneConfig.from_dict(raw, files)
+
+
+async def test_rest_refuses_eval_and_reward_files_outside_the_root(
+    api: Any, jp_root_dir: Path, files: Path
+) -> None:
+    import shutil
+
+    shutil.copytree(files / "base", jp_root_dir / "base")
+    shutil.copy(files / "prompts.jsonl", jp_root_dir / "prompts.jsonl")
+    (files / "reward.py").write_text("def reward(prompts, completions, **kw):\n    return []\n")
+    cases = [
+        ({"val_size": 0, "eval_data": str(files / "prompts.jsonl")}, "eval_data"),
+        (
+            {
+                "method": "grpo",
+                "reward_file": str(files / "reward.py"),
+                "per_device_train_batch_size": 4,
+            },
+            "reward_file",
+        ),
+    ]
+    for change, what in cases:
+        config = {"model": "base", "data": "prompts.jsonl", **change}
+        status, body = await api("alice", "POST", "finetune/jobs", {"config": config})
+        assert 400 <= status < 500 and what in body["error"], (status, body)

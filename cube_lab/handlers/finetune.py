@@ -39,8 +39,17 @@ class FinetuneJobsHandler(CubeHandler):
         for what, path in (("model", parsed.model), ("data", parsed.data.path)):
             if parsed.base_ref is None or what != "model":  # a registered base is the store's
                 containment.resolve(self.root_dir, path, what=what)
-        if parsed.output_dir:
-            containment.resolve(self.root_dir, parsed.output_dir, what="output_dir")
+        others = {
+            "output_dir": parsed.output_dir,
+            "eval_data": parsed.eval_data.path if parsed.eval_data else None,
+            "reward_file": parsed.reward_file,
+            "resume_from_checkpoint": parsed.resume_from_checkpoint
+            if isinstance(parsed.resume_from_checkpoint, str)
+            else None,
+        }
+        for what, path in others.items():
+            if path:
+                containment.resolve(self.root_dir, path, what=what)
         job = await self.call(service.prepare, self.caller, parsed, nproc=nproc, cwd=folder)
         job_id = await self.workspace.training.launch(job)
         self.reply(await self.call(self.workspace.training.get, self.caller, job_id), 201)
