@@ -1,10 +1,10 @@
-"""Time to the first training step: `%cube_train` (= `cube-lab train`) vs bare `torchrun`.
+"""Time to the first training step: `cube-lab train` vs bare `torchrun`.
 
 The same 2-process CPU DDP script (gloo, a small model, DDP wrapper, one step) is started
 both ways, alternating, N times each; rank 0 writes the wall-clock time of its first
 finished step to a file. The figure is that time minus the moment the command was
-started. `%cube_train --nproc 2 SCRIPT` runs exactly `python -m cube_lab.cli train
---nproc 2 SCRIPT` in a child process, so the CLI is what is timed.
+started: `python -m cube_lab.cli train --nproc 2 SCRIPT` in a child process (the CLI; the
+`%cube_train` magic goes through the SDK since issue 18, and is not what is timed here).
 
     python benchmarks/training_start.py [--runs 5]
 
