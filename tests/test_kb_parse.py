@@ -187,3 +187,25 @@ def test_index_persists_and_removes(tmp_path: Path) -> None:
     hits = index.search("hybrid", 2, text="omega", vector=vecs[1])
     assert ({h.id for h in hits} <= {1, 4, 5} and hits[0].keyword_rank) or hits[0].vector_rank
     index.close()
+
+
+def test_graph_search_above_the_exact_limit(tmp_path: Path) -> None:
+    from cube_lab.kb import index as index_module
+
+    n = index_module.EXACT_BELOW + 500
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((n, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    index = KnowledgeIndex(tmp_path / "kb", 16)
+    assert index._hnsw is not None  # usearch is installed: the graph proposes candidates
+    index.add([NewChunk("x", f"s{i % 3}") for i in range(n)], vecs)
+    for i in (0, 1234, n - 1):
+        best, cosine = index.vector_ids(vecs[i], 3)[0]
+        assert best == i and cosine == pytest.approx(1.0, abs=1e-5)  # exact rescoring
+    index.close()  # the graph is saved and loaded, not rebuilt
+    index = KnowledgeIndex(tmp_path / "kb", 16)
+    assert index._hnsw_dirty is False and len(index._hnsw) == n
+    index.remove_source("s0")
+    found = index.vector_ids(vecs[0], 10)
+    assert found and all(i % 3 for i, _ in found)
+    index.close()

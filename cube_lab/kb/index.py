@@ -171,8 +171,8 @@ class KnowledgeIndex:
             metric="cos",
             dtype="i8",
             connectivity=16,
-            expansion_add=64,
-            expansion_search=96,
+            expansion_add=32,
+            expansion_search=160,
         )
 
     def _open_hnsw(self) -> None:
