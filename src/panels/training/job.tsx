@@ -338,7 +338,7 @@ function JobDetail(props: {
       <header className="cube-TJobHead">
         <div className="cube-TJobHead-title">
           <h2>{job.name}</h2>
-          <StatusBadge status={job.status} />
+          <StatusBadge status={job.status} trans={trans} />
           <span className="cube-TMuted">{job.id}</span>
         </div>
         <div className="cube-TJobHead-actions">

@@ -19,6 +19,7 @@ import {
 } from '../../api';
 import { ICubeSettings } from '../../tokens';
 import { PolledSection } from '../section';
+import { statusLabel } from '../tuning/logic';
 import { formatDuration, jobSize } from './logic';
 
 /** Poll faster while a job of the list runs, so its status follows. */
@@ -143,13 +144,20 @@ export namespace TrainingPanel {
   }
 }
 
-export function StatusBadge(props: { status: string }): JSX.Element {
+/** A status badge with the status in words (the class keeps the raw one). */
+export function StatusBadge(props: {
+  status: string;
+  trans: TranslationBundle;
+}): JSX.Element {
   return (
-    <span className={`cube-TBadge cube-TBadge-${props.status}`}>
+    <span
+      className={`cube-TBadge cube-TBadge-${props.status}`}
+      data-status={props.status}
+    >
       {props.status === 'running' ? (
         <span className="cube-TBadge-pulse" />
       ) : null}
-      {props.status}
+      {statusLabel(props.status, props.trans)}
     </span>
   );
 }
@@ -186,7 +194,7 @@ function JobList(props: {
           >
             <span className="cube-TJob-line">
               <span className="cube-TJob-name">{job.name}</span>
-              <StatusBadge status={job.status} />
+              <StatusBadge status={job.status} trans={trans} />
             </span>
             <span className="cube-TJob-meta">
               {job.framework} · {trans.__('%1 proc', jobSize(job))}

@@ -21,6 +21,7 @@ import {
   TuningTrial
 } from '../../api';
 import { formatDuration, formatNumber } from '../training/logic';
+import { StatusBadge } from '../training/panel';
 import { CurvesChart, ParallelCoordinates } from './charts';
 import {
   ACTIVE_TRIAL,
@@ -32,7 +33,6 @@ import {
   parameterNames,
   SortKey,
   sortTrials,
-  statusLabel,
   statusSummary,
   trainCommand
 } from './logic';
@@ -442,24 +442,6 @@ export namespace ExperimentView {
     experimentId: string;
     translator: ITranslator;
   }
-}
-
-/** A status badge with the status in words (the class keeps the raw one). */
-function StatusBadge(props: {
-  status: string;
-  trans: TranslationBundle;
-}): JSX.Element {
-  return (
-    <span
-      className={`cube-TBadge cube-TBadge-${props.status}`}
-      data-status={props.status}
-    >
-      {props.status === 'running' ? (
-        <span className="cube-TBadge-pulse" />
-      ) : null}
-      {statusLabel(props.status, props.trans)}
-    </span>
-  );
 }
 
 function Fact(props: { label: string; value: string }): JSX.Element {

@@ -163,7 +163,7 @@ function ExperimentItem(props: {
       >
         <span className="cube-TJob-line">
           <span className="cube-TJob-name">{exp.name}</span>
-          <StatusBadge status={exp.status} />
+          <StatusBadge status={exp.status} trans={trans} />
         </span>
         <span className="cube-TJob-meta">
           {exp.spec.tuner.name} ·{' '}
