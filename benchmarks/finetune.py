@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import random
 import re
 import statistics
 import subprocess
@@ -43,7 +42,6 @@ from typing import Any
 import yaml
 
 WARM = 5  # steps left out of steps/s (the first ones carry one-time costs)
-WORDS = "red blue green cat dog bird sun moon tree river stone fire".split()  # noqa: SIM905
 STAMP = re.compile(r"\bstep=(\d+) loss=\S+ time=([\d.]+)")
 
 BARE = """
@@ -94,15 +92,6 @@ trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rec
 trainer.train()
 trainer.save_model(out + "/model")
 """
-
-
-def alpaca_rows() -> list[dict[str, str]]:
-    rng = random.Random(0)
-    rows = []
-    for i in range(20):
-        a, b = rng.sample(WORDS, 2)
-        rows.append({"instruction": f"Say the pair {i}", "input": a, "output": f"{a} and {b} {i}"})
-    return rows
 
 
 def once(argv: list[str], env: dict[str, str], stamps: Any) -> tuple[float, float, int]:
@@ -164,7 +153,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="cube-finetune-bench-") as tmp:
         root = Path(tmp)
-        rows = alpaca_rows()
+        rows = tiny.alpaca_rows()
         (root / "alpaca.json").write_text(json.dumps(rows))
         tiny.build(
             root / "base", [json.dumps(r) for r in rows], hidden_size=a.hidden, layers=a.layers

@@ -5,7 +5,6 @@ training job, the adapter registers as ``peft`` and loads back, bad configs say 
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 from typing import Any
@@ -21,17 +20,6 @@ from cube_lab.errors import InvalidInput
 from cube_lab.finetune import tiny
 from cube_lab.finetune.config import FinetuneConfig
 
-WORDS = "red blue green cat dog bird sun moon tree river stone fire".split()  # noqa: SIM905
-
-
-def alpaca_rows() -> list[dict[str, str]]:
-    rng = random.Random(0)
-    rows = []
-    for i in range(20):
-        a, b = rng.sample(WORDS, 2)
-        rows.append({"instruction": f"Say the pair {i}", "input": a, "output": f"{a} and {b} {i}"})
-    return rows
-
 
 def preference_rows() -> list[dict[str, str]]:
     return [
@@ -40,16 +28,16 @@ def preference_rows() -> list[dict[str, str]]:
             "chosen": f"the {w} is bright",
             "rejected": f"no idea {w} sorry",
         }
-        for w in WORDS
+        for w in tiny.WORDS
     ]
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("finetune")
-    (root / "alpaca.json").write_text(json.dumps(alpaca_rows()))
+    (root / "alpaca.json").write_text(json.dumps(tiny.alpaca_rows()))
     (root / "pref.jsonl").write_text("\n".join(json.dumps(r) for r in preference_rows()))
-    texts = [json.dumps(r) for r in alpaca_rows() + preference_rows()]
+    texts = [json.dumps(r) for r in tiny.alpaca_rows() + preference_rows()]
     tiny.build(root / "base", texts)
     return root
 
@@ -130,7 +118,7 @@ def llamafactory_project(files: Path, root: Path) -> Path:
                 {"speaker": "bot", "text": r["output"]},
             ]
         }
-        for r in alpaca_rows()
+        for r in tiny.alpaca_rows()
     ]
     (data / "pairs.json").write_text(json.dumps(convs))
     info = {
@@ -215,7 +203,7 @@ def test_llamafactory_yaml_runs_as_a_training_job_and_registers_a_peft_adapter(
     finally:
         ws.close()
     prompt = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "Say the pair 3 " + alpaca_rows()[3]["input"]}],
+        [{"role": "user", "content": "Say the pair 3 " + tiny.alpaca_rows()[3]["input"]}],
         add_generation_prompt=True,
         return_tensors="pt",
         return_dict=True,

@@ -341,12 +341,12 @@ def test_handles_show_as_text_outside_a_kernel(here: Path, capsys: Any) -> None:
 def _finetune_roundtrip(root: Path) -> dict[str, Any]:
     """A LoRA SFT of a tiny random model, from a YAML beside its files."""
     import yaml
-    from test_finetune import alpaca_rows
 
     from cube_lab.finetune import tiny
 
-    (root / "alpaca.json").write_text(json.dumps(alpaca_rows()))
-    tiny.build(root / "base", [json.dumps(r) for r in alpaca_rows()])
+    rows = tiny.alpaca_rows()
+    (root / "alpaca.json").write_text(json.dumps(rows))
+    tiny.build(root / "base", [json.dumps(r) for r in rows])
     settings = {"model": "base", "data": "alpaca.json", "logging_steps": 2, "cutoff_len": 128}
     settings |= {"learning_rate": 0.01, "per_device_train_batch_size": 4}
     (root / "sft.yaml").write_text(yaml.safe_dump(settings))

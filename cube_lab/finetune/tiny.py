@@ -65,3 +65,19 @@ def build(
     )
     LlamaForCausalLM(config).save_pretrained(folder)
     return folder
+
+
+# what the tests and the benchmark fine-tune on: 20 Alpaca rows a tiny model can memorize
+WORDS = "red blue green cat dog bird sun moon tree river stone fire".split()  # noqa: SIM905
+
+
+def alpaca_rows() -> list[dict[str, str]]:
+    """20 Alpaca-format rows (instruction, input, output), the same every time."""
+    import random
+
+    rng = random.Random(0)
+    rows = []
+    for i in range(20):
+        a, b = rng.sample(WORDS, 2)
+        rows.append({"instruction": f"Say the pair {i}", "input": a, "output": f"{a} and {b} {i}"})
+    return rows
