@@ -406,6 +406,20 @@ def extract_hub_pages(folder: Path, rel_root: Path) -> tuple[list[Message], list
     return messages, errors
 
 
+def _parse(source: str, name: str) -> Any:
+    """``ast.parse``, once more on a fresh thread if it fails with CPython 3.11's "AST
+    constructor recursion depth mismatch" (a SystemError seen once in a full pytest run, in a
+    thread whose recursion count earlier code had left off; a new thread starts clean)."""
+    import ast
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        return ast.parse(source, name)
+    except SystemError:
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(ast.parse, source, name).result()
+
+
 def extract_node_kinds(package: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
     """The ``display_name`` of every node kind class in the package (a class that sets both
     ``ops`` and ``display_name``): GET /cube-lab/api/pipelines/node-kinds hands them to the
@@ -416,7 +430,7 @@ def extract_node_kinds(package: Path, rel_root: Path) -> tuple[list[Message], li
     for path in sorted(package.rglob("*.py")):
         if "__pycache__" in path.parts:
             continue
-        tree = ast.parse(_read(path), str(path))
+        tree = _parse(_read(path), str(path))
         for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
             values: dict[str, ast.expr] = {}
             for stmt in cls.body:
