@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import finetune, labeling, models, openapi, pipelines, projects, serving, training, tuning
+from . import (
+    finetune,
+    kb,
+    labeling,
+    models,
+    openapi,
+    pipelines,
+    projects,
+    serving,
+    training,
+    tuning,
+)
 
 API = "/cube/api/v1"
 _SEG = r"([^/]+)"
@@ -15,6 +26,7 @@ _DEP = rf"/projects/{_SEG}/deployments/{_SEG}"
 _EXP = rf"/tuning/experiments/{_SEG}"
 _DATASET = rf"/projects/{_SEG}/datasets/{_SEG}"
 _LABELING = rf"/projects/{_SEG}/labeling/{_SEG}"
+_KB = rf"/kb/{_SEG}/{_SEG}"
 
 
 def routes() -> list[tuple[str, type[Any]]]:
@@ -88,5 +100,12 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_LABELING}/prelabel", labeling.PrelabelHandler),
         (rf"{_LABELING}/export", labeling.ExportHandler),
         (rf"{_LABELING}/import", labeling.ImportHandler),
+        ("/kb", kb.KnowledgeBasesHandler),
+        (_KB, kb.KnowledgeBaseOneHandler),
+        (rf"{_KB}/sources", kb.SourcesHandler),
+        (rf"{_KB}/ingests", kb.IngestsHandler),
+        (rf"{_KB}/ingests/{_SEG}", kb.IngestHandler),
+        (rf"{_KB}/search", kb.SearchHandler),
+        (rf"{_KB}/evaluate", kb.EvaluateHandler),
     ]
     return [(API + pattern, handler) for pattern, handler in table]

@@ -8,14 +8,26 @@ who is not a member gets the same ``NotFound`` as for a knowledge base that does
 
 Adding files: each file is parsed and chunked on its own (a file that fails is reported with
 its error, the others go on); a file whose content hash is unchanged is skipped; a changed
-file's old chunks are replaced. ``progress`` (if given) is called after each file.
+file's old chunks are replaced. ``progress`` (if given) is called after each file. With a
+``boundary`` (the caller's root, from REST) folders are walked and files read by the one
+containment rule (``cube_lab.containment``): a link leading out of it is never read.
+
+Ingests (``start_ingest``): an add that runs in a thread of this process and writes its
+progress (files done of total, chunks, each file's outcome) to
+``<kb folder>/ingests/<id>.json`` after every file, so any caller (the REST API, the CLI, the
+SDK) polls ``ingest(...)``; an ingest whose process is gone reads as ``interrupted``. Uploaded
+documents (name + text) are kept in ``<kb folder>/uploads/`` and named ``upload:<name>``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import secrets
 import shutil
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .. import containment
 from ..config import Settings
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
@@ -32,7 +45,48 @@ from . import chunk as chunking
 from . import embed as embedding
 from . import evaluate as evaluation
 from .index import MODES, KnowledgeIndex, NewChunk
-from .parse import ParseError, parse_file, supported
+from .parse import SUFFIXES, ParseError, parse_bytes, parse_file, supported
+
+UPLOAD = "upload:"  # the source name of an uploaded document: upload:<name>
+MAX_UPLOAD_BYTES = 32 * 1024 * 1024  # all documents of one request together
+KEEP_INGESTS = 20  # records kept per knowledge base (the newest)
+ACTIVE = ("queued", "running")
+_INGEST_ID = re.compile(r"[0-9a-f]{12}")
+_HOST = socket.gethostname()
+
+
+def search_mode(mode: object) -> str:
+    """``vector``, ``keyword`` (also spelled ``bm25``) or ``hybrid``; else InvalidInput."""
+    if mode == "bm25":
+        return "keyword"
+    if mode not in MODES:
+        raise InvalidInput(
+            f"unknown mode {mode!r}", f"Use one of {list(MODES)} ('bm25' means 'keyword')."
+        )
+    return str(mode)
+
+
+def check_k(k: object) -> int:
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
+        raise InvalidInput(f"k must be an integer from 1 to 100, not {k!r}", "e.g. k=5")
+    return k
+
+
+def _unsupported(path: Path) -> InvalidInput:
+    return InvalidInput(
+        f"{path.name}: unsupported file type {path.suffix or '(none)'}",
+        f"Supported: {', '.join(sorted(SUFFIXES))}; convert the file to one of them "
+        "(e.g. save a PDF or DOCX as text or Markdown).",
+    )
+
+
+@dataclass(frozen=True)
+class Work:
+    """One file to add: where to read it, the source name it gets, what it may not leave."""
+
+    path: Path
+    source: str
+    boundary: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +122,7 @@ class AddReport:
 
 
 ProgressFn = Callable[[int, int, FileResult], None]
+Bounds = Path | Sequence[Path] | None  # the folders what is added may not leave
 
 
 class KnowledgeBaseService:
@@ -247,54 +302,79 @@ class KnowledgeBaseService:
         name: str,
         paths: Sequence[Path],
         progress: ProgressFn | None = None,
+        *,
+        boundary: Bounds = None,
     ) -> AddReport:
-        """Add files and folders (recursively, supported suffixes, hidden ones skipped)."""
+        """Add files and folders (recursively, supported suffixes, hidden ones skipped);
+        with ``boundary`` nothing outside it is read (links leading out are skipped)."""
         folder, _ = self._folder(caller, project, name)
+        return self._run(folder, self._expand(paths, boundary), progress)
+
+    def _run(self, folder: Path, work: Sequence[Work], progress: ProgressFn | None) -> AddReport:
         config = self._config(folder)
-        files = self._expand(paths)
         results = []
         with self._lock(folder):
             index = self._index(folder, config)
-            for n, path in enumerate(files, start=1):
-                result = self._add_one(index, config, path)
+            for n, item in enumerate(work, start=1):
+                result = self._add_one(index, config, item)
                 results.append(result)
                 if progress is not None:
-                    progress(n, len(files), result)
+                    progress(n, len(work), result)
             index.flush()
         return AddReport(results)
 
     @staticmethod
-    def _expand(paths: Sequence[Path]) -> list[Path]:
+    def _expand(paths: Sequence[Path], boundaries: Bounds = None) -> list[Work]:
         if not paths:
             raise InvalidInput("no files given", "Give one or more files or folders.")
-        files: list[Path] = []
+        roots = [boundaries] if isinstance(boundaries, Path) else list(boundaries or ())
+        files: list[Work] = []
         for raw in paths:
             path = Path(raw).expanduser().resolve()
-            if path.is_dir():
-                files += sorted(
-                    p
-                    for p in path.rglob("*")
-                    if p.is_file()
-                    and supported(p)
-                    and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            boundary = next((r for r in roots if containment.is_inside(path, r)), None)
+            if roots and boundary is None:
+                raise InvalidInput(
+                    f"{raw} is outside {roots[0]}", "Give files or folders under your root."
                 )
+            if path.is_dir():
+                if boundary is None:
+                    found = sorted(
+                        p
+                        for p in path.rglob("*")
+                        if p.is_file()
+                        and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                    )
+                else:
+                    found = [p for _, p in containment.walk(path, boundary, hidden=False)]
+                files += [Work(p, str(p), boundary) for p in found if supported(p)]
             elif path.is_file():
-                files.append(path)
+                if not supported(path):
+                    raise _unsupported(path)
+                files.append(Work(path, str(path), boundary))
             else:
                 raise InvalidInput(f"{raw} does not exist", "Give existing files or folders.")
         return files
 
-    def _add_one(self, index: KnowledgeIndex, config: dict[str, Any], path: Path) -> FileResult:
-        source = str(path)
+    def _add_one(self, index: KnowledgeIndex, config: dict[str, Any], item: Work) -> FileResult:
+        path, source = item.path, item.source
         try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if item.boundary is not None:
+                data = containment.read_inside(path, item.boundary)
+            else:
+                data = path.read_bytes()
+        except containment.PathRefused as exc:
+            return FileResult(source, "failed", error=exc.error, detail=exc.detail)
         except OSError as exc:
             return FileResult(source, "failed", error=f"cannot read {path.name}: {exc}")
+        digest = hashlib.sha256(data).hexdigest()
         old = index.source_hash(source)
         if old == digest:
             return FileResult(source, "unchanged")
         try:
-            doc = parse_file(path, source)
+            if supported(path):
+                doc = parse_bytes(data, path.suffix.lower(), source)
+            else:
+                doc = parse_file(path, source)  # says why the type is not read
             chunks = chunking.chunk_document(
                 doc, config["chunking"], config["chunk_size"], config["overlap"]
             )
@@ -325,6 +405,8 @@ class KnowledgeBaseService:
                 )
             removed = index.remove_source(wanted)
             index.flush()
+            if wanted.startswith(UPLOAD):
+                (folder / "uploads" / wanted[len(UPLOAD) :]).unlink(missing_ok=True)
             return removed
 
     # -- retrieval ----------------------------------------------------------------------
@@ -342,17 +424,15 @@ class KnowledgeBaseService:
     ) -> list[dict[str, Any]]:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("query text is required", 'e.g. {"query": "how do I ..."}')
-        if mode not in MODES:
-            raise InvalidInput(f"unknown mode {mode!r}", f"Use one of {list(MODES)}.")
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
-            raise InvalidInput(f"k must be an integer from 1 to 100, not {k!r}")
+        mode = search_mode(mode)
+        k = check_k(k)
         folder, _ = self._folder(caller, project, name)
         config = self._config(folder)
         index = self._index(folder, config)
         vector = None
         if mode != "keyword":
             vector = self.embedder(config["model"]).embed([text])[0]
-        hits = index.search(str(mode), k, text=text, vector=vector, weights=weights)
+        hits = index.search(mode, k, text=text, vector=vector, weights=weights)
         return [asdict(h) for h in hits]
 
     def evaluate(
@@ -362,9 +442,15 @@ class KnowledgeBaseService:
         name: str,
         questions: Sequence[dict[str, Any]],
         *,
-        k: int = 10,
-        mode: str = "hybrid",
+        k: object = 10,
+        mode: object = "hybrid",
     ) -> evaluation.Scores:
+        mode = search_mode(mode)
+        k = check_k(k)
+        if not isinstance(questions, Sequence) or isinstance(questions, str):
+            raise InvalidInput(
+                "questions must be a list", 'e.g. [{"question": ..., "source": ...}]'
+            )
         if not questions:
             raise InvalidInput("no questions given", 'e.g. [{"question": ..., "source": ...}]')
         try:
@@ -385,6 +471,187 @@ class KnowledgeBaseService:
             hits = index.search(mode, max(k, 10), text=q.question, vector=vec)
             rankings.append([evaluation.Retrieved(h.id, h.source) for h in hits])
         return evaluation.score(parsed, rankings, k)
+
+    # -- ingests: an add in a thread, its progress on disk ------------------------------------
+
+    def start_ingest(
+        self,
+        caller: Caller,
+        project: str | None,
+        name: str,
+        paths: Sequence[Path] = (),
+        documents: Sequence[object] = (),
+        *,
+        boundary: Bounds = None,
+        wait: bool = False,
+    ) -> dict[str, Any]:
+        """Check what to add now (a bad path or type is an error here, before anything
+        starts), then add it in a thread; the ingest record (``ingest``) shows the progress.
+        ``documents``: ``{"name": "notes.md", "content": "..."}`` items kept as uploads."""
+        folder, project_name = self._folder(caller, project, name)
+        if not paths and not documents:
+            raise InvalidInput(
+                "nothing to add", "Give paths (files or folders) or documents (name + content)."
+            )
+        work = self._expand(paths, boundary) if paths else []
+        uploads = self._check_uploads(documents)
+        ingest_id = secrets.token_hex(6)
+        record: dict[str, Any] = {
+            "id": ingest_id,
+            "project": project_name,
+            "kb": name,
+            "status": "queued",
+            "files_total": len(work) + len(uploads),
+            "files_done": 0,
+            "chunks": 0,
+            "failed": 0,
+            "files": [],
+            "error": None,
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "finished_at": None,
+            "_process": {"host": _HOST, "pid": os.getpid()},
+        }
+        if uploads:
+            kept = folder / "uploads"
+            kept.mkdir(exist_ok=True)
+            for upload_name, data in uploads:
+                tmp = kept / f".{upload_name}.tmp"
+                tmp.write_bytes(data)
+                tmp.replace(kept / upload_name)
+                work.append(Work(kept / upload_name, UPLOAD + upload_name, kept))
+        records = folder / "ingests"
+        records.mkdir(exist_ok=True)
+        self._write_record(folder, record)
+        self._prune(records)
+
+        def progress(done: int, total: int, result: FileResult) -> None:
+            record["status"] = "running"
+            record["files_done"] = done
+            record["chunks"] += result.chunks
+            record["failed"] += result.status == "failed"
+            record["files"].append(asdict(result))
+            self._write_record(folder, record)
+
+        def run() -> None:
+            try:
+                record["status"] = "running"
+                self._run(folder, work, progress)
+                record["status"] = "succeeded"
+            except Exception as exc:  # the record says it; the server goes on
+                record["status"] = "failed"
+                record["error"] = f"{type(exc).__name__}: {exc}"
+            record["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            if (folder / "kb.json").is_file():  # not deleted meanwhile
+                self._write_record(folder, record)
+
+        if wait:
+            run()
+        else:
+            threading.Thread(target=run, name=f"kb-ingest-{ingest_id}", daemon=True).start()
+        return self._public(record)
+
+    @staticmethod
+    def _check_uploads(documents: Sequence[object]) -> list[tuple[str, bytes]]:
+        if not isinstance(documents, Sequence) or isinstance(documents, str):
+            raise InvalidInput("documents must be a list", '[{"name": "a.md", "content": "..."}]')
+        out: list[tuple[str, bytes]] = []
+        total = 0
+        for n, doc in enumerate(documents):
+            if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+                raise InvalidInput(
+                    f"documents[{n}] needs a name and a content",
+                    '{"name": "notes.md", "content": "# Notes ..."}',
+                )
+            upload_name, content = doc["name"], doc.get("content")
+            if (
+                "/" in upload_name
+                or "\\" in upload_name
+                or upload_name.startswith(".")
+                or not upload_name.strip()
+                or len(upload_name.encode()) > 200
+            ):
+                raise InvalidInput(
+                    f"documents[{n}].name {upload_name!r} is not a plain file name",
+                    "Give a name like notes.md: no folders, not starting with '.'.",
+                )
+            if not supported(Path(upload_name)):
+                raise _unsupported(Path(upload_name))
+            if not isinstance(content, str):
+                raise InvalidInput(
+                    f"documents[{n}].content must be text", "Send the file's text as a string."
+                )
+            data = content.encode()
+            total += len(data)
+            if total > MAX_UPLOAD_BYTES:
+                raise InvalidInput(
+                    f"the documents are larger than {MAX_UPLOAD_BYTES // 2**20} MiB together",
+                    "Send them in several requests, or put the files under your root and add "
+                    "their paths.",
+                )
+            out.append((upload_name, data))
+        return out
+
+    @staticmethod
+    def _write_record(folder: Path, record: dict[str, Any]) -> None:
+        target = folder / "ingests" / f"{record['id']}.json"
+        tmp = target.with_name(f".{record['id']}.{threading.get_ident()}.tmp")
+        try:
+            tmp.write_text(json.dumps(record))
+            tmp.replace(target)
+        except FileNotFoundError:  # the knowledge base was deleted meanwhile
+            pass
+
+    @staticmethod
+    def _prune(records: Path) -> None:
+        found = sorted(records.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in found[KEEP_INGESTS:]:
+            try:
+                if json.loads(old.read_text()).get("status") not in ACTIVE:
+                    old.unlink()
+            except (OSError, ValueError):
+                continue
+
+    @staticmethod
+    def _public(record: dict[str, Any]) -> dict[str, Any]:
+        """The record as callers see it: ``interrupted`` when its process is gone."""
+        out = {k: v for k, v in record.items() if not k.startswith("_")}
+        owner = record.get("_process") or {}
+        if out["status"] in ACTIVE and owner.get("host") == _HOST:
+            try:
+                os.kill(int(owner.get("pid", 0)), 0)
+            except ProcessLookupError:
+                out["status"] = "interrupted"
+                out["error"] = "the server stopped before this ingest finished; add again"
+            except (PermissionError, ValueError, OSError):
+                pass
+        return out
+
+    def ingest(
+        self, caller: Caller, project: str | None, name: str, ingest_id: str
+    ) -> dict[str, Any]:
+        folder, _ = self._folder(caller, project, name)
+        path = folder / "ingests" / f"{ingest_id}.json"
+        if (
+            not isinstance(ingest_id, str)
+            or not _INGEST_ID.fullmatch(ingest_id)
+            or not (path.is_file())
+        ):
+            raise NotFound(
+                f"knowledge base {name!r} has no ingest {ingest_id!r}",
+                "GET .../ingests lists the recent ones.",
+            )
+        return self._public(json.loads(path.read_text()))
+
+    def ingests(self, caller: Caller, project: str | None, name: str) -> list[dict[str, Any]]:
+        """The recent ingests, newest first."""
+        folder, _ = self._folder(caller, project, name)
+        out = []
+        for path in (folder / "ingests").glob("*.json"):
+            try:
+                out.append(self._public(json.loads(path.read_text())))
+            except (OSError, ValueError):
+                continue
+        return sorted(out, key=lambda r: (r["started_at"], r["id"]), reverse=True)
 
     def close(self) -> None:
         with self._guard:

@@ -1,0 +1,215 @@
+"""Knowledge-base REST handlers: list, create, show, delete; sources (list, add files, folders
+or uploaded text as an ingest that runs on and is polled, remove); search; evaluate.
+
+Paths a client gives resolve in the caller's root (or a folder shared with them) by the one
+containment rule, and files are read by it too (a link leading out is never read). Sources
+are stored as absolute paths; answers name them as the client does (``client_path``:
+relative to the root), uploads as ``upload:<name>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tornado import web
+
+from ..errors import InvalidInput
+from ..kb.service import UPLOAD
+from ..serialize import to_jsonable
+from .base import CubeHandler
+from .inputs import parse_int
+
+CREATE_FIELDS = {"project", "name", "chunking", "chunk_size", "overlap", "model"}
+
+
+def _check_fields(body: dict[str, Any], known: set[str], required: tuple[str, ...] = ()) -> None:
+    unknown = sorted(set(body) - known)
+    if unknown:
+        raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(sorted(known))}")
+    for key in required:
+        if body.get(key) in (None, "", []):
+            raise InvalidInput(
+                f"{key} is required", f"Give {key} in the JSON body; fields: {sorted(known)}"
+            )
+
+
+def _k(raw: object, default: int) -> int:
+    return default if raw is None else parse_int(raw, "k", low=1, high=100)
+
+
+class KnowledgeBaseHandler(CubeHandler):
+    @property
+    def kb(self) -> Any:
+        return self.workspace.kb
+
+    def source_name(self, source: str) -> str:
+        return source if source.startswith(UPLOAD) else self.client_path(source)
+
+    def stored_source(self, raw: object, what: str = "source") -> str:
+        """A source as the client names it, as the service stores it (absolute)."""
+        if isinstance(raw, str) and raw.startswith(UPLOAD):
+            return raw
+        return str(self.resolve(raw, what=what)[0])
+
+    def with_sources(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**item, "source": self.source_name(item["source"])} for item in items]
+
+    def record(self, record: dict[str, Any]) -> dict[str, Any]:
+        return {**record, "files": self.with_sources(record["files"])}
+
+
+class KnowledgeBasesHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        views = await self.call(self.kb.list, self.caller, self.get_query_argument("project", None))
+        self.reply({"knowledge_bases": views})
+
+    @web.authenticated
+    async def post(self) -> None:
+        body = self.json_body()
+        _check_fields(body, CREATE_FIELDS, ("name",))
+        options = {
+            key: body[field]
+            for field, key in (
+                ("chunking", "chunking_"),
+                ("chunk_size", "chunk_size"),
+                ("overlap", "overlap"),
+                ("model", "model"),
+            )
+            if body.get(field) is not None
+        }
+        view = await self.call(
+            self.kb.create, self.caller, body.get("name"), project=body.get("project"), **options
+        )
+        self.reply(view, 201)
+
+
+class KnowledgeBaseOneHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        self.reply(await self.call(self.kb.get, self.caller, project, name))
+
+    @web.authenticated
+    async def delete(self, project: str, name: str) -> None:
+        await self.call(self.kb.delete, self.caller, project, name)
+        self.set_status(204)
+        self.finish()
+
+
+class SourcesHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        sources = await self.call(self.kb.sources, self.caller, project, name)
+        self.reply({"sources": self.with_sources(sources)})
+
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        """Start an ingest: 202 with its record; poll ``Location`` for the progress."""
+        body = self.json_body()
+        _check_fields(body, {"paths", "documents"})
+        paths, documents = body.get("paths") or [], body.get("documents") or []
+        if not isinstance(paths, list):
+            raise InvalidInput("paths must be a list", 'e.g. {"paths": ["docs", "notes.md"]}')
+        if not paths and not documents:
+            raise InvalidInput(
+                "nothing to add: give paths or documents",
+                'e.g. {"paths": ["docs"]} (files or folders under your root) or '
+                '{"documents": [{"name": "notes.md", "content": "..."}]}',
+            )
+        resolved = [self.resolve(raw, what=f"paths[{n}]")[0] for n, raw in enumerate(paths)]
+        record = await self.call(
+            self.kb.start_ingest,
+            self.caller,
+            project,
+            name,
+            resolved,
+            documents,
+            boundary=self.roots,
+        )
+        self.set_header(
+            "Location", self.request.path.rsplit("/", 1)[0] + f"/ingests/{record['id']}"
+        )
+        self.reply(self.record(record), 202)
+
+    @web.authenticated
+    async def delete(self, project: str, name: str) -> None:
+        raw = self.get_query_argument("source", None)
+        if not raw:
+            raise InvalidInput(
+                "query parameter 'source' is required",
+                "e.g. DELETE .../sources?source=docs/notes.md (GET .../sources lists them)",
+            )
+        removed = await self.call(
+            self.kb.remove, self.caller, project, name, self.stored_source(raw)
+        )
+        self.reply({"source": raw, "removed_chunks": removed})
+
+
+class IngestsHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str) -> None:
+        records = await self.call(self.kb.ingests, self.caller, project, name)
+        self.reply({"ingests": [self.record(r) for r in records]})
+
+
+class IngestHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def get(self, project: str, name: str, ingest_id: str) -> None:
+        record = await self.call(self.kb.ingest, self.caller, project, name, ingest_id)
+        self.reply(self.record(record))
+
+
+class SearchHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        body = self.json_body()
+        _check_fields(body, {"query", "k", "mode"}, ("query",))
+        k, mode = _k(body.get("k"), 5), body.get("mode") or "hybrid"
+        hits = await self.call(
+            self.kb.query, self.caller, project, name, body.get("query"), k=k, mode=mode
+        )
+        self.reply({"query": body["query"], "mode": mode, "k": k, "hits": self.with_sources(hits)})
+
+
+class EvaluateHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        body = self.json_body()
+        _check_fields(body, {"questions", "k", "mode"}, ("questions",))
+        questions = body["questions"]
+        if not isinstance(questions, list):
+            raise InvalidInput(
+                "questions must be a list", '[{"question": "...", "source": "docs/a.md"}]'
+            )
+        stored = []
+        for n, q in enumerate(questions):
+            if isinstance(q, dict):
+                q = dict(q)
+                for key in ("source", "sources"):
+                    value = q.get(key)
+                    if isinstance(value, str):
+                        q[key] = self.stored_source(value, f"questions[{n}].{key}")
+                    elif isinstance(value, list):
+                        q[key] = [self.stored_source(v, f"questions[{n}].{key}") for v in value]
+            stored.append(q)
+        scores = await self.call(
+            self.kb.evaluate,
+            self.caller,
+            project,
+            name,
+            stored,
+            k=_k(body.get("k"), 10),
+            mode=body.get("mode") or "hybrid",
+        )
+        self.reply(to_jsonable(scores))
+
+
+__all__ = [
+    "EvaluateHandler",
+    "IngestHandler",
+    "IngestsHandler",
+    "KnowledgeBaseOneHandler",
+    "KnowledgeBasesHandler",
+    "SearchHandler",
+    "SourcesHandler",
+]
