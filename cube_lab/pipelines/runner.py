@@ -27,6 +27,8 @@ from typing import Any, Protocol
 
 from .. import accounts, containment, processes
 from ..errors import CubeError
+from ..monitoring import files as usage_files
+from ..monitoring import watch
 from .model import Node, Pipeline
 from .nodekinds import NodeCommand, NodeContext, kind_for, kind_name
 
@@ -336,6 +338,10 @@ class LocalRunner:
                 if reports_groups:
                     os.close(report_w)
             self._procs[node_id] = proc
+            usage = watch(  # CPU, memory, GPUs of the node's process tree, while it runs
+                usage_files.pipeline_file(self.plan.run_dir, node_folder(node_id)),
+                [proc.pid], kind="pipeline", object_id=self.plan.run_id, node=node_id,
+            )  # fmt: skip
             assert self._loop is not None
             later = self._loop.call_later(RECORD_AFTER_S, self._record_group, node_id, proc)
             if reports_groups:
@@ -349,6 +355,7 @@ class LocalRunner:
                 return None, f"timed out after {timeout:g} s"
             finally:
                 later.cancel()
+                usage.stop()
                 self._procs.pop(node_id, None)
                 processes.kill_group(proc, signal.SIGKILL)  # leave no stray children behind
                 if reports_groups:

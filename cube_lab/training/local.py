@@ -36,6 +36,8 @@ from typing import Any
 from .. import processes
 from ..accounts import RunAs, job_env
 from ..errors import InvalidInput
+from ..monitoring import files as usage_files
+from ..monitoring import watch
 from .spec import JobSpec
 
 ENV_JOB_ID = "CUBE_TRAINING_JOB_ID"
@@ -327,6 +329,7 @@ class LocalJob:
         self._procs = []
         pumps = []
         groups: list[processes.Group] = []
+        usage = None
         try:
             who = self.plan.run_as
             for spec in self.plan.procs:
@@ -348,6 +351,10 @@ class LocalJob:
                 pumps.append(asyncio.create_task(self._pump(proc.stdout, spec.prefix, log)))
             if self.cancelled:  # stopped while starting
                 self._signal_all(signal.SIGKILL)
+            usage = watch(  # CPU, memory, GPUs of every rank's process tree, while they run
+                usage_files.training_file(self.plan.job_dir), [p.pid for p in self._procs],
+                kind="training", object_id=self.plan.job_id,
+            )  # fmt: skip
             if self.on_groups and groups:
                 await asyncio.to_thread(self.on_groups, groups)
             waits = asyncio.gather(*(p.wait() for p in self._procs))
@@ -366,6 +373,8 @@ class LocalJob:
             self._write(log, f"cube-lab: {message}\n")
             return 127, message
         finally:
+            if usage is not None:
+                usage.stop()
             self._signal_all(signal.SIGKILL)  # leave no stray rank behind
             await asyncio.to_thread(kill_marked, self.plan.job_id)
             if self.on_groups and groups:
