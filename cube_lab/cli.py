@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import cli_finetune, cli_kserve, cli_labeling, cli_tuning
+from . import cli_finetune, cli_kb, cli_kserve, cli_labeling, cli_tuning
 from .cli_args import (
     json_printed,
     json_stdout,
@@ -1364,6 +1364,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_tuning.add_commands(groups, command)
     cli_labeling.add_commands(groups, command)
     cli_finetune.add_commands(groups, command)
+    cli_kb.add_commands(groups, command)
     return parser
 
 

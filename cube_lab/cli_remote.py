@@ -1116,6 +1116,10 @@ def _remote(local: Any) -> Command | None:
         from .cli_finetune import REMOTE as FINETUNE
 
         return FINETUNE.get(name)
+    if module == "cube_lab.cli_kb":
+        from .cli_kb import REMOTE as KB
+
+        return KB.get(name)
     if module not in ("cube_lab.cli", "__main__"):
         return None
     return REMOTE.get(name)

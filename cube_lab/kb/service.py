@@ -401,7 +401,7 @@ class KnowledgeBaseService:
             if wanted not in known:
                 raise NotFound(
                     f"knowledge base {name!r} has no source {source!r}",
-                    "GET .../sources (cube-lab kb list --sources) lists them.",
+                    "GET .../sources (cube-lab kb show NAME) lists them.",
                 )
             removed = index.remove_source(wanted)
             index.flush()

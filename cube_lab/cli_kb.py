@@ -1,0 +1,355 @@
+"""`cube-lab kb create|list|show|add|remove|search|eval|delete`: knowledge bases from a shell.
+
+Each command is a thin call of ``KnowledgeBaseService`` (in this process) or of the REST API
+(under the hub, ``REMOTE``), and prints the same text from the same JSON (``show_*``);
+``--json`` prints the JSON. ``add`` starts an ingest and follows its progress on stderr; it
+exits 1 when a file failed (the others are added), 2 on bad input, as every command does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .cli_args import print_json
+from .errors import InvalidInput
+from .identity import Caller
+from .serialize import to_jsonable
+
+if TYPE_CHECKING:
+    from .rest_client import ServiceClient
+    from .workspace import Workspace
+
+MODES = ("vector", "keyword", "bm25", "hybrid")
+POLL_S = 0.2
+UPLOAD = "upload:"
+Json = dict[str, Any]
+
+
+# -- what is printed (the same here and under the hub) -----------------------------------------
+
+
+def show_kb(view: Json) -> None:
+    print(
+        f"{view['project']}/{view['name']}: {view['sources']} source(s), {view['chunks']} "
+        f"chunk(s); {view['chunking']} chunks of {view['chunk_size']} tokens "
+        f"(overlap {view['overlap']}), model {view['model']}, owner {view['owner']}"
+    )
+
+
+def show_kbs(views: list[Json]) -> None:
+    if not views:
+        print("No knowledge bases yet: cube-lab kb create NAME")
+        return
+    print(f"{'PROJECT':<16} {'NAME':<24} {'SOURCES':>7} {'CHUNKS':>8}  {'CHUNKING':<9} OWNER")
+    for v in views:
+        print(
+            f"{v['project']:<16} {v['name']:<24} {v['sources']:>7} {v['chunks']:>8}  "
+            f"{v['chunking']:<9} {v['owner']}"
+        )
+
+
+def show_sources(sources: list[Json]) -> None:
+    for s in sources:
+        print(f"  {s.get('chunks', 0):>6} chunk(s)  {s.get('kind', ''):<9} {s['source']}")
+
+
+def show_progress(record: Json, seen: int, out: Any) -> int:
+    """Print the files finished since ``seen``; how many are printed now."""
+    files = record.get("files") or []
+    for n, f in enumerate(files[seen:], start=seen + 1):
+        what = f"{f['status']}, {f['chunks']} chunk(s)" if f["status"] != "failed" else "FAILED"
+        print(f"[{n}/{record['files_total']}] {f['source']}: {what}", file=out, flush=True)
+        if f["status"] == "failed":
+            print(f"    {f['error']}" + (f" ({f['detail']})" if f.get("detail") else ""), file=out)
+    return len(files)
+
+
+def show_ingest(record: Json) -> None:
+    counts: dict[str, int] = {}
+    for f in record.get("files") or []:
+        counts[f["status"]] = counts.get(f["status"], 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no files"
+    print(
+        f"Ingest {record['id']} {record['status']}: {record['files_done']}/"
+        f"{record['files_total']} file(s) ({summary}), {record['chunks']} chunk(s) added"
+    )
+    if record.get("error"):
+        print(f"  {record['error']}")
+
+
+def show_hits(answer: Json) -> None:
+    hits = answer["hits"]
+    if not hits:
+        print(f"Nothing found for {answer['query']!r} ({answer['mode']})")
+        return
+    for rank, h in enumerate(hits, start=1):
+        where = f"{h['source']} #{h['position']}" + (f" ({h['heading']})" if h["heading"] else "")
+        print(f"{rank:>2}. {h['score']:.4f}  {where}")
+        text = " ".join(h["text"].split())
+        print(f"    {text[:200]}{'...' if len(text) > 200 else ''}")
+
+
+def show_scores(scores: Json) -> None:
+    print(
+        f"{scores['questions']} question(s): recall@{scores['k']} {scores['recall_at_k']:.3f}, "
+        f"MRR {scores['mrr']:.3f}, nDCG@10 {scores['ndcg_at_10']:.3f}"
+    )
+
+
+def finish_ingest(a: argparse.Namespace, record: Json) -> None:
+    if a.json:
+        print_json(record)
+    else:
+        show_ingest(record)
+    if record["status"] != "succeeded" or record["failed"]:
+        raise SystemExit(1)
+
+
+def follow(get: Callable[[], Json], first: Json, a: argparse.Namespace) -> Json:
+    """Poll an ingest until it ends, printing each finished file on stderr."""
+    record, seen = first, 0
+    while True:
+        if not a.quiet:
+            seen = show_progress(record, seen, sys.stderr)
+        if record["status"] not in ("queued", "running"):
+            return record
+        time.sleep(POLL_S)
+        record = get()
+
+
+def read_questions(raw: str) -> list[Any]:
+    """A question set: a JSON list, or JSONL (one question object a line)."""
+    path = Path(raw).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"{path} does not exist", "Give a .json or .jsonl file.") from None
+    try:
+        if path.suffix.lower() == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
+    if not isinstance(data, list):
+        raise InvalidInput(f"{path.name} must hold a list of questions", '[{"question": ...}]')
+    return data
+
+
+# -- in this process --------------------------------------------------------------------------
+
+
+def _options(a: argparse.Namespace) -> Json:
+    return {
+        k: v
+        for k, v in (
+            ("chunking_", a.chunking),
+            ("chunk_size", a.chunk_size),
+            ("overlap", a.overlap),
+            ("model", a.model),
+        )
+        if v is not None
+    }
+
+
+def kb_create(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    view = to_jsonable(ws.kb.create(caller, a.name, project=a.project, **_options(a)))
+    if a.json:
+        print_json(view)
+    else:
+        print(f"Created knowledge base {view['project']}/{view['name']}")
+
+
+def kb_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    views = to_jsonable(ws.kb.list(caller, a.project))
+    print_json(views) if a.json else show_kbs(views)
+
+
+def kb_show(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    view = to_jsonable(ws.kb.get(caller, a.project, a.name))
+    sources = to_jsonable(ws.kb.sources(caller, a.project, a.name))
+    if a.json:
+        print_json({**view, "source_list": sources})
+        return
+    show_kb(view)
+    show_sources(sources)
+
+
+def kb_add(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    paths = [Path(p).expanduser() for p in a.paths]
+    first = ws.kb.start_ingest(caller, a.project, a.name, paths)
+    record = follow(lambda: ws.kb.ingest(caller, a.project, a.name, first["id"]), first, a)
+    finish_ingest(a, record)
+
+
+def kb_remove(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    removed = ws.kb.remove(caller, a.project, a.name, a.source)
+    answer = {"source": a.source, "removed_chunks": removed}
+    if a.json:
+        print_json(answer)
+    else:
+        print(f"Removed {a.source} ({removed} chunk(s)) from {a.name}")
+
+
+def kb_search(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    hits = ws.kb.query(caller, a.project, a.name, a.query, k=a.k, mode=a.mode)
+    answer = {"query": a.query, "mode": a.mode, "k": a.k, "hits": hits}
+    print_json(answer) if a.json else show_hits(answer)
+
+
+def kb_eval(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    questions = read_questions(a.questions)
+    scores = to_jsonable(ws.kb.evaluate(caller, a.project, a.name, questions, k=a.k, mode=a.mode))
+    print_json(scores) if a.json else show_scores(scores)
+
+
+def kb_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    ws.kb.delete(caller, a.project, a.name)
+    if a.json:
+        print_json({"deleted": a.name})
+    else:
+        print(f"Deleted knowledge base {a.name}")
+
+
+# -- under the hub: the same commands through the REST API -------------------------------------
+
+
+def _where(client: ServiceClient, a: argparse.Namespace) -> str:
+    from .cli_remote import project_of
+    from .rest_client import segment
+
+    return f"kb/{segment(project_of(client, a))}/{segment(a.name)}"
+
+
+def _source(raw: str) -> str:
+    from .cli_remote import relative
+
+    return raw if raw.startswith(UPLOAD) else relative(raw, "source")
+
+
+def remote_create(client: ServiceClient, a: argparse.Namespace) -> None:
+    body = {
+        "name": a.name,
+        "project": a.project,
+        "chunking": a.chunking,
+        "chunk_size": a.chunk_size,
+        "overlap": a.overlap,
+        "model": a.model,
+    }
+    view = client.post("kb", {k: v for k, v in body.items() if v is not None})
+    if a.json:
+        print_json(view)
+    else:
+        print(f"Created knowledge base {view['project']}/{view['name']}")
+
+
+def remote_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    views = client.get("kb", project=a.project)["knowledge_bases"]
+    print_json(views) if a.json else show_kbs(views)
+
+
+def remote_show(client: ServiceClient, a: argparse.Namespace) -> None:
+    where = _where(client, a)
+    view, sources = client.get(where), client.get(f"{where}/sources")["sources"]
+    if a.json:
+        print_json({**view, "source_list": sources})
+        return
+    show_kb(view)
+    show_sources(sources)
+
+
+def remote_add(client: ServiceClient, a: argparse.Namespace) -> None:
+    from .cli_remote import relative
+
+    where = _where(client, a)
+    first = client.post(f"{where}/sources", {"paths": [relative(p) for p in a.paths]})
+    record = follow(lambda: client.get(f"{where}/ingests/{first['id']}"), first, a)
+    finish_ingest(a, record)
+
+
+def remote_remove(client: ServiceClient, a: argparse.Namespace) -> None:
+    answer = client.delete(f"{_where(client, a)}/sources", source=_source(a.source))
+    if a.json:
+        print_json(answer)
+    else:
+        print(f"Removed {a.source} ({answer['removed_chunks']} chunk(s)) from {a.name}")
+
+
+def remote_search(client: ServiceClient, a: argparse.Namespace) -> None:
+    body = {"query": a.query, "k": a.k, "mode": a.mode}
+    answer = client.post(f"{_where(client, a)}/search", body)
+    print_json(answer) if a.json else show_hits(answer)
+
+
+def remote_eval(client: ServiceClient, a: argparse.Namespace) -> None:
+    questions = []
+    for q in read_questions(a.questions):
+        if isinstance(q, dict):
+            q = dict(q)
+            if isinstance(q.get("source"), str):
+                q["source"] = _source(q["source"])
+            if isinstance(q.get("sources"), list):
+                q["sources"] = [_source(s) if isinstance(s, str) else s for s in q["sources"]]
+        questions.append(q)
+    body = {"questions": questions, "k": a.k, "mode": a.mode}
+    scores = client.post(f"{_where(client, a)}/evaluate", body)
+    print_json(scores) if a.json else show_scores(scores)
+
+
+def remote_delete(client: ServiceClient, a: argparse.Namespace) -> None:
+    client.delete(_where(client, a))
+    if a.json:
+        print_json({"deleted": a.name})
+    else:
+        print(f"Deleted knowledge base {a.name}")
+
+
+REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {
+    "kb_create": remote_create,
+    "kb_list": remote_list,
+    "kb_show": remote_show,
+    "kb_add": remote_add,
+    "kb_remove": remote_remove,
+    "kb_search": remote_search,
+    "kb_eval": remote_eval,
+    "kb_delete": remote_delete,
+}
+
+
+def add_commands(groups: Any, command: Callable[..., Any]) -> None:
+    kb = groups.add_parser("kb", help="knowledge bases: documents to search").add_subparsers(
+        dest="command", required=True
+    )
+    p = command(kb, "create", kb_create, "create a knowledge base")
+    p.add_argument("name")
+    p.add_argument("--chunking", choices=["tokens", "headings"], help="default tokens")
+    p.add_argument("--chunk-size", dest="chunk_size", type=int, help="tokens (default 200)")
+    p.add_argument("--overlap", type=int, help="tokens shared by neighbours (default 40)")
+    p.add_argument("--model", help="embedding model (default the shipped MiniLM)")
+    command(kb, "list", kb_list, "list the knowledge bases you can see")
+    p = command(kb, "show", kb_show, "a knowledge base and its sources")
+    p.add_argument("name")
+    p = command(kb, "add", kb_add, "add files or folders (re-adding unchanged ones does nothing)")
+    p.add_argument("name")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--quiet", "-q", action="store_true", help="no per-file progress")
+    p = command(kb, "remove", kb_remove, "remove a source and its chunks")
+    p.add_argument("name")
+    p.add_argument("source", help="a file as added, or upload:NAME")
+    p = command(kb, "search", kb_search, "the chunks that best match a query")
+    p.add_argument("name")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=5, help="how many chunks (1-100, default 5)")
+    p.add_argument("--mode", choices=MODES, default="hybrid")
+    p = command(kb, "eval", kb_eval, "recall@k, MRR and nDCG@10 of a question set")
+    p.add_argument("name")
+    p.add_argument("questions", help=".json list or .jsonl of {question, source(s) | chunks}")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--mode", choices=MODES, default="hybrid")
+    p = command(kb, "delete", kb_delete, "delete a knowledge base and its index")
+    p.add_argument("name")
