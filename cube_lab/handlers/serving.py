@@ -24,6 +24,7 @@ _DEPLOY_FIELDS = {
     "batch_wait_ms",
     "samples_percent",
     "auth",
+    "runtime",
 }
 _KEY_FIELDS = {"name", "expires_at", "expires_in_days"}
 _TRAFFIC_ACTIONS = ("switch", "canary", "shadow", "promote", "rollback", "split")
@@ -63,6 +64,7 @@ class DeploymentsHandler(CubeHandler):
             batch_wait_ms=body.get("batch_wait_ms", 0.0),
             samples_percent=body.get("samples_percent", 0.0),
             auth=body.get("auth"),
+            runtime=body.get("runtime"),
         )
         self.reply(view, 201)
 

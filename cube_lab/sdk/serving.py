@@ -1,9 +1,15 @@
 """``cl.deploy("iris:3")``: serve a registered model version; ``Deployment`` handles, and
-``cl.deployments.list()`` / ``cl.deployments.get(name)``."""
+``cl.deployments.list()`` / ``cl.deployments.get(name)``.
+
+An LLM deployment (a transformers causal LM or a peft adapter, ``runtime == "llm"``) answers
+OpenAI's API: ``.chat(...)`` / ``.complete(...)`` call it with the ``openai`` client, and
+``.openai_client()`` is that client, configured for the deployment."""
 
 from __future__ import annotations
 
 import builtins
+import os
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CubeError, InvalidInput
@@ -11,6 +17,7 @@ from . import current
 from .handle import Handle, Json
 
 STARTING = ("starting", "updating")
+KEY_ENV = "CUBE_LAB_DEPLOYMENT_KEY"  # the API key .openai_client() sends when given none
 
 
 class InferFailed(CubeError):
@@ -53,6 +60,74 @@ class Deployment(Handle):
     @property
     def ready(self) -> bool:
         return self.status == "running"
+
+    @property
+    def runtime(self) -> str:
+        """``llm`` (OpenAI's ``/v1`` API) or ``oip`` (OIP v2 and ``/predict``)."""
+        return str(self.data.get("runtime") or "oip")
+
+    # -- LLM deployments: OpenAI's API ---------------------------------------------------------
+
+    def openai_client(self, api_key: str | None = None, **kwargs: Any) -> Any:
+        """An ``openai.OpenAI`` client for this deployment (``base_url`` its ``/v1``).
+        ``api_key``: one of the deployment's keys (default ``$CUBE_LAB_DEPLOYMENT_KEY``; a
+        deployment with auth ``none`` takes any). ``kwargs`` go to ``openai.OpenAI``."""
+        try:
+            import openai
+        except ImportError:
+            raise InvalidInput(
+                "calling an LLM deployment needs the openai package", "pip install openai"
+            ) from None
+        if self.runtime != "llm":
+            raise InvalidInput(
+                f"deployment {self.name!r} serves {self.model} with the OIP v2 server, not "
+                "OpenAI's API",
+                "Use predict()/infer(); deploy a causal LM or a peft adapter for chat.",
+            )
+        endpoint = self.endpoint if self.ready else self.refresh().endpoint
+        if not endpoint:
+            raise InvalidInput(
+                f"deployment {self.name!r} is not running ({self.status})",
+                f"Deploy it again: cl.deploy({f'{self.model}:{self.version}'!r}).",
+            )
+        key = api_key or os.environ.get(KEY_ENV) or "none"
+        return openai.OpenAI(base_url=f"{endpoint}/v1", api_key=key, **kwargs)
+
+    def chat(
+        self,
+        messages: str | builtins.list[Json],
+        *,
+        api_key: str | None = None,
+        stream: bool = False,
+        **kwargs: Any,
+    ) -> str | Iterator[str]:
+        """The assistant's answer to ``messages`` (OpenAI chat messages, or one user message
+        as a string); with ``stream=True`` an iterator of its pieces as they come. ``kwargs``
+        (``max_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``, ``model`` for
+        another adapter...) go to ``chat.completions.create``."""
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        client = self.openai_client(api_key)
+        kwargs.setdefault("model", self.model)
+        if stream:
+            return _pieces(
+                client.chat.completions.create(messages=messages, stream=True, **kwargs),
+                lambda c: c.delta.content,
+            )
+        answer = client.chat.completions.create(messages=messages, **kwargs)
+        return answer.choices[0].message.content or ""
+
+    def complete(
+        self, prompt: str, *, api_key: str | None = None, stream: bool = False, **kwargs: Any
+    ) -> str | Iterator[str]:
+        """The text that follows ``prompt`` (``completions.create``); ``stream=True``: pieces."""
+        client = self.openai_client(api_key)
+        kwargs.setdefault("model", self.model)
+        if stream:
+            return _pieces(
+                client.completions.create(prompt=prompt, stream=True, **kwargs), lambda c: c.text
+            )
+        return client.completions.create(prompt=prompt, **kwargs).choices[0].text
 
     def refresh(self) -> Deployment:
         self.data = current().get_deployment(self.project, self.name)
@@ -138,6 +213,14 @@ class Deployment(Handle):
         )
 
 
+def _pieces(chunks: Any, text: Any) -> Iterator[str]:
+    for chunk in chunks:
+        for choice in chunk.choices:
+            piece = text(choice)
+            if piece:
+                yield piece
+
+
 def _reshape(output: Json) -> Any:
     import numpy as np
 
@@ -159,9 +242,12 @@ def deploy(
     batch_max_rows: int | None = None,
     batch_wait_ms: float | None = None,
     auth: str | None = None,
+    runtime: str | None = None,
 ) -> Deployment:
     """Serve ``model`` (``"iris"``, ``"iris:3"``, ``"iris@production"``) locally under ``name``
-    (default: the model's name) with ``replicas`` model servers; returns once it is ready."""
+    (default: the model's name) with ``replicas`` model servers; returns once it is ready.
+    ``runtime``: ``"llm"`` (OpenAI's API), ``"oip"``, or None to choose by the model's flavor
+    (a causal LM or a peft adapter gets ``llm``: then ``.chat("...")``)."""
     from .models import parse_ref
 
     parse_ref(model)  # a clear error for an empty or half reference
@@ -174,6 +260,7 @@ def deploy(
         "batch_max_rows": batch_max_rows,
         "batch_wait_ms": batch_wait_ms,
         "auth": auth,
+        "runtime": runtime,
     }
     return Deployment(current().deploy({k: v for k, v in body.items() if v is not None}))
 

@@ -36,7 +36,7 @@ import signal
 import sys
 import traceback
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,6 +193,9 @@ class Response:
     body: bytes = b""
     content_type: str = "application/json"
     headers: list[tuple[str, str]] = field(default_factory=list)
+    # a body of unknown length (server-sent events): each piece goes out as one chunk of a
+    # chunked answer as soon as it comes, nothing held back; ``body`` is then unused
+    stream: AsyncIterator[bytes] | None = None
 
 
 def json_response(
@@ -224,7 +227,9 @@ def encode_head(resp: Response, keep_alive: bool) -> bytes:
     head = [
         f"HTTP/1.1 {resp.status} {REASONS.get(resp.status, 'Unknown')}",
         f"Content-Type: {resp.content_type}",
-        f"Content-Length: {len(resp.body)}",
+        "Transfer-Encoding: chunked"
+        if resp.stream is not None
+        else f"Content-Length: {len(resp.body)}",
     ]
     head.extend(f"{k}: {v}" for k, v in resp.headers)
     if not keep_alive:
@@ -525,7 +530,11 @@ class HTTPProtocol(asyncio.BufferedProtocol):
             result = self.handler(request)
         except Exception as exc:  # a handler bug must not kill the server
             result = internal_error(exc)
-        if isinstance(result, Response) and len(result.body) <= SMALL_WRITE:
+        if (
+            isinstance(result, Response)
+            and result.stream is None
+            and len(result.body) <= SMALL_WRITE
+        ):
             self._send(result, keep_alive)
             if hold is not None:
                 hold.release()
@@ -541,7 +550,9 @@ class HTTPProtocol(asyncio.BufferedProtocol):
                 resp = pending if isinstance(pending, Response) else await pending
             except Exception as exc:
                 resp = internal_error(exc)
-            if len(resp.body) <= SMALL_WRITE:
+            if resp.stream is not None:
+                await self._send_stream(resp, keep_alive)
+            elif len(resp.body) <= SMALL_WRITE:
                 self._send(resp, keep_alive)
             elif self.transport is not None:
                 self.transport.write(encode_head(resp, keep_alive))
@@ -554,6 +565,40 @@ class HTTPProtocol(asyncio.BufferedProtocol):
         self._resume()
         if self.filled:
             self._process()
+
+    async def _send_stream(self, resp: Response, keep_alive: bool) -> None:
+        """A chunked answer: each piece the stream yields is written (and drained) at once.
+        A client that went away ends the stream early (``aclose``: whoever feeds it stops);
+        a stream that fails midway closes the connection (the client sees a cut answer, not
+        a well-formed one)."""
+        stream = resp.stream
+        assert stream is not None
+        complete = False
+        try:
+            if self.transport is None:
+                return
+            self.transport.write(encode_head(resp, keep_alive))
+            async for piece in stream:
+                transport = self.transport
+                if transport is None or transport.is_closing():
+                    return
+                if piece:
+                    transport.write(b"%x\r\n%b\r\n" % (len(piece), piece))
+                    await self.drain.wait()
+            if self.transport is not None:
+                self.transport.write(b"0\r\n\r\n")
+                complete = True
+        except Exception as exc:  # the source broke off (a backend that died)
+            print(f"cube-lab: a streamed answer broke off: {exc!r}", file=sys.stderr, flush=True)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            if not complete and self.transport is not None:
+                self.transport.close()
+                self.closing = True
+        if complete:
+            self._sent(keep_alive)
 
     def _send(self, resp: Response, keep_alive: bool) -> None:
         if self.transport is None:

@@ -13,6 +13,13 @@ left out of a new table are *retired*: they get no new requests, the ones in fli
 and ``GET /_cube/admin/state`` shows when their count reaches zero (then they may be stopped).
 Every forwarded request carries the backend key derived from the token, without which the
 model servers answer nothing but their health probes (see ``backend_auth.py``).
+
+An LLM deployment's servers (``cube_lab.serving.llm``) speak OpenAI's API: ``/v1/models``,
+``/v1/completions``, ``/v1/chat/completions`` and ``/v1/embeddings`` pass the gate and the
+traffic split like ``/v2``. A streamed answer (``Transfer-Encoding: chunked``, server-sent
+events) is passed on chunk by chunk as the model server writes it, never gathered first; the
+router's own refusals on those paths (no key, a rate limit, no server ready) are in OpenAI's
+error shape, ``{"error": {"message", "type", "param", "code"}}``, so OpenAI clients read them.
 """
 
 from __future__ import annotations
@@ -47,8 +54,117 @@ from .metrics import Metrics
 TOKEN_ENV = "CUBE_ROUTER_TOKEN"
 DOWN_FOR_S = 1.0  # a backend that refused a connection is skipped this long
 SHADOW_BODY_LIMIT = 4096
-# a model server's answer: status, content type, body, the headers that pass to the client
-Answer = tuple[int, str, bytes, list[tuple[str, str]]]
+# the OpenAI routes an LLM deployment answers through the router (its model servers' other
+# routes, such as loading an adapter from a path, are the deployment service's, not callers')
+OPENAI_PATHS = frozenset(
+    {"/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/embeddings"}
+)
+_OPENAI_TYPES = {
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_error", "forbidden"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+class ChunkedBody:
+    """A model server's chunked answer as it arrives: ``async for piece in body`` yields each
+    piece of data as soon as the socket delivers it. ``aclose()`` before the end (the client
+    went away) drops the backend connection, so the model server sees it go and stops."""
+
+    def __init__(self, conn: BackendConnection) -> None:
+        self.conn = conn
+        self.buf = bytearray()
+        self.need = 0  # bytes of the current chunk still to come
+        self.state = "size"  # size | data | data-end | trailer | done
+        self.queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
+        self.done: bool | None = None  # True: read to the end; False: abandoned or broken
+        self.callbacks: list[Callable[[bool], None]] = []
+
+    def when_done(self, callback: Callable[[bool], None]) -> None:
+        if self.done is None:
+            self.callbacks.append(callback)
+        else:
+            callback(self.done)
+
+    def _end(self, ok: bool) -> None:
+        if self.done is not None:
+            return
+        self.done = ok
+        for callback in self.callbacks:
+            callback(ok)
+        self.callbacks.clear()
+
+    def feed(self, data: bytes) -> None:
+        self.buf += data
+        try:
+            self._parse()
+        except ValueError as exc:
+            self.fail(ConnectionResetError(f"a malformed chunked answer: {exc}"))
+
+    def _parse(self) -> None:
+        while self.buf and self.state != "done":
+            if self.state == "size":
+                end = self.buf.find(b"\r\n")
+                if end < 0:
+                    return
+                size = int(bytes(self.buf[:end]).split(b";", 1)[0].strip(), 16)
+                del self.buf[: end + 2]
+                self.state, self.need = ("trailer", 0) if size == 0 else ("data", size)
+            elif self.state == "data":
+                n = min(self.need, len(self.buf))
+                self.queue.put_nowait(bytes(self.buf[:n]))
+                del self.buf[:n]
+                self.need -= n
+                if not self.need:
+                    self.state = "data-end"
+            elif self.state == "data-end":
+                if len(self.buf) < 2:
+                    return
+                del self.buf[:2]
+                self.state = "size"
+            else:  # trailer lines, up to an empty one
+                end = self.buf.find(b"\r\n")
+                if end < 0:
+                    return
+                line = bytes(self.buf[:end])
+                del self.buf[: end + 2]
+                if not line:
+                    self.state = "done"
+                    self.conn.stream = None  # the connection may take the next request
+                    self.queue.put_nowait(None)
+                    self._end(True)
+
+    def fail(self, exc: BaseException) -> None:
+        if self.state != "done":
+            self.state = "done"
+            self.queue.put_nowait(exc)
+            self.conn.open = False
+            if self.conn.transport is not None:
+                self.conn.transport.close()
+            self._end(False)
+
+    def __aiter__(self) -> ChunkedBody:
+        return self
+
+    async def __anext__(self) -> bytes:
+        item = await self.queue.get()
+        if item is None:
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    async def aclose(self) -> None:
+        if self.state != "done":
+            self.fail(ConnectionResetError("the client went away"))
+
+    async def read_all(self) -> bytes:
+        return b"".join([piece async for piece in self])
+
+
+# a model server's answer: status, content type, body (a ChunkedBody when streamed), the
+# headers that pass to the client
+Answer = tuple[int, str, "bytes | ChunkedBody", list[tuple[str, str]]]
 
 
 class BackendConnection(asyncio.Protocol):
@@ -69,6 +185,7 @@ class BackendConnection(asyncio.Protocol):
         self.open = True
         self.got_bytes = False
         self.drain = Drain()
+        self.stream: ChunkedBody | None = None  # a chunked answer being read
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -76,6 +193,8 @@ class BackendConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.open = False
         self.drain.resume()
+        if self.stream is not None:
+            self.stream.fail(ConnectionResetError("the model server closed the connection"))
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(
                 ConnectionResetError("the model server closed the connection")
@@ -89,6 +208,9 @@ class BackendConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.got_bytes = True
+        if self.stream is not None:
+            self.stream.feed(data)
+            return
         if self.body is None:
             self.head += data
             end = self.head.find(b"\r\n\r\n")
@@ -97,6 +219,7 @@ class BackendConnection(asyncio.Protocol):
             head = bytes(self.head[:end]).decode("latin-1").split("\r\n")
             self.status = int(head[0].split(" ", 2)[1])
             length, self.ctype, self.passed = 0, "application/json", []
+            chunked = False
             for line in head[1:]:
                 name, _, value = line.partition(":")
                 key = name.strip().lower()
@@ -108,6 +231,19 @@ class BackendConnection(asyncio.Protocol):
                     self.open = False
                 elif key == "inference-header-content-length":  # the binary tensor extension
                     self.passed.append(("Inference-Header-Content-Length", value.strip()))
+                elif key == "transfer-encoding" and "chunked" in value.lower():
+                    chunked = True
+                elif key == "cache-control":
+                    self.passed.append(("Cache-Control", value.strip()))
+            if chunked:  # streamed (server-sent events): handed on as it comes
+                rest = bytes(self.head[end + 4 :])
+                self.head = bytearray()
+                self.stream = stream = ChunkedBody(self)
+                if self.waiter is not None and not self.waiter.done():
+                    self.waiter.set_result((self.status, self.ctype, stream, self.passed))
+                if rest:
+                    stream.feed(rest)
+                return
             rest = bytes(self.head[end + 4 : end + 4 + length])
             self.head = bytearray()
             self.body = bytearray(length)
@@ -161,13 +297,21 @@ class Backend:
                 if conn.got_bytes:
                     raise
                 continue  # the server had closed it meanwhile: nothing was processed
-            self._release(conn)
+            self._after(conn, result)
             return result
         loop = asyncio.get_running_loop()
         _, conn = await loop.create_connection(BackendConnection, self.host, self.port)
         result = await conn.request(head, body)
-        self._release(conn)
+        self._after(conn, result)
         return result
+
+    def _after(self, conn: BackendConnection, result: Answer) -> None:
+        """Back to the pool: at once, or a streamed answer's connection once it has ended."""
+        answer = result[2]
+        if isinstance(answer, ChunkedBody):
+            answer.when_done(lambda ok: self._release(conn) if ok else None)
+        else:
+            self._release(conn)
 
     def _release(self, conn: BackendConnection) -> None:
         if conn.open and not self.retired:
@@ -313,7 +457,7 @@ class Router:
             refused = self._refuse(req)
             if refused is not None:
                 return refused
-        if path.startswith("/v2/models/") or path == "/predict":
+        if path.startswith("/v2/models/") or path == "/predict" or path in OPENAI_PATHS:
             return self.forward(req)
         if path == "/metrics":
             return Response(200, self.metrics.render().encode(), "text/plain; version=0.0.4")
@@ -324,7 +468,24 @@ class Router:
             return json_response(200 if ready else 503, {"ready": ready})
         if path == "/v2" and self.primary:
             return self.forward(req)
+        if path.startswith("/v1/"):
+            return self._error(
+                req, 404, f"no route {req.method} {path}", f"Routes: {', '.join(OPENAI_PATHS)}."
+            )
         return error_response(404, f"no route {req.method} {path}")
+
+    @staticmethod
+    def _error(req: Request, status: int, error: str, detail: Any = None) -> Response:
+        """The router's own refusal: OpenAI's error shape on the OpenAI routes, else cube-lab's
+        (``{"error", "detail"}``)."""
+        if not req.path.startswith("/v1/"):
+            return error_response(status, error, detail)
+        kind, code = _OPENAI_TYPES.get(
+            status, ("server_error" if status >= 500 else "invalid_request_error", None)
+        )
+        message = f"{error}. {detail}" if detail else error
+        body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+        return json_response(status, body)
 
     def _refuse(self, req: Request) -> Response | None:
         """The access gate's answer when the request may not pass (403, 401, 429)."""
@@ -332,7 +493,7 @@ class Router:
         if not isinstance(verdict, Refusal):
             return None
         self.metrics.observe("none", verdict.status, 0.0)
-        resp = error_response(verdict.status, verdict.error, verdict.detail)
+        resp = self._error(req, verdict.status, verdict.error, verdict.detail)
         resp.headers.extend(verdict.headers)
         return resp
 
@@ -363,14 +524,15 @@ class Router:
                 if g.version == wanted and g.backends:
                     return g, None
             served = sorted({g.version for g in self.groups})
-            return None, error_response(
+            return None, self._error(
+                req,
                 404,
                 f"version {wanted!r} of {self.name!r} is not deployed",
                 f"Deployed versions: {', '.join(served) or 'none'}.",
             )
         primary = self.primary
         if not primary:
-            return None, error_response(503, "no model version is ready to serve", None)
+            return None, self._error(req, 503, "no model version is ready to serve")
         if len(primary) == 1:
             return primary[0], None
         pick = random.random() * sum(g.weight for g in primary)
@@ -422,7 +584,8 @@ class Router:
             while True:
                 backend = self._pick_backend(group, tried)
                 if backend is None:
-                    resp = error_response(
+                    resp = self._error(
+                        req,
                         503,
                         f"no model server of version {group.version} is answering",
                         "See the deployment's log; `cube-lab deployments` shows its status.",
@@ -430,17 +593,24 @@ class Router:
                     break
                 tried.add(backend)
                 backend.in_flight += 1
+                streamed: ChunkedBody | None = None
                 try:
                     status, ctype, body, passed = await backend.call(head, req.body)
+                    if isinstance(body, ChunkedBody):
+                        streamed = body  # in flight until its last chunk
                 except OSError:  # refused or reset before an answer: try another replica
                     backend.down_until = time.monotonic() + DOWN_FOR_S
                     continue
                 finally:
-                    backend.in_flight -= 1
-                    if backend.retired and not backend.in_flight:
-                        backend.close_idle()
+                    if streamed is None:
+                        self._done_with(backend)
                 backend.served += 1
-                resp = Response(status, body, ctype, [("X-Cube-Version", group.version), *passed])
+                headers = [("X-Cube-Version", group.version), *passed]
+                if streamed is not None:
+                    streamed.when_done(lambda _ok, b=backend: self._done_with(b))
+                    resp = Response(status, b"", ctype, headers, stream=streamed)
+                else:
+                    resp = Response(status, body, ctype, headers)  # type: ignore[arg-type]
                 break
         finally:
             self.metrics.in_flight -= 1
@@ -452,6 +622,12 @@ class Router:
         if self.shadows and req.method == "POST" and resp.status < 500:
             self._mirror(req, group.version, resp)
         return resp
+
+    @staticmethod
+    def _done_with(backend: Backend) -> None:
+        backend.in_flight -= 1
+        if backend.retired and not backend.in_flight:
+            backend.close_idle()
 
     # -- shadow traffic ----------------------------------------------------------------------
 
@@ -484,7 +660,8 @@ class Router:
         start = time.perf_counter()
         backend.in_flight += 1
         try:
-            status, _, body, _ = await backend.call(self._encode(req, "/".join(parts)), req.body)
+            status, _, answer, _ = await backend.call(self._encode(req, "/".join(parts)), req.body)
+            body = await answer.read_all() if isinstance(answer, ChunkedBody) else answer
         except OSError as exc:
             status, body = 502, str(exc).encode()
         finally:

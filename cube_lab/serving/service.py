@@ -55,6 +55,7 @@ from ..store import Store
 from ..store.models import Deployment, DeploymentKey, Project
 from . import access as acc
 from . import backend_auth
+from .llm import deploy as llm
 from .router import TOKEN_ENV
 from .warmhost import LOG_NAME as WARM_LOG
 from .warmhost import WarmHostClient
@@ -100,6 +101,8 @@ class DeploymentView:
     updated_at: datetime
     stopped_at: datetime | None
     access: dict[str, Any]  # {"auth", "rate_limit", "allow", "deny"}: who may call it
+    # "oip" (OIP v2 and /predict) or "llm" (OpenAI's /v1 API: models, completions, chat)
+    runtime: str = "oip"
 
     @classmethod
     def of(cls, row: Deployment, project: str) -> DeploymentView:
@@ -130,6 +133,7 @@ class DeploymentView:
             aware(row.updated_at),
             aware(row.stopped_at) if row.stopped_at else None,
             acc.normalized(row.access),
+            str(info.get("runtime") or "oip"),
         )
 
 
@@ -243,8 +247,13 @@ class DeploymentService:
         batch_wait_ms: float = 0.0,
         samples_percent: float = 0.0,
         auth: str | None = None,
+        runtime: str | None = None,
     ) -> DeploymentView:
         """Serve ``MODEL[:VERSION|ALIAS]``; returns once every process answers ready.
+
+        ``runtime`` is ``llm`` (OpenAI's API on the transformers engine: a causal LM folder
+        or a peft adapter on its base), ``oip`` (the OIP v2 model server), or left out to
+        choose by the version's flavor (see ``llm/deploy.py``).
 
         ``auth`` is ``required`` (callers need an API key) or ``none``; left out, a name
         deployed before keeps its access settings (and its keys), a new one gets the shape's
@@ -259,6 +268,7 @@ class DeploymentService:
         replicas = _check_replicas(replicas)
         batching = _check_batching(batch_max_rows, batch_wait_ms)
         samples_percent = _check_percent(samples_percent)
+        asked = llm.check_runtime(runtime)
         access = acc.default_settings(auth)
         if port is not None and (
             isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
@@ -269,6 +279,13 @@ class DeploymentService:
             project_name = self.projects.resolve(s, caller, project).name
         version = self.registry.get_version(caller, project_name, model, version_ref)
         artifact = self.registry.download(caller, project_name, model, version.version).path
+        chosen = llm.choose(version.flavor, artifact, asked, f"{model}:{version.version}")
+        if chosen == "llm" and batching:
+            raise InvalidInput(
+                "the LLM engine batches requests itself (continuous batching)",
+                "Leave batch_max_rows and batch_wait_ms out for an LLM deployment.",
+            )
+        base = self._llm_base(caller, project_name, model, version, artifact)
         dep_id = _new_id()
         folder = self.root / dep_id
         who = self._owner(caller.username, caller.groups)
@@ -287,6 +304,8 @@ class DeploymentService:
             "previous_version": None,
             "batching": batching,
             "samples_percent": samples_percent,
+            "runtime": chosen,
+            "runtime_asked": asked,  # a canary or switch of it chooses the same way
         }
         if who is not None:
             info["owner_groups"] = list(caller.groups)  # a later switch starts servers as them
@@ -309,6 +328,11 @@ class DeploymentService:
             router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
             info["router"] = {"pid": router_proc.pid, "port": None, **_identity(router_proc.pid)}
             model_path = self._model_files(folder, version.version, artifact, who)
+            plan = (
+                self._llm_plan(folder, model, version.version, model_path, base, who)
+                if chosen == "llm"
+                else None
+            )
             spawned = self._spawn_servers(
                 folder,
                 model,
@@ -319,6 +343,7 @@ class DeploymentService:
                 batching,
                 _backend_key(info),
                 who,
+                plan,
             )
             info["servers"] = [
                 {"version": version.version, "pid": p.pid, **_identity(p.pid)} for p, _ in spawned
@@ -464,16 +489,25 @@ class DeploymentService:
         batching: dict[str, Any] | None,
         key: str,
         who: RunAs | None = None,
+        plan: llm.LLMPlan | None = None,
     ) -> list[tuple[Any, Path]]:
         """Start the model servers; ``key``: the backend key they demand of every request
         (in their environment: argv is world-readable in /proc). ``who``: the deployment
         owner's account they run as (``Settings.os_accounts``), in the deployment's run folder
-        and with ``artifact`` a copy the account reads (never a path into the store)."""
+        and with ``artifact`` a copy the account reads (never a path into the store).
+        With ``plan`` they are LLM servers (``cube_lab.serving.llm``), started cold: a fork
+        of a host that imported torch may hang in its thread pools."""
         env = {backend_auth.KEY_ENV: key} if key else {}
         ready_dir = folder / (RUN_DIR if who is not None else "ready")
         started = []
         for _ in range(replicas):
             ready = ready_dir / f"server-{uuid.uuid4().hex[:8]}.json"
+            if plan is not None:
+                llm_env = {**env, "TOKENIZERS_PARALLELISM": "false"}
+                started.append(
+                    (self._spawn(plan.argv(ready), folder, llm_env, "llm", who, False), ready)
+                )
+                continue
             argv = [
                 sys.executable,
                 "-m",
@@ -506,13 +540,20 @@ class DeploymentService:
         batching: dict[str, Any] | None,
         key: str,
         who: RunAs | None = None,
+        runtime: str = "oip",
+        base: tuple[str, Path, bool] | None = None,
     ) -> list[dict[str, Any]]:
         """Start ``replicas`` model servers at once and wait until each has loaded the model."""
         started: list[tuple[Any, Path]] = []
         try:
             path = self._model_files(folder, version, artifact, who)
+            plan = (
+                self._llm_plan(folder, model, version, path, base, who)
+                if runtime == "llm"
+                else None
+            )
             started = self._spawn_servers(
-                folder, model, version, flavor, path, replicas, batching, key, who
+                folder, model, version, flavor, path, replicas, batching, key, who, plan
             )
             found = _servers(version, started, self._wait_ready(started, folder))
             self._warm_host(who).start_wanted()
@@ -529,16 +570,20 @@ class DeploymentService:
         extra: dict[str, str],
         flavor: str,
         who: RunAs | None = None,
+        warm: bool = True,
     ) -> Any:
         """``python -m MODULE ...``: forked from the warm host when one is up (no start-up
-        wait), else started afresh. With ``who``: as that account (from its own host), in the
-        run folder, with no store keys and none of the service's hub credentials."""
+        wait), else started afresh (always when not ``warm``). With ``who``: as that account
+        (from its own host), in the run folder, with no store keys and none of the service's
+        hub credentials."""
         env = _child_env(extra) if who is None else _owner_env(extra)
         cwd = folder if who is None else folder / RUN_DIR
         forked_env = env if who is None else accounts.job_env(env, who)
         with open(folder / "log.txt", "ab") as log:  # the service's log: the server gets the fd
-            pid = self._warm_host(who).spawn(
-                argv[2], argv[3:], cwd, forked_env, log.fileno(), flavor
+            pid = (
+                self._warm_host(who).spawn(argv[2], argv[3:], cwd, forked_env, log.fileno(), flavor)
+                if warm
+                else None
             )
             if pid is not None:
                 return Forked(pid)
@@ -707,6 +752,15 @@ class DeploymentService:
             primary = info["traffic"][0]["version"]
             if version.version == primary:
                 raise Conflict(f"deployment {name!r} already serves v{primary}")
+            what = f"{row['model']}:{version.version}"
+            runtime = llm.choose(version.flavor, artifact, info.get("runtime_asked", "auto"), what)
+            if runtime != info.get("runtime", "oip"):
+                raise Conflict(
+                    f"{what} is served by the {runtime} runtime, deployment {name!r} by "
+                    f"{info.get('runtime', 'oip')}: one deployment cannot route between them",
+                    "Deploy that version under another name.",
+                )
+            base = self._llm_base(caller, row["project"], row["model"], version, artifact)
             self._set(dep_id, status="updating")
             try:
                 # a candidate already running for this version is reused, others are replaced
@@ -724,6 +778,8 @@ class DeploymentService:
                         info.get("batching"),
                         _backend_key(info),
                         who,
+                        runtime,
+                        base,
                     )
                     info["servers"] = info["servers"] + have
                 if mode == "switch":
@@ -1148,18 +1204,72 @@ class DeploymentService:
             return None
         return accounts.run_as(owner, tuple(groups))
 
-    def _model_files(self, folder: Path, version: int, artifact: Path, who: RunAs | None) -> Path:
+    def _llm_base(
+        self, caller: Caller, project: str, model: str, version: Any, artifact: Path
+    ) -> tuple[str, Path, bool] | None:
+        """A peft version's base: (its name, its folder, whether the folder is the store's).
+        The registered base the adapter records (``base_ref``) first, else the folder it was
+        trained on; None for a version that is no adapter."""
+        if version.flavor != "peft":
+            return None
+        ref, folder = llm.adapter_base(artifact)
+        what = f"{model}:{version.version}"
+        if ref:
+            base_model, _, base_version = ref.rpartition(":")
+            if not base_model:
+                base_model, base_version = ref, "latest"
+            with contextlib.suppress(NotFound):
+                found = self.registry.get_version(caller, project, base_model, base_version)
+                if found.flavor != "transformers":
+                    raise InvalidInput(
+                        f"the base of adapter {what}, {ref}, is a {found.flavor} model",
+                        "An adapter is served on a transformers causal LM.",
+                    )
+                path = self.registry.download(caller, project, base_model, found.version).path
+                return base_model, path, True
+        if folder and Path(folder).is_dir():
+            return Path(folder).name, Path(folder), False
+        raise InvalidInput(
+            f"the base model of adapter {what} is not available "
+            f"(it records {ref or folder or 'none'!r})",
+            f"Register the base in project {project!r} (as the adapter's base_ref names it) "
+            "or restore the folder the adapter was trained on.",
+        )
+
+    def _llm_plan(
+        self,
+        folder: Path,
+        model: str,
+        version: int,
+        path: Path,
+        base: tuple[str, Path, bool] | None,
+        who: RunAs | None,
+    ) -> llm.LLMPlan:
+        """What an LLM replica serves: the causal LM under the model's name, or for an
+        adapter its base (a copy under os_accounts when it is the store's; a folder outside
+        the store is read as the owner, with the owner's rights) with the adapter on it."""
+        if base is None:
+            return llm.LLMPlan(path, model)
+        name, base_dir, in_store = base
+        if in_store:
+            base_dir = self._model_files(folder, version, base_dir, who, f"v{version}-base")
+        return llm.LLMPlan(base_dir, llm.base_name(name, model), {model: path})
+
+    def _model_files(
+        self, folder: Path, version: int, artifact: Path, who: RunAs | None, tag: str = ""
+    ) -> Path:
         """What a model server loads: the registry's artifact itself, or under os_accounts a
-        copy in ``<folder>/models/v<N>/`` (root's, readable by the owner's group only, not
-        writable by it), so the owner's account never gets a path into the store."""
+        copy in ``<folder>/models/v<N>/`` (``tag`` instead of ``v<N>`` when given; root's,
+        readable by the owner's group only, not writable by it), so the owner's account never
+        gets a path into the store."""
         if who is None:
             return artifact
         models = folder / MODELS_DIR
         models.mkdir(mode=0o750, exist_ok=True)
         os.chown(models, 0, who.gid, follow_symlinks=False)
         os.chmod(models, 0o750, follow_symlinks=False)
-        final = models / f"v{version}"
-        tmp = models / f".v{version}-{uuid.uuid4().hex[:8]}"
+        final = models / (tag or f"v{version}")
+        tmp = models / f".{tag or f'v{version}'}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir(mode=0o700)
         try:
             dest = tmp / artifact.name
