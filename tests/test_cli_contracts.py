@@ -101,6 +101,13 @@ CASES: dict[str, str] = {
         ],
         "test_labeling_commands",
     ),
+    **dict.fromkeys(
+        [
+            "kb create", "kb list", "kb show", "kb add", "kb remove", "kb search", "kb eval",
+            "kb delete",
+        ],
+        "test_kb_commands",
+    ),
 }  # fmt: skip
 # --json commands no test runs, with the reason.
 EXEMPT: dict[str, str] = {
@@ -696,3 +703,22 @@ async def test_kserve_commands_print_one_document(
         # it prints the service as it ended, then fails: still one document
         got = await one_document(["deploy", "iris:1", "--name", "iris"], failed, rc=2)
         assert got["status"] == "failed"
+
+
+def test_kb_commands(cli: Cli) -> None:
+    docs = cli.cwd / "docs"
+    docs.mkdir()
+    (docs / "refunds.md").write_text("# Refunds\n\nRefunds are paid within thirty days.")
+    question = {"question": "refunds", "source": str((docs / "refunds.md").resolve())}
+    (cli.cwd / "q.jsonl").write_text(json.dumps(question) + "\n")
+    assert cli.json("kb", "create", "docs")["name"] == "docs"
+    record = cli.json("kb", "add", "docs", "docs")
+    assert (record["status"], record["files_done"], record["chunks"]) == ("succeeded", 1, 1)
+    assert [v["name"] for v in cli.json("kb", "list")] == ["docs"]
+    assert cli.json("kb", "show", "docs")["chunks"] == 1
+    hits = cli.json("kb", "search", "docs", "refunds", "--mode", "keyword")["hits"]
+    assert hits[0]["source"] == question["source"]
+    assert cli.json("kb", "eval", "docs", "q.jsonl", "--mode", "keyword")["recall_at_k"] == 1.0
+    assert cli.json("kb", "remove", "docs", "docs/refunds.md")["removed_chunks"] == 1
+    assert cli.json("kb", "delete", "docs") == {"deleted": "docs"}
+    cli.covered("test_kb_commands")
