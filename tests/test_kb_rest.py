@@ -6,7 +6,10 @@ knowledge base is a 404."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import socket
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -290,3 +293,29 @@ async def test_another_users_knowledge_base_is_a_404(api: Any, jp_root_dir: Path
     assert status == 201 and view["project"] == "bob"
     status, listed = await api("alice", "GET", "kb")
     assert [(v["project"], v["name"]) for v in listed["knowledge_bases"]] == [("alice", "docs")]
+
+
+async def test_an_ingest_whose_process_is_gone_reads_interrupted(
+    api: Any, jp_serverapp: Any
+) -> None:
+    await _create(api)
+    doc = {"name": "one.md", "content": "# One\n\nApples."}
+    status, started = await api("alice", "POST", f"{KB}/sources", {"documents": [doc]})
+    assert status == 202
+    record = await _finished(api, f"{KB}/ingests/{started['id']}")
+    assert record["status"] == "succeeded"
+    # a record left running by a server process that has since stopped
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    folder = next(_service(jp_serverapp).root.glob("*/docs"))
+    stale = {
+        **record,
+        "id": "0123456789ab",
+        "status": "running",
+        "finished_at": None,
+        "_process": {"host": socket.gethostname(), "pid": gone.pid},
+    }
+    (folder / "ingests" / "0123456789ab.json").write_text(json.dumps(stale))
+    status, seen = await api("alice", "GET", f"{KB}/ingests/0123456789ab")
+    assert (status, seen["status"]) == (200, "interrupted") and "add again" in seen["error"]
+    assert "_process" not in seen
