@@ -642,6 +642,7 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
             "batch_wait_ms": a.batch_wait_ms,
             "samples_percent": a.samples,
             "auth": a.auth,
+            "runtime": a.runtime,
         }
         view = client.post("deployments", {k: v for k, v in spec.items() if v is not None})
         if not a.json:
@@ -739,10 +740,11 @@ def tune(client: ServiceClient, a: argparse.Namespace) -> None:
     """Start the experiment at the service, print each trial as it ends, then the best."""
     from .cli_tuning import _read_config
 
-    if a.backend == "kubernetes" or a.dry_run:
+    if a.dry_run or a.namespace:
         raise InvalidInput(
-            "cube-lab tune --backend kubernetes / --dry-run is not available under the hub yet",
-            "Run it without them: the cube-lab service runs the experiment for you.",
+            "cube-lab tune --dry-run / --namespace are not available under the hub",
+            "Leave them out: the cube-lab service creates the Katib Experiment (--backend "
+            "kubernetes) in your project's namespace with its own cluster credentials.",
         )
     path = Path(a.config)
     folder = relative(path.parent if str(path.parent) else ".", "config folder")
@@ -753,7 +755,9 @@ def tune(client: ServiceClient, a: argparse.Namespace) -> None:
         config["maxTrialNumber"] = a.max_trials
     if a.concurrency:
         config["trialConcurrency"] = a.concurrency
-    body = {"config": config, "folder": folder, "project": a.project}
+    body = {"config": config, "folder": folder, "project": a.project, "image": a.image}
+    if a.backend == "kubernetes":
+        body["backend"] = a.backend
     started = time.monotonic()
     view = client.post("tuning/experiments", {k: v for k, v in body.items() if v is not None})
     _watch_experiment(client, view, a, started, {})

@@ -10,12 +10,16 @@ way a real API server does where kmock 0.8 differs from one, for the real client
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import aiohttp.web
 import kmock
+
+T = TypeVar("T")
 
 RESOURCES = (
     "kubeflow.org/v1/pytorchjobs",
@@ -24,6 +28,7 @@ RESOURCES = (
     "trainer.kubeflow.org/v1alpha1/trainjobs",
     "scheduling.volcano.sh/v1beta1/podgroups",
     "kubeflow.org/v1beta1/experiments",
+    "kubeflow.org/v1beta1/trials",
     "serving.kserve.io/v1beta1/inferenceservices",
     "v1/pods",
     "v1/secrets",
@@ -67,3 +72,43 @@ async def api_server() -> AsyncIterator[ApiServer]:
         for resource in RESOURCES:
             server.resources[resource] = {}
         yield server
+
+
+class InThread:
+    """``api_server()`` on an event loop of its own thread, for tests whose code blocks (a
+    CLI in a subprocess waits for the cluster): ``with InThread() as cluster:`` then
+    ``cluster.url`` and ``cluster.run(lambda km: coroutine)``."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.server: ApiServer | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), daemon=True)
+
+    async def _serve(self) -> None:
+        self.loop, stop = asyncio.get_running_loop(), asyncio.Event()
+        self._stop = stop
+        async with api_server() as server:
+            self.server = server
+            self._ready.set()
+            await stop.wait()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return str(self.server.url)
+
+    def run(self, call: Callable[[ApiServer], Awaitable[T]], timeout: float = 30) -> T:
+        assert self.loop is not None and self.server is not None
+        return asyncio.run_coroutine_threadsafe(call(self.server), self.loop).result(timeout)
+
+    def __enter__(self) -> InThread:
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError("kmock did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)

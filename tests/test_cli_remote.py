@@ -16,9 +16,11 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -27,18 +29,31 @@ from cube_lab import errors
 from cube_lab.hub import devhub
 from cube_lab.rest_client import ServiceClient
 from tests.hub_kernel import Kernel
+from tests.k8s_mock import InThread
 from tests.pipeline_util import node, script, write_pipeline
 
 pytestmark = pytest.mark.hub
 
 USERS = ("alice", "bob")
+NS = "ml"
 
 
 @pytest.fixture(scope="module")
-def hub() -> Iterator[devhub.DevHub]:
+def cluster() -> Iterator[InThread]:
+    """A Kubernetes API server (kmock) the hub's cube-lab service has credentials for."""
+    with InThread() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def hub(cluster: InThread) -> Iterator[devhub.DevHub]:
     root = Path(tempfile.mkdtemp(prefix="cube-hub-cli-"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CUBE_LAB_OS_ACCOUNTS", "0")  # per-user OS accounts: tests/test_accounts.py
+        # the service's cluster credentials (the hub's environment; never a user server's)
+        mp.setenv("CUBE_LAB_K8S_HOST", cluster.url)
+        mp.setenv("CUBE_LAB_K8S_TOKEN", "service-account-token")
+        mp.setenv("CUBE_LAB_K8S_NAMESPACE", NS)
         try:
             running = devhub.start(root, {})
         except FileNotFoundError as exc:
@@ -350,6 +365,58 @@ def test_tune_runs_at_the_service(hub: devhub.DevHub) -> None:
     resumed = ok(cli(hub, "alice", "tuning", "resume", exp_id))  # nothing left to try
     assert resumed.startswith(f"experiment {exp_id}: Random, up to 3 trials"), resumed
     assert " succeeded " not in resumed and f"experiment {exp_id} done in " in resumed, resumed
+
+
+def test_katib_runs_through_the_service_with_its_cluster_credentials(
+    hub: devhub.DevHub, cluster: InThread
+) -> None:
+    """alice's server holds no cluster credentials; her `cube-lab tune --backend kubernetes`
+    asks the service, which creates the Katib Experiment with its own and follows it (the
+    test plays Katib); bob does not see it."""
+    from tests.test_tuning_cluster_service import EXPERIMENTS, add_trial, katib_says, succeeded
+
+    env = server_env(hub, "alice")
+    held = [k for k in env if k.startswith("CUBE_LAB_K8S") or k in ("KUBECONFIG",)]
+    assert held == [] and "service-account-token" not in json.dumps(env)
+    folder = home(hub, "alice") / "katib"
+    folder.mkdir(exist_ok=True)
+    (folder / "trial.py").write_text(TRIAL)
+    config = {
+        "experimentName": "x-search",
+        "searchSpace": {"x": {"_type": "uniform", "_value": [-5, 5]}},
+        "trialCommand": "python3 trial.py",
+        "maxTrialNumber": 2,
+        "tuner": {"name": "Random"},
+    }
+    (folder / "search.yml").write_text(yaml.safe_dump(config))
+    answer: dict[str, subprocess.CompletedProcess[str]] = {}
+    argv = ("tune", "katib/search.yml", "--backend", "kubernetes", "--image", "reg/t:1", "--json")
+    waiting = threading.Thread(target=lambda: answer.update(done=cli(hub, "alice", *argv)))
+    waiting.start()
+
+    async def created(km: Any) -> str | None:
+        names = [k[2] for k in km.objects if k[0] == EXPERIMENTS and k[1] == NS]
+        return names[0] if names else None
+
+    deadline = time.monotonic() + 60
+    while (name := cluster.run(created)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert name, answer
+
+    async def katib_ran(km: Any) -> None:
+        add_trial(km, name, "aaaaaaaa", {"x": "1.5"}, "Succeeded", "-0.25", namespace=NS)
+        done = succeeded(f"{name}-aaaaaaaa", {"x": "1.5"}, "-0.25")
+        await katib_says(km, name, done, namespace=NS)
+
+    cluster.run(katib_ran)
+    waiting.join(120)
+    result = json.loads(ok(answer["done"]))
+    assert result["status"] == "done" and result["trials"] == 1, result
+    assert result["best"]["parameters"] == {"x": 1.5} and result["best"]["metric"] == -0.25
+    assert result["experiment"] in ok(cli(hub, "alice", "tuning", "list"))
+    assert result["experiment"] not in ok(cli(hub, "bob", "tuning", "list"))
+    refused = cli(hub, "alice", "tune", "katib/search.yml", "--namespace", "kube-system")
+    assert refused.returncode == 2 and "not available under the hub" in refused.stderr
 
 
 class _Answers(BaseHTTPRequestHandler):

@@ -34,21 +34,35 @@ class ExperimentsHandler(TuningHandler):
     @web.authenticated
     async def post(self) -> None:
         body = self.json_body()
-        unknown = sorted(set(body) - {"config", "folder", "project"})
+        known = ("config", "folder", "project", "backend", "image")
+        unknown = sorted(set(body) - set(known))
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", "Known: config, folder, project")
+            raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(known)}")
         config = body.get("config")
         if not isinstance(config, dict):
             raise InvalidInput("config must be an object (an NNI experiment config)")
         if body.get("project"):
             config = {**config, "project": body["project"]}
+        backend, image = body.get("backend") or "local", body.get("image")
+        if backend not in ("local", "kubernetes"):
+            raise InvalidInput(
+                f"backend {backend!r} is not local or kubernetes",
+                "local runs the trials here (NNI); kubernetes runs a Katib Experiment.",
+            )
+        if image is not None and (not isinstance(image, str) or backend != "kubernetes"):
+            raise InvalidInput("image is a container image name, for backend kubernetes")
         folder, root = self.folder(body)
         service = self.workspace.tuning
         spec = await self.call(service.parse, config, folder)
         containment.resolve(root, spec.code_dir, what="trialCodeDirectory")
-        engine = await self.call(service.prepare, self.caller, spec)
-        service.start(engine)
-        self.reply(await self.call(service.get, self.caller, engine.experiment_id), 201)
+        spec.backend, spec.image = backend, image
+        if backend == "kubernetes":
+            run = await self.call(service.on_cluster.prepare, self.caller, spec)
+            experiment_id = await service.on_cluster.launch(run)
+        else:
+            engine = await self.call(service.prepare, self.caller, spec)
+            experiment_id = service.start(engine)
+        self.reply(await self.call(service.get, self.caller, experiment_id), 201)
 
 
 class ExperimentHandler(TuningHandler):

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..k8s import client as cluster_env
 from .client import ENV_ADMIN_URL
 from .settings import ADMIN_GROUP, ENV_DATA_DIR, ENV_SETTINGS, HubSettings
 
@@ -175,6 +176,9 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
             "environment": {
                 **env,
                 ENV_ADMIN_URL: settings.admin_url.rstrip("/") + f"/services/{ADMIN_SERVICE}/",
+                # the cluster credentials the hub was started with are the service's alone:
+                # it creates the jobs, experiments and deployments users ask for there
+                **{k: os.environ[k] for k in cluster_env.ENV_VARS if os.environ.get(k)},
             },
             # panels in the browser call it straight (OAuth cookie + XSRF): no consent page
             "oauth_no_confirm": True,

@@ -23,6 +23,8 @@ ENV_HOST = "CUBE_LAB_K8S_HOST"
 ENV_TOKEN = "CUBE_LAB_K8S_TOKEN"
 ENV_CONTEXT = "CUBE_LAB_K8S_CONTEXT"
 ENV_NAMESPACE = "CUBE_LAB_K8S_NAMESPACE"
+# where the cluster is and who we are there: what from_env reads
+ENV_VARS = (ENV_HOST, ENV_TOKEN, ENV_CONTEXT, ENV_NAMESPACE, "KUBECONFIG")
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 DEFAULT_KUBECONFIG = "~/.kube/config"
 WATCH_TIMEOUT_S = 300  # the server ends each watch after this; we watch again from there

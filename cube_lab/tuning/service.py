@@ -38,6 +38,7 @@ from ..registry.validation import EmptyArtifact
 from ..store import Store
 from ..store.models import Project, TuningExperiment, TuningTrial
 from . import spec as specs
+from .cluster_experiments import ClusterExperiments
 from .engine import Engine, Trial
 from .spec import ExperimentSpec
 
@@ -188,6 +189,7 @@ class TuningService:
         self._engines: dict[str, Engine] = {}
         self._reservations: dict[str, Any] = {}  # quota held at the hub, per experiment
         self._tasks: dict[str, asyncio.Task[str]] = {}
+        self.on_cluster = ClusterExperiments(self)  # backend kubernetes: Katib Experiments
 
     # -- starting -------------------------------------------------------------------------
 
@@ -375,6 +377,11 @@ class TuningService:
     def resume(self, caller: Caller, experiment_id: str) -> Engine:
         """An engine that goes on with a stopped or interrupted experiment."""
         spec = ExperimentSpec.from_stored(self.get(caller, experiment_id).spec)
+        if spec.backend == "kubernetes":
+            raise Conflict(
+                f"experiment {experiment_id} ran on the cluster: it cannot be resumed",
+                "Start it again (its trials so far stay in this record).",
+            )
         return self.prepare(caller, spec, resume_of=experiment_id)
 
     def trial_log(self, caller: Caller, experiment_id: str, trial_id: str) -> Path:
@@ -492,9 +499,12 @@ class TuningService:
     def stop(self, caller: Caller, experiment_id: str) -> ExperimentView:
         with self.store.read() as s:
             row, _ = self._experiment(s, caller, experiment_id)
-            pid, active = row.runner_pid, row.status in ACTIVE
+            pid, active, spec = row.runner_pid, row.status in ACTIVE, dict(row.spec or {})
         engine = self._engines.get(experiment_id)
-        if engine is not None:
+        if spec.get("backend") == "kubernetes":
+            if active:
+                self.on_cluster.stop(experiment_id, spec)
+        elif engine is not None:
             engine.stop()
         elif active and pid and pid_alive(pid) and pid != os.getpid():
             os.kill(pid, signal.SIGTERM)  # `cube-lab tune` stops its trials on SIGTERM
@@ -509,7 +519,8 @@ class TuningService:
                     TuningExperiment.id, TuningExperiment.runner_pid, TuningExperiment.runner_host
                 ).where(TuningExperiment.status.in_(ACTIVE))
             ).all()
-        dead = orphaned(rows, self._engines)
+        # the cluster's experiments are followed again (``on_cluster.resume``), not ended
+        dead = self.on_cluster.adopt(orphaned(rows, set(self._engines) | self.on_cluster.following))
         if dead:
             with self.store.write() as s:
                 for row in s.scalars(select(TuningExperiment).where(TuningExperiment.id.in_(dead))):

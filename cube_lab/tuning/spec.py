@@ -75,6 +75,8 @@ class ExperimentSpec:
     metric: str = "default"  # which key of a dict metric is the objective
     mode: str = "maximize"
     project: str | None = None
+    backend: str = "local"  # or "kubernetes": a Katib Experiment the service runs
+    image: str | None = None  # the trials' container image (kubernetes)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -82,6 +84,7 @@ class ExperimentSpec:
     @classmethod
     def from_stored(cls, data: dict[str, Any]) -> ExperimentSpec:
         data = dict(data)
+        data.pop("cluster", None)  # where a cluster experiment runs: the record's, not the spec's
         data["tuner"] = Algorithm(**data["tuner"])
         data["assessor"] = Algorithm(**data["assessor"]) if data.get("assessor") else None
         return cls(**data)
