@@ -190,10 +190,22 @@ async def test_progress_is_visible_while_it_runs(
             2,
         ), record
         assert record["chunks"] == 1 and record["files"][0]["source"] == "upload:one.md"
+        # a second add of the same knowledge base waits its turn, and says so
+        third = {"name": "three.md", "content": "# Three\n\nThe third note is about plums."}
+        status, waiting = await api("alice", "POST", f"{KB}/sources", {"documents": [third]})
+        assert status == 202
+        status, waiting = await api("alice", "GET", f"{KB}/ingests/{waiting['id']}")
+        assert (waiting["status"], waiting["files_done"], waiting["files_total"]) == (
+            "queued",
+            0,
+            1,
+        )
     finally:
         gate.set()
     record = await _finished(api, where)
     assert (record["status"], record["files_done"], record["chunks"]) == ("succeeded", 2, 2)
+    later = await _finished(api, f"{KB}/ingests/{waiting['id']}")
+    assert (later["status"], later["chunks"]) == ("succeeded", 1)
 
 
 async def test_paths_outside_the_root_are_refused(

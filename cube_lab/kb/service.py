@@ -310,10 +310,18 @@ class KnowledgeBaseService:
         folder, _ = self._folder(caller, project, name)
         return self._run(folder, self._expand(paths, boundary), progress)
 
-    def _run(self, folder: Path, work: Sequence[Work], progress: ProgressFn | None) -> AddReport:
+    def _run(
+        self,
+        folder: Path,
+        work: Sequence[Work],
+        progress: ProgressFn | None,
+        started: Callable[[], None] | None = None,
+    ) -> AddReport:
         config = self._config(folder)
         results = []
-        with self._lock(folder):
+        with self._lock(folder):  # one add at a time per knowledge base; the next waits
+            if started is not None:
+                started()
             index = self._index(folder, config)
             for n, item in enumerate(work, start=1):
                 result = self._add_one(index, config, item)
@@ -483,7 +491,6 @@ class KnowledgeBaseService:
         documents: Sequence[object] = (),
         *,
         boundary: Bounds = None,
-        wait: bool = False,
     ) -> dict[str, Any]:
         """Check what to add now (a bad path or type is an error here, before anything
         starts), then add it in a thread; the ingest record (``ingest``) shows the progress.
@@ -532,10 +539,13 @@ class KnowledgeBaseService:
             record["files"].append(asdict(result))
             self._write_record(folder, record)
 
+        def begin() -> None:
+            record["status"] = "running"  # "queued" while another add of it runs
+            self._write_record(folder, record)
+
         def run() -> None:
             try:
-                record["status"] = "running"
-                self._run(folder, work, progress)
+                self._run(folder, work, progress, begin)
                 record["status"] = "succeeded"
             except Exception as exc:  # the record says it; the server goes on
                 record["status"] = "failed"
@@ -544,11 +554,9 @@ class KnowledgeBaseService:
             if (folder / "kb.json").is_file():  # not deleted meanwhile
                 self._write_record(folder, record)
 
-        if wait:
-            run()
-        else:
-            threading.Thread(target=run, name=f"kb-ingest-{ingest_id}", daemon=True).start()
-        return self._public(record)
+        first = self._public(json.loads(json.dumps(record)))  # before the thread changes it
+        threading.Thread(target=run, name=f"kb-ingest-{ingest_id}", daemon=True).start()
+        return first
 
     @staticmethod
     def _check_uploads(documents: Sequence[object]) -> list[tuple[str, bytes]]:
