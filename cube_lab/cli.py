@@ -210,6 +210,11 @@ def show_deployed(view: dict[str, Any], took: float) -> None:
             "KEY-NAME, then send 'Authorization: Bearer <key>'",
             file=sys.stderr,
         )
+    if view.get("runtime") == "llm" and view.get("endpoint"):
+        print(
+            f"OpenAI-compatible API: base_url {view['endpoint']}/v1, model {view['model']!r}",
+            file=sys.stderr,
+        )
 
 
 def show_deployment_state(view: dict[str, Any]) -> None:
@@ -957,6 +962,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             batch_wait_ms=a.batch_wait_ms,
             samples_percent=a.samples,
             auth=a.auth,
+            runtime=a.runtime,
         )
         if not a.json:
             show_deployed(to_jsonable(view), time.monotonic() - started)
@@ -1267,6 +1273,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auth", choices=["required", "none"],
                    help="API keys: required (default under the hub) or none (default "
                         "alone; a name deployed before keeps its setting)")  # fmt: skip
+    p.add_argument("--runtime", choices=["auto", "oip", "llm"],
+                   help="llm: OpenAI's /v1 API (a causal LM or a peft adapter); oip: OIP v2; "
+                        "auto (default): by the model's flavor")  # fmt: skip
     change = p.add_mutually_exclusive_group()
     change.add_argument("--switch", action="store_true", help="a running deployment: serve this")
     change.add_argument("--canary", type=float, metavar="PERCENT", help="send PERCENT to this")

@@ -247,3 +247,23 @@ def test_sdk_chats_with_a_peft_adapter_on_its_registered_base(local: Path) -> No
     assert not any(pid_alive(p) for p in servers)
     with pytest.raises(InvalidInput, match="not running"):
         dep.chat("hello")
+
+
+def test_cli_deploys_an_llm_and_says_where_openai_clients_go(
+    ws: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cube_lab import cli
+    from cube_lab.identity import Caller
+
+    tiny.build(tmp_path / "tiny", TEXTS)
+    ws.registry.register(Caller(cli.local_username()), name="tiny", path=tmp_path / "tiny")
+    base = ["--data-dir", str(ws.settings.data_dir)]
+    assert cli.main([*base, "deploy", "tiny:1", "--runtime", "llm", "--name", "cli-llm"]) == 0
+    out, err = capsys.readouterr()
+    endpoint = out.strip().splitlines()[-1]
+    try:
+        assert f"base_url {endpoint}/v1, model 'tiny'" in err
+        client = openai.OpenAI(base_url=f"{endpoint}/v1", api_key="any", max_retries=0)
+        assert [m.id for m in client.models.list().data] == ["tiny"]
+    finally:
+        assert cli.main([*base, "undeploy", "cli-llm"]) == 0
