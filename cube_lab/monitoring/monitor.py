@@ -27,6 +27,7 @@ from .series import BoundedSeries
 ENV_INTERVAL = "CUBE_LAB_RESOURCE_INTERVAL_S"
 ENV_WRITE = "CUBE_LAB_RESOURCE_WRITE_S"
 VERSION = 1
+PEAKS = ("cpu_percent", "rss_bytes", "gpu_memory_bytes")
 log = logging.getLogger(__name__)
 
 
@@ -68,11 +69,15 @@ class Watch:
         self.sampler = TreeSampler(roots)
         self.lock = threading.Lock()
         old = files.read(path)  # an earlier attempt's series goes on
-        self.series = (
-            BoundedSeries.from_json(old["series"]) if old and "series" in old else BoundedSeries()
-        )
-        self.started_at: float = (old or {}).get("started_at") or time.time()
-        self.peak: dict[str, Any] = dict((old or {}).get("peak") or {})
+        saved = (old or {}).get("series")
+        self.series = BoundedSeries.from_json(saved) if isinstance(saved, dict) else BoundedSeries()
+        started = (old or {}).get("started_at")
+        self.started_at = float(started) if isinstance(started, int | float) else time.time()
+        peak = (old or {}).get("peak")
+        self.peak: dict[str, Any] = {
+            k: v for k, v in (peak.items() if isinstance(peak, dict) else ())
+            if k in PEAKS and isinstance(v, int | float)
+        }  # fmt: skip
         self.latest: dict[str, Any] | None = None
         self.gpu = bool((old or {}).get("gpu"))
         self.running = True
@@ -149,7 +154,7 @@ class Watch:
             if not self.running:
                 return
             self.running = False
-            if len(self.series) or self.monitor is not None:
+            if len(self.series):  # a process gone before its first sample leaves no file
                 self.save()
 
 
@@ -162,7 +167,6 @@ class Monitor:
         self.gpu = gpu or GpuReader()
         self._watches: list[Watch] = []
         self._lock = threading.Lock()
-        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.ticks = 0
         self.busy_s = 0.0  # the thread's own CPU time spent sampling (thread_time)
@@ -176,7 +180,6 @@ class Monitor:
                     target=self._loop, name="cube-lab-resources", daemon=True
                 )
                 self._thread.start()
-        self._wake.set()
 
     def remove(self, w: Watch) -> None:
         with self._lock:
@@ -194,7 +197,6 @@ class Monitor:
                 if not self._watches:
                     self._thread = None
                     return
-            self._wake.clear()
             try:
                 self.tick()
             except Exception:  # never take the job down with the sampler
@@ -223,8 +225,12 @@ class Monitor:
                     if uses is None
                     else gpu_rows([u for pid in sample.pids for u in uses.get(pid, [])])
                 )
-                w.record(sample, gpus)
-                if now - w.written_at >= self.write_s:
+                try:
+                    w.record(sample, gpus)
+                except Exception:  # one object's trouble is not the others'
+                    log.exception("resource sampling of %s %s failed", w.kind, w.object_id)
+                    continue
+                if len(w.series) and now - w.written_at >= self.write_s:
                     w.save()
         self.ticks += 1
         self.busy_s += time.thread_time() - started

@@ -80,10 +80,28 @@ class BoundedSeries:
     @classmethod
     def from_json(cls, data: dict[str, Any], recent: int = 300, coarse: int = 300) -> BoundedSeries:
         """The series saved by ``to_json`` (an earlier attempt's), to go on with."""
-        out = cls(recent, coarse, int(data.get("span") or 10))
+        span = data.get("span")
+        out = cls(recent, coarse, span if isinstance(span, int) and 1 <= span <= 2**40 else 10)
         if data.get("fields") != FIELDS:
             return out
-        out._coarse = [list(p) for p in data.get("coarse") or []]
-        out._pending = [list(p) for p in data.get("pending") or []]
-        out._recent = deque(list(p) for p in data.get("recent") or [])
+        out._coarse = _points(data.get("coarse"), coarse)
+        out._pending = _points(data.get("pending"), out.span)
+        out._recent = deque(_points(data.get("recent"), recent))
         return out
+
+
+def _is_point(p: object) -> bool:
+    return (
+        isinstance(p, list)
+        and len(p) == len(FIELDS)
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in p[:2])
+        and all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in p)
+    )
+
+
+def _points(raw: object, limit: int) -> list[Point]:
+    """The well-formed points of a saved list, the newest ``limit`` (the file may lie in a
+    folder the job's own account writes: take nothing from it on trust)."""
+    if not isinstance(raw, list):
+        return []
+    return [list(p) for p in raw if _is_point(p)][-limit:]
