@@ -139,8 +139,24 @@ async def test_deploy_a_registered_llm_and_call_it_with_openai(api: Any, jp_root
         assert status == 200 and listed["deployments"] == []
 
         # the router's metrics counted the LLM requests like any other
+        # ... and the engine's own figures, per replica, in one valid exposition
         status, metrics = await api("alice", "GET", "projects/alice/deployments/tiny/metrics")
-        assert status == 200 and b'version="1"' in metrics
+        assert status == 200
+        from prometheus_client.parser import text_string_to_metric_families
+
+        families = {f.name: f for f in text_string_to_metric_families(metrics.decode())}
+        served = {
+            s.labels["code"]: s.value
+            for s in families["cube_serving_requests"].samples
+            if s.name == "cube_serving_requests_total"
+        }
+        assert served["200"] >= 5 and served["400"] >= 1
+        tokens = families["cube_llm_completion_tokens"].samples
+        assert [(t.labels["version"], t.labels["replica"]) for t in tokens] == [
+            ("1", f"127.0.0.1:{server_port}")
+        ]
+        assert tokens[0].value >= 6 + 6 + 4
+        assert families["cube_llm_time_to_first_token_seconds"].type == "summary"
     finally:
         status, stopped = await api("alice", "DELETE", "projects/alice/deployments/tiny")
     assert status == 200 and stopped["status"] == "stopped"

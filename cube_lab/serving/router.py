@@ -66,6 +66,32 @@ _OPENAI_TYPES = {
 }
 
 
+def merge_engine_metrics(texts: list[tuple[str, str, str]], deployment: str) -> str:
+    """The LLM replicas' Prometheus texts ``[(version, replica, text)]`` as one exposition:
+    each family's ``# HELP``/``# TYPE`` once, then all its samples, each labelled with the
+    deployment, the version and the replica (``host:port``)."""
+    families: dict[str, list[str]] = {}
+    for version, replica, text in texts:
+        family = ""
+        labels = f'deployment="{deployment}",version="{version}",replica="{replica}"'
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            if line.startswith("#"):
+                parts = line.split(" ", 3)
+                if len(parts) >= 3 and parts[1] in ("HELP", "TYPE"):
+                    family = parts[2]
+                    lines = families.setdefault(family, [])
+                    if line not in lines:
+                        lines.insert(sum(1 for x in lines if x.startswith("#")), line)
+                continue
+            sample, _, value = line.rpartition(" ")
+            name, brace, rest = sample.partition("{")
+            sample = f"{name}{{{labels},{rest}" if brace else f"{name}{{{labels}}}"
+            families.setdefault(family or name, []).append(f"{sample} {value}")
+    return "".join(line + "\n" for lines in families.values() for line in lines)
+
+
 class ChunkedBody:
     """A model server's chunked answer as it arrives: ``async for piece in body`` yields each
     piece of data as soon as the socket delivers it. ``aclose()`` before the end (the client
@@ -389,6 +415,7 @@ class Router:
         self.gate = Gate(name, token)
         self.rr = 0
         self.shadow_tasks: set[asyncio.Task[None]] = set()
+        self.runtime = "oip"  # "llm": /metrics adds the engines' own figures
 
     # -- configuration --------------------------------------------------------------------
 
@@ -412,6 +439,7 @@ class Router:
                 backend.retired = True
                 backend.close_idle()
         self.backends = {**{k: b for k, b in self.backends.items() if b.in_flight}, **seen}
+        self.runtime = str(config.get("runtime") or self.runtime)
         log = config.get("shadow_log")
         self.shadow_log = Path(log) if log else None
         samples = config.get("samples") or {}
@@ -460,6 +488,8 @@ class Router:
         if path.startswith("/v2/models/") or path == "/predict" or path in OPENAI_PATHS:
             return self.forward(req)
         if path == "/metrics":
+            if self.runtime == "llm":
+                return self._with_engine_metrics()
             return Response(200, self.metrics.render().encode(), "text/plain; version=0.0.4")
         if path == "/v2/health/live":
             return json_response(200, {"live": True})
@@ -622,6 +652,26 @@ class Router:
         if self.shadows and req.method == "POST" and resp.status < 500:
             self._mirror(req, group.version, resp)
         return resp
+
+    async def _with_engine_metrics(self) -> Response:
+        """The router's figures, then each live LLM replica's (tokens, time to first token,
+        running and waiting sequences, decode batch sizes), fetched now with the backend
+        key; a replica that does not answer within 5 s is left out."""
+        head = (
+            f"GET /metrics HTTP/1.1\r\nHost: backend\r\n{self.backend_key_line}"
+            "Content-Length: 0\r\n\r\n"
+        ).encode("latin-1")
+        texts = []
+        for backend in [b for b in self.backends.values() if not b.retired]:
+            try:
+                status, _, body, _ = await asyncio.wait_for(backend.call(head, b""), 5.0)
+            except (OSError, TimeoutError):
+                continue
+            if status == 200 and isinstance(body, bytes | bytearray):
+                replica = f"{backend.host}:{backend.port}"
+                texts.append((backend.version, replica, bytes(body).decode("utf-8", "replace")))
+        text = self.metrics.render() + merge_engine_metrics(texts, self.name)
+        return Response(200, text.encode(), "text/plain; version=0.0.4")
 
     @staticmethod
     def _done_with(backend: Backend) -> None:

@@ -653,6 +653,7 @@ class DeploymentService:
         folder = Path(info["dir"])
         return {
             "groups": groups,
+            "runtime": info.get("runtime") or "oip",
             "shadow_log": str(folder / "shadow.jsonl"),
             "samples": {
                 "percent": info.get("samples_percent", 0.0),
