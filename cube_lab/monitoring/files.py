@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ def pipeline_file(run_dir: Path, node_folder: str) -> Path:
 
 def write(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}")
     body = json.dumps(data, separators=(",", ":"), allow_nan=False).encode()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:

@@ -19,8 +19,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 PROC = Path("/proc")
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -92,6 +90,8 @@ def _linux_tree(roots: list[int]) -> dict[int, ProcStat]:
 
 
 def _psutil_tree(roots: list[int]) -> dict[int, ProcStat]:
+    import psutil  # only where there is no /proc to read (its import costs a CLI start 25 ms)
+
     seen: dict[int, ProcStat] = {}
     for root in roots:
         try:
