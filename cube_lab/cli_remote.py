@@ -23,7 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from . import cli
+from . import cli, cli_kserve_remote
 from .cli_args import output_target, parse_pairs, print_json, split_ref
 from .config import ENV_ROOT_DIR
 from .errors import InvalidInput
@@ -600,10 +600,8 @@ def training_register(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.backend == "kubernetes":
-        raise InvalidInput(
-            "cube-lab deployments --backend kubernetes is not available under the hub yet",
-            "The service lists the deployments it made: run it without --backend.",
-        )
+        cli_kserve_remote.listing(client, a)
+        return
     found = client.get("deployments", project=a.project)["deployments"]
     emit(a, found, cli.show_deployments)
 
@@ -612,17 +610,17 @@ def _deployment(client: ServiceClient, a: argparse.Namespace, name: str | None =
     return f"projects/{segment(project_of(client, a))}/deployments/{segment(name or a.name)}"
 
 
-def _local_backend(a: argparse.Namespace, what: str) -> None:
-    if getattr(a, "backend", "local") == "kubernetes" or getattr(a, "dry_run", False):
-        raise InvalidInput(
-            f"cube-lab {what} --backend kubernetes / --dry-run is not available under the hub yet",
-            "Run it without them: the cube-lab service serves the model for you.",
-        )
+def _on_cluster(a: argparse.Namespace) -> bool:
+    """``--backend kubernetes``: KServe, deployed by the service (``cli_kserve_remote``)."""
+    return getattr(a, "backend", "local") == "kubernetes"
 
 
 def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
     """Deploy NAME:VERSION at the service (or change a running deployment's traffic)."""
-    _local_backend(a, "deploy")
+    if _on_cluster(a):
+        cli_kserve_remote.deploy(client, a)
+        return
+    cli_kserve_remote.refuse_local_options(a, "deploy")
     name, ref = split_ref(a.ref)
     if a.switch or a.canary is not None or a.shadow:
         action = "switch" if a.switch else "canary" if a.canary is not None else "shadow"
@@ -651,7 +649,9 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def undeploy(client: ServiceClient, a: argparse.Namespace) -> None:
-    _local_backend(a, "undeploy")
+    if _on_cluster(a):
+        cli_kserve_remote.undeploy(client, a)
+        return
     where = _deployment(client, a)
     if a.forget:
         client.delete(where, forget=True)
@@ -668,7 +668,9 @@ def undeploy(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def deployment_action(client: ServiceClient, a: argparse.Namespace) -> None:
-    _local_backend(a, f"deployment {a.command}")
+    if _on_cluster(a):
+        cli_kserve_remote.action(client, a)
+        return
     where = _deployment(client, a)
     if a.command == "logs":
         _follow(client, where, a.follow)

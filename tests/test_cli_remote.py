@@ -419,6 +419,52 @@ def test_katib_runs_through_the_service_with_its_cluster_credentials(
     assert refused.returncode == 2 and "not available under the hub" in refused.stderr
 
 
+def test_kserve_through_the_service_with_its_cluster_credentials(
+    hub: devhub.DevHub, cluster: InThread
+) -> None:
+    """alice deploys a registered version to KServe from her server, which holds no cluster
+    credentials: the service submits the InferenceService (the test plays KServe), she
+    lists, moves the canary and deletes it; bob sees nothing and cannot delete it."""
+    isvcs = "serving.kserve.io/v1beta1/inferenceservices"
+    (home(hub, "alice") / "served.joblib").write_bytes(b"the manifest needs the path only")
+    ok(cli(hub, "alice", "model", "register", "served.joblib", "--name", "served"))
+    k8s = ("--backend", "kubernetes")
+    answer: dict[str, subprocess.CompletedProcess[str]] = {}
+    argv = ("deploy", "served:1", *k8s, "--wait", "60")
+    waiting = threading.Thread(target=lambda: answer.update(done=cli(hub, "alice", *argv)))
+    waiting.start()
+    ready = {
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "url": "http://served.ml.example.com",
+    }
+
+    async def kserve_ran(km: Any) -> bool:
+        if not any(k[:3] == (isvcs, NS, "served") for k in km.objects):
+            return False
+        url = f"/apis/serving.kserve.io/v1beta1/namespaces/{NS}/inferenceservices/served"
+        return (await km.patch(url, json={"status": ready})).status == 200
+
+    deadline = time.monotonic() + 60
+    while not cluster.run(kserve_ran) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    waiting.join(90)
+    out = ok(answer["done"])
+    assert out.strip().splitlines()[-1] == "http://served.ml.example.com", out
+    listed = ok(cli(hub, "alice", "deployments", *k8s))
+    assert listed.splitlines()[1].split()[:3] == ["served", "alice", "ready"], listed
+    assert "served" not in ok(cli(hub, "bob", "deployments", *k8s))
+    refused = cli(hub, "bob", "undeploy", "served", *k8s)
+    assert refused.returncode != 0 and "no InferenceService 'served' of yours" in refused.stderr
+    canary = ok(cli(hub, "alice", "deployment", "traffic", "served", "25", *k8s))
+    assert canary.strip() == "served: canary 25%", canary
+    ok(cli(hub, "alice", "undeploy", "served", *k8s))
+
+    async def deleted(km: Any) -> bool:
+        return bool(km.objects[isvcs, NS, "served"].deleted)
+
+    assert cluster.run(deleted)
+
+
 class _Answers(BaseHTTPRequestHandler):
     """A stand-in service: answers by the path's last segment, with what it was sent."""
 

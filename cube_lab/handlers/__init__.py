@@ -7,6 +7,7 @@ from typing import Any
 from . import (
     finetune,
     kb,
+    kserve,
     labeling,
     metrics,
     models,
@@ -82,6 +83,9 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_DEP}/access", serving.AccessHandler),
         (rf"{_DEP}/keys", serving.KeysHandler),
         (rf"{_DEP}/keys/{_SEG}", serving.KeyHandler),
+        ("/kserve/inferenceservices", kserve.InferenceServicesHandler),
+        (rf"/kserve/inferenceservices/{_SEG}", kserve.InferenceServiceHandler),
+        (rf"/kserve/inferenceservices/{_SEG}/traffic", kserve.InferenceServiceTrafficHandler),
         ("/tuning/algorithms", tuning.AlgorithmsHandler),
         ("/tuning/experiments", tuning.ExperimentsHandler),
         (_EXP, tuning.ExperimentHandler),

@@ -48,9 +48,9 @@ class DeploymentsHandler(CubeHandler):
             raise InvalidInput(f"unknown fields {unknown}", f"Known: {sorted(_DEPLOY_FIELDS)}")
         if body.get("backend", "local") != "local":
             raise InvalidInput(
-                "this server deploys locally",
-                "For KServe take the manifest from "
-                "`cube-lab deploy NAME:VERSION --backend kubernetes --dry-run`.",
+                "POST /deployments deploys on this server",
+                "For KServe POST /cube/api/v1/kserve/inferenceservices (the server deploys with "
+                "its own cluster credentials).",
             )
         view = await self.call(
             self.workspace.serving.deploy,

@@ -17,7 +17,13 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ..errors import CubeError, InvalidInput
-from .errors import ClientMissing, ClusterUnavailable, WatchExpired, api_error, unreachable
+from .errors import (
+    ClientMissing,
+    NoCluster,
+    WatchExpired,
+    api_error,
+    unreachable,
+)
 
 ENV_HOST = "CUBE_LAB_K8S_HOST"
 ENV_TOKEN = "CUBE_LAB_K8S_TOKEN"
@@ -204,7 +210,7 @@ class Kube:
         elif (SERVICE_ACCOUNT / "token").exists():
             k.config.load_incluster_config(client_configuration=configuration)
         else:
-            raise ClusterUnavailable(
+            raise NoCluster(
                 "no Kubernetes cluster is configured",
                 f"Set KUBECONFIG (or create {DEFAULT_KUBECONFIG}), run inside a cluster, "
                 f"or set {ENV_HOST} (and {ENV_TOKEN}).",

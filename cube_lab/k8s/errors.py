@@ -14,6 +14,12 @@ class ClusterUnavailable(CubeError):
     status = 503
 
 
+class NoCluster(ClusterUnavailable):
+    """Nothing says where a cluster is: this server has none (a 409, not an outage)."""
+
+    status = 409
+
+
 class ClientMissing(CubeError):
     status = 503
 
