@@ -53,9 +53,12 @@ RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("kubeflow.org", "mpijobs", tuple(_FOLLOW)),
     ("trainer.kubeflow.org", "trainjobs", tuple(_FOLLOW)),
     ("kubeflow.org", "experiments", tuple(_FOLLOW)),
+    ("kubeflow.org", "trials", ("get", "list")),  # Katib's, read into the experiment's record
     ("serving.kserve.io", "inferenceservices", (*_FOLLOW, "patch")),
     ("", "pods", ("list",)),
     ("", "pods/log", ("get",)),
+    # the Secret with a job's (or an experiment's) token for its pods, deleted with the job
+    ("", "secrets", ("create", "delete")),
 )
 
 
