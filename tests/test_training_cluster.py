@@ -20,8 +20,9 @@ from cube_lab.cli import main
 from cube_lab.errors import Conflict, Forbidden
 from cube_lab.identity import Caller
 from cube_lab.k8s import ClusterConfig, ClusterUnavailable
+from cube_lab.k8s.objects import object_refs
 from cube_lab.training import kubernetes
-from cube_lab.training.cluster import ClusterJob, job_status, object_refs, pod_selector
+from cube_lab.training.cluster import ClusterJob, job_status, pod_selector
 from cube_lab.training.spec import JobSpec
 
 NS = "ml"

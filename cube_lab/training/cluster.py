@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from ..errors import CubeError
 from ..k8s import ClusterConfig, Kube, Resource
+from ..k8s.objects import create_all
 
 TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
 POLL_S = 2.0  # how often the pod list is read for new pods to follow
@@ -63,19 +64,6 @@ def pod_selector(kind: str, name: str) -> tuple[str, tuple[str, ...]]:
     if kind == "MPIJob":  # mpirun gathers every rank's output in the launcher
         return f"{JOB_NAME_LABEL}={name},{JOB_ROLE_LABEL}=launcher", ("launcher",)
     return f"{JOB_NAME_LABEL}={name}", ("pytorch", "tensorflow")
-
-
-def object_refs(manifests: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """What to record (and later delete) of the submitted objects."""
-    return [
-        {
-            "apiVersion": m["apiVersion"],
-            "kind": m["kind"],
-            "name": m["metadata"]["name"],
-            "namespace": m["metadata"]["namespace"],
-        }
-        for m in manifests
-    ]
 
 
 async def delete_objects(config: ClusterConfig, refs: list[dict[str, str]]) -> int:
@@ -149,16 +137,7 @@ class ClusterJob:
     async def submit(self) -> None:
         """Create every object in order; if one fails, those created before it are removed."""
         async with Kube(self.config) as kube:
-            created: list[dict[str, Any]] = []
-            try:
-                for obj in self.manifests:
-                    await kube.create(obj)
-                    created.append(obj)
-            except BaseException:
-                for obj in reversed(created):
-                    with contextlib.suppress(CubeError):
-                        await kube.delete(Resource.of(obj), obj["metadata"]["name"], self.namespace)
-                raise
+            await create_all(kube, self.manifests)
 
     def cancel(self) -> None:
         """Delete the job from the cluster; safe from signal handlers and other threads."""

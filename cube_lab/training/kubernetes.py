@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..k8s.names import k8s_name
+from ..k8s.objects import token_secret
 from .spec import CLUSTER_KINDS, JobSpec
 
 KINDS = CLUSTER_KINDS
@@ -68,15 +69,7 @@ def with_service_access(docs: list[dict[str, Any]], values: dict[str, str]) -> l
     people may read than its pods' secrets). The Secret is deleted with the job's objects."""
     job = copy.deepcopy(docs[-1])
     meta = job["metadata"]
-    name = f"{k8s_name(meta['name'], 52)}-token"
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": meta["namespace"], "labels": dict(meta["labels"])},
-        "type": "Opaque",
-        "stringData": dict(values),
-    }
-    env = [{"name": k, "valueFrom": {"secretKeyRef": {"name": name, "key": k}}} for k in values]
+    secret, env = token_secret(f"{k8s_name(meta['name'], 52)}-token", meta, values)
     for container in _containers(job):
         container["env"] = [*container.get("env", []), *env]
     for template in _templates(job):

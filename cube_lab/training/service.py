@@ -44,6 +44,7 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
 from ..k8s import ClusterConfig, k8s_name, require
 from ..k8s.names import user_label
+from ..k8s.objects import object_refs
 from ..labeling.dataset_service import datasets_root, find_by_path
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import end_recorded, orphaned, pid_alive, record_groups
@@ -53,7 +54,7 @@ from ..serialize import aware
 from ..store import Store
 from ..store.models import Project, TrainingJob
 from . import admission, gpus, kubernetes, metrics
-from .cluster import POLL_S, TERMINAL, ClusterJob, delete_objects, object_refs
+from .cluster import POLL_S, TERMINAL, ClusterJob, delete_objects
 from .local import ENV_OUTPUT_DIR, LocalJob, build_plan, check_local, check_packages, kill_marked
 from .spec import JobSpec
 

@@ -47,15 +47,16 @@ def progress(obj: dict[str, Any], metric: str) -> ClusterProgress:
     best = status.get("currentOptimalTrial") or {}
     found.best_trial = best.get("bestTrialName") or None
     found.best_parameters = {
-        a["name"]: _number(a.get("value")) for a in best.get("parameterAssignments") or []
+        a["name"]: number(a.get("value")) for a in best.get("parameterAssignments") or []
     }
     for m in (best.get("observation") or {}).get("metrics") or []:
         if m.get("name") == metric:
-            found.best_metric = _number(m.get("latest"))
+            found.best_metric = number(m.get("latest"))
     return found
 
 
-def _number(text: Any) -> Any:
+def number(text: Any) -> Any:
+    """Katib's string values as the numbers they spell (else as they are)."""
     for cast in (int, float):
         try:
             return cast(text)

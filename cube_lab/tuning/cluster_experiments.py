@@ -22,6 +22,7 @@ from sqlalchemy import select
 from .. import job_credentials, quota
 from ..identity import Caller
 from ..k8s import ClusterConfig, require
+from ..k8s.objects import object_refs
 from ..store.models import TuningExperiment, TuningTrial
 from . import katib
 from .cluster import ClusterProgress
@@ -33,18 +34,6 @@ if TYPE_CHECKING:
     from .service import TuningService
 
 ACTIVE = ("queued", "running")
-
-
-def object_refs(docs: list[dict[str, Any]]) -> list[dict[str, str]]:
-    return [
-        {
-            "apiVersion": d["apiVersion"],
-            "kind": d["kind"],
-            "name": d["metadata"]["name"],
-            "namespace": d["metadata"]["namespace"],
-        }
-        for d in docs
-    ]
 
 
 class ClusterExperiments:

@@ -21,7 +21,8 @@ from typing import Any
 from ..errors import CubeError
 from ..k8s import ClusterConfig, Kube, Resource, k8s_name
 from ..k8s.names import user_label
-from .cluster import EXPERIMENT, ClusterProgress, progress
+from ..k8s.objects import create_all, token_secret
+from .cluster import EXPERIMENT, ClusterProgress, number, progress
 from .katib import CONTAINER
 
 log = logging.getLogger(__name__)
@@ -68,16 +69,8 @@ def with_service_access(manifest: dict[str, Any], values: dict[str, str]) -> lis
     Experiment, which more people may read than the pods' secrets."""
     doc = copy.deepcopy(manifest)
     meta = doc["metadata"]
-    name = f"{meta['name']}-token"
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": meta["namespace"], "labels": dict(meta["labels"])},
-        "type": "Opaque",
-        "stringData": dict(values),
-    }
+    secret, env = token_secret(f"{meta['name']}-token", meta, values)
     pod = doc["spec"]["trialTemplate"]["trialSpec"]["spec"]["template"]["spec"]
-    env = [{"name": k, "valueFrom": {"secretKeyRef": {"name": name, "key": k}}} for k in values]
     for container in pod["containers"]:
         if container["name"] == CONTAINER:
             container["env"] = [*container.get("env", []), *env]
@@ -106,7 +99,7 @@ def trial_fields(obj: dict[str, Any], metric: str, experiment_id: str, seq: int)
         "seq": seq,
         "parameter_id": seq,
         "parameters": {
-            a["name"]: _number(a.get("value")) for a in spec.get("parameterAssignments") or []
+            a["name"]: number(a.get("value")) for a in spec.get("parameterAssignments") or []
         },
         "status": state,
         "intermediate": [],
@@ -117,15 +110,6 @@ def trial_fields(obj: dict[str, Any], metric: str, experiment_id: str, seq: int)
         "started_at": _time(status.get("startTime")),
         "finished_at": _time(status.get("completionTime")),
     }
-
-
-def _number(text: Any) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except (TypeError, ValueError):
-            continue
-    return text
 
 
 def _float(text: Any) -> float | None:
@@ -184,16 +168,7 @@ class KatibRun:
     async def submit(self) -> None:
         """Create the objects in order; if one fails, those created before it go again."""
         async with Kube(self.config) as kube:
-            created: list[dict[str, Any]] = []
-            try:
-                for obj in self.manifests:
-                    await kube.create(obj)
-                    created.append(obj)
-            except BaseException:
-                for obj in reversed(created):
-                    with contextlib.suppress(CubeError):
-                        await kube.delete(Resource.of(obj), obj["metadata"]["name"], self.namespace)
-                raise
+            await create_all(kube, self.manifests)
 
     async def delete(self) -> None:
         """Delete the Experiment (its trials go with it), then the token's Secret."""
