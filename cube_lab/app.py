@@ -22,7 +22,7 @@ from jupyter_server.auth.identity import (
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Enum, Unicode, default
 
-from . import config, startup, terminals
+from . import config, lab_links, startup, terminals
 from .handlers import forward, routes
 from .handlers.base import LOCAL_USER, ROOT_DIR, WORKSPACE
 from .handlers.forward import CONNECTIONS, SERVICE, ServiceConnections
@@ -111,6 +111,10 @@ class CubeLab(ExtensionApp):
         """Runs inside the server's event loop: start the pipeline scheduler there."""
         # Every extension has loaded by now, the terminals' one included.
         terminals.adopt_terminal_manager(serverapp.web_app.settings, serverapp.terminado_settings)
+        # Kernels and terminals start after this: their handles' `.url` opens a view here.
+        os.environ[lab_links.ENV_LAB_URL] = lab_links.lab_url(
+            serverapp.base_url, serverapp.connection_url, under_hub=bool(os.environ.get("JUPYTERHUB_SERVICE_PREFIX"))
+        )
         workspace: Workspace | None = self.settings.get(WORKSPACE)
         if workspace is not None:
             self._scheduler = startup.start_background(workspace)

@@ -11,6 +11,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 
 import { deploymentsPlugin } from './panels/deployments';
+import { linksPlugin } from './links';
 import { labelingPlugin } from './panels/labeling';
 import { modelsPlugin } from './panels/models';
 import { pipelinesPlugin } from './panels/pipelines';
@@ -76,7 +77,8 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   trainingPlugin,
   tuningPlugin,
   deploymentsPlugin,
-  labelingPlugin
+  labelingPlugin,
+  linksPlugin
 ];
 
 export default plugins;

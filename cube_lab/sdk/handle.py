@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any, ClassVar
 
+from .. import lab_links
 from ..errors import CubeError
 
 Json = dict[str, Any]
@@ -53,9 +54,13 @@ class Handle(abc.ABC):
 
     @property
     def url(self) -> str | None:
-        """The JupyterLab view of this handle: None, the front end has no deep link (URL)
-        that opens a cube-lab panel yet."""
-        return None
+        """The link that opens this handle's view in JupyterLab (``lab_links``); None where
+        this process does not know the lab (a script outside a lab server)."""
+        return lab_links.link(self.kind, **self.link_params())
+
+    def link_params(self) -> dict[str, str | int | None]:
+        """What the view's link names this handle by (see ``cube_lab.lab_links``)."""
+        return {"id": self.id}
 
     @abc.abstractmethod
     def refresh(self) -> Any:
@@ -92,7 +97,12 @@ class Handle(abc.ABC):
 
     def view_state(self) -> Json:
         """What the live view shows (``views.LiveView``): title, status, progress, table."""
-        return {"title": f"{self.kind} {self.id}", "status": self.status, "error": self.error}
+        return {
+            "title": f"{self.kind} {self.id}",
+            "status": self.status,
+            "error": self.error,
+            "url": self.url,
+        }
 
     def _ipython_display_(self) -> None:
         from . import views

@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from .. import lab_links
 from ..errors import InvalidInput
 from . import current
 
@@ -24,6 +25,11 @@ class LabelingProject:
     dataset = property(lambda self: str(self.data["dataset"]))
     type = property(lambda self: str(self.data["type"]))
     labels = property(lambda self: [str(label["name"]) for label in self.data.get("labels") or []])
+
+    @property
+    def url(self) -> str | None:
+        """The link that opens this project's view in JupyterLab (None outside a lab)."""
+        return lab_links.link("labeling", project=self.project, name=self.name)
 
     def refresh(self) -> LabelingProject:
         self.data = current().get_labeling(self.project, self.name)

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import lab_links
 from ..errors import InvalidInput
 from . import current
 
@@ -53,6 +54,11 @@ class ModelVersion:
     @property
     def ref(self) -> str:
         return f"{self.name}:{self.version}"
+
+    @property
+    def url(self) -> str | None:
+        """The link that opens this version in JupyterLab's model view (None outside a lab)."""
+        return lab_links.link("model", project=self.project, name=self.name, version=self.version)
 
     def download(self, to: str | os.PathLike[str] = ".") -> Path:
         """Write the artifact (a file, or a folder as a folder) into the folder ``to``, or

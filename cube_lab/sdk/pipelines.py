@@ -32,6 +32,9 @@ class Run(Handle):
         """Per node: id, label, kind, status, attempts, exit_code, duration_s, error..."""
         return list(self.data.get("nodes") or [])
 
+    def link_params(self) -> dict[str, str | int | None]:
+        return {"id": self.id, "path": self.data.get("pipeline_path")}
+
     def refresh(self) -> Run:
         self.data = current().get_run(self.id)
         return self

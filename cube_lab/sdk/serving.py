@@ -36,6 +36,9 @@ class Deployment(Handle):
     kind = "deployment"
     ACTIVE = STARTING  # wait() waits while it starts or updates; running is "done" waiting
 
+    def link_params(self) -> dict[str, str | int | None]:
+        return {"project": self.data.get("project"), "name": self.data.get("name")}
+
     @property
     def name(self) -> str:
         return str(self.data["name"])

@@ -49,6 +49,7 @@ TEXT = {
     "endpoint": "Endpoint",
     "more_rows": "… and {count} more",
     "log_tail": "Log of {name} (last lines)",
+    "open": "Open in JupyterLab",
 }
 
 _STYLE = {
@@ -92,6 +93,17 @@ def table_html(columns: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
+def link_html(url: str | None) -> str:
+    """The link to the handle's view in JupyterLab (src/links.ts opens it in place)."""
+    if not url:
+        return ""
+    return (
+        f" <a href='{html.escape(url, quote=True)}' "
+        f"style='margin-left:8px;color:var(--jp-content-link-color, #1976d2)'>"
+        f"{html.escape(TEXT['open'])}</a>"
+    )
+
+
 class LiveView:
     """The widgets of one handle; ``start()`` refreshes them in the background until done."""
 
@@ -127,7 +139,9 @@ class LiveView:
         """Show what the handle's last refresh saw."""
         state = self.handle.view_state()
         status = str(state["status"])
-        self.title.value = f"<b>{html.escape(str(state['title']))}</b>"
+        self.title.value = f"<b>{html.escape(str(state['title']))}</b>" + link_html(
+            state.get("url")
+        )
         self.status.value = f"{html.escape(TEXT['status'])}: <b>{html.escape(status)}</b>"
         progress = state.get("progress")
         if progress is None:
