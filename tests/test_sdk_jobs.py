@@ -5,6 +5,7 @@ the same answers; and their live ipywidgets views, driven by real work to its en
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import time
 from collections.abc import Iterator
@@ -319,6 +320,10 @@ def test_a_job_displays_as_a_live_widget_in_a_kernel(here: Path, isolated_env: P
     assert (bar["value"], bar["max"], bar["bar_style"]) == (4.0, 4.0, "success")
     labels = {m.get("value") for m in models if m.get("_model_name") == "LabelModel"}
     assert {"4 of 4 steps", "Finished"} <= labels, labels
+    # the loss chart: 4 points, the last value 1 (REPORTER reports 4, 3, 2, 1)
+    (chart,) = [m["value"] for m in models if "aria-label='loss'" in str(m.get("value"))]
+    (line,) = re.findall(r"points='([^']*)'", chart)
+    assert "<b>loss</b> 1 " in chart and len(line.split()) == 4, chart
 
 
 def test_handles_show_as_text_outside_a_kernel(here: Path, capsys: Any) -> None:

@@ -126,6 +126,7 @@ class Job(Handle):
             if self._tail is None:
                 self._tail = "\n".join(self.logs().rstrip().splitlines()[-LOG_LINES:])
             state["log"] = (self.name, self._tail)
+        state["charts"] = {m: points for m, points in series.items() if m not in STEP_TOTALS}
         state["columns"] = ["metric", "step", "last"]
         state["rows"] = [
             [metric, _num(series[metric][-1][0]), _num(value)]

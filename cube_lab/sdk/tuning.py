@@ -119,6 +119,8 @@ class Experiment(Handle):
                 t["seq"],
             ),
         )
+        results = [(t["seq"], t.get("final")) for t in sorted(trials, key=lambda t: t["seq"])]
+        state["charts"] = {"result": [(x, y) for x, y in results if y is not None]}
         state["columns"] = ["trial", "status", "final", "parameters"]
         state["rows"] = [
             [

@@ -16,6 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CubeError
+from .charts import charts_html
 
 if TYPE_CHECKING:
     from .handle import Handle
@@ -117,6 +118,7 @@ class LiveView:
         self.bar = w.FloatProgress(min=0.0, max=1.0, value=0.0, description=TEXT["progress"])
         self.count = w.Label()
         self.table = w.HTML()
+        self.charts = w.HTML()
         self.problem = w.HTML()
         self.log = w.HTML()
         self.footer = w.Label()
@@ -125,6 +127,7 @@ class LiveView:
                 self.title,
                 self.status,
                 w.HBox([self.bar, self.count]),
+                self.charts,
                 self.table,
                 self.problem,
                 self.log,
@@ -159,6 +162,7 @@ class LiveView:
                 self.bar.value = 1.0 if self.handle.done else 0.0
                 self.count.value = TEXT["so_far"].format(done=done, unit=TEXT[unit])
         self.bar.bar_style = _STYLE.get(status, "")
+        self.charts.value = charts_html(state.get("charts") or {})
         self.table.value = table_html(
             [TEXT[c] for c in state.get("columns", [])], state.get("rows", [])
         )
