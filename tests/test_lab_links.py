@@ -63,7 +63,11 @@ def test_every_handle_links_to_its_view(monkeypatch: pytest.MonkeyPatch) -> None
     run = Run({"id": "r1", "status": "running", "pipeline_path": "flows/etl v2.pipeline"})
     assert query(run.url)[1] == {"cube-open": "run", "id": "r1", "path": "flows/etl v2.pipeline"}
     deployment = Deployment({"id": "d", "status": "running", "project": "课程", "name": "iris"})
-    assert query(deployment.url)[1] == {"cube-open": "deployment", "project": "课程", "name": "iris"}
+    assert query(deployment.url)[1] == {
+        "cube-open": "deployment",
+        "project": "课程",
+        "name": "iris",
+    }
     version = ModelVersion({"model": "iris", "version": 3, "project": "p", "flavor": "sklearn"})
     assert query(version.url)[1] == {
         "cube-open": "model",

@@ -19,7 +19,7 @@ def test_a_falling_loss_goes_from_the_top_left_to_the_bottom_right() -> None:
     pts = points_of(svg)
     assert pts[0] == (charts.PAD, charts.PAD)
     assert pts[-1] == (charts.WIDTH - charts.PAD, charts.HEIGHT - charts.PAD)
-    assert "<b>loss</b> 1 " in svg and "(1 – 4)" in svg
+    assert "<b>loss</b> 1 " in svg and "[1, 4]" in svg
     assert f"cx='{charts.WIDTH - charts.PAD:.1f}'" in svg  # the dot on the last value
 
 

@@ -1,8 +1,9 @@
 """Small line charts for the live views: inline SVG, no plotting library, theme colours.
 
 ``charts_html({"loss": [(0, 2.3), (1, 1.9), ...], ...})`` gives one chart per series, side by
-side: the line over the steps, the last value, the lowest and highest. A series keeps at most
-``MAX_POINTS`` points (evenly picked, the last always kept), so a long job's view stays light.
+side: the line over the steps, the last value and the range [lowest, highest]. A series keeps
+at most ``MAX_POINTS`` points (evenly picked, the last always kept): a long job's view stays
+light.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def line_svg(points: Sequence[Point], label: str) -> str:
     return (
         "<div style='display:inline-block;margin:2px 12px 2px 0;vertical-align:top'>"
         f"<div style='font-size:var(--jp-ui-font-size0, 11px)'><b>{name}</b> {_fmt(last_y)}"
-        f" <span style='opacity:0.7'>({_fmt(y0)} – {_fmt(y1)})</span></div>"
+        f" <span style='opacity:0.7'>[{_fmt(y0)}, {_fmt(y1)}]</span></div>"
         f"<svg width='{WIDTH}' height='{HEIGHT}' role='img' aria-label='{name}' "
         "style='border:1px solid var(--jp-border-color2, #ddd)'>"
         f"<polyline fill='none' stroke='var(--jp-brand-color1, #1976d2)' stroke-width='1.5' "
