@@ -65,5 +65,7 @@ def __getattr__(name: str) -> Any:
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext cube_lab``: registers the cube-lab magics."""
     from .magics import CubeMagics
+    from .magics_data import DataMagics
 
     ipython.register_magics(CubeMagics)
+    ipython.register_magics(DataMagics)

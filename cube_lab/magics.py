@@ -6,6 +6,7 @@
 ``%cube_tune CONFIG.yml [--max-trials N] [--concurrency N] [--wait]``
 ``%cube_deploy NAME[:VERSION] [--replicas N] [--wait]``
 ``%cube_register NAME PATH_OR_VARIABLE [--metric k=v ...] [--param k=v ...]``
+(``%cube_dataset`` and ``%cube_label``, for data: magics_data.py)
 
 Each starts the work and displays the handle's live view (a text line where widgets cannot
 render); the cell returns at once. ``--wait`` (before a training script) blocks until the
