@@ -4,6 +4,8 @@
 
     import cube_lab
 
+    cube_lab.datasets.create("pets", "images/pets")    # register a folder (or a file)
+    cube_lab.datasets.get("pets")["versions"]          # what it holds, its versions
     path = cube_lab.datasets.path("pets", version=2)   # pathlib.Path of the export
     df = cube_lab.datasets.load("pets")                # the newest version, loaded
 
@@ -50,12 +52,50 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .labeling.dataset_service import DatasetRef
 
-__all__ = ["ENV_DATASET", "load", "path", "used"]
+__all__ = ["ENV_DATASET", "create", "get", "load", "path", "used"]
 
 ENV_DATASET = "CUBE_LAB_DATASET"  # a job's dataset version folder or file ("Train from ...")
 
 _used: list[dict[str, Any]] = []
 _lock = threading.Lock()
+
+
+def create(
+    name: str,
+    source: str | os.PathLike[str],
+    *,
+    project: str | None = None,
+    kind: str | None = None,
+    text_field: str | None = None,
+) -> dict[str, Any]:
+    """Register ``source`` as dataset ``name``: a folder of images, or texts (a CSV / JSONL
+    file or a folder of .txt files; ``text_field`` names the column); ``kind`` "images" or
+    "texts" when it is not plain from the files. The dataset as the service answered (its
+    ``versions`` start with the registered ``source``)."""
+    from .errors import InvalidInput
+    from .sdk import current
+
+    if not isinstance(source, (str, os.PathLike)):
+        raise InvalidInput(
+            f"a dataset's source is a path, not {type(source).__name__}",
+            'e.g. cube_lab.datasets.create("reviews", "reviews.csv")',
+        )
+    body = {
+        "name": name,
+        "path": os.fspath(source),
+        "project": project,
+        "kind": kind,
+        "text_field": text_field,
+    }
+    return current().create_dataset(body)
+
+
+def get(name: str, project: str | None = None) -> dict[str, Any]:
+    """Dataset ``name`` (of your personal project unless ``project``), with its versions."""
+    from .sdk import current
+
+    transport = current()
+    return transport.get_dataset(project or transport.personal_project(), name)
 
 
 def path(name: str, version: int | str | None = None, project: str | None = None) -> Path:

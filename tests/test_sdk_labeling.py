@@ -35,7 +35,6 @@ def _dataset_and_answers(root: Path) -> Any:
     transport = sdk.current()
     if transport.kind == "local":
         ws, alice = default_workspace(), Caller("alice")
-        ws.datasets.create(alice, "reviews", root / "reviews.csv")
 
         def answer() -> None:
             for expected in ANSWERS:
@@ -47,7 +46,6 @@ def _dataset_and_answers(root: Path) -> Any:
 
         return answer
     client = transport.client  # type: ignore[attr-defined]
-    client.post("datasets", {"name": "reviews", "path": "reviews.csv"})
 
     def answer_over_rest() -> None:
         for expected in ANSWERS:
@@ -60,6 +58,18 @@ def _dataset_and_answers(root: Path) -> Any:
 
 def _labeling(root: Path) -> dict[str, Any]:
     answer = _dataset_and_answers(root)
+    made = cl.datasets.create("reviews", "reviews.csv")  # relative to the current folder
+    assert (made["name"], made["project"], made["kind"], made["item_count"]) == (
+        "reviews",
+        "alice",
+        "texts",
+        4,
+    ), made
+    assert cl.datasets.get("reviews")["versions"] == made["versions"]
+    with pytest.raises(CubeError) as bad_source:
+        cl.datasets.create("nums", 42)  # type: ignore[arg-type]
+    with pytest.raises(CubeError) as twice:
+        cl.datasets.create("reviews", "reviews.csv")
     mood = cl.labeling.create(
         "mood", "reviews", "text-class", ["pos", "neg"], review=False, instructions="Tone."
     )
@@ -111,7 +121,7 @@ def _labeling(root: Path) -> dict[str, Any]:
         "exported": {k: exported["version"][k] for k in ("version", "format", "labeling")},
         "errors": [
             e.value.to_json() | {"class": type(e.value).__name__}
-            for e in (missing, duplicate, bad_type, bad_format)
+            for e in (missing, duplicate, bad_type, bad_format, bad_source, twice)
         ],
     }
 

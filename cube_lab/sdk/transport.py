@@ -231,6 +231,20 @@ class Transport(abc.ABC):
     def undeploy(self, project: str, name: str) -> Json:
         """Implemented by each transport."""
 
+    # -- datasets -----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_dataset(self, body: Json) -> Json:
+        """Implemented by each transport: ``POST /datasets``'s fields (``path`` as given)."""
+
+    @abc.abstractmethod
+    def get_dataset(self, project: str, name: str) -> Json:
+        """Implemented by each transport: the dataset with its versions."""
+
+    @abc.abstractmethod
+    def list_datasets(self, project: str | None) -> list[Json]:
+        """Implemented by each transport."""
+
     # -- labeling projects --------------------------------------------------------------
 
     @abc.abstractmethod
@@ -587,6 +601,25 @@ class LocalTransport(Transport):
     def undeploy(self, project: str, name: str) -> Json:
         return self._json(self.ws.serving.undeploy(self.caller, name, project=project))
 
+    # -- datasets -----------------------------------------------------------------------
+
+    def create_dataset(self, body: Json) -> Json:
+        view = self.ws.datasets.create(
+            self.caller,
+            body.get("name"),
+            Path(body["path"]).expanduser().resolve(),
+            project=body.get("project"),
+            kind=body.get("kind"),
+            text_field=body.get("text_field"),
+        )
+        return self._json(view)
+
+    def get_dataset(self, project: str, name: str) -> Json:
+        return self._json(self.ws.datasets.get(self.caller, project, name))
+
+    def list_datasets(self, project: str | None) -> list[Json]:
+        return self._json(self.ws.datasets.list(self.caller, project))
+
     # -- labeling projects --------------------------------------------------------------
 
     def create_labeling(self, body: Json) -> Json:
@@ -893,6 +926,21 @@ class RestTransport(Transport):
 
     def undeploy(self, project: str, name: str) -> Json:
         return self.client.delete(self._deployment(project, name))
+
+    # -- datasets -----------------------------------------------------------------------
+
+    def create_dataset(self, body: Json) -> Json:
+        payload = {k: v for k, v in body.items() if v is not None}
+        payload["path"] = self.relative(body["path"], "dataset path")
+        return self.client.post("datasets", payload)
+
+    def get_dataset(self, project: str, name: str) -> Json:
+        from ..rest_client import segment
+
+        return self.client.get(f"projects/{segment(project)}/datasets/{segment(name)}")
+
+    def list_datasets(self, project: str | None) -> list[Json]:
+        return self.client.get("datasets", project=project)["datasets"]
 
     # -- labeling projects --------------------------------------------------------------
 
