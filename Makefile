@@ -62,6 +62,7 @@ LAB_ROOT ?= workspace
 lab: $(LAB_STAMP)
 	@mkdir -p $(LAB_ROOT)
 	@for nb in starter/*.ipynb; do [ -e "$(LAB_ROOT)/$${nb#starter/}" ] || cp "$$nb" $(LAB_ROOT)/; done
+	@[ -e "$(LAB_ROOT)/examples" ] || cp -r examples "$(LAB_ROOT)/examples"
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) --ServerApp.root_dir=$(LAB_ROOT)
 
 # -- checks ------------------------------------------------------------------------------
