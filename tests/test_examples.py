@@ -12,6 +12,11 @@ import nbformat
 import pytest
 from kernel_util import REPO
 from nbclient import NotebookClient
+from serving_util import stop_serving
+
+from cube_lab.config import Settings
+from cube_lab.identity import Caller
+from cube_lab.workspace import Workspace
 
 EXAMPLES = REPO / "examples"
 
@@ -89,5 +94,12 @@ CHECKS = {
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_example_notebook_runs(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cells = run(name, tmp_path / "examples", tmp_path / "cube-data", monkeypatch)
+    try:
+        cells = run(name, tmp_path / "examples", tmp_path / "cube-data", monkeypatch)
+    finally:  # the deployment's warm host (and anything the notebook left running) ends here
+        ws = Workspace.open(Settings.resolve(tmp_path / "cube-data"))
+        try:
+            stop_serving(ws, Caller("alice"))
+        finally:
+            ws.close()
     CHECKS[name](cells)
