@@ -58,6 +58,8 @@ class FinetuneConfig:
     finetuning_type: str = "lora"
     lora: LoraConfig = field(default_factory=LoraConfig)
     template: str | None = None  # recorded; the tokenizer's chat template is used
+    # SFT on conversations: False trains on the assistant's turns only (LLaMA-Factory's default)
+    train_on_prompt: bool = False
     cutoff_len: int = 1024
     learning_rate: float = 1e-4
     num_train_epochs: float = 3.0
@@ -121,6 +123,7 @@ class FinetuneConfig:
             ),
             lora=_lora(data.get("lora")),
             template=_text(data.get("template"), "template"),
+            train_on_prompt=_bool(data.get("train_on_prompt", False), "train_on_prompt"),
             cutoff_len=_int(data.get("cutoff_len", 1024), "cutoff_len", 8, 1 << 20),
             learning_rate=_float(data.get("learning_rate", 1e-4), "learning_rate", 0.0, 1.0),
             num_train_epochs=_float(data.get("num_train_epochs", 3.0), "num_train_epochs", 0, 1e6),
@@ -231,6 +234,7 @@ class FinetuneConfig:
             "base_model": self.base_ref or self.model,
             "dataset": self.data.path,
             "cutoff_len": self.cutoff_len,
+            "train_on_prompt": self.train_on_prompt,
             "learning_rate": self.learning_rate,
             "num_train_epochs": self.num_train_epochs,
             "max_steps": self.max_steps,

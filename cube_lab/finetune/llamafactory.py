@@ -23,6 +23,7 @@ MAPPED = {
     "finetuning_type": "finetuning_type",
     "template": "template",
     "cutoff_len": "cutoff_len",
+    "train_on_prompt": "train_on_prompt",
     "learning_rate": "learning_rate",
     "num_train_epochs": "num_train_epochs",
     "max_steps": "max_steps",

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import CubeError, InvalidInput
 from ..training import metrics
+from . import masking
 from .config import FinetuneConfig, check_records
 from .data import load_records
 
@@ -265,6 +266,13 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
         )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if config.method == "sft" and conversational:  # the assistant's turns are the targets
+
+        def tokenized(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            on_prompt = config.train_on_prompt
+            return [masking.tokenize(tokenizer, r["messages"], on_prompt) for r in rows]
+
+        records, held = tokenized(records), tokenized(held)
     if config.method == "rm":
         from transformers import AutoModelForSequenceClassification
         from transformers.utils import logging as hf_logging
