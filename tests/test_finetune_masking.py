@@ -122,3 +122,24 @@ def test_the_trainer_hands_trl_the_masked_rows(
     tok = AutoTokenizer.from_pretrained(base / "base")
     assert trained_text(tok, first) == f"{answer}<|end|>\n"
     assert tiny.alpaca_rows()[0]["instruction"] not in trained_text(tok, first)
+
+
+def test_the_sdk_previews_the_first_records(base: Path) -> None:
+    import cube_lab as cl
+    from cube_lab.errors import InvalidInput
+
+    config = {"model": str(base / "base"), "data": {"path": str(base / "alpaca.json")}}
+    shown = cl.finetune.preview(config, n=2)
+    assert len(shown) == 2
+    first = tiny.alpaca_rows()[0]
+    trained = "".join(s["text"] for s in shown[0]["segments"] if s["trained"])
+    assert trained == f"{first['output']}<|end|>\n"
+    assert first["instruction"] in shown[0]["text"]
+    assert f"⟦{first['output']}<|end|>\n⟧" in repr(shown)
+    assert "<mark " in shown._repr_html_() and "&lt;|user|&gt;" in shown._repr_html_()
+    everything = cl.finetune.preview({**config, "train_on_prompt": True}, n=1)
+    assert [s["trained"] for s in everything[0]["segments"]] == [True]
+    with pytest.raises(InvalidInput, match="n must be"):
+        cl.finetune.preview(config, n=0)
+    with pytest.raises(InvalidInput, match="reads the tokenizer from a folder"):
+        cl.finetune.preview({**config, "model": "base-llm:3"}, n=1)

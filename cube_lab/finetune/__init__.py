@@ -6,7 +6,8 @@ reward models, DPO and GRPO, LoRA or full weights.
 registers the result. Nothing here imports torch, transformers or TRL at import time.
 
 The package is also the SDK's ``cl.finetune(config, ...)`` (``cube_lab.sdk.finetune``):
-once imported it is what ``cube_lab.finetune`` names, so calling it starts a fine-tune.
+once imported it is what ``cube_lab.finetune`` names, so calling it starts a fine-tune, and
+``cl.finetune.preview(config)`` shows the first records with the trained tokens marked.
 """
 
 from __future__ import annotations
@@ -27,3 +28,10 @@ class _Callable(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Callable
+
+
+def preview(config: Any, n: int = 3, *args: Any, **kwargs: Any) -> Any:
+    """``cl.finetune.preview(config, n=3)``: see ``cube_lab.sdk.finetune.preview``."""
+    from ..sdk.finetune import preview as _preview
+
+    return _preview(config, n, *args, **kwargs)

@@ -30,3 +30,19 @@ def finetune(
         raise InvalidInput("nproc must be a whole number of at least 1", f"got {nproc!r}")
     data, folder = read_config(config, base_dir, "a fine-tune")
     return Job(current().start_finetune({**data, **overrides}, folder, project, nproc))
+
+
+def preview(
+    config: str | os.PathLike[str] | dict[str, Any],
+    n: int = 3,
+    base_dir: str | os.PathLike[str] | None = None,
+    **overrides: Any,
+) -> Any:
+    """The first ``n`` records as the model reads them, the trained tokens marked (a list of
+    ``{"text", "segments", "tokens", "trained_tokens"}`` that shows itself highlighted in a
+    notebook). Read here, in this process: the base model must be a local folder."""
+    from ..finetune.config import FinetuneConfig
+    from ..finetune.records_preview import preview as render
+
+    data, folder = read_config(config, base_dir, "a fine-tune")
+    return render(FinetuneConfig.from_dict({**data, **overrides}, folder), n)
