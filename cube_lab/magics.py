@@ -5,6 +5,7 @@
 ``%cube_train [--nproc N ...] SCRIPT [ARGS...]``, ``%%cube_train [options] [-- ARGS]``
 ``%cube_tune CONFIG.yml [--max-trials N] [--concurrency N] [--wait]``
 ``%cube_deploy NAME[:VERSION] [--replicas N] [--wait]``
+``%cube_finetune CONFIG.yaml [--nproc N] [--set KEY=VALUE ...] [--preview N] [--wait]``
 ``%cube_register NAME PATH_OR_VARIABLE [--metric k=v ...] [--param k=v ...]``
 (``%cube_dataset`` and ``%cube_label``, for data: magics_data.py)
 
@@ -128,6 +129,17 @@ def _tune_parser() -> _Parser:
     p.add_argument("--wait", action="store_true")
     p.add_argument("--backend", dest="cli_backend", choices=["local", "kubernetes"])
     _cli_only(p, "--dry-run", "--quiet", "-q", values=("--namespace", "--image"))
+    return p
+
+
+def _finetune_parser() -> _Parser:
+    p = _parser("%cube_finetune", "Fine-tune a language model as a training job.")
+    p.add_argument("config")
+    p.add_argument("--nproc", type=int, default=1)
+    p.add_argument("--project")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--preview", type=int, metavar="N")
+    p.add_argument("--wait", action="store_true")
     return p
 
 
@@ -322,6 +334,30 @@ class CubeMagics(Magics):
         if args.concurrency is not None:
             overrides["trialConcurrency"] = args.concurrency
         _show(tuning.tune(args.config, project=args.project, **overrides), args.wait)
+
+    @line_magic
+    @_cube_errors
+    def cube_finetune(self, line: str) -> None:
+        """Start a fine-tune (a cube-lab config or a LLaMA-Factory YAML) and show its job's
+        live view: ``%cube_finetune sft.yaml [--nproc 2] [--set max_steps=20] [--wait]``;
+        ``--preview N`` shows the first N records with the trained tokens marked instead."""
+        tokens = shlex.split(line)
+        if not tokens:
+            raise UsageError(
+                "usage: %cube_finetune CONFIG.yaml [--nproc N] [--set KEY=VALUE ...] "
+                "[--preview N] [--wait]"
+            )
+        args = _parse(_finetune_parser(), tokens)
+        from .sdk import finetune
+
+        overrides = parse_pairs(args.set, "set")
+        if args.preview is not None:
+            from IPython.display import display
+
+            display(finetune.preview(args.config, args.preview, **overrides))
+            return
+        job = finetune.finetune(args.config, project=args.project, nproc=args.nproc, **overrides)
+        _show(job, args.wait)
 
     @line_magic
     @_cube_errors

@@ -143,3 +143,34 @@ def test_the_sdk_previews_the_first_records(base: Path) -> None:
         cl.finetune.preview(config, n=0)
     with pytest.raises(InvalidInput, match="reads the tokenizer from a folder"):
         cl.finetune.preview({**config, "model": "base-llm:3"}, n=1)
+
+
+def test_the_finetune_magic_previews_and_starts_the_job(base: Path, tmp_path: Path) -> None:
+    """``%cube_finetune`` in the cube-lab kernel: ``--preview`` marks the answers; the plain
+    form starts the job, shows its view, and ``--wait`` blocks until it succeeded."""
+    from kernel_util import REPO, run_in_kernel
+
+    (tmp_path / "sft.yaml").write_text(
+        f"model: {base / 'base'}\ndata: {{path: {base / 'alpaca.json'}}}\nmax_steps: 50\n"
+    )
+    nb = run_in_kernel(
+        [
+            "%cube_finetune sft.yaml --preview 1",
+            "%cube_finetune sft.yaml --set max_steps=2 --wait",
+            "%cube_finetune sft.yaml --preview 0",
+        ],
+        tmp_path,
+        {
+            "JUPYTER_PATH": str(REPO),
+            "CUBE_LAB_DATA_DIR": str(tmp_path / "data"),
+            "CUBE_LAB_USER": "alice",
+        },
+    )
+    shown, trained, bad = nb.cells
+    (out,) = [o for o in shown.outputs if o.get("output_type") == "display_data"]
+    assert "<mark " in out["data"]["text/html"], out
+    assert f"⟦{tiny.alpaca_rows()[0]['output']}" in out["data"]["text/plain"]
+    (view,) = [o for o in trained.outputs if o.get("output_type") == "display_data"]
+    assert "succeeded" in view["data"]["text/plain"], trained.outputs
+    assert not [o for o in trained.outputs if o.get("output_type") == "error"], trained.outputs
+    assert "n must be a whole number" in "".join(o.get("text", "") for o in bad.outputs)
