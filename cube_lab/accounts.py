@@ -36,6 +36,7 @@ from typing import Any
 
 from .errors import CubeError
 from .job_credentials import ENV_JOB_DIR, ENV_TOKEN, JobRef, job_vars
+from .locale.messages import _t
 from .names import ACCOUNT_MAX, slug
 
 ENV_OS_ACCOUNTS = "CUBE_LAB_OS_ACCOUNTS"  # "0": do not use per-user accounts even as root
@@ -104,9 +105,17 @@ def _run(argv: list[str]) -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise AccountError(
-            f"{argv[0]} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}",
-            "cube-lab creates its users' system accounts as root with useradd/groupadd; "
-            "check that they are installed and that /etc/passwd is writable.",
+            _t(
+                "{value} failed ({returncode}): {value2}",
+                value=argv[0],
+                returncode=proc.returncode,
+                value2=proc.stderr.strip() or proc.stdout.strip(),
+            ),
+            _t(
+                "cube-lab creates its users' system accounts as root with "
+                "useradd/groupadd; check that they are installed and that /etc/passwd is "
+                "writable."
+            ),
         )
 
 
@@ -116,7 +125,9 @@ def ensure_group(name: str) -> int:
     with contextlib.suppress(KeyError):
         return grp.getgrnam(account).gr_gid
     if os.geteuid() != 0:
-        raise AccountError(f"no OS group {account} for project group {name!r}")
+        raise AccountError(
+            _t("no OS group {account} for project group {name!r}", account=account, name=name)
+        )
     with _lock:
         with contextlib.suppress(KeyError):
             return grp.getgrnam(account).gr_gid
@@ -136,8 +147,8 @@ def ensure_user(name: str, home: str | os.PathLike[str] | None = None) -> pwd.st
         except KeyError:
             if os.geteuid() != 0:
                 raise AccountError(
-                    f"no OS account {account} for user {name!r}",
-                    "The hub (as root) creates it when the user's server first starts.",
+                    _t("no OS account {account} for user {name!r}", account=account, name=name),
+                    _t("The hub (as root) creates it when the user's server first starts."),
                 ) from None
             _run(
                 [
@@ -229,11 +240,16 @@ def runnable_by(path: str | os.PathLike[str], who: RunAs) -> bool:
 
 def not_runnable(program: str, who: RunAs) -> AccountError:
     return AccountError(
-        f"the account {who.name} cannot run {program}",
-        f"{os.path.realpath(program)} (or a folder above it) is not open to other accounts. "
-        "Install Python and cube-lab where every account can run them (e.g. a virtual "
-        "environment under /opt), or set CUBE_LAB_OS_ACCOUNTS=0 to run every server and job "
-        "as the hub's own user (no isolation between users).",
+        _t("the account {name} cannot run {program}", name=who.name, program=program),
+        _t(
+            (
+                "{value} (or a folder above it) is not open to other accounts. Install Python"
+                " and cube-lab where every account can run them (e.g. a virtual environment "
+                "under /opt), or set CUBE_LAB_OS_ACCOUNTS=0 to run every server and job as "
+                "the hub's own user (no isolation between users)."
+            ),
+            value=os.path.realpath(program),
+        ),
     )
 
 
@@ -320,8 +336,13 @@ def make_dirs(path: Path, who: RunAs) -> None:
     )
     if proc.returncode != 0:
         raise CubeError(
-            f"cannot make the folder {path} as {who.name}: {proc.stderr.strip()}",
-            "The job runs as your own account: give an output folder you can write.",
+            _t(
+                "cannot make the folder {path} as {name}: {value}",
+                path=path,
+                name=who.name,
+                value=proc.stderr.strip(),
+            ),
+            _t("The job runs as your own account: give an output folder you can write."),
         )
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from .locale.messages import _t
+
 # jsonschema imports rfc3987_syntax when it is installed (jupyter-events pulls it in),
 # which builds a parser for ~6 s on every start; cube-lab never checks "iri" formats.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
@@ -32,9 +34,11 @@ from .cli_args import (
     quiet_libraries,
     split_ref,
 )
+from .cli_i18n import argparse_words, translate_parser
 from .config import ENV_ROOT_DIR, Settings, local_username
 from .errors import CubeError, InvalidInput
 from .identity import Caller
+from .locale.messages import env_locale, localize
 from .serialize import to_jsonable
 from .workspace import Workspace
 
@@ -292,7 +296,9 @@ def access_changes(a: argparse.Namespace) -> dict[str, Any]:
         if a.burst is not None:
             changes["rate_limit"]["burst"] = a.burst
     elif a.burst is not None or a.per_key:
-        raise InvalidInput("--burst and --per-key go with --rps", "e.g. --rps 20 --burst 40")
+        raise InvalidInput(
+            _t("--burst and --per-key go with --rps"), _t("e.g. --rps 20 --burst 40")
+        )
     for field in ("allow", "deny"):
         given = getattr(a, field)
         if given is not None:
@@ -370,7 +376,8 @@ def model_alias(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     else:
         if a.version is None:
             raise InvalidInput(
-                "give the version to point the alias at", "cube-lab model alias NAME ALIAS VERSION"
+                _t("give the version to point the alias at"),
+                _t("cube-lab model alias NAME ALIAS VERSION"),
             )
         detail = ws.registry.set_alias(caller, project, a.name, a.alias, a.version)
         message = f"{a.name}@{a.alias} -> v{a.version}"
@@ -399,7 +406,8 @@ def model_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     project = _project(ws, caller, a)
     if not a.yes:
         raise InvalidInput(
-            f"deleting {a.ref} removes its artifacts for good", "Add --yes to confirm."
+            _t("deleting {ref} removes its artifacts for good", ref=a.ref),
+            _t("Add --yes to confirm."),
         )
     if ref:
         ws.registry.delete_version(caller, project, name, ref)
@@ -657,7 +665,7 @@ def pipeline_logs(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     node = next((n for n in run.nodes or [] if a.node in (n.id, n.label)), None)
     if node is None:
         raise InvalidInput(
-            f"run {a.run} has no node {a.node!r}",
+            _t("run {run} has no node {node!r}", run=a.run, node=a.node),
             "Nodes: " + ", ".join(n.label for n in run.nodes or []),
         )
     offset = 0
@@ -753,7 +761,7 @@ def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
 
         raise PipelineInvalid(problems)
     if a.submit and not a.host:
-        raise InvalidInput("--submit needs --host URL of the Kubeflow Pipelines API")
+        raise InvalidInput(_t("--submit needs --host URL of the Kubeflow Pipelines API"))
     name = path.with_suffix(".yaml").name
     output = output_target(
         a.output or str(path.with_suffix(".yaml")),
@@ -941,7 +949,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         cli_kserve.deploy(ws, caller, a)
         return
     if a.dry_run:
-        raise InvalidInput("--dry-run goes with --backend kubernetes")
+        raise InvalidInput(_t("--dry-run goes with --backend kubernetes"))
     name = a.name or split_ref(a.ref)[0]
     if a.switch:
         view = ws.serving.switch(caller, name, split_ref(a.ref)[1], project=a.project)
@@ -1378,15 +1386,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    locale = env_locale()  # LC_ALL / LC_MESSAGES / LANG: --help and errors in that language
+    with argparse_words(locale):
+        parser = build_parser()
+        translate_parser(parser, locale)
+        args = parser.parse_args(argv)
     as_json = bool(getattr(args, "json", False))
     # The one place the output contract is kept: with --json stdout carries one document
     # (print_json's) and everything else goes to stderr; libraries stay quiet unless -v.
     with quiet_libraries(args.verbose), json_stdout(as_json):
-        return _run(args, as_json)
+        return _run(args, as_json, locale)
 
 
-def _run(args: argparse.Namespace, as_json: bool) -> int:
+def _run(args: argparse.Namespace, as_json: bool, locale: str = "en") -> int:
     try:
         remote = None
         if not args.data_dir and not args.db_url:
@@ -1404,12 +1416,12 @@ def _run(args: argparse.Namespace, as_json: bool) -> int:
         finally:
             ws.close()
     except CubeError as exc:
-        print(f"cube-lab: error: {exc.error}", file=sys.stderr)
+        print(_t("cube-lab: error: {error}", error=exc.error).translated(locale), file=sys.stderr)
         problems = getattr(exc, "problems", None)
         if problems:
             _print_problems(problems)
         elif exc.detail:
-            print(f"  {exc.detail}", file=sys.stderr)
+            print(f"  {localize(exc.detail, locale)}", file=sys.stderr)
         if as_json and not json_printed():  # the REST API's error body, for scripts
             print_json(exc.to_json())
         return 2 if exc.status == 400 else 1

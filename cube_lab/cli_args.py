@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from .errors import InvalidInput
+from .locale.messages import _t
 
 
 def parse_pairs(pairs: list[str] | None, what: str, numeric: bool = False) -> dict[str, Any]:
@@ -27,12 +28,17 @@ def parse_pairs(pairs: list[str] | None, what: str, numeric: bool = False) -> di
     for pair in pairs or []:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise InvalidInput(f"invalid {what} {pair!r}", f"Write {what}s as KEY=VALUE.")
+            raise InvalidInput(
+                _t("invalid {what} {pair!r}", what=what, pair=pair),
+                _t("Write {what}s as KEY=VALUE.", what=what),
+            )
         if numeric:
             try:
                 out[key] = float(raw)
             except ValueError:
-                raise InvalidInput(f"{what} {key!r} must be a number, got {raw!r}") from None
+                raise InvalidInput(
+                    _t("{what} {key!r} must be a number, got {raw!r}", what=what, key=key, raw=raw)
+                ) from None
             continue
         try:
             value = json.loads(raw)
@@ -228,7 +234,7 @@ def output_target(raw: str, *, what: str, single: str | None, replace: bool = Fa
     """
     text = raw.strip()
     if not text:
-        raise InvalidInput("-o needs a path", "Pass a file name, a folder or a .zip.")
+        raise InvalidInput(_t("-o needs a path"), _t("Pass a file name, a folder or a .zip."))
     path = Path(text).expanduser()
     suffix = path.suffix.lower()
     kind: OutputKind
@@ -243,28 +249,38 @@ def output_target(raw: str, *, what: str, single: str | None, replace: bool = Fa
     stem = path.with_suffix("") if suffix else path
     if kind == "file" and single is None:
         raise InvalidInput(
-            f"{what} is several files, and -o {text} names one file",
-            f"Pass a folder (-o {stem}) or a .zip (-o {stem}.zip).",
+            _t("{what} is several files, and -o {text} names one file", what=what, text=text),
+            _t("Pass a folder (-o {stem}) or a .zip (-o {stem}.zip).", stem=stem),
         )
     if kind == "file" and single is not None:
         made = Path(single).suffix.lower()
         if made in FILE_SUFFIXES and suffix in FILE_SUFFIXES and not _same_kind(made, suffix):
             raise InvalidInput(
-                f"{what} is a {made} file, and -o {text} names a {suffix} file",
-                f"Name it {stem}{made}, or pass a folder or a .zip.",
+                _t(
+                    "{what} is a {made} file, and -o {text} names a {suffix} file",
+                    what=what,
+                    made=made,
+                    text=text,
+                    suffix=suffix,
+                ),
+                _t("Name it {stem}{made}, or pass a folder or a .zip.", stem=stem, made=made),
             )
     if kind == "folder" and single is None:
         if path.is_dir() and any(path.iterdir()):
             raise InvalidInput(
-                f"{path} already exists and is not empty",
-                "Choose another -o folder, or remove it.",
+                _t("{path} already exists and is not empty", path=path),
+                _t("Choose another -o folder, or remove it."),
             )
         if path.exists() and not path.is_dir():
-            raise InvalidInput(f"{path} already exists", "Choose another -o path or remove it.")
+            raise InvalidInput(
+                _t("{path} already exists", path=path), _t("Choose another -o path or remove it.")
+            )
         return Output(path, kind, None)
     target = path / str(single) if kind == "folder" else path
     if target.is_dir() or (target.exists() and not replace):
-        raise InvalidInput(f"{target} already exists", "Choose another -o path or remove it.")
+        raise InvalidInput(
+            _t("{target} already exists", target=target), _t("Choose another -o path or remove it.")
+        )
     return Output(path, kind, single)
 
 

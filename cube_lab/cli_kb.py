@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .cli_args import print_json
 from .errors import InvalidInput
 from .identity import Caller
+from .locale.messages import _t
 from .serialize import to_jsonable
 
 if TYPE_CHECKING:
@@ -129,15 +130,19 @@ def read_questions(raw: str) -> list[Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InvalidInput(f"{path} does not exist", "Give a .json or .jsonl file.") from None
+        raise InvalidInput(
+            _t("{path} does not exist", path=path), _t("Give a .json or .jsonl file.")
+        ) from None
     try:
         if path.suffix.lower() == ".jsonl":
             return [json.loads(line) for line in text.splitlines() if line.strip()]
         data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
+        raise InvalidInput(_t("{name} is not valid JSON", name=path.name), str(exc)) from None
     if not isinstance(data, list):
-        raise InvalidInput(f"{path.name} must hold a list of questions", '[{"question": ...}]')
+        raise InvalidInput(
+            _t("{name} must hold a list of questions", name=path.name), _t('[{{"question": ...}}]')
+        )
     return data
 
 

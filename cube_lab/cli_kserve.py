@@ -19,6 +19,7 @@ from . import accelerators
 from .cli_args import print_json, print_table
 from .errors import CubeError, NotFound
 from .identity import Caller
+from .locale.messages import _t
 from .workspace import Workspace
 
 
@@ -88,16 +89,27 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         print_json(got)
     if got.status == "failed":
         raise CubeError(
-            f"InferenceService {got.name} failed: {got.message}",
-            f"kubectl describe inferenceservice {got.name} -n {got.namespace}",
+            _t("InferenceService {name} failed: {message}", name=got.name, message=got.message),
+            _t(
+                "kubectl describe inferenceservice {name} -n {namespace}",
+                name=got.name,
+                namespace=got.namespace,
+            ),
         )
     if got.status != "ready":
         if a.wait == 0:
             print(f"{got.name}: submitted to namespace {got.namespace}", file=sys.stderr)
             return
         raise CubeError(
-            f"InferenceService {got.name} is not ready: {got.message}",
-            "It stays on the cluster; follow it with `cube-lab deployments --backend kubernetes`.",
+            _t(
+                "InferenceService {name} is not ready: {message}",
+                name=got.name,
+                message=got.message,
+            ),
+            _t(
+                "It stays on the cluster; follow it with `cube-lab deployments --backend "
+                "kubernetes`."
+            ),
         )
     if not a.json:
         print(got.url or "")
@@ -128,7 +140,13 @@ def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     from .serving import kserve_cluster
 
     if not asyncio.run(kserve_cluster.remove(a.name, a.namespace, _config(a))):
-        raise NotFound(f"no InferenceService {a.name!r} in namespace {a.namespace or 'default'}")
+        raise NotFound(
+            _t(
+                "no InferenceService {name!r} in namespace {value}",
+                name=a.name,
+                value=a.namespace or "default",
+            )
+        )
     if a.json:
         print_json({"deleted": a.name, "backend": "kubernetes"})
     else:
@@ -145,8 +163,8 @@ def action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         percent = int(a.percent)
     elif a.command not in ("promote", "rollback"):
         raise CubeError(
-            f"`deployment {a.command}` is for local deployments",
-            "On the cluster: kubectl logs / your Prometheus.",
+            _t("`deployment {command}` is for local deployments", command=a.command),
+            _t("On the cluster: kubectl logs / your Prometheus."),
         )
     got = asyncio.run(kserve_cluster.set_canary(a.name, a.namespace, percent, _config(a)))
     if a.json:

@@ -11,6 +11,7 @@ from typing import Any
 
 from .cli_args import print_json, print_table
 from .errors import CubeError, InvalidInput
+from .locale.messages import _t
 from .rest_client import ServiceClient, segment
 
 WHERE = "kserve/inferenceservices"
@@ -24,9 +25,15 @@ def refuse_local_options(a: argparse.Namespace, what: str) -> None:
     given = [flag for flag, key in flags if getattr(a, key, None)]
     if given:
         raise InvalidInput(
-            f"cube-lab {what} {' / '.join(given)} are not available under the hub",
-            "Leave them out: the cube-lab service deploys to its namespace, from your "
-            "project's registered files, with its own cluster credentials.",
+            _t(
+                "cube-lab {what} {value} are not available under the hub",
+                what=what,
+                value=" / ".join(given),
+            ),
+            _t(
+                "Leave them out: the cube-lab service deploys to its namespace, from your"
+                " project's registered files, with its own cluster credentials."
+            ),
         )
 
 
@@ -60,14 +67,27 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(got)
     if got["status"] == "failed":
-        raise CubeError(f"InferenceService {got['name']} failed: {got['message']}")
+        raise CubeError(
+            _t(
+                "InferenceService {name} failed: {message}",
+                name=got["name"],
+                message=got["message"],
+            )
+        )
     if got["status"] != "ready":
         if a.wait == 0:
             print(f"{got['name']}: submitted to namespace {got['namespace']}", file=sys.stderr)
             return
         raise CubeError(
-            f"InferenceService {got['name']} is not ready: {got.get('message') or 'rolling out'}",
-            "It stays on the cluster; follow it with `cube-lab deployments --backend kubernetes`.",
+            _t(
+                "InferenceService {name} is not ready: {value}",
+                name=got["name"],
+                value=got.get("message") or "rolling out",
+            ),
+            _t(
+                "It stays on the cluster; follow it with `cube-lab deployments --backend "
+                "kubernetes`."
+            ),
         )
     if not a.json:
         print(got.get("url") or "")
@@ -106,8 +126,8 @@ def action(client: ServiceClient, a: argparse.Namespace) -> None:
     refuse_local_options(a, f"deployment {a.command}")
     if a.command not in ("promote", "rollback", "traffic"):
         raise InvalidInput(
-            f"`deployment {a.command}` is for local deployments",
-            "On the cluster: kubectl logs / your Prometheus.",
+            _t("`deployment {command}` is for local deployments", command=a.command),
+            _t("On the cluster: kubectl logs / your Prometheus."),
         )
     body: dict[str, Any] = {"action": a.command}
     if a.command == "traffic":

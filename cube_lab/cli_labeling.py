@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .cli_args import output_target, print_json
 from .errors import InvalidInput
 from .identity import Caller
+from .locale.messages import _t
 from .serialize import to_jsonable
 
 if TYPE_CHECKING:
@@ -212,9 +213,9 @@ def read_import(raw: str) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InvalidInput(f"{path} does not exist") from None
+        raise InvalidInput(_t("{path} does not exist", path=path)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
+        raise InvalidInput(_t("{name} is not valid JSON", name=path.name), str(exc)) from None
 
 
 def show_imported(answer: dict[str, Any]) -> None:

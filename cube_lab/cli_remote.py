@@ -27,6 +27,7 @@ from . import cli, cli_kserve_remote
 from .cli_args import output_target, parse_pairs, print_json, split_ref
 from .config import ENV_ROOT_DIR
 from .errors import InvalidInput
+from .locale.messages import _t
 from .rest_client import ServiceClient, segment
 
 POLL_S = 0.25
@@ -52,9 +53,17 @@ def home() -> Path:
     raw = os.environ.get(ENV_ROOT_DIR)
     if not raw:
         raise InvalidInput(
-            f"${ENV_ROOT_DIR} is not set, so paths cannot be sent to the cube-lab service",
-            "Run cube-lab in a terminal or notebook of your JupyterHub server, or set "
-            f"{ENV_ROOT_DIR} to your home folder there.",
+            _t(
+                "${ENV_ROOT_DIR} is not set, so paths cannot be sent to the cube-lab service",
+                ENV_ROOT_DIR=ENV_ROOT_DIR,
+            ),
+            _t(
+                (
+                    "Run cube-lab in a terminal or notebook of your JupyterHub server, or set"
+                    " {ENV_ROOT_DIR} to your home folder there."
+                ),
+                ENV_ROOT_DIR=ENV_ROOT_DIR,
+            ),
         )
     return Path(os.path.abspath(Path(raw).expanduser()))
 
@@ -68,9 +77,14 @@ def relative(raw: str | os.PathLike[str], what: str = "path") -> str:
         if path.is_relative_to(base):
             return path.relative_to(base).as_posix() or "."
     raise InvalidInput(
-        f"{what} {str(raw)!r} is outside your home {root}",
-        "Under the hub cube-lab reaches only files in your home (the lab server's root, "
-        f"${ENV_ROOT_DIR}); copy or move it there first.",
+        _t("{what} {value!r} is outside your home {root}", what=what, value=str(raw), root=root),
+        _t(
+            (
+                "Under the hub cube-lab reaches only files in your home (the lab server's "
+                "root, ${ENV_ROOT_DIR}); copy or move it there first."
+            ),
+            ENV_ROOT_DIR=ENV_ROOT_DIR,
+        ),
     )
 
 
@@ -80,8 +94,8 @@ def personal_project(client: ServiceClient) -> str:
         if project.get("kind") == "personal" and project.get("role") == "owner":
             return str(project["name"])
     raise InvalidInput(
-        f"the cube-lab service names no personal project of {me.get('user')}",
-        "Pass --project NAME (see cube-lab project list).",
+        _t("the cube-lab service names no personal project of {value}", value=me.get("user")),
+        _t("Pass --project NAME (see cube-lab project list)."),
     )
 
 
@@ -145,7 +159,8 @@ def model_alias(client: ServiceClient, a: argparse.Namespace) -> None:
     else:
         if a.version is None:
             raise InvalidInput(
-                "give the version to point the alias at", "cube-lab model alias NAME ALIAS VERSION"
+                _t("give the version to point the alias at"),
+                _t("cube-lab model alias NAME ALIAS VERSION"),
             )
         detail = client.put(where, {"version": a.version})
         message = f"{a.name}@{a.alias} -> v{a.version}"
@@ -219,7 +234,8 @@ def model_delete(client: ServiceClient, a: argparse.Namespace) -> None:
     project = project_of(client, a)
     if not a.yes:
         raise InvalidInput(
-            f"deleting {a.ref} removes its artifacts for good", "Add --yes to confirm."
+            _t("deleting {ref} removes its artifacts for good", ref=a.ref),
+            _t("Add --yes to confirm."),
         )
     where = _model(project, name)
     client.delete(f"{where}/versions/{segment(ref)}" if ref else where)
@@ -428,7 +444,7 @@ def pipeline_logs(client: ServiceClient, a: argparse.Namespace) -> None:
     node = next((n for n in run.get("nodes") or [] if a.node in (n["id"], n["label"])), None)
     if node is None:
         raise InvalidInput(
-            f"run {a.run} has no node {a.node!r}",
+            _t("run {run} has no node {node!r}", run=a.run, node=a.node),
             "Nodes: " + ", ".join(n["label"] for n in run.get("nodes") or []),
         )
     _follow(client, f"pipelines/runs/{segment(a.run)}/nodes/{segment(node['id'])}", a.follow)
@@ -447,7 +463,7 @@ def pipeline_compile(client: ServiceClient, a: argparse.Namespace) -> None:
     local command writes it."""
 
     if a.submit and not a.host:
-        raise InvalidInput("--submit needs --host URL of the Kubeflow Pipelines API")
+        raise InvalidInput(_t("--submit needs --host URL of the Kubeflow Pipelines API"))
     path = Path(a.path)
     try:
         found = client.post("pipelines/compile", {"path": relative(path, "pipeline")})
@@ -511,8 +527,8 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
     status (as the local command does)."""
     if a.dry_run:
         raise InvalidInput(
-            "cube-lab train --dry-run is not available under the hub yet",
-            "Start the job without --dry-run, or look at it in the Training panel.",
+            _t("cube-lab train --dry-run is not available under the hub yet"),
+            _t("Start the job without --dry-run, or look at it in the Training panel."),
         )
     spec = cli._train_spec(a)
     workdir = relative(a.workdir or ".", "working directory")
@@ -744,15 +760,20 @@ def tune(client: ServiceClient, a: argparse.Namespace) -> None:
 
     if a.dry_run or a.namespace:
         raise InvalidInput(
-            "cube-lab tune --dry-run / --namespace are not available under the hub",
-            "Leave them out: the cube-lab service creates the Katib Experiment (--backend "
-            "kubernetes) in your project's namespace with its own cluster credentials.",
+            _t("cube-lab tune --dry-run / --namespace are not available under the hub"),
+            _t(
+                "Leave them out: the cube-lab service creates the Katib Experiment "
+                "(--backend kubernetes) in your project's namespace with its own cluster "
+                "credentials."
+            ),
         )
     path = Path(a.config)
     folder = relative(path.parent if str(path.parent) else ".", "config folder")
     config = _read_config(path)
     if not isinstance(config, dict):
-        raise InvalidInput(f"{path.name} must hold a mapping (an NNI experiment config)")
+        raise InvalidInput(
+            _t("{name} must hold a mapping (an NNI experiment config)", name=path.name)
+        )
     if a.max_trials:
         config["maxTrialNumber"] = a.max_trials
     if a.concurrency:
@@ -1163,7 +1184,7 @@ def run(client: ServiceClient, a: argparse.Namespace) -> None:
     fn = _remote(a.fn)
     if fn is None:
         raise InvalidInput(
-            f"`cube-lab {command_name(a)}` does not work under the hub yet",
+            _t("`cube-lab {value}` does not work under the hub yet", value=command_name(a)),
             "Under the hub these commands reach the cube-lab service: "
             + ", ".join(_names())
             + ". Use the cube-lab panels for the rest.",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .cli_args import print_json
 from .errors import InvalidInput
 from .identity import Caller
+from .locale.messages import _t
 
 if TYPE_CHECKING:
     from .tuning.engine import Engine, Trial
@@ -24,9 +25,9 @@ def _read_config(path: Path) -> Any:
     try:
         return yaml.safe_load(path.read_text())
     except FileNotFoundError:
-        raise InvalidInput(f"config file {str(path)!r} not found") from None
+        raise InvalidInput(_t("config file {value!r} not found", value=str(path))) from None
     except yaml.YAMLError as exc:
-        raise InvalidInput(f"{path.name} is not valid YAML", str(exc)) from None
+        raise InvalidInput(_t("{name} is not valid YAML", name=path.name), str(exc)) from None
 
 
 def _fmt(value: Any) -> str:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal
 
 from .errors import InvalidInput
+from .locale.messages import _t
 
 Absolute = Literal["refuse", "inside", "anchor"]
 MAX_NAME_BYTES = 255  # one component (NAME_MAX on Linux, macOS, ext4, xfs)
@@ -84,34 +85,46 @@ def check_text(raw: object, what: str = "path") -> str:
     if isinstance(raw, os.PathLike):
         raw = os.fspath(raw)
     if raw is None:
-        raise PathRefused(f"{what} is required", "Give a path (none was given).", "empty")
+        raise PathRefused(
+            _t("{what} is required", what=what), _t("Give a path (none was given)."), "empty"
+        )
     if not isinstance(raw, str):
         raise PathRefused(
-            f"{what} must be a string", f"got {type(raw).__name__}; give a path as text", "type"
+            _t("{what} must be a string", what=what),
+            _t("got {name__}; give a path as text", name__=type(raw).__name__),
+            "type",
         )
     if not raw.strip():
-        raise PathRefused(f"{what} is required", "Give a path (it is empty).", "empty")
+        raise PathRefused(
+            _t("{what} is required", what=what), _t("Give a path (it is empty)."), "empty"
+        )
     if "\0" in raw:
         raise PathRefused(
-            f"{what} {raw!r} holds a NUL byte",
-            "A file name cannot hold the character U+0000; remove it from the path.",
+            _t("{what} {raw!r} holds a NUL byte", what=what, raw=raw),
+            _t("A file name cannot hold the character U+0000; remove it from the path."),
             "nul",
         )
     try:
         encoded = os.fsencode(raw)
     except UnicodeError:
         raise PathRefused(
-            f"{what} {raw!r} is not valid text",
-            "It holds characters no file name can (lone UTF-16 surrogates); retype the path.",
+            _t("{what} {raw!r} is not valid text", what=what, raw=raw),
+            _t("It holds characters no file name can (lone UTF-16 surrogates); retype the path."),
             "encoding",
         ) from None
     if len(encoded) > MAX_PATH_BYTES or any(
         len(part) > MAX_NAME_BYTES for part in encoded.split(b"/")
     ):
         raise PathRefused(
-            f"{what} is too long",
-            f"A path may have at most {MAX_PATH_BYTES} bytes and each name in it "
-            f"{MAX_NAME_BYTES}; shorten it.",
+            _t("{what} is too long", what=what),
+            _t(
+                (
+                    "A path may have at most {MAX_PATH_BYTES} bytes and each name in it "
+                    "{MAX_NAME_BYTES}; shorten it."
+                ),
+                MAX_PATH_BYTES=MAX_PATH_BYTES,
+                MAX_NAME_BYTES=MAX_NAME_BYTES,
+            ),
             "length",
         )
     return raw
@@ -140,8 +153,8 @@ def resolve(
     if given.is_absolute():
         if absolute == "refuse":
             raise PathRefused(
-                f"{what} {text!r} is an absolute path",
-                f"Use a path relative to {'the pipeline file' if base else where}.",
+                _t("{what} {text!r} is an absolute path", what=what, text=text),
+                _t("Use a path relative to {value}.", value="the pipeline file" if base else where),
                 "absolute",
             )
         if absolute == "anchor":  # the file browser's "/models/x" is <root>/models/x
@@ -149,15 +162,21 @@ def resolve(
     resolved = real(start / given)  # an absolute ``given`` ("inside") replaces ``start``
     if not resolved.is_relative_to(root_real):
         raise PathRefused(
-            f"{what} {text!r} is outside {where}",
-            f"Give a path under {where} ({root_real}); '..' and symbolic links may not "
-            "lead out of it.",
+            _t("{what} {text!r} is outside {where}", what=what, text=text, where=where),
+            _t(
+                (
+                    "Give a path under {where} ({root_real}); '..' and symbolic links may not"
+                    " lead out of it."
+                ),
+                where=where,
+                root_real=root_real,
+            ),
             "outside",
         )
     if resolved == root_real and not allow_root:
         raise PathRefused(
-            f"{what} {text!r} is {where} itself",
-            f"Give a file or folder under {where}, not all of it.",
+            _t("{what} {text!r} is {where} itself", what=what, text=text, where=where),
+            _t("Give a file or folder under {where}, not all of it.", where=where),
             "root",
         )
     return resolved
@@ -263,13 +282,15 @@ def _open_inside(path: str | os.PathLike[str], bound: Path) -> BinaryIO:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise PathRefused(
-                f"{Path(path).name} is not a regular file", "Give a file or folder.", "type"
+                _t("{name} is not a regular file", name=Path(path).name),
+                _t("Give a file or folder."),
+                "type",
             )
         opened = _fd_path(fd) or real(path)
         if not opened.is_relative_to(bound):
             raise PathRefused(
-                f"{Path(path).name} leads outside {bound}",
-                "It is (or became) a symbolic link to a file elsewhere; copy the file in.",
+                _t("{name} leads outside {bound}", name=Path(path).name, bound=bound),
+                _t("It is (or became) a symbolic link to a file elsewhere; copy the file in."),
                 "outside",
             )
         return os.fdopen(fd, "rb")
@@ -341,8 +362,8 @@ def copy_tree(
     source_real = real(source)
     if not source_real.is_relative_to(bound):
         raise PathRefused(
-            f"{source.name} leads outside {bound}",
-            "It is a symbolic link to something elsewhere; give the real file or folder.",
+            _t("{name} leads outside {bound}", name=source.name, bound=bound),
+            _t("It is a symbolic link to something elsewhere; give the real file or folder."),
             "outside",
         )
     if not source_real.is_dir():
@@ -350,9 +371,14 @@ def copy_tree(
         return 1
     if real(target).is_relative_to(source_real):
         raise PathRefused(
-            f"cannot copy {source} into itself",
-            f"The copy would land at {target}, inside what is being copied; give a folder "
-            "that does not hold it.",
+            _t("cannot copy {source} into itself", source=source),
+            _t(
+                (
+                    "The copy would land at {target}, inside what is being copied; give a "
+                    "folder that does not hold it."
+                ),
+                target=target,
+            ),
             "root",
         )
     target.mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .locale.messages import _t
+
 if TYPE_CHECKING:
     from .labeling.dataset_service import DatasetRef
 
@@ -77,8 +79,8 @@ def create(
 
     if not isinstance(source, (str, os.PathLike)):
         raise InvalidInput(
-            f"a dataset's source is a path, not {type(source).__name__}",
-            'e.g. cube_lab.datasets.create("reviews", "reviews.csv")',
+            _t("a dataset's source is a path, not {name__}", name__=type(source).__name__),
+            _t('e.g. cube_lab.datasets.create("reviews", "reviews.csv")'),
         )
     body = {
         "name": name,
@@ -171,9 +173,15 @@ def _resolve_remote(
             from .errors import NotFound
 
             raise NotFound(
-                f"the source of dataset {name!r} cannot be read from here",
-                f"It is {source}, outside what this process can read; export a version of "
-                "it (a labeling project's export), which the cube-lab service hands out.",
+                _t("the source of dataset {name!r} cannot be read from here", name=name),
+                _t(
+                    (
+                        "It is {source}, outside what this process can read; export a version"
+                        " of it (a labeling project's export), which the cube-lab service "
+                        "hands out."
+                    ),
+                    source=source,
+                ),
             )
         return DatasetRef(view["project"], name, None, source, "source", view["kind"]), entry
     number = int(row["version"])
@@ -234,9 +242,11 @@ def _find_remote(client: Any, name: str, project: str | None) -> dict[str, Any]:
     rows = [d for d in client.get("datasets")["datasets"] if d["name"] == name]
     if not rows:
         raise NotFound(
-            f"dataset {name!r} not found in your projects",
-            "GET /cube/api/v1/datasets (or `cube-lab label datasets`) lists the datasets "
-            "you can see.",
+            _t("dataset {name!r} not found in your projects", name=name),
+            _t(
+                "GET /cube/api/v1/datasets (or `cube-lab label datasets`) lists the "
+                "datasets you can see."
+            ),
         )
     if len(rows) > 1:
         from .cli_remote import personal_project
@@ -246,8 +256,12 @@ def _find_remote(client: Any, name: str, project: str | None) -> dict[str, Any]:
             return mine[0]
         projects = sorted(r["project"] for r in rows)
         raise InvalidInput(
-            f"dataset {name!r} is in several of your projects: {', '.join(projects)}",
-            f"Say which: project={projects[0]!r}.",
+            _t(
+                "dataset {name!r} is in several of your projects: {value}",
+                name=name,
+                value=", ".join(projects),
+            ),
+            _t("Say which: project={value!r}.", value=projects[0]),
         )
     return rows[0]
 
@@ -265,9 +279,14 @@ def _pick_remote_version(view: dict[str, Any], version: int | str | None) -> Any
     if row is None:
         known = ", ".join(str(v["version"]) for v in versions) or "none yet"
         raise NotFound(
-            f"dataset {view['name']!r} has no version {version!r}",
-            f"Versions: {known}. An export of a labeling project creates one; "
-            "version=None takes the newest.",
+            _t("dataset {name!r} has no version {version!r}", name=view["name"], version=version),
+            _t(
+                (
+                    "Versions: {known}. An export of a labeling project creates one; "
+                    "version=None takes the newest."
+                ),
+                known=known,
+            ),
         )
     return row
 

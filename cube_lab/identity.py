@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput
+from .locale.messages import _t
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 NAME_RULE = (
@@ -23,7 +24,13 @@ class Caller:
 def check_name(value: object, what: str) -> str:
     """Validate a user-chosen name (model, project, alias) and say the rule when it fails."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{what} is required", f"Give a {what}; {NAME_RULE}.")
+        raise InvalidInput(
+            _t("{what} is required", what=what),
+            _t("Give a {what}; {NAME_RULE}.", what=what, NAME_RULE=NAME_RULE),
+        )
     if not NAME_RE.match(value):
-        raise InvalidInput(f"invalid {what} {value!r}", f"A {what} must {NAME_RULE}.")
+        raise InvalidInput(
+            _t("invalid {what} {value!r}", what=what, value=value),
+            _t("A {what} must {NAME_RULE}.", what=what, NAME_RULE=NAME_RULE),
+        )
     return value

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CubeError
+from .locale.messages import _t
 
 PREFIX = "cjt1"
 ENV_TOKEN = "CUBE_LAB_TOKEN"  # the job's token, in the job's environment
@@ -95,8 +96,8 @@ def load_secret(folder: Path) -> bytes:
         text = src.read().strip()
     if len(text) < 32:
         raise CubeError(
-            f"the job token secret {path} is too short",
-            "Delete it and restart the cube-lab service (running jobs' tokens end).",
+            _t("the job token secret {path} is too short", path=path),
+            _t("Delete it and restart the cube-lab service (running jobs' tokens end)."),
         )
     return text.encode("ascii")
 
@@ -150,9 +151,11 @@ class Issuer:
 
 def _refused(why: str) -> InvalidJobToken:
     return InvalidJobToken(
-        f"the cube-lab service refused the job token: {why}",
-        "A job's token ($CUBE_LAB_TOKEN) works only inside the job the service started, "
-        "while that job runs. Outside a job, use your own hub token.",
+        _t("the cube-lab service refused the job token: {why}", why=why),
+        _t(
+            "A job's token ($CUBE_LAB_TOKEN) works only inside the job the service "
+            "started, while that job runs. Outside a job, use your own hub token."
+        ),
     )
 
 

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from .config import ENV_SERVICE_URL
 from .errors import Conflict, CubeError, Forbidden, InvalidInput, NotFound, StoreUnavailable
+from .locale.messages import accept_language, env_locale
 
 API = "cube/api/v1/"
 ENV_TOKEN = "JUPYTERHUB_API_TOKEN"
@@ -165,7 +166,11 @@ class ServiceClient:
         timeout: float | None = None,
     ) -> Any:
         url = self.url(path, params)
-        headers = {"Authorization": f"token {self.token}", "Accept": "application/json"}
+        headers = {
+            "Authorization": f"token {self.token}",
+            "Accept": "application/json",
+            "Accept-Language": accept_language(env_locale()),  # the service's errors in LANG
+        }
         data = None
         if body is not None:
             data = json.dumps(body).encode()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import StoreUnavailable
+from .locale.messages import _t
 
 if TYPE_CHECKING:
     from .kb.service import KnowledgeBaseService
@@ -151,8 +152,12 @@ def _open_store(settings: Settings) -> Store:
         store.migrate()
     except (OSError, SQLAlchemyError) as exc:
         raise StoreUnavailable(
-            f"cannot open the cube-lab database {settings.store_label}: {exc}",
-            "Check --db-url / CUBE_LAB_DB_URL and --data-dir / CUBE_LAB_DATA_DIR.",
+            _t(
+                "cannot open the cube-lab database {store_label}: {exc}",
+                store_label=settings.store_label,
+                exc=exc,
+            ),
+            _t("Check --db-url / CUBE_LAB_DB_URL and --data-dir / CUBE_LAB_DATA_DIR."),
         ) from exc
     return store
 

@@ -75,6 +75,11 @@ SHAPES = {
     "_np": ("ctx", "msgid", "plural"),
 }
 PLACEHOLDER = re.compile(r"%(\d+)")
+# The named fields of a server message's ``str.format`` template (``{name}``, ``{name!r}``,
+# ``{n:g}``); ``{{`` and ``}}`` are literal braces.
+# argparse's own (Python's %-format): ``%s``, ``%r``, ``%(prog)s``; a help text's ``%(default)s``.
+PERCENT = re.compile(r"%(?:\([a-z_]+\))?[rsd]")
+FIELD = re.compile(r"(?<!\{)\{([A-Za-z_]\w*(?:![rsa])?(?::[^{}]*)?)\}")
 # Calls like ``trans.__(taskTypeLabel(t))`` translate a message id made elsewhere: the ids such
 # a call can get, by the file that holds them as literals (checked: each must still be there).
 DYNAMIC: dict[str, list[str]] = {
@@ -455,6 +460,49 @@ def extract_node_kinds(package: Path, rel_root: Path) -> tuple[list[Message], li
     return messages, []
 
 
+def extract_server_messages(package: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
+    """The server's messages a person reads: every ``_t("...")`` of the package's modules
+    (cube_lab/locale/messages.py: REST ``error``/``detail`` texts and CLI messages, which the
+    handlers and the CLI translate to the reader's locale). Its argument must be a literal."""
+    import ast
+
+    messages: list[Message] = []
+    errors: list[str] = []
+    for path in sorted(package.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        source = _read(path)
+        if "_t(" not in source:
+            continue
+        rel = path.relative_to(rel_root).as_posix()
+        for node in ast.walk(_parse(source, str(path))):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "_t"
+            ):
+                continue
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                messages.append(Message(first.value, where=[f"{rel}:{node.lineno}"]))
+            else:
+                errors.append(f"{rel}:{node.lineno}: _t() needs a string literal message id")
+    return messages, errors
+
+
+def extract_cli_texts(package: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
+    """``cube-lab --help``'s texts, as the parser holds them (cube_lab/cli_i18n.py translates
+    them by LANG), and argparse's own headings and errors."""
+    from cube_lab import cli, cli_i18n
+
+    where = (package / "cli.py").relative_to(rel_root).as_posix()
+    i18n = (package / "cli_i18n.py").relative_to(rel_root).as_posix()
+    texts = cli_i18n.parser_texts(cli.build_parser())
+    messages = [Message(t, where=[f"{where}:0"]) for t in texts]
+    messages += [Message(t, where=[f"{i18n}:0"]) for t in cli_i18n.ARGPARSE_TEXTS]
+    return messages, []
+
+
 def extract(
     src: Path = SRC,
     dynamic: dict[str, list[str]] | None = None,
@@ -480,6 +528,8 @@ def extract(
             (TEMPLATES, ROOT, extract_templates),
             (PACKAGE, ROOT, extract_node_kinds),
             (HUB_TEMPLATES, ROOT, extract_hub_pages),
+            (PACKAGE, ROOT, extract_server_messages),
+            (PACKAGE, ROOT, extract_cli_texts),
         ]
     for path, rel, reader in parts:
         messages, errs = reader(path, rel)
@@ -571,7 +621,10 @@ def _blank_comments(text: str) -> str:
 
 
 def placeholders(text: str) -> set[str]:
-    return set(PLACEHOLDER.findall(text))
+    """The placeholders a translation must keep: ``%1``, ``%2``... (the front end's, the hub
+    pages') and the named fields of the server's ``_t`` templates."""
+    fields = {"{" + f + "}" for f in FIELD.findall(text.replace("{{", "").replace("}}", ""))}
+    return set(PLACEHOLDER.findall(text)) | fields | set(PERCENT.findall(text.replace("%%", "")))
 
 
 # -- PO files (babel) ---------------------------------------------------------------------

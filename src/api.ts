@@ -6,6 +6,7 @@
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
+import { uiLanguage, uiTrans } from './locale';
 
 import {
   IServiceSession,
@@ -222,6 +223,11 @@ export function formatDetail(detail: unknown): string {
   }
 }
 
+/** The `Accept-Language` asking for `language` first, then English. */
+export function acceptLanguage(language: string): string {
+  return language.startsWith('en') ? language : `${language}, en;q=0.5`;
+}
+
 /** Turn anything thrown into `{error, detail}` for display. */
 export function describeError(err: unknown): { error: string; detail: string } {
   if (err instanceof CubeApiError) {
@@ -298,17 +304,22 @@ export async function requestAPI<T = unknown>(
   const url = apiUrl(path, s);
   const { body, ...rest } = init;
   const request: RequestInit = { ...rest };
+  // the server's error messages in JupyterLab's language (cube_lab/locale/messages.py)
+  const headers: Record<string, string> = {
+    'Accept-Language': acceptLanguage(uiLanguage())
+  };
   if (body !== undefined && body !== null) {
     if (isPlainObject(body)) {
       request.body = JSON.stringify(body);
-      request.headers = {
-        'Content-Type': 'application/json',
-        ...(init.headers as Record<string, string> | undefined)
-      };
+      headers['Content-Type'] = 'application/json';
     } else {
       request.body = body as BodyInit;
     }
   }
+  request.headers = {
+    ...headers,
+    ...(init.headers as Record<string, string> | undefined)
+  };
 
   let response: Response | null = null;
   const direct = settings ? null : await serviceSession();
@@ -320,10 +331,11 @@ export async function requestAPI<T = unknown>(
   } catch (reason) {
     const message =
       reason instanceof Error ? reason.message : String(reason ?? '');
+    const trans = uiTrans();
     throw new CubeApiError(
       0,
-      'Cannot reach the Jupyter server',
-      message || 'Check that the server is running and try again.',
+      trans.__('Cannot reach the Jupyter server'),
+      message || trans.__('Check that the server is running and try again.'),
       url
     );
   }

@@ -2,6 +2,8 @@
  * Display helpers: sizes, times, metric values.
  */
 
+import { uiLanguage } from './locale';
+
 const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
 /** Human readable size in binary units, e.g. 1536 -> "1.5 KiB". */
@@ -175,8 +177,5 @@ export function lowerIsBetter(metric: string): boolean {
 }
 
 function pageLocale(): string {
-  if (typeof document !== 'undefined' && document.documentElement.lang) {
-    return document.documentElement.lang;
-  }
-  return 'en';
+  return uiLanguage();
 }

@@ -9,6 +9,7 @@ import {
 } from '@jupyterlab/application';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
+import { setUiTranslator } from './locale';
 
 import { deploymentsPlugin } from './panels/deployments';
 import { linksPlugin } from './links';
@@ -43,6 +44,7 @@ const sidebarPlugin: JupyterFrontEndPlugin<ICubeSidebar> = {
     settingRegistry: ISettingRegistry | null,
     restorer: ILayoutRestorer | null
   ): ICubeSidebar => {
+    setUiTranslator(translator); // Intl dates and the REST client follow JupyterLab's language
     const settings = new CubeSettings();
     const sidebar = new CubeSidebar({
       settings,

@@ -28,6 +28,8 @@ from tornado import web
 from .. import containment
 from ..errors import CubeError, InvalidInput
 from ..identity import Caller
+from ..locale import negotiate
+from ..locale.messages import _t, localize
 from ..serialize import to_jsonable
 from ..workspace import Workspace
 from .inputs import INT64_MAX, content_disposition, parse_int, parse_json
@@ -100,14 +102,18 @@ class CubeHandler(APIHandler):
         for index, segment in enumerate([*self.path_args, *self.path_kwargs.values()]):
             if isinstance(segment, str) and "\x00" in segment:
                 raise InvalidInput(
-                    f"URL path segment {index + 1} holds a NUL byte (%00): {segment!r}",
-                    "Remove the NUL character from the URL.",
+                    _t(
+                        "URL path segment {value} holds a NUL byte (%00): {segment!r}",
+                        value=index + 1,
+                        segment=segment,
+                    ),
+                    _t("Remove the NUL character from the URL."),
                 )
         for name, values in self.request.query_arguments.items():
             if "\x00" in name or any(b"\x00" in v for v in values):
                 raise InvalidInput(
-                    f"query parameter {name!r} holds a NUL byte (%00)",
-                    "Remove the NUL character from the query string.",
+                    _t("query parameter {name!r} holds a NUL byte (%00)", name=name),
+                    _t("Remove the NUL character from the query string."),
                 )
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -120,7 +126,8 @@ class CubeHandler(APIHandler):
         body = parse_json(self.request.body)
         if not isinstance(body, dict):
             raise InvalidInput(
-                "the request body must be a JSON object", f"got {type(body).__name__}"
+                _t("the request body must be a JSON object"),
+                _t("got {name__}", name__=type(body).__name__),
             )
         return body
 
@@ -132,7 +139,10 @@ class CubeHandler(APIHandler):
             return True
         if value.lower() in ("0", "false", "no"):
             return False
-        raise InvalidInput(f"query parameter {name!r} must be true or false", f"got {value!r}")
+        raise InvalidInput(
+            _t("query parameter {name!r} must be true or false", name=name),
+            _t("got {value!r}", value=value),
+        )
 
     def query_int(self, name: str, default: int, *, low: int = 0, high: int = INT64_MAX) -> int:
         value = self.get_query_argument(name, None)
@@ -160,7 +170,8 @@ class CubeHandler(APIHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, CubeError):
-            body = exc.to_json()
+            # the reader's language (the lab front end sends JupyterLab's as Accept-Language)
+            body = localize(exc.to_json(), negotiate(self.request.headers.get("Accept-Language")))
         elif isinstance(exc, web.HTTPError):
             body = {"error": exc.log_message or self._reason, "detail": None}
         else:

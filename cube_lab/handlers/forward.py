@@ -34,11 +34,12 @@ from tornado.http1connection import (
 from tornado.tcpclient import TCPClient
 
 from ..errors import CubeError
+from ..locale.messages import _t
 from . import API
 
 SERVICE = "cube_lab.service"  # settings key: (service base URL, token)
 CONNECTIONS = "cube_lab.service_connections"  # settings key: the ServiceConnections to it
-PASSED_REQUEST_HEADERS = ("Content-Type", "Accept", "Range", "If-None-Match")
+PASSED_REQUEST_HEADERS = ("Content-Type", "Accept", "Accept-Language", "Range", "If-None-Match")
 PASSED_RESPONSE_HEADERS = (
     "Content-Type",
     "Content-Disposition",
@@ -244,8 +245,12 @@ class ForwardHandler(APIHandler):
                 stream, reused = await pool.take()
             except (OSError, iostream.StreamClosedError, TimeoutError) as exc:
                 raise ServiceUnavailable(
-                    "the cube-lab service cannot be reached",
-                    f"{base}: {exc}. It runs beside the hub; ask the hub's admin to check it.",
+                    _t("the cube-lab service cannot be reached"),
+                    _t(
+                        "{base}: {exc}. It runs beside the hub; ask the hub's admin to check it.",
+                        base=base,
+                        exc=exc,
+                    ),
                 ) from None
             expired: list[bool] = []
             deadline = loop.call_later(ANSWER_TIMEOUT_S, _expire, stream, expired)
@@ -272,14 +277,21 @@ class ForwardHandler(APIHandler):
                 return
             if expired:
                 raise ServiceTimeout(
-                    "the cube-lab service did not answer in time",
-                    f"{base}: nothing within {ANSWER_TIMEOUT_S} s; ask the hub's admin.",
+                    _t("the cube-lab service did not answer in time"),
+                    _t(
+                        "{base}: nothing within {ANSWER_TIMEOUT_S} s; ask the hub's admin.",
+                        base=base,
+                        ANSWER_TIMEOUT_S=ANSWER_TIMEOUT_S,
+                    ),
                 )
             if reused and attempt == 1 and method in IDEMPOTENT:
                 continue  # the service closed it while it lay idle: once more, on a new one
             raise ServiceUnavailable(
-                "the cube-lab service closed the connection before it answered",
-                f"{base}: it may have restarted; try again, or ask the hub's admin to check it.",
+                _t("the cube-lab service closed the connection before it answered"),
+                _t(
+                    "{base}: it may have restarted; try again, or ask the hub's admin to check it.",
+                    base=base,
+                ),
             )
         if relay.reusable and not stream.closed():
             pool.give_back(stream)

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import InvalidInput, NotFound
+from ..locale.messages import _t
 
 INT64_MAX = 2**63 - 1  # the largest integer SQLite and PostgreSQL (bigint) hold
 INT64_MIN = -(2**63)
@@ -32,32 +33,45 @@ def check_json_value(value: Any, what: str = "the request body") -> None:
         if isinstance(item, str):
             if "\x00" in item:
                 raise InvalidInput(
-                    f"{where} holds a NUL byte (\\u0000)",
-                    "Remove the NUL character; no name, path or text may contain one.",
+                    _t("{where} holds a NUL byte (\\u0000)", where=where),
+                    _t("Remove the NUL character; no name, path or text may contain one."),
                 )
         elif isinstance(item, bool) or item is None:
             pass
         elif isinstance(item, int):
             if not INT64_MIN <= item <= INT64_MAX:
                 raise InvalidInput(
-                    f"{where} is out of range: {item}",
-                    f"Integers must lie between {INT64_MIN} and {INT64_MAX}.",
+                    _t("{where} is out of range: {item}", where=where, item=item),
+                    _t(
+                        "Integers must lie between {INT64_MIN} and {INT64_MAX}.",
+                        INT64_MIN=INT64_MIN,
+                        INT64_MAX=INT64_MAX,
+                    ),
                 )
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise InvalidInput(f"{where} is not a finite number", "Give a finite number.")
+                raise InvalidInput(
+                    _t("{where} is not a finite number", where=where), _t("Give a finite number.")
+                )
         elif isinstance(item, dict | list):
             if depth >= MAX_JSON_DEPTH:
                 raise InvalidInput(
-                    f"{where} is nested too deeply",
-                    f"Objects and arrays may nest at most {MAX_JSON_DEPTH} levels.",
+                    _t("{where} is nested too deeply", where=where),
+                    _t(
+                        "Objects and arrays may nest at most {MAX_JSON_DEPTH} levels.",
+                        MAX_JSON_DEPTH=MAX_JSON_DEPTH,
+                    ),
                 )
             pairs = item.items() if isinstance(item, dict) else enumerate(item)
             for key, child in pairs:
                 if isinstance(key, str) and "\x00" in key:
                     raise InvalidInput(
-                        f"{where} has a key holding a NUL byte (\\u0000): {key!r}",
-                        "Remove the NUL character from the key.",
+                        _t(
+                            "{where} has a key holding a NUL byte (\\u0000): {key!r}",
+                            where=where,
+                            key=key,
+                        ),
+                        _t("Remove the NUL character from the key."),
                     )
                 stack.append((child, _field(path, key), depth + 1))
 
@@ -71,11 +85,14 @@ def parse_json(raw: bytes | str, what: str = "the request body") -> Any:
     try:
         value = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
-        raise InvalidInput(f"{what} is not valid JSON", str(exc)) from None
+        raise InvalidInput(_t("{what} is not valid JSON", what=what), str(exc)) from None
     except RecursionError:
         raise InvalidInput(
-            f"{what} is nested too deeply",
-            f"Objects and arrays may nest at most {MAX_JSON_DEPTH} levels.",
+            _t("{what} is nested too deeply", what=what),
+            _t(
+                "Objects and arrays may nest at most {MAX_JSON_DEPTH} levels.",
+                MAX_JSON_DEPTH=MAX_JSON_DEPTH,
+            ),
         ) from None
     check_json_value(value, what)
     return value
@@ -92,9 +109,12 @@ def parse_int(raw: object, name: str, *, low: int = 0, high: int = INT64_MAX) ->
     else:
         value = None
     if value is None:
-        raise InvalidInput(f"{name} must be an integer", f"got {raw!r}")
+        raise InvalidInput(_t("{name} must be an integer", name=name), _t("got {raw!r}", raw=raw))
     if not low <= value <= high:
-        raise InvalidInput(f"{name} must be from {low} to {high}", f"got {value}")
+        raise InvalidInput(
+            _t("{name} must be from {low} to {high}", name=name, low=low, high=high),
+            _t("got {value}", value=value),
+        )
     return value
 
 
@@ -104,7 +124,10 @@ def path_id(raw: str, what: str) -> int:
     names nothing."""
     if raw.isascii() and raw.isdigit() and len(raw) <= 19 and int(raw) <= INT64_MAX:
         return int(raw)
-    raise NotFound(f"no {what} {raw!r}", f"A {what} id is a whole number up to {INT64_MAX}.")
+    raise NotFound(
+        _t("no {what} {raw!r}", what=what, raw=raw),
+        _t("A {what} id is a whole number up to {INT64_MAX}.", what=what, INT64_MAX=INT64_MAX),
+    )
 
 
 _UNSAFE_FALLBACK = re.compile(r"[^A-Za-z0-9._ ()+=@~!#$&^{}\[\]-]")

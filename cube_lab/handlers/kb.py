@@ -15,6 +15,7 @@ from tornado import web
 
 from ..errors import InvalidInput
 from ..kb.service import UPLOAD
+from ..locale.messages import _t
 from ..serialize import to_jsonable
 from .base import CubeHandler
 
@@ -24,11 +25,15 @@ CREATE_FIELDS = {"project", "name", "chunking", "chunk_size", "overlap", "model"
 def _check_fields(body: dict[str, Any], known: set[str], required: tuple[str, ...] = ()) -> None:
     unknown = sorted(set(body) - known)
     if unknown:
-        raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(sorted(known))}")
+        raise InvalidInput(
+            _t("unknown fields {unknown}", unknown=unknown),
+            _t("Known: {value}", value=", ".join(sorted(known))),
+        )
     for key in required:
         if body.get(key) in (None, "", []):
             raise InvalidInput(
-                f"{key} is required", f"Give {key} in the JSON body; fields: {sorted(known)}"
+                _t("{key} is required", key=key),
+                _t("Give {key} in the JSON body; fields: {value}", key=key, value=sorted(known)),
             )
 
 
@@ -109,12 +114,16 @@ class SourcesHandler(KnowledgeBaseHandler):
         _check_fields(body, {"paths", "documents"})
         paths, documents = body.get("paths") or [], body.get("documents") or []
         if not isinstance(paths, list):
-            raise InvalidInput("paths must be a list", 'e.g. {"paths": ["docs", "notes.md"]}')
+            raise InvalidInput(
+                _t("paths must be a list"), _t('e.g. {{"paths": ["docs", "notes.md"]}}')
+            )
         if not paths and not documents:
             raise InvalidInput(
-                "nothing to add: give paths or documents",
-                'e.g. {"paths": ["docs"]} (files or folders under your root) or '
-                '{"documents": [{"name": "notes.md", "content": "..."}]}',
+                _t("nothing to add: give paths or documents"),
+                _t(
+                    'e.g. {{"paths": ["docs"]}} (files or folders under your root) or '
+                    '{{"documents": [{{"name": "notes.md", "content": "..."}}]}}'
+                ),
             )
         resolved = [self.resolve(raw, what=f"paths[{n}]")[0] for n, raw in enumerate(paths)]
         record = await self.call(
@@ -136,8 +145,8 @@ class SourcesHandler(KnowledgeBaseHandler):
         raw = self.get_query_argument("source", None)
         if not raw:
             raise InvalidInput(
-                "query parameter 'source' is required",
-                "e.g. DELETE .../sources?source=docs/notes.md (GET .../sources lists them)",
+                _t("query parameter 'source' is required"),
+                _t("e.g. DELETE .../sources?source=docs/notes.md (GET .../sources lists them)"),
             )
         removed = await self.call(
             self.kb.remove, self.caller, project, name, self.stored_source(raw)
@@ -179,7 +188,7 @@ class EvaluateHandler(KnowledgeBaseHandler):
         questions = body["questions"]
         if not isinstance(questions, list):
             raise InvalidInput(
-                "questions must be a list", '[{"question": "...", "source": "docs/a.md"}]'
+                _t("questions must be a list"), _t('[{{"question": "...", "source": "docs/a.md"}}]')
             )
         stored = []
         for n, q in enumerate(questions):

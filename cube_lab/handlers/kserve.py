@@ -9,6 +9,7 @@ from tornado import web
 
 from ..errors import InvalidInput
 from ..k8s import ClusterConfig
+from ..locale.messages import _t
 from ..serving import kserve_service
 from .base import CubeHandler
 
@@ -35,12 +36,17 @@ class InferenceServicesHandler(KServeHandler):
         body = self.json_body()
         unknown = sorted(set(body) - set(_DEPLOY_FIELDS))
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(_DEPLOY_FIELDS)}")
+            raise InvalidInput(
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: {value}", value=", ".join(_DEPLOY_FIELDS)),
+            )
         if not isinstance(body.get("model"), str):
-            raise InvalidInput("model is required: MODEL or MODEL:VERSION", "e.g. iris:3")
+            raise InvalidInput(_t("model is required: MODEL or MODEL:VERSION"), _t("e.g. iris:3"))
         for key in ("name", "project", "cpu", "memory", "gpu_type"):
             if body.get(key) is not None and not isinstance(body[key], str):
-                raise InvalidInput(f"{key} must be a string", f"got {body[key]!r}")
+                raise InvalidInput(
+                    _t("{key} must be a string", key=key), _t("got {value!r}", value=body[key])
+                )
         options: dict[str, Any] = {k: body[k] for k in _DEPLOY_FIELDS[1:] if k in body}
         found = await kserve_service.deploy(
             self.workspace, self.caller, body["model"], self.cluster, **options
@@ -65,7 +71,9 @@ class InferenceServiceTrafficHandler(KServeHandler):
         body = self.json_body()
         unknown = sorted(set(body) - {"action", "percent"})
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", "Known: action, percent")
+            raise InvalidInput(
+                _t("unknown fields {unknown}", unknown=unknown), _t("Known: action, percent")
+            )
         found = await kserve_service.traffic(
             self.workspace,
             self.caller,

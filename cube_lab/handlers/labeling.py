@@ -12,6 +12,7 @@ from tornado import web
 from .. import containment
 from ..errors import InvalidInput
 from ..labeling.views import FileDownload
+from ..locale.messages import _t
 from .base import CubeHandler
 from .inputs import path_id
 
@@ -21,10 +22,13 @@ CHUNK = 1 << 20
 def _check_fields(body: dict[str, Any], known: set[str], required: tuple[str, ...] = ()) -> None:
     unknown = sorted(set(body) - known)
     if unknown:
-        raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(sorted(known))}")
+        raise InvalidInput(
+            _t("unknown fields {unknown}", unknown=unknown),
+            _t("Known: {value}", value=", ".join(sorted(known))),
+        )
     for key in required:
         if body.get(key) in (None, ""):
-            raise InvalidInput(f"{key} is required")
+            raise InvalidInput(_t("{key} is required", key=key))
 
 
 def _zip_or_file(found: FileDownload) -> tuple[IO[bytes], str, str]:
@@ -242,7 +246,9 @@ class TaskHandler(LabelingHandler):
         body = self.json_body()
         _check_fields(body, {"result", "submit"})
         if "result" not in body:
-            raise InvalidInput("result is required", 'e.g. {"result": {"labels": ["cat"]}}')
+            raise InvalidInput(
+                _t("result is required"), _t('e.g. {{"result": {{"labels": ["cat"]}}}}')
+            )
         task = await self.call(
             self.workspace.labeling.save,
             self.caller,

@@ -8,6 +8,7 @@ from tornado import web
 
 from .. import containment
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from ..registry.service import UNSET
 from ..registry.views import Download
 from .base import CubeHandler
@@ -48,15 +49,15 @@ class ModelsHandler(CubeHandler):
         unknown = sorted(set(body) - {"name", "path", *REGISTER_FIELDS})
         if unknown:
             raise InvalidInput(
-                f"unknown fields {unknown}",
-                f"Known fields: name, path, {', '.join(REGISTER_FIELDS)}.",
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known fields: name, path, {value}.", value=", ".join(REGISTER_FIELDS)),
             )
         # a leading "/" is the root, as the file browser writes it
         path, _ = self.resolve(body.get("path"), absolute="anchor", allow_root=False)
         if not path.exists():  # say it in the client's terms, not the server's absolute path
             raise InvalidInput(
-                f"path {body.get('path')!r} does not exist",
-                "Give a file or folder relative to the server root.",
+                _t("path {value!r} does not exist", value=body.get("path")),
+                _t("Give a file or folder relative to the server root."),
             )
         version = await self.call(
             self.workspace.registry.register,
@@ -174,7 +175,7 @@ class AliasHandler(CubeHandler):
     async def put(self, project: str, name: str, alias: str) -> None:
         body = self.json_body()
         if "version" not in body:
-            raise InvalidInput("version is required", 'e.g. {"version": 3}')
+            raise InvalidInput(_t("version is required"), _t('e.g. {{"version": 3}}'))
         self.reply(
             await self.call(
                 self.workspace.registry.set_alias,

@@ -12,6 +12,7 @@ from typing import Any
 from tornado import web
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from ..pipelines import catalogs
 from ..pipelines.nodekinds import node_kinds
 from .base import CubeHandler
@@ -32,7 +33,7 @@ class PipelineHandler(CubeHandler):
     def pipeline_path(self, raw: object) -> Path:
         path, self._root = self.resolve(raw, absolute="anchor")
         if path.suffix != ".pipeline":
-            raise InvalidInput(f"{raw!r} is not a .pipeline file")
+            raise InvalidInput(_t("{raw!r} is not a .pipeline file", raw=raw))
         return path
 
 
@@ -82,7 +83,9 @@ class CompileHandler(PipelineHandler):
         body = self.json_body()
         target = body.get("target", "kfp")
         if target != "kfp":
-            raise InvalidInput(f"unknown target {target!r}", "The only target is 'kfp'.")
+            raise InvalidInput(
+                _t("unknown target {target!r}", target=target), _t("The only target is 'kfp'.")
+            )
         path = self.pipeline_path(body.get("path"))
         self.reply(await self.call(compile_kfp, self.workspace, path, self.root))
 
@@ -107,15 +110,18 @@ class RunsHandler(PipelineHandler):
         body = self.json_body()
         unknown = sorted(set(body) - {"path", *RUN_FIELDS})
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", f"Known: path, {', '.join(RUN_FIELDS)}")
+            raise InvalidInput(
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: path, {value}", value=", ".join(RUN_FIELDS)),
+            )
         params = body.get("params") or {}
         if not isinstance(params, dict):
-            raise InvalidInput("params must be an object of name -> value")
+            raise InvalidInput(_t("params must be an object of name -> value"))
         parallelism = body.get("parallelism")
         if parallelism is not None and (
             isinstance(parallelism, bool) or not isinstance(parallelism, int)
         ):
-            raise InvalidInput("parallelism must be a whole number")
+            raise InvalidInput(_t("parallelism must be a whole number"))
         service = self.workspace.pipelines
         runner, recorder = await self.call(
             service.prepare,
@@ -266,7 +272,8 @@ class SchedulesHandler(PipelineHandler):
         unknown = sorted(set(body) - {"path", "cron", *SCHEDULE_FIELDS})
         if unknown:
             raise InvalidInput(
-                f"unknown fields {unknown}", f"Known: path, cron, {', '.join(SCHEDULE_FIELDS)}"
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: path, cron, {value}", value=", ".join(SCHEDULE_FIELDS)),
             )
         path = self.pipeline_path(body.get("path"))
         view = await self.call(
@@ -286,8 +293,8 @@ class ScheduleHandler(PipelineHandler):
         body = self.json_body()
         if set(body) != {"enabled"}:
             raise InvalidInput(
-                "only 'enabled' can be changed",
-                "Delete and create the schedule again to change the rest.",
+                _t("only 'enabled' can be changed"),
+                _t("Delete and create the schedule again to change the rest."),
             )
         self.reply(
             await self.call(

@@ -11,6 +11,7 @@ from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 from ..errors import Conflict, InvalidInput
+from ..locale.messages import _t
 from .base import CubeHandler
 
 _DEPLOY_FIELDS = {
@@ -45,12 +46,17 @@ class DeploymentsHandler(CubeHandler):
         body = self.json_body()
         unknown = sorted(set(body) - _DEPLOY_FIELDS)
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", f"Known: {sorted(_DEPLOY_FIELDS)}")
+            raise InvalidInput(
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: {value}", value=sorted(_DEPLOY_FIELDS)),
+            )
         if body.get("backend", "local") != "local":
             raise InvalidInput(
-                "POST /deployments deploys on this server",
-                "For KServe POST /cube/api/v1/kserve/inferenceservices (the server deploys with "
-                "its own cluster credentials).",
+                _t("POST /deployments deploys on this server"),
+                _t(
+                    "For KServe POST /cube/api/v1/kserve/inferenceservices (the server "
+                    "deploys with its own cluster credentials)."
+                ),
             )
         view = await self.call(
             self.workspace.serving.deploy,
@@ -94,11 +100,14 @@ class TrafficHandler(CubeHandler):
         caller = self.caller
         if action not in _TRAFFIC_ACTIONS:
             raise InvalidInput(
-                f"unknown action {action!r}", f"Use one of {list(_TRAFFIC_ACTIONS)}."
+                _t("unknown action {action!r}", action=action),
+                _t("Use one of {value}.", value=list(_TRAFFIC_ACTIONS)),
             )
         version = body.get("version")
         if action in ("switch", "canary", "shadow") and version in (None, ""):
-            raise InvalidInput(f"{action} needs a version", '{"version": 3} or an alias')
+            raise InvalidInput(
+                _t("{action} needs a version", action=action), _t('{{"version": 3}} or an alias')
+            )
         ref = str(version)
         if action == "switch":
             view = await self.call(service.switch, caller, name, ref, project=project)
@@ -169,7 +178,9 @@ class SamplesHandler(CubeHandler):
     async def put(self, project: str, name: str) -> None:
         body = self.json_body()
         if "percent" not in body:
-            raise InvalidInput("percent is required", '{"percent": 5} keeps 5% of the requests')
+            raise InvalidInput(
+                _t("percent is required"), _t('{{"percent": 5}} keeps 5% of the requests')
+            )
         view = await self.call(
             self.workspace.serving.set_samples,
             self.caller,
@@ -209,7 +220,10 @@ class KeysHandler(CubeHandler):
         body = self.json_body()
         unknown = sorted(set(body) - _KEY_FIELDS)
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", f"Known: {sorted(_KEY_FIELDS)}")
+            raise InvalidInput(
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: {value}", value=sorted(_KEY_FIELDS)),
+            )
         made = await self.call(
             self.workspace.serving.create_key,
             self.caller,
@@ -241,18 +255,22 @@ class InferHandler(CubeHandler):
         """The served model's OIP v2 metadata (input names, datatypes, shapes) for the form."""
         view = await self.call(self.workspace.serving.get, self.caller, name, project)
         if not view.endpoint:
-            raise Conflict(f"deployment {name!r} is not running ({view.status})")
+            raise Conflict(
+                _t("deployment {name!r} is not running ({status})", name=name, status=view.status)
+            )
         await self._forward(project, name, f"{view.endpoint}/v2/models/{view.model}", "GET", None)
 
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
         view = await self.call(self.workspace.serving.get, self.caller, name, project)
         if not view.endpoint:
-            raise Conflict(f"deployment {name!r} is not running ({view.status})")
+            raise Conflict(
+                _t("deployment {name!r} is not running ({status})", name=name, status=view.status)
+            )
         self.json_body()  # a clear 400 for a body that is not a JSON object
         route = self.get_query_argument("route", "infer")
         if route not in ("infer", "predict"):
-            raise InvalidInput("route must be infer or predict")
+            raise InvalidInput(_t("route must be infer or predict"))
         url = (
             f"{view.endpoint}/v2/models/{view.model}/infer"
             if route == "infer"
@@ -275,7 +293,9 @@ class InferHandler(CubeHandler):
                 raise_error=False,
             )
         except (OSError, HTTPClientError) as exc:
-            raise Conflict(f"deployment {name!r} does not answer: {exc}") from None
+            raise Conflict(
+                _t("deployment {name!r} does not answer: {exc}", name=name, exc=exc)
+            ) from None
         answer: Any
         try:
             answer = json.loads(resp.body or b"null")

@@ -9,6 +9,7 @@ from tornado import web
 
 from .. import containment
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .base import CubeHandler
 
 
@@ -103,7 +104,8 @@ class RegisterHandler(TrainingHandler):
         unknown = sorted(set(body) - {"name", "path", "project", "description"})
         if unknown:
             raise InvalidInput(
-                f"unknown fields {unknown}", "Known: name, path, project, description"
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: name, path, project, description"),
             )
         path = body.get("path")
         if path is not None:  # relative to the server root, or absolute inside it

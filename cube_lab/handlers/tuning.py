@@ -10,6 +10,7 @@ from tornado import web
 
 from .. import containment
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .base import CubeHandler
 
 
@@ -37,20 +38,23 @@ class ExperimentsHandler(TuningHandler):
         known = ("config", "folder", "project", "backend", "image")
         unknown = sorted(set(body) - set(known))
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(known)}")
+            raise InvalidInput(
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: {value}", value=", ".join(known)),
+            )
         config = body.get("config")
         if not isinstance(config, dict):
-            raise InvalidInput("config must be an object (an NNI experiment config)")
+            raise InvalidInput(_t("config must be an object (an NNI experiment config)"))
         if body.get("project"):
             config = {**config, "project": body["project"]}
         backend, image = body.get("backend") or "local", body.get("image")
         if backend not in ("local", "kubernetes"):
             raise InvalidInput(
-                f"backend {backend!r} is not local or kubernetes",
-                "local runs the trials here (NNI); kubernetes runs a Katib Experiment.",
+                _t("backend {backend!r} is not local or kubernetes", backend=backend),
+                _t("local runs the trials here (NNI); kubernetes runs a Katib Experiment."),
             )
         if image is not None and (not isinstance(image, str) or backend != "kubernetes"):
-            raise InvalidInput("image is a container image name, for backend kubernetes")
+            raise InvalidInput(_t("image is a container image name, for backend kubernetes"))
         folder, root = self.folder(body)
         service = self.workspace.tuning
         spec = await self.call(service.parse, config, folder)
@@ -93,10 +97,13 @@ class RegisterHandler(TuningHandler):
         known = {"name", "trial", "path", "project", "description"}
         unknown = sorted(set(body) - known)
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(sorted(known))}")
+            raise InvalidInput(
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: {value}", value=", ".join(sorted(known))),
+            )
         for key in known:
             if body.get(key) is not None and not isinstance(body[key], str):
-                raise InvalidInput(f"{key} must be a string")
+                raise InvalidInput(_t("{key} must be a string", key=key))
         version = await self.call(
             self.workspace.tuning.register_trial,
             self.caller,

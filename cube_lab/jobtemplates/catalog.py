@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NotFound
+from ..locale.messages import _t
 from .loader import TEMPLATE_FILE, TemplateLoadError, load_template
 from .model import JobTemplate
 
@@ -92,7 +93,7 @@ class TemplateCatalog:
                 detail = f"Did you mean {close[0]!r}? " + detail
             if broken:
                 detail += f" Templates that failed to load: {', '.join(broken)}."
-            raise NotFound(f"no job template named {name!r}", detail)
+            raise NotFound(_t("no job template named {name!r}", name=name), detail)
         return template
 
     def __contains__(self, name: object) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 ENV_PARAMS = "CUBE_PARAMS"  # the validated parameters, as a JSON object
 ENV_VALUES_FILE = "CUBE_VALUES_FILE"  # where the node may write a small JSON object of values
@@ -39,8 +40,13 @@ def read_values(path: Path) -> dict[str, Any]:
         return {}
     if size > MAX_VALUES_BYTES:
         raise InvalidInput(
-            f"values file {path} is {size} bytes, over the {MAX_VALUES_BYTES} byte limit",
-            "Publish small values (metrics, counts, names); write data to an output file.",
+            _t(
+                "values file {path} is {size} bytes, over the {MAX_VALUES_BYTES} byte limit",
+                path=path,
+                size=size,
+                MAX_VALUES_BYTES=MAX_VALUES_BYTES,
+            ),
+            _t("Publish small values (metrics, counts, names); write data to an output file."),
         )
 
     def refuse_constant(name: str) -> float:
@@ -49,12 +55,15 @@ def read_values(path: Path) -> dict[str, Any]:
     try:
         values = json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse_constant)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"values file {path} is not valid JSON", str(exc)) from None
+        raise InvalidInput(
+            _t("values file {path} is not valid JSON", path=path), str(exc)
+        ) from None
     if not isinstance(values, dict):
         raise InvalidInput(
-            f"values file {path} must hold a JSON object", f"got {type(values).__name__}"
+            _t("values file {path} must hold a JSON object", path=path),
+            _t("got {name__}", name__=type(values).__name__),
         )
     bad = [k for k, v in values.items() if isinstance(v, float) and not math.isfinite(v)]
     if bad:
-        raise InvalidInput(f"values {bad} are not finite numbers")
+        raise InvalidInput(_t("values {bad} are not finite numbers", bad=bad))
     return values

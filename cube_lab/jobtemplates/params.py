@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.exceptions import ValidationError
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 # Only top-level names can be placeholders or outputs, so keep them identifier-like.
 PARAM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -88,8 +89,11 @@ def validate(template: str, schema: dict[str, Any], params: object) -> dict[str,
         params = {}
     if not isinstance(params, dict):
         raise InvalidInput(
-            f"parameters of template {template!r} must be an object",
-            f"got {type(params).__name__}; pass a mapping of parameter name -> value",
+            _t("parameters of template {template!r} must be an object", template=template),
+            _t(
+                "got {name__}; pass a mapping of parameter name -> value",
+                name__=type(params).__name__,
+            ),
         )
     filled = copy.deepcopy(params)
     for name, prop in schema.get("properties", {}).items():
@@ -99,7 +103,12 @@ def validate(template: str, schema: dict[str, Any], params: object) -> dict[str,
     if problems:
         first = problems[0]
         raise InvalidInput(
-            f"template {template!r}: {first.message} (rule: {first.rule})",
+            _t(
+                "template {template!r}: {message} (rule: {rule})",
+                template=template,
+                message=first.message,
+                rule=first.rule,
+            ),
             {
                 "template": template,
                 "problems": [p.to_json() for p in problems],

@@ -39,6 +39,7 @@ from .. import containment
 from ..config import Settings
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
+from ..locale.messages import _t
 from ..projects import ProjectService
 from ..store import Store
 from . import chunk as chunking
@@ -61,22 +62,28 @@ def search_mode(mode: object) -> str:
         return "keyword"
     if mode not in MODES:
         raise InvalidInput(
-            f"unknown mode {mode!r}", f"Use one of {list(MODES)} ('bm25' means 'keyword')."
+            _t("unknown mode {mode!r}", mode=mode),
+            _t("Use one of {value} ('bm25' means 'keyword').", value=list(MODES)),
         )
     return str(mode)
 
 
 def check_k(k: object) -> int:
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
-        raise InvalidInput(f"k must be an integer from 1 to 100, not {k!r}", "e.g. k=5")
+        raise InvalidInput(_t("k must be an integer from 1 to 100, not {k!r}", k=k), _t("e.g. k=5"))
     return k
 
 
 def _unsupported(path: Path) -> InvalidInput:
     return InvalidInput(
-        f"{path.name}: unsupported file type {path.suffix or '(none)'}",
-        f"Supported: {', '.join(sorted(SUFFIXES))}; convert the file to one of them "
-        "(e.g. save a PDF or DOCX as text or Markdown).",
+        _t("{name}: unsupported file type {value}", name=path.name, value=path.suffix or "(none)"),
+        _t(
+            (
+                "Supported: {value}; convert the file to one of them (e.g. save a PDF or DOCX"
+                " as text or Markdown)."
+            ),
+            value=", ".join(sorted(SUFFIXES)),
+        ),
     )
 
 
@@ -159,8 +166,12 @@ class KnowledgeBaseService:
         folder = self.root / str(project_id) / name
         if not (folder / "kb.json").is_file():
             raise NotFound(
-                f"knowledge base {name!r} not found in project {project_name!r}",
-                "GET /cube/api/v1/kb (cube-lab kb list) lists the knowledge bases you can see.",
+                _t(
+                    "knowledge base {name!r} not found in project {project_name!r}",
+                    name=name,
+                    project_name=project_name,
+                ),
+                _t("GET /cube/api/v1/kb (cube-lab kb list) lists the knowledge bases you can see."),
             )
         return folder, project_name
 
@@ -213,15 +224,17 @@ class KnowledgeBaseService:
         assert isinstance(name, str)
         if chunking_ not in chunking.STRATEGIES:
             raise InvalidInput(
-                f"unknown chunking {chunking_!r}", f"Use one of {list(chunking.STRATEGIES)}."
+                _t("unknown chunking {chunking_!r}", chunking_=chunking_),
+                _t("Use one of {value}.", value=list(chunking.STRATEGIES)),
             )
         try:
             chunking.check_sizes(chunk_size, overlap)  # type: ignore[arg-type]
         except ValueError as exc:
-            raise InvalidInput(str(exc), "e.g. chunk_size=200, overlap=40") from exc
+            raise InvalidInput(str(exc), _t("e.g. chunk_size=200, overlap=40")) from exc
         if model not in embedding.MODELS:
             raise InvalidInput(
-                f"unknown embedding model {model!r}", f"Use one of {sorted(embedding.MODELS)}."
+                _t("unknown embedding model {model!r}", model=model),
+                _t("Use one of {value}.", value=sorted(embedding.MODELS)),
             )
         project_id, project_name = self._project(caller, project)
         folder = self.root / str(project_id) / name
@@ -240,8 +253,12 @@ class KnowledgeBaseService:
             folder.mkdir()
         except FileExistsError as exc:
             raise Conflict(
-                f"knowledge base {name!r} already exists in project {project_name!r}",
-                "Choose another name, or add files to the existing one.",
+                _t(
+                    "knowledge base {name!r} already exists in project {project_name!r}",
+                    name=name,
+                    project_name=project_name,
+                ),
+                _t("Choose another name, or add files to the existing one."),
             ) from exc
         tmp = folder / "kb.json.tmp"
         tmp.write_text(json.dumps(config, indent=1))
@@ -334,7 +351,7 @@ class KnowledgeBaseService:
     @staticmethod
     def _expand(paths: Sequence[Path], boundaries: Bounds = None) -> list[Work]:
         if not paths:
-            raise InvalidInput("no files given", "Give one or more files or folders.")
+            raise InvalidInput(_t("no files given"), _t("Give one or more files or folders."))
         roots = [boundaries] if isinstance(boundaries, Path) else list(boundaries or ())
         files: list[Work] = []
         for raw in paths:
@@ -342,7 +359,8 @@ class KnowledgeBaseService:
             boundary = next((r for r in roots if containment.is_inside(path, r)), None)
             if roots and boundary is None:
                 raise InvalidInput(
-                    f"{raw} is outside {roots[0]}", "Give files or folders under your root."
+                    _t("{raw} is outside {value}", raw=raw, value=roots[0]),
+                    _t("Give files or folders under your root."),
                 )
             if path.is_dir():
                 if boundary is None:
@@ -360,7 +378,9 @@ class KnowledgeBaseService:
                     raise _unsupported(path)
                 files.append(Work(path, str(path), boundary))
             else:
-                raise InvalidInput(f"{raw} does not exist", "Give existing files or folders.")
+                raise InvalidInput(
+                    _t("{raw} does not exist", raw=raw), _t("Give existing files or folders.")
+                )
         return files
 
     def _add_one(self, index: KnowledgeIndex, config: dict[str, Any], item: Work) -> FileResult:
@@ -408,8 +428,10 @@ class KnowledgeBaseService:
             wanted = source if source in known else str(Path(source).expanduser().resolve())
             if wanted not in known:
                 raise NotFound(
-                    f"knowledge base {name!r} has no source {source!r}",
-                    "GET .../sources (cube-lab kb show NAME) lists them.",
+                    _t(
+                        "knowledge base {name!r} has no source {source!r}", name=name, source=source
+                    ),
+                    _t("GET .../sources (cube-lab kb show NAME) lists them."),
                 )
             removed = index.remove_source(wanted)
             index.flush()
@@ -431,7 +453,7 @@ class KnowledgeBaseService:
         weights: tuple[float, float] = (1.0, 1.0),
     ) -> list[dict[str, Any]]:
         if not isinstance(text, str) or not text.strip():
-            raise InvalidInput("query text is required", 'e.g. {"query": "how do I ..."}')
+            raise InvalidInput(_t("query text is required"), _t('e.g. {{"query": "how do I ..."}}'))
         mode = search_mode(mode)
         k = check_k(k)
         folder, _ = self._folder(caller, project, name)
@@ -457,15 +479,18 @@ class KnowledgeBaseService:
         k = check_k(k)
         if not isinstance(questions, Sequence) or isinstance(questions, str):
             raise InvalidInput(
-                "questions must be a list", 'e.g. [{"question": ..., "source": ...}]'
+                _t("questions must be a list"), _t('e.g. [{{"question": ..., "source": ...}}]')
             )
         if not questions:
-            raise InvalidInput("no questions given", 'e.g. [{"question": ..., "source": ...}]')
+            raise InvalidInput(
+                _t("no questions given"), _t('e.g. [{{"question": ..., "source": ...}}]')
+            )
         try:
             parsed = [evaluation.Question.of(q) for q in questions]
         except (ValueError, TypeError, AttributeError) as exc:
             raise InvalidInput(
-                f"bad question set: {exc}", "Each item: question + source(s) or chunk(s)."
+                _t("bad question set: {exc}", exc=exc),
+                _t("Each item: question + source(s) or chunk(s)."),
             ) from exc
         folder, _ = self._folder(caller, project, name)
         config = self._config(folder)
@@ -498,7 +523,8 @@ class KnowledgeBaseService:
         folder, project_name = self._folder(caller, project, name)
         if not paths and not documents:
             raise InvalidInput(
-                "nothing to add", "Give paths (files or folders) or documents (name + content)."
+                _t("nothing to add"),
+                _t("Give paths (files or folders) or documents (name + content)."),
             )
         work = self._expand(paths, boundary) if paths else []
         uploads = self._check_uploads(documents)
@@ -561,14 +587,16 @@ class KnowledgeBaseService:
     @staticmethod
     def _check_uploads(documents: Sequence[object]) -> list[tuple[str, bytes]]:
         if not isinstance(documents, Sequence) or isinstance(documents, str):
-            raise InvalidInput("documents must be a list", '[{"name": "a.md", "content": "..."}]')
+            raise InvalidInput(
+                _t("documents must be a list"), _t('[{{"name": "a.md", "content": "..."}}]')
+            )
         out: list[tuple[str, bytes]] = []
         total = 0
         for n, doc in enumerate(documents):
             if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
                 raise InvalidInput(
-                    f"documents[{n}] needs a name and a content",
-                    '{"name": "notes.md", "content": "# Notes ..."}',
+                    _t("documents[{n}] needs a name and a content", n=n),
+                    _t('{{"name": "notes.md", "content": "# Notes ..."}}'),
                 )
             upload_name, content = doc["name"], doc.get("content")
             if (
@@ -579,22 +607,32 @@ class KnowledgeBaseService:
                 or len(upload_name.encode()) > 200
             ):
                 raise InvalidInput(
-                    f"documents[{n}].name {upload_name!r} is not a plain file name",
-                    "Give a name like notes.md: no folders, not starting with '.'.",
+                    _t(
+                        "documents[{n}].name {upload_name!r} is not a plain file name",
+                        n=n,
+                        upload_name=upload_name,
+                    ),
+                    _t("Give a name like notes.md: no folders, not starting with '.'."),
                 )
             if not supported(Path(upload_name)):
                 raise _unsupported(Path(upload_name))
             if not isinstance(content, str):
                 raise InvalidInput(
-                    f"documents[{n}].content must be text", "Send the file's text as a string."
+                    _t("documents[{n}].content must be text", n=n),
+                    _t("Send the file's text as a string."),
                 )
             data = content.encode()
             total += len(data)
             if total > MAX_UPLOAD_BYTES:
                 raise InvalidInput(
-                    f"the documents are larger than {MAX_UPLOAD_BYTES // 2**20} MiB together",
-                    "Send them in several requests, or put the files under your root and add "
-                    "their paths.",
+                    _t(
+                        "the documents are larger than {value} MiB together",
+                        value=MAX_UPLOAD_BYTES // 2**20,
+                    ),
+                    _t(
+                        "Send them in several requests, or put the files under your root "
+                        "and add their paths."
+                    ),
                 )
             out.append((upload_name, data))
         return out
@@ -645,8 +683,12 @@ class KnowledgeBaseService:
             or not (path.is_file())
         ):
             raise NotFound(
-                f"knowledge base {name!r} has no ingest {ingest_id!r}",
-                "GET .../ingests lists the recent ones.",
+                _t(
+                    "knowledge base {name!r} has no ingest {ingest_id!r}",
+                    name=name,
+                    ingest_id=ingest_id,
+                ),
+                _t("GET .../ingests lists the recent ones."),
             )
         return self._public(json.loads(path.read_text()))
 

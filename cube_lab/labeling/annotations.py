@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 EPSILON = 1e-6  # boxes that touch the border after float rounding still count as inside
 RESULT_KEY = {
@@ -39,29 +40,37 @@ class Target:
 def _label(target: Target, value: object, where: str) -> str:
     if not isinstance(value, str) or value not in target.labels:
         raise InvalidInput(
-            f"{where}: label {value!r} is not in the label set",
-            f"Use one of: {', '.join(target.labels)}.",
+            _t("{where}: label {value!r} is not in the label set", where=where, value=value),
+            _t("Use one of: {value}.", value=", ".join(target.labels)),
         )
     return value
 
 
 def _number(value: object, where: str) -> float | int:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInput(f"{where} must be a number", f"got {value!r}")
+        raise InvalidInput(
+            _t("{where} must be a number", where=where), _t("got {value!r}", value=value)
+        )
     return value
 
 
 def _score(entry: dict[str, Any], where: str) -> float:
     score = _number(entry.get("score"), f"{where}.score")
     if not 0 <= score <= 1:
-        raise InvalidInput(f"{where}.score must be between 0 and 1", f"got {score!r}")
+        raise InvalidInput(
+            _t("{where}.score must be between 0 and 1", where=where),
+            _t("got {score!r}", score=score),
+        )
     return float(score)
 
 
 def _list(result: dict[str, Any], key: str) -> list[Any]:
     value = result.get(key, [])
     if not isinstance(value, list):
-        raise InvalidInput(f"result.{key} must be a list", f"got {type(value).__name__}")
+        raise InvalidInput(
+            _t("result.{key} must be a list", key=key),
+            _t("got {name__}", name__=type(value).__name__),
+        )
     return value
 
 
@@ -70,19 +79,28 @@ def _check_labels(
 ) -> dict[str, Any]:
     labels = [_label(target, v, f"labels[{i}]") for i, v in enumerate(_list(result, "labels"))]
     if len(set(labels)) != len(labels):
-        raise InvalidInput("a label appears twice in result.labels", f"got {labels}")
+        raise InvalidInput(
+            _t("a label appears twice in result.labels"), _t("got {labels}", labels=labels)
+        )
     if not target.multi_label and len(labels) > 1:
         raise InvalidInput(
-            f"this project takes one label per item, got {len(labels)}: {labels}",
-            "Pick exactly one label, or create the project with multi_label: true.",
+            _t(
+                "this project takes one label per item, got {n_labels}: {labels}",
+                n_labels=len(labels),
+                labels=labels,
+            ),
+            _t("Pick exactly one label, or create the project with multi_label: true."),
         )
     if submit and not target.multi_label and not labels:
-        raise InvalidInput("pick a label before submitting", f"One of: {', '.join(target.labels)}.")
+        raise InvalidInput(
+            _t("pick a label before submitting"),
+            _t("One of: {value}.", value=", ".join(target.labels)),
+        )
     out: dict[str, Any] = {"labels": labels}
     if scored:
         scores = result.get("scores") or {}
         if not isinstance(scores, dict):
-            raise InvalidInput("prediction.scores must map label names to scores")
+            raise InvalidInput(_t("prediction.scores must map label names to scores"))
         out["scores"] = {
             _label(target, k, f"scores[{k!r}]"): _score({"score": v}, f"scores[{k!r}]")
             for k, v in scores.items()
@@ -96,16 +114,31 @@ def _check_boxes(target: Target, result: dict[str, Any], scored: bool) -> dict[s
     for i, box in enumerate(_list(result, "boxes")):
         where = f"boxes[{i}]"
         if not isinstance(box, dict):
-            raise InvalidInput(f"{where} must be an object", '{"label", "x", "y", "w", "h"}')
+            raise InvalidInput(
+                _t("{where} must be an object", where=where), _t('{{"label", "x", "y", "w", "h"}}')
+            )
         label = _label(target, box.get("label"), where)
         x, y, w, h = (_number(box.get(k), f"{where}.{k}") for k in ("x", "y", "w", "h"))
         if w <= 0 or h <= 0:
-            raise InvalidInput(f"{where}: width and height must be positive", f"got w={w}, h={h}")
+            raise InvalidInput(
+                _t("{where}: width and height must be positive", where=where),
+                _t("got w={w}, h={h}", w=w, h=h),
+            )
         if x < -EPSILON or y < -EPSILON or x + w > width + EPSILON or y + h > height + EPSILON:
             raise InvalidInput(
-                f"{where} ({label}) lies outside the image",
-                f"The image is {width}x{height} pixels; the box is x={x}, y={y}, w={w}, h={h}. "
-                "Keep 0 <= x, x + w <= width, 0 <= y, y + h <= height.",
+                _t("{where} ({label}) lies outside the image", where=where, label=label),
+                _t(
+                    (
+                        "The image is {width}x{height} pixels; the box is x={x}, y={y}, "
+                        "w={w}, h={h}. Keep 0 <= x, x + w <= width, 0 <= y, y + h <= height."
+                    ),
+                    width=width,
+                    height=height,
+                    x=x,
+                    y=y,
+                    w=w,
+                    h=h,
+                ),
             )
         entry: dict[str, Any] = {"label": label, "x": x, "y": y, "w": w, "h": h}
         if scored:
@@ -120,23 +153,47 @@ def _check_spans(target: Target, result: dict[str, Any], scored: bool) -> dict[s
     for i, span in enumerate(_list(result, "spans")):
         where = f"spans[{i}]"
         if not isinstance(span, dict):
-            raise InvalidInput(f"{where} must be an object", '{"label", "start", "end", "text"}')
+            raise InvalidInput(
+                _t("{where} must be an object", where=where),
+                _t('{{"label", "start", "end", "text"}}'),
+            )
         label = _label(target, span.get("label"), where)
         start, end = span.get("start"), span.get("end")
         if isinstance(start, bool) or isinstance(end, bool):
             start = end = None
         if not isinstance(start, int) or not isinstance(end, int):
-            raise InvalidInput(f"{where}: start and end must be integers (character offsets)")
+            raise InvalidInput(
+                _t("{where}: start and end must be integers (character offsets)", where=where)
+            )
         if not 0 <= start < end <= len(text):
             raise InvalidInput(
-                f"{where}: offsets {start}..{end} are outside the text",
-                f"The text has {len(text)} characters; keep 0 <= start < end <= {len(text)}.",
+                _t(
+                    "{where}: offsets {start}..{end} are outside the text",
+                    where=where,
+                    start=start,
+                    end=end,
+                ),
+                _t(
+                    "The text has {n_text} characters; keep 0 <= start < end <= {n_text}.",
+                    n_text=len(text),
+                ),
             )
         quoted = span.get("text", text[start:end])
         if quoted != text[start:end]:
             raise InvalidInput(
-                f"{where}: text {quoted!r} does not match the item text at {start}..{end}",
-                f"text[{start}:{end}] is {text[start:end]!r}; send offsets that match.",
+                _t(
+                    "{where}: text {quoted!r} does not match the item text at {start}..{end}",
+                    where=where,
+                    quoted=quoted,
+                    start=start,
+                    end=end,
+                ),
+                _t(
+                    "text[{start}:{end}] is {value!r}; send offsets that match.",
+                    start=start,
+                    end=end,
+                    value=text[start:end],
+                ),
             )
         entry: dict[str, Any] = {"label": label, "start": start, "end": end, "text": quoted}
         if scored:
@@ -157,13 +214,31 @@ def check_result(
         "spans": '{"spans": [{"label": "PER", "start": 0, "end": 5, "text": "Alice"}]}',
     }[key]
     if not isinstance(result, dict):
-        raise InvalidInput(f"{what} must be an object", f"A {target.task_type} {what}: {example}")
+        raise InvalidInput(
+            _t("{what} must be an object", what=what),
+            _t(
+                "A {task_type} {what}: {example}",
+                task_type=target.task_type,
+                what=what,
+                example=example,
+            ),
+        )
     allowed = {key, "scores"} if scored and key == "labels" else {key}
     unknown = sorted(set(result) - allowed)
     if unknown:
         raise InvalidInput(
-            f"unknown {what} fields {unknown} for a {target.task_type} project",
-            f"A {target.task_type} {what}: {example}",
+            _t(
+                "unknown {what} fields {unknown} for a {task_type} project",
+                what=what,
+                unknown=unknown,
+                task_type=target.task_type,
+            ),
+            _t(
+                "A {task_type} {what}: {example}",
+                task_type=target.task_type,
+                what=what,
+                example=example,
+            ),
         )
     if key == "labels":
         return _check_labels(target, result, submit, scored)

@@ -22,6 +22,7 @@ from .. import containment
 from ..config import Settings
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
+from ..locale.messages import _t
 from ..projects import ProjectService
 from ..store import Store
 from ..store.models import Dataset, DatasetItem, DatasetVersion, LabelingProject, Project
@@ -134,21 +135,31 @@ class DatasetService:
         check_name(name, "dataset name")
         assert isinstance(name, str)
         if kind not in (None, "", "images", "texts"):
-            raise InvalidInput(f"unknown dataset kind {kind!r}", "Use images or texts.")
+            raise InvalidInput(
+                _t("unknown dataset kind {kind!r}", kind=kind), _t("Use images or texts.")
+            )
         if text_field is not None and (not isinstance(text_field, str) or not text_field):
-            raise InvalidInput("text_field must be a column name", 'e.g. "text"')
+            raise InvalidInput(_t("text_field must be a column name"), _t('e.g. "text"'))
         source = containment.real(containment.check_text(path))
         if not source.exists():
             raise InvalidInput(
-                f"{path} does not exist",
-                "Give a folder of images or a .csv / .jsonl file (relative paths start at the "
-                "server's root folder, or your working directory on the command line).",
+                _t("{path} does not exist", path=path),
+                _t(
+                    "Give a folder of images or a .csv / .jsonl file (relative paths "
+                    "start at the server's root folder, or your working directory on the "
+                    "command line)."
+                ),
             )
         found_kind = scan.guess_kind(source)
         if kind and kind != found_kind:
             raise InvalidInput(
-                f"{path.name} holds {found_kind}, not {kind}",
-                "Images come from a folder, texts from a .csv or .jsonl file.",
+                _t(
+                    "{name} holds {found_kind}, not {kind}",
+                    name=path.name,
+                    found_kind=found_kind,
+                    kind=kind,
+                ),
+                _t("Images come from a folder, texts from a .csv or .jsonl file."),
             )
         self.projects.ensure_personal(caller)
         with self.store.read() as s:  # fail on a bad project or a taken name before reading
@@ -191,7 +202,9 @@ class DatasetService:
                     s.execute(insert(DatasetItem), rows[start : start + INSERT_CHUNK])
                 return DatasetView.of(row, project_row.name)
         except IntegrityError as exc:  # another request took the name meanwhile
-            raise Conflict(f"dataset {name!r} already exists", "Choose another name.") from exc
+            raise Conflict(
+                _t("dataset {name!r} already exists", name=name), _t("Choose another name.")
+            ) from exc
 
     @staticmethod
     def _check_free(s: Session, project: Project, name: str) -> None:
@@ -200,8 +213,12 @@ class DatasetService:
         )
         if taken is not None:
             raise Conflict(
-                f"dataset {name!r} already exists in project {project.name!r}",
-                "Choose another name, or use the existing dataset.",
+                _t(
+                    "dataset {name!r} already exists in project {name2!r}",
+                    name=name,
+                    name2=project.name,
+                ),
+                _t("Choose another name, or use the existing dataset."),
             )
 
     # -- read --------------------------------------------------------------------------
@@ -235,8 +252,12 @@ class DatasetService:
         row = s.scalars(query.with_for_update() if lock else query).first()
         if row is None:
             raise NotFound(
-                f"dataset {name!r} not found in project {project_row.name!r}",
-                "GET /cube/api/v1/datasets lists the datasets you can see.",
+                _t(
+                    "dataset {name!r} not found in project {name2!r}",
+                    name=name,
+                    name2=project_row.name,
+                ),
+                _t("GET /cube/api/v1/datasets lists the datasets you can see."),
             )
         return row
 
@@ -252,7 +273,9 @@ class DatasetService:
                 )
             ).first()
             if item is None:
-                raise NotFound(f"dataset {name!r} has no item {item_id}")
+                raise NotFound(
+                    _t("dataset {name!r} has no item {item_id}", name=name, item_id=item_id)
+                )
             if dataset.kind == "texts":
                 return (item.text or "").encode("utf-8"), "text/plain; charset=utf-8"
             source, item_name = Path(dataset.source), item.name
@@ -262,8 +285,18 @@ class DatasetService:
             file = source  # a name leading out of the source (a link since): not served
         if file == source or not file.is_file():
             raise NotFound(
-                f"the image {item_name} of dataset {name!r} is missing on disk",
-                f"It was registered from {source}; restore the file or create the dataset again.",
+                _t(
+                    "the image {item_name} of dataset {name!r} is missing on disk",
+                    item_name=item_name,
+                    name=name,
+                ),
+                _t(
+                    (
+                        "It was registered from {source}; restore the file or create the "
+                        "dataset again."
+                    ),
+                    source=source,
+                ),
             )
         return file, CONTENT_TYPES.get(file.suffix.lower(), "application/octet-stream")
 
@@ -294,7 +327,7 @@ class DatasetService:
         if not ref.path.exists():
             what = f"version {ref.version}" if ref.version else "the source"
             raise NotFound(
-                f"{what} of dataset {name!r} is missing on disk",
+                _t("{what} of dataset {name!r} is missing on disk", what=what, name=name),
                 f"Looked for {ref.path}; "
                 + ("export the labels again." if ref.version else "restore it."),
             )
@@ -322,14 +355,20 @@ class DatasetService:
             return rows[0][0], rows[0][1]
         if not rows:
             raise NotFound(
-                f"dataset {name!r} not found in your projects",
-                "GET /cube/api/v1/datasets (or `cube-lab label datasets`) lists the datasets "
-                "you can see.",
+                _t("dataset {name!r} not found in your projects", name=name),
+                _t(
+                    "GET /cube/api/v1/datasets (or `cube-lab label datasets`) lists the "
+                    "datasets you can see."
+                ),
             )
         projects = sorted(r[1] for r in rows)
         raise InvalidInput(
-            f"dataset {name!r} is in several of your projects: {', '.join(projects)}",
-            f"Say which: project={projects[0]!r}.",
+            _t(
+                "dataset {name!r} is in several of your projects: {value}",
+                name=name,
+                value=", ".join(projects),
+            ),
+            _t("Say which: project={value!r}.", value=projects[0]),
         )
 
     @staticmethod
@@ -343,9 +382,18 @@ class DatasetService:
         if row is None:
             known = ", ".join(str(v.version) for v in dataset.versions) or "none yet"
             raise NotFound(
-                f"dataset {dataset.name!r} has no version {version!r}",
-                f"Versions: {known}. An export of a labeling project creates one; "
-                "version=None takes the newest.",
+                _t(
+                    "dataset {name!r} has no version {version!r}",
+                    name=dataset.name,
+                    version=version,
+                ),
+                _t(
+                    (
+                        "Versions: {known}. An export of a labeling project creates one; "
+                        "version=None takes the newest."
+                    ),
+                    known=known,
+                ),
             )
         return row
 
@@ -441,12 +489,15 @@ class DatasetService:
             if row is None:
                 known = ", ".join(str(v.version) for v in dataset.versions) or "none yet"
                 raise NotFound(
-                    f"dataset {name!r} has no version {version!r}",
-                    f"Versions: {known}. An export creates one.",
+                    _t("dataset {name!r} has no version {version!r}", name=name, version=version),
+                    _t("Versions: {known}. An export creates one.", known=known),
                 )
             path, number = Path(row.path), row.version
         if not path.exists():
-            raise NotFound(f"version {number} of {name!r} is missing on disk", str(path))
+            raise NotFound(
+                _t("version {number} of {name!r} is missing on disk", number=number, name=name),
+                str(path),
+            )
         stem = f"{name}-v{number}"
         filename = f"{stem}-{path.name}" if path.is_file() else stem
         return FileDownload(path, filename, path.is_dir())
@@ -461,8 +512,12 @@ class DatasetService:
             ).all()
             if used:
                 raise Conflict(
-                    f"dataset {name!r} is used by labeling project(s) {sorted(used)}",
-                    "Delete those labeling projects first.",
+                    _t(
+                        "dataset {name!r} is used by labeling project(s) {value}",
+                        name=name,
+                        value=sorted(used),
+                    ),
+                    _t("Delete those labeling projects first."),
                 )
             self._check_may_change(s, caller, dataset)
             folder = self.root / str(dataset.id)
@@ -473,5 +528,9 @@ class DatasetService:
     def _check_may_change(s: Session, caller: Caller, dataset: Dataset) -> None:
         if dataset.owner != caller.username and not is_project_owner(s, dataset.project_id, caller):
             raise Forbidden(
-                f"only {dataset.owner} or a project owner may delete dataset {dataset.name!r}"
+                _t(
+                    "only {owner} or a project owner may delete dataset {name!r}",
+                    owner=dataset.owner,
+                    name=dataset.name,
+                )
             )

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import containment
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 TEXT_SUFFIXES = (".csv", ".jsonl")
@@ -42,8 +43,10 @@ def guess_kind(path: Path) -> str:
     if path.suffix.lower() in TEXT_SUFFIXES:
         return "texts"
     raise InvalidInput(
-        f"{path.name} is neither a folder of images nor a .csv / .jsonl file of texts",
-        "Give a folder (images: .jpg .jpeg .png .bmp .gif .webp) or a .csv / .jsonl file.",
+        _t(
+            "{name} is neither a folder of images nor a .csv / .jsonl file of texts", name=path.name
+        ),
+        _t("Give a folder (images: .jpg .jpeg .png .bmp .gif .webp) or a .csv / .jsonl file."),
     )
 
 
@@ -81,8 +84,11 @@ def scan_images(folder: Path) -> list[ScannedItem]:
     files = image_files(root)
     if not files:
         raise InvalidInput(
-            f"no images found in {folder}",
-            f"The folder (and its subfolders) must hold images: {' '.join(IMAGE_SUFFIXES)}.",
+            _t("no images found in {folder}", folder=folder),
+            _t(
+                "The folder (and its subfolders) must hold images: {value}.",
+                value=" ".join(IMAGE_SUFFIXES),
+            ),
         )
     items: list[ScannedItem] = []
     bad: list[str] = []
@@ -103,7 +109,7 @@ def scan_images(folder: Path) -> list[ScannedItem]:
         raise InvalidInput(
             f"{len(bad)} file(s) in {folder} are not readable images: {bad[0].split(':')[0]}"
             + ("" if len(bad) == 1 else ", ..."),
-            f"{shown}. Remove or replace them, then create the dataset again.",
+            _t("{shown}. Remove or replace them, then create the dataset again.", shown=shown),
         )
     return items
 
@@ -111,13 +117,22 @@ def scan_images(folder: Path) -> list[ScannedItem]:
 def _text_item(position: int, row: dict[str, Any], text_field: str, where: str) -> ScannedItem:
     if text_field not in row:
         raise InvalidInput(
-            f"{where} has no field {text_field!r}",
-            f"Fields: {', '.join(map(str, row)) or 'none'}. Pass text_field (--text-field) "
-            "to say which one holds the text.",
+            _t("{where} has no field {text_field!r}", where=where, text_field=text_field),
+            _t(
+                "Fields: {value}. Pass text_field (--text-field) to say which one holds the text.",
+                value=", ".join(map(str, row)) or "none",
+            ),
         )
     text = row[text_field]
     if not isinstance(text, str):
-        raise InvalidInput(f"{where}: field {text_field!r} must be a string, got {text!r}")
+        raise InvalidInput(
+            _t(
+                "{where}: field {text_field!r} must be a string, got {text!r}",
+                where=where,
+                text_field=text_field,
+                text=text,
+            )
+        )
     meta = {str(k): v for k, v in row.items() if k != text_field}
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return ScannedItem(
@@ -134,7 +149,7 @@ def read_texts(path: Path, text_field: str = "text") -> list[ScannedItem]:
     """One item per CSV row or JSONL line; other columns are kept as the item's meta."""
     suffix = path.suffix.lower()
     if suffix not in TEXT_SUFFIXES:
-        raise InvalidInput(f"{path.name}: texts come from a .csv or .jsonl file")
+        raise InvalidInput(_t("{name}: texts come from a .csv or .jsonl file", name=path.name))
     items: list[ScannedItem] = []
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -142,17 +157,34 @@ def read_texts(path: Path, text_field: str = "text") -> list[ScannedItem]:
                 reader = csv.DictReader(fh)
                 if not reader.fieldnames or text_field not in reader.fieldnames:
                     raise InvalidInput(
-                        f"{path.name} has no column {text_field!r}",
-                        f"Columns: {', '.join(reader.fieldnames or []) or 'none'}. Pass "
-                        "text_field (--text-field) to say which one holds the text.",
+                        _t(
+                            "{name} has no column {text_field!r}",
+                            name=path.name,
+                            text_field=text_field,
+                        ),
+                        _t(
+                            (
+                                "Columns: {value}. Pass text_field (--text-field) to say "
+                                "which one holds the text."
+                            ),
+                            value=", ".join(reader.fieldnames or []) or "none",
+                        ),
                     )
                 for row in reader:
                     where = f"{path.name} row {len(items) + 1}"
                     if None in row:
-                        raise InvalidInput(f"{where} has more values than the header has columns")
+                        raise InvalidInput(
+                            _t("{where} has more values than the header has columns", where=where)
+                        )
                     items.append(_text_item(len(items), row, text_field, where))
                     if len(items) > MAX_TEXT_ROWS:
-                        raise InvalidInput(f"{path.name} has more than {MAX_TEXT_ROWS:,} rows")
+                        raise InvalidInput(
+                            _t(
+                                "{name} has more than {MAX_TEXT_ROWS:,} rows",
+                                name=path.name,
+                                MAX_TEXT_ROWS=MAX_TEXT_ROWS,
+                            )
+                        )
             else:
                 for number, line in enumerate(fh, 1):
                     if not line.strip():
@@ -161,16 +193,29 @@ def read_texts(path: Path, text_field: str = "text") -> list[ScannedItem]:
                     try:
                         row = json.loads(line)
                     except json.JSONDecodeError as exc:
-                        raise InvalidInput(f"{where} is not valid JSON", str(exc)) from None
+                        raise InvalidInput(
+                            _t("{where} is not valid JSON", where=where), str(exc)
+                        ) from None
                     if not isinstance(row, dict):
-                        raise InvalidInput(f"{where} must be a JSON object", f"got {line[:80]!r}")
+                        raise InvalidInput(
+                            _t("{where} must be a JSON object", where=where),
+                            _t("got {value!r}", value=line[:80]),
+                        )
                     items.append(_text_item(len(items), row, text_field, where))
                     if len(items) > MAX_TEXT_ROWS:
-                        raise InvalidInput(f"{path.name} has more than {MAX_TEXT_ROWS:,} lines")
+                        raise InvalidInput(
+                            _t(
+                                "{name} has more than {MAX_TEXT_ROWS:,} lines",
+                                name=path.name,
+                                MAX_TEXT_ROWS=MAX_TEXT_ROWS,
+                            )
+                        )
     except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path.name} is not UTF-8 text", str(exc)) from None
+        raise InvalidInput(_t("{name} is not UTF-8 text", name=path.name), str(exc)) from None
     except csv.Error as exc:
-        raise InvalidInput(f"{path.name} is not valid CSV", str(exc)) from None
+        raise InvalidInput(_t("{name} is not valid CSV", name=path.name), str(exc)) from None
     if not items:
-        raise InvalidInput(f"{path.name} holds no rows", "Add one row per text to label.")
+        raise InvalidInput(
+            _t("{name} holds no rows", name=path.name), _t("Add one row per text to label.")
+        )
     return items

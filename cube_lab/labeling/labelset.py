@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 TASK_TYPES = ("image-class", "image-bbox", "text-class", "text-ner")
 # which dataset kind each task type labels
@@ -44,16 +45,19 @@ _COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 
 def check_type(value: object) -> str:
     if value not in TASK_TYPES:
-        raise InvalidInput(f"unknown task type {value!r}", f"Use one of {', '.join(TASK_TYPES)}.")
+        raise InvalidInput(
+            _t("unknown task type {value!r}", value=value),
+            _t("Use one of {value}.", value=", ".join(TASK_TYPES)),
+        )
     return str(value)
 
 
 def _label_name(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput("every label needs a name", 'e.g. ["cat", "dog"]')
+        raise InvalidInput(_t("every label needs a name"), _t('e.g. ["cat", "dog"]'))
     name = value.strip()
     if len(name) > 128:
-        raise InvalidInput(f"label {name[:20]!r}... is longer than 128 characters")
+        raise InvalidInput(_t("label {value!r}... is longer than 128 characters", value=name[:20]))
     return name
 
 
@@ -64,22 +68,28 @@ def normalize_labels(raw: object) -> list[dict[str, str]]:
         raw = [part for part in raw.split(",") if part.strip()]
     if not isinstance(raw, list) or not raw:
         raise InvalidInput(
-            "labels must be a non-empty list",
-            'e.g. ["cat", "dog"] or [{"name": "cat", "color": "#e6194b", "hotkey": "1"}]',
+            _t("labels must be a non-empty list"),
+            _t('e.g. ["cat", "dog"] or [{{"name": "cat", "color": "#e6194b", "hotkey": "1"}}]'),
         )
     if len(raw) > MAX_LABELS:
-        raise InvalidInput(f"at most {MAX_LABELS} labels, got {len(raw)}")
+        raise InvalidInput(
+            _t("at most {MAX_LABELS} labels, got {n_raw}", MAX_LABELS=MAX_LABELS, n_raw=len(raw))
+        )
     specs: list[dict[str, Any]] = []
     for entry in raw:
         if isinstance(entry, dict):
             unknown = sorted(set(entry) - {"name", "color", "hotkey"})
             if unknown:
-                raise InvalidInput(f"unknown label fields {unknown}", "Known: name, color, hotkey")
+                raise InvalidInput(
+                    _t("unknown label fields {unknown}", unknown=unknown),
+                    _t("Known: name, color, hotkey"),
+                )
             name = _label_name(entry.get("name"))
             hotkey = entry.get("hotkey")
             if hotkey is not None and (not isinstance(hotkey, str) or len(hotkey) > 1):
                 raise InvalidInput(
-                    f"label {name!r}: invalid hotkey {hotkey!r}", "Use one character, e.g. 1."
+                    _t("label {name!r}: invalid hotkey {hotkey!r}", name=name, hotkey=hotkey),
+                    _t("Use one character, e.g. 1."),
                 )
             specs.append({"name": name, "color": entry.get("color"), "hotkey": hotkey})
         else:
@@ -87,7 +97,9 @@ def normalize_labels(raw: object) -> list[dict[str, str]]:
     names = [s["name"] for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise InvalidInput(f"duplicate labels {dupes}", "Each label name must be unique.")
+        raise InvalidInput(
+            _t("duplicate labels {dupes}", dupes=dupes), _t("Each label name must be unique.")
+        )
     taken = {s["hotkey"] for s in specs if s["hotkey"]}
     free = iter(k for k in "123456789" if k not in taken)
     out: list[dict[str, str]] = []
@@ -95,7 +107,8 @@ def normalize_labels(raw: object) -> list[dict[str, str]]:
         color = spec["color"] or PALETTE[i % len(PALETTE)]
         if not isinstance(color, str) or not _COLOR.match(color):
             raise InvalidInput(
-                f"label {spec['name']!r}: invalid color {color!r}", "Use #rrggbb, e.g. #e6194b."
+                _t("label {name!r}: invalid color {color!r}", name=spec["name"], color=color),
+                _t("Use #rrggbb, e.g. #e6194b."),
             )
         hotkey = spec["hotkey"]
         if hotkey is None:
@@ -104,5 +117,5 @@ def normalize_labels(raw: object) -> list[dict[str, str]]:
     keys = [s["hotkey"] for s in out if s["hotkey"]]
     clash = sorted({k for k in keys if keys.count(k) > 1})
     if clash:
-        raise InvalidInput(f"hotkeys {clash} are used by more than one label")
+        raise InvalidInput(_t("hotkeys {clash} are used by more than one label", clash=clash))
     return out

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..errors import Forbidden, InvalidInput
 from ..identity import Caller
+from ..locale.messages import _t
 from ..store.models import ProjectMember
 
 
@@ -48,8 +49,12 @@ def may_manage(s: Session, labeling: Managed, caller: Caller) -> bool:
 def check_manage(s: Session, labeling: Managed, caller: Caller, what: str) -> None:
     if not may_manage(s, labeling, caller):
         raise Forbidden(
-            f"only {labeling.owner} or an owner of the project may {what}",
-            "Ask them, or ask a project owner.",
+            _t(
+                "only {owner} or an owner of the project may {what}",
+                owner=labeling.owner,
+                what=what,
+            ),
+            _t("Ask them, or ask a project owner."),
         )
 
 
@@ -57,15 +62,17 @@ def check_reviewer(s: Session, labeling: Managed, caller: Caller) -> None:
     if caller.username in (labeling.reviewers or []) or may_manage(s, labeling, caller):
         return
     raise Forbidden(
-        f"you are not a reviewer of labeling project {labeling.name!r}",
-        "Reviewers are the project owners, its creator and the users listed in reviewers.",
+        _t("you are not a reviewer of labeling project {name!r}", name=labeling.name),
+        _t("Reviewers are the project owners, its creator and the users listed in reviewers."),
     )
 
 
 def check_users(s: Session, project_id: int, users: object, what: str) -> list[str]:
     """A list of distinct usernames, each a member of the project."""
     if not isinstance(users, list) or not all(isinstance(u, str) and u for u in users):
-        raise InvalidInput(f"{what} must be a list of usernames", 'e.g. ["alice", "bob"]')
+        raise InvalidInput(
+            _t("{what} must be a list of usernames", what=what), _t('e.g. ["alice", "bob"]')
+        )
     seen: list[str] = []
     for user in users:
         if user not in seen:
@@ -73,9 +80,14 @@ def check_users(s: Session, project_id: int, users: object, what: str) -> list[s
     outsiders = sorted(set(seen) - members(s, project_id))
     if outsiders:
         raise InvalidInput(
-            f"{', '.join(outsiders)} {'is' if len(outsiders) == 1 else 'are'} not a member of "
-            "the project",
-            "Add them first: cube-lab project member PROJECT USER (personal projects have "
-            "one member; share work through a team project).",
+            _t(
+                "{value} {value2} not a member of the project",
+                value=", ".join(outsiders),
+                value2="is" if len(outsiders) == 1 else "are",
+            ),
+            _t(
+                "Add them first: cube-lab project member PROJECT USER (personal projects "
+                "have one member; share work through a team project)."
+            ),
         )
     return seen

@@ -28,6 +28,7 @@ from sqlalchemy import select, update
 
 from ..errors import InvalidInput
 from ..identity import Caller
+from ..locale.messages import _t
 from ..store.models import DatasetItem, LabelingTask
 from .annotations import Target, check_result
 
@@ -49,17 +50,24 @@ def _check_args(
     model: object, version: object, threshold: object, limit: object
 ) -> tuple[str, str, float, int | None]:
     if not isinstance(model, str) or not model:
-        raise InvalidInput("model is required", "Give the name of a registered model.")
+        raise InvalidInput(_t("model is required"), _t("Give the name of a registered model."))
     if version is not None and (isinstance(version, bool) or not isinstance(version, int | str)):
-        raise InvalidInput("version must be a version number", f"got {version!r}")
+        raise InvalidInput(
+            _t("version must be a version number"), _t("got {version!r}", version=version)
+        )
     if threshold is None:
         threshold = 0.5
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise InvalidInput("threshold must be a number between 0 and 1", f"got {threshold!r}")
+        raise InvalidInput(
+            _t("threshold must be a number between 0 and 1"),
+            _t("got {threshold!r}", threshold=threshold),
+        )
     if not 0 <= threshold <= 1:
-        raise InvalidInput("threshold must be between 0 and 1", f"got {threshold}")
+        raise InvalidInput(
+            _t("threshold must be between 0 and 1"), _t("got {threshold}", threshold=threshold)
+        )
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InvalidInput("limit must be a positive integer", f"got {limit!r}")
+        raise InvalidInput(_t("limit must be a positive integer"), _t("got {limit!r}", limit=limit))
     return model, str(version) if version is not None else "latest", float(threshold), limit
 
 
@@ -67,9 +75,14 @@ class SklearnLabeler:
     def __init__(self, model: Any, task_type: str, labels: tuple[str, ...]) -> None:
         if not task_type.endswith("-class"):
             raise InvalidInput(
-                f"a scikit-learn classifier cannot pre-label {task_type} tasks",
-                "Register a folder with predictor.py (class Predictor with prelabel(item)) "
-                "for boxes or spans.",
+                _t(
+                    "a scikit-learn classifier cannot pre-label {task_type} tasks",
+                    task_type=task_type,
+                ),
+                _t(
+                    "Register a folder with predictor.py (class Predictor with "
+                    "prelabel(item)) for boxes or spans."
+                ),
             )
         self.model = model
         self.task_type = task_type
@@ -78,8 +91,11 @@ class SklearnLabeler:
         self.names = [self._name(c, labels) for c in classes]
         if not any(n in labels for n in self.names):
             raise InvalidInput(
-                f"the model's classes {classes[:10]} match no label of the project",
-                f"Labels: {', '.join(labels)}. Train it on these names (or on their indexes).",
+                _t("the model's classes {value} match no label of the project", value=classes[:10]),
+                _t(
+                    "Labels: {value}. Train it on these names (or on their indexes).",
+                    value=", ".join(labels),
+                ),
             )
         features = getattr(model, "n_features_in_", None)
         self.side = 0
@@ -87,15 +103,19 @@ class SklearnLabeler:
             side = math.isqrt(features or 0)
             if not features or side * side != features:
                 raise InvalidInput(
-                    f"the model takes {features} features, not a square image",
-                    "Train it on flattened grayscale images of side x side pixels (0..1).",
+                    _t(
+                        "the model takes {features} features, not a square image", features=features
+                    ),
+                    _t("Train it on flattened grayscale images of side x side pixels (0..1)."),
                 )
             self.side = side
         elif features is not None and not hasattr(model, "steps"):
             raise InvalidInput(
-                f"the model takes {features} numeric features, not texts",
-                "Register a Pipeline that vectorizes raw text (e.g. TfidfVectorizer + "
-                "LogisticRegression).",
+                _t("the model takes {features} numeric features, not texts", features=features),
+                _t(
+                    "Register a Pipeline that vectorizes raw text (e.g. TfidfVectorizer +"
+                    " LogisticRegression)."
+                ),
             )
 
     @staticmethod
@@ -143,8 +163,8 @@ class PythonLabeler:
     def __init__(self, obj: Any) -> None:
         if not callable(getattr(obj, "prelabel", None)):
             raise InvalidInput(
-                "the model's Predictor class has no prelabel(item) method",
-                "Add prelabel(item: dict) -> dict returning the result shape with scores.",
+                _t("the model's Predictor class has no prelabel(item) method"),
+                _t("Add prelabel(item: dict) -> dict returning the result shape with scores."),
             )
         self.obj = obj
 
@@ -161,11 +181,13 @@ def load_labeler(path: Path, flavor: str, task_type: str, labels: tuple[str, ...
         if (path.is_dir() and (path / "predictor.py").is_file()) or path.name == "predictor.py":
             return PythonLabeler(loaders.load_custom(path).obj)  # type: ignore[attr-defined]
     except loaders.LoadError as exc:
-        raise InvalidInput(f"cannot load the model: {exc}") from None
+        raise InvalidInput(_t("cannot load the model: {exc}", exc=exc)) from None
     raise InvalidInput(
-        f"cannot pre-label with a {flavor} model",
-        "Use a scikit-learn classifier (classification) or a folder with predictor.py "
-        "defining class Predictor(path) with prelabel(item).",
+        _t("cannot pre-label with a {flavor} model", flavor=flavor),
+        _t(
+            "Use a scikit-learn classifier (classification) or a folder with predictor.py"
+            " defining class Predictor(path) with prelabel(item)."
+        ),
     )
 
 
@@ -218,15 +240,20 @@ def run(
         try:
             answers = labeler.predict([p.item for p in batch], [p.target for p in batch])
         except (ValueError, TypeError, OSError) as exc:
-            raise InvalidInput(f"the model failed on this project's items: {exc}") from None
+            raise InvalidInput(
+                _t("the model failed on this project's items: {exc}", exc=exc)
+            ) from None
         for p, answer in zip(batch, answers, strict=True):
             try:
                 # any number of labels here: a single-label project keeps the best below
                 checked = check_result(replace(p.target, multi_label=True), answer, scored=True)
             except InvalidInput as exc:
                 raise InvalidInput(
-                    f"the model's answer for {p.item['name']} is not a valid prediction: "
-                    f"{exc.error}",
+                    _t(
+                        "the model's answer for {name} is not a valid prediction: {error}",
+                        name=p.item["name"],
+                        error=exc.error,
+                    ),
                     exc.detail,
                 ) from None
             kept = _keep(checked, cut, ctx.multi_label)

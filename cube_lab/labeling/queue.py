@@ -15,6 +15,7 @@ from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from ..store.models import DatasetItem, LabelingTask, utcnow
 
 MODES = ("round_robin", "batch")
@@ -75,11 +76,17 @@ def claim(s: Session, labeling_id: int, user: str) -> int | None:
 
 def check_mode(mode: object, batch_size: object) -> tuple[str, int | None]:
     if mode not in MODES:
-        raise InvalidInput(f"unknown assignment mode {mode!r}", f"Use one of {', '.join(MODES)}.")
+        raise InvalidInput(
+            _t("unknown assignment mode {mode!r}", mode=mode),
+            _t("Use one of {value}.", value=", ".join(MODES)),
+        )
     if batch_size is None:
         return str(mode), DEFAULT_BATCH if mode == "batch" else None
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInput("batch_size must be a positive integer", f"got {batch_size!r}")
+        raise InvalidInput(
+            _t("batch_size must be a positive integer"),
+            _t("got {batch_size!r}", batch_size=batch_size),
+        )
     return str(mode), batch_size
 
 
@@ -89,7 +96,7 @@ def assign(
     """Hand new tasks to ``users``: ``batch`` gives each the next ``batch_size`` tasks in a
     block; ``round_robin`` deals them out one by one (all new tasks, or ``batch_size`` each)."""
     if not users:
-        raise InvalidInput("give at least one user", 'e.g. {"users": ["alice", "bob"]}')
+        raise InvalidInput(_t("give at least one user"), _t('e.g. {{"users": ["alice", "bob"]}}'))
     query = (
         select(LabelingTask.id)
         .where(LabelingTask.labeling_id == labeling_id, LabelingTask.status == "new")

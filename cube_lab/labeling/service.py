@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from ..config import Settings
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
+from ..locale.messages import _t
 from ..projects import ProjectService
 from ..store import Store
 from ..store.models import (
@@ -102,7 +103,9 @@ def _flag(value: object, name: str, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise InvalidInput(f"{name} must be true or false", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be true or false", name=name), _t("got {value!r}", value=value)
+        )
     return value
 
 
@@ -144,15 +147,22 @@ class LabelingService:
         multi = _flag(multi_label, "multi_label", False)
         if multi and not task_type.endswith("-class"):
             raise InvalidInput(
-                f"multi_label applies to classification, not {task_type}",
-                "Boxes and spans already take any number of labels per item.",
+                _t("multi_label applies to classification, not {task_type}", task_type=task_type),
+                _t("Boxes and spans already take any number of labels per item."),
             )
         if instructions is not None and not isinstance(instructions, str):
-            raise InvalidInput("instructions must be a string (Markdown)")
+            raise InvalidInput(_t("instructions must be a string (Markdown)"))
         if instructions and len(instructions) > MAX_INSTRUCTIONS:
-            raise InvalidInput(f"instructions are longer than {MAX_INSTRUCTIONS:,} characters")
+            raise InvalidInput(
+                _t(
+                    "instructions are longer than {MAX_INSTRUCTIONS:,} characters",
+                    MAX_INSTRUCTIONS=MAX_INSTRUCTIONS,
+                )
+            )
         if not isinstance(dataset, str) or not dataset:
-            raise InvalidInput("dataset is required", "Give the name of a dataset in the project.")
+            raise InvalidInput(
+                _t("dataset is required"), _t("Give the name of a dataset in the project.")
+            )
         self.projects.ensure_personal(caller)
         try:
             with self.store.write() as s:
@@ -160,9 +170,17 @@ class LabelingService:
                 data = self.datasets.dataset(s, caller, project_row.name, dataset)
                 if DATASET_KIND[task_type] != data.kind:
                     raise InvalidInput(
-                        f"a {task_type} project needs a dataset of {DATASET_KIND[task_type]}, "
-                        f"and {data.name!r} holds {data.kind}",
-                        "image-* types label folders of images; text-* types label CSV/JSONL.",
+                        _t(
+                            (
+                                "a {task_type} project needs a dataset of {value}, and "
+                                "{name!r} holds {kind}"
+                            ),
+                            task_type=task_type,
+                            value=DATASET_KIND[task_type],
+                            name=data.name,
+                            kind=data.kind,
+                        ),
+                        _t("image-* types label folders of images; text-* types label CSV/JSONL."),
                     )
                 checked_reviewers = permissions.check_users(
                     s, project_row.id, reviewers or [], "reviewers"
@@ -174,8 +192,12 @@ class LabelingService:
                     )
                 ):
                     raise Conflict(
-                        f"labeling project {name!r} already exists in {project_row.name!r}",
-                        "Choose another name.",
+                        _t(
+                            "labeling project {name!r} already exists in {name2!r}",
+                            name=name,
+                            name2=project_row.name,
+                        ),
+                        _t("Choose another name."),
                     )
                 row = LabelingProject(
                     project_id=project_row.id,
@@ -208,7 +230,7 @@ class LabelingService:
                 )
                 return LabelingView.of(row, project_row.name, data.name)
         except IntegrityError as exc:
-            raise Conflict(f"labeling project {name!r} already exists") from exc
+            raise Conflict(_t("labeling project {name!r} already exists", name=name)) from exc
 
     def list(self, caller: Caller, project: str | None = None) -> list[LabelingView]:
         self.projects.ensure_personal(caller)
@@ -272,8 +294,12 @@ class LabelingService:
         ).first()
         if found is None:
             raise NotFound(
-                f"labeling project {name!r} not found in project {project.name!r}",
-                "GET /cube/api/v1/labeling lists the labeling projects you can see.",
+                _t(
+                    "labeling project {name!r} not found in project {name2!r}",
+                    name=name,
+                    name2=project.name,
+                ),
+                _t("GET /cube/api/v1/labeling lists the labeling projects you can see."),
             )
         return found[0], found[1]
 
@@ -301,7 +327,9 @@ class LabelingService:
         """The caller's first assigned task (after ``after``), else one claimed from the
         pool, else (when ``after`` skipped past them) the caller's first one; None if none."""
         if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
-            raise InvalidInput("after must be a task id (an integer)", f"got {after!r}")
+            raise InvalidInput(
+                _t("after must be a task id (an integer)"), _t("got {after!r}", after=after)
+            )
         user = caller.username
         with self.store.read() as s:
             ctx = self._context(s, caller, project, name)
@@ -333,12 +361,16 @@ class LabelingService:
     ) -> dict[str, Any]:
         if status and status not in TASK_FILTERS:
             raise InvalidInput(
-                f"unknown status {status!r}", f"Use one of {', '.join(TASK_FILTERS)}."
+                _t("unknown status {status!r}", status=status),
+                _t("Use one of {value}.", value=", ".join(TASK_FILTERS)),
             )
         if not 1 <= limit <= MAX_PAGE:
-            raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}", f"got {limit}")
+            raise InvalidInput(
+                _t("limit must be between 1 and {MAX_PAGE}", MAX_PAGE=MAX_PAGE),
+                _t("got {limit}", limit=limit),
+            )
         if offset < 0:
-            raise InvalidInput("offset must be 0 or more", f"got {offset}")
+            raise InvalidInput(_t("offset must be 0 or more"), _t("got {offset}", offset=offset))
         with self.store.read() as s:
             ctx = self._context(s, caller, project, name)
             where: list[Any] = [LabelingTask.labeling_id == ctx.labeling_id]
@@ -385,12 +417,18 @@ class LabelingService:
                 raise Forbidden(
                     f"task {task_id} is not in your queue"
                     + (f" (it is {task.assignee}'s)" if task.assignee else ""),
-                    "POST .../next gives you your next task.",
+                    _t("POST .../next gives you your next task."),
                 )
             if task.status != "assigned":
                 raise Conflict(
-                    f"task {task_id} is {task.status} and can no longer be changed",
-                    "Only tasks in your queue (assigned, or rejected by a reviewer) take edits.",
+                    _t(
+                        "task {task_id} is {status} and can no longer be changed",
+                        task_id=task_id,
+                        status=task.status,
+                    ),
+                    _t(
+                        "Only tasks in your queue (assigned, or rejected by a reviewer) take edits."
+                    ),
                 )
             item = self._item(s, task)
             task.result = check_result(ctx.target(item), result, submit=submitting)
@@ -411,24 +449,30 @@ class LabelingService:
         comment: object = None,
     ) -> TaskView:
         if decision not in ("accept", "reject"):
-            raise InvalidInput(f"unknown decision {decision!r}", "Use accept or reject.")
+            raise InvalidInput(
+                _t("unknown decision {decision!r}", decision=decision), _t("Use accept or reject.")
+            )
         if comment is not None and not isinstance(comment, str):
-            raise InvalidInput("comment must be a string")
+            raise InvalidInput(_t("comment must be a string"))
         with self.store.write() as s:
             ctx = self._context(s, caller, project, name)
             if not ctx.review:
                 raise Conflict(
-                    f"labeling project {name!r} has no review step",
-                    "Its submitted tasks are final (it was created with review: false).",
+                    _t("labeling project {name!r} has no review step", name=name),
+                    _t("Its submitted tasks are final (it was created with review: false)."),
                 )
             permissions.check_reviewer(s, ctx, caller)
             task = self._task(s, ctx, task_id, lock=True)
             if task.assignee == caller.username:
-                raise Forbidden("you cannot review your own work", "Ask another reviewer.")
+                raise Forbidden(_t("you cannot review your own work"), _t("Ask another reviewer."))
             if task.status != "submitted":
                 raise Conflict(
-                    f"task {task_id} is {task.status}; only submitted tasks can be reviewed",
-                    "GET .../tasks?status=submitted lists the tasks waiting for review.",
+                    _t(
+                        "task {task_id} is {status}; only submitted tasks can be reviewed",
+                        task_id=task_id,
+                        status=task.status,
+                    ),
+                    _t("GET .../tasks?status=submitted lists the tasks waiting for review."),
                 )
             task.reviewer = caller.username
             task.review_comment = comment or None
@@ -447,7 +491,13 @@ class LabelingService:
         )
         task = s.scalars(query.with_for_update() if lock else query).first()
         if task is None:
-            raise NotFound(f"labeling project {ctx.name!r} has no task {task_id}")
+            raise NotFound(
+                _t(
+                    "labeling project {name!r} has no task {task_id}",
+                    name=ctx.name,
+                    task_id=task_id,
+                )
+            )
         return task
 
     @staticmethod
@@ -484,7 +534,9 @@ class LabelingService:
         """``class_order``: "declared" (label-set order, the default) or "alphabetical" (class
         ids as Label Studio's converter gives them); see exports.CLASS_ORDERS."""
         if not isinstance(only, str | None) or only not in EXPORT_ONLY:
-            raise InvalidInput(f"unknown filter only={only!r}", "Use accepted or submitted.")
+            raise InvalidInput(
+                _t("unknown filter only={only!r}", only=only), _t("Use accepted or submitted.")
+            )
         with self.store.read() as s:
             ctx = self._context(s, caller, project, name)
             exports.check_format(fmt, ctx.type)
@@ -513,8 +565,12 @@ class LabelingService:
         if not job.rows:
             wanted = " or ".join(EXPORT_ONLY[only])
             raise InvalidInput(
-                f"nothing to export: no task of {name!r} is {wanted} yet",
-                "Submit (and, with review, accept) some tasks first.",
+                _t(
+                    "nothing to export: no task of {name!r} is {wanted} yet",
+                    name=name,
+                    wanted=wanted,
+                ),
+                _t("Submit (and, with review, accept) some tasks first."),
             )
         version = self.datasets.add_version(
             caller,
@@ -546,12 +602,13 @@ class LabelingService:
         rule = labelstudio.check_pick(pick)
         if fmt != "labelstudio":
             raise InvalidInput(
-                f"cannot import format {fmt!r}", "Import Label Studio JSON: labelstudio."
+                _t("cannot import format {fmt!r}", fmt=fmt),
+                _t("Import Label Studio JSON: labelstudio."),
             )
         if not isinstance(data, list):
             raise InvalidInput(
-                "data must be a list of Label Studio tasks",
-                'A Label Studio JSON export: [{"data": {...}, "annotations": [...]}, ...]',
+                _t("data must be a list of Label Studio tasks"),
+                _t('A Label Studio JSON export: [{{"data": {{...}}, "annotations": [...]}}, ...]'),
             )
         with self.store.write() as s:
             ctx = self._context(s, caller, project, name)

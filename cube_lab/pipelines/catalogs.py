@@ -32,6 +32,7 @@ import yaml
 
 from .. import containment
 from ..errors import CubeError
+from ..locale.messages import _t
 from .model import Node
 
 SCHEMAS = ("local-directory-catalog", "local-file-catalog", "url-catalog")
@@ -538,7 +539,9 @@ class CatalogKind:
 
         component = self.component(node.op)
         if component is None:
-            raise CubeError(f"component {node.op!r} is not in any component catalog", HOW_TO_ADD)
+            raise CubeError(
+                _t("component {op!r} is not in any component catalog", op=node.op), HOW_TO_ADD
+            )
         assert ctx.run_dir is not None
         outputs = ctx.run_dir / "outputs"
 
@@ -564,13 +567,19 @@ class CatalogKind:
             item = next(i for i in component.inputs if i.name == name)
             _, ref = _value(node.params.get(item.ref))
             if not isinstance(ref, dict):
-                raise CubeError(f"input {name!r} has no parent output linked")
+                raise CubeError(_t("input {name!r} has no parent output linked", name=name))
             option = str(ref.get("option", "")).removeprefix("output_")
             parent = ctx.run_dir.parent / node_folder(str(ref.get("value"))) / "outputs"
             for candidate in sorted(parent.glob("*")) if parent.is_dir() else []:
                 if candidate.name.lower().replace(" ", "_") == option:
                     return str(candidate)
-            raise CubeError(f"input {name!r}: the parent's output {option!r} was not produced")
+            raise CubeError(
+                _t(
+                    "input {name!r}: the parent's output {option!r} was not produced",
+                    name=name,
+                    option=option,
+                )
+            )
 
         def out_path(name: str) -> str:
             outputs.mkdir(parents=True, exist_ok=True)
@@ -600,7 +609,13 @@ class CatalogKind:
                 )
                 chosen = arg.get("then" if present or cond is True or cond == "true" else "else")
                 return [s for part in chosen or [] for s in expand(part)]
-            raise CubeError(f"component {component.name!r}: placeholder {key!r} is not supported")
+            raise CubeError(
+                _t(
+                    "component {name!r}: placeholder {key!r} is not supported",
+                    name=component.name,
+                    key=key,
+                )
+            )
 
         container = component.container
         argv = [
@@ -610,18 +625,32 @@ class CatalogKind:
         ]
         if not argv:
             raise CubeError(
-                f"component {component.name!r} has no container command",
-                f"It runs its image's entry point ({component.image}); run the pipeline on "
-                "Kubeflow Pipelines.",
+                _t("component {name!r} has no container command", name=component.name),
+                _t(
+                    (
+                        "It runs its image's entry point ({image}); run the pipeline on "
+                        "Kubeflow Pipelines."
+                    ),
+                    image=component.image,
+                ),
             )
         program = shutil.which(argv[0])
         if program is None:
             raise CubeError(
-                f"component {component.name!r} runs {argv[0]!r} in the container image "
-                f"{component.image!r}, and {argv[0]!r} is not on this machine",
-                "Local runs start a component's command directly, without a container runtime. "
-                "Run the pipeline on a Kubeflow Pipelines cluster (Export for Kubeflow "
-                "Pipelines), or install the command here.",
+                _t(
+                    (
+                        "component {name!r} runs {value!r} in the container image {image!r}, "
+                        "and {value!r} is not on this machine"
+                    ),
+                    name=component.name,
+                    value=argv[0],
+                    image=component.image,
+                ),
+                _t(
+                    "Local runs start a component's command directly, without a container"
+                    " runtime. Run the pipeline on a Kubeflow Pipelines cluster (Export "
+                    "for Kubeflow Pipelines), or install the command here."
+                ),
             )
         env = {"CUBE_COMPONENT_IMAGE": component.image}
         return NodeCommand([program, *argv[1:]], ctx.run_dir, env=env)

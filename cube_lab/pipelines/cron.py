@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from croniter import CroniterBadCronError, croniter
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 MAX_BACKFILL = 1000  # a typo like "* * * * *" from a year ago must not start 500,000 runs
 
@@ -19,9 +20,11 @@ MAX_BACKFILL = 1000  # a typo like "* * * * *" from a year ago must not start 50
 def check_cron(expression: object) -> str:
     if not isinstance(expression, str) or not croniter.is_valid(expression):
         raise InvalidInput(
-            f"invalid cron expression {expression!r}",
-            "Use five fields: minute hour day-of-month month day-of-week, "
-            "e.g. '0 3 * * *' for 03:00 every day.",
+            _t("invalid cron expression {expression!r}", expression=expression),
+            _t(
+                "Use five fields: minute hour day-of-month month day-of-week, e.g. '0 3 *"
+                " * *' for 03:00 every day."
+            ),
         )
     return expression
 
@@ -45,7 +48,7 @@ def due_times(
         # croniter yields times strictly after its base: step back a second to include start.
         it = croniter(cron, after or start_at.replace(microsecond=0).timestamp() - 1)
     except CroniterBadCronError as exc:
-        raise InvalidInput(f"invalid cron expression {cron!r}", str(exc)) from None
+        raise InvalidInput(_t("invalid cron expression {cron!r}", cron=cron), str(exc)) from None
     times: list[datetime] = []
     while True:
         t = datetime.fromtimestamp(it.get_next(float), UTC)

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .model import CUBE_KEY, OP_NOTEBOOK, Node, Parameter, Pipeline
 
 ELYRA_VERSION = 8
@@ -51,7 +52,8 @@ def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
     if not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise PipelineFormatError(
-            f"{where} must be a {_json_name(names)}", f"found {_json_name(type(value).__name__)}"
+            _t("{where} must be a {value}", where=where, value=_json_name(names)),
+            _t("found {value}", value=_json_name(type(value).__name__)),
         )
     return value
 
@@ -73,9 +75,11 @@ def load(path: Path) -> Pipeline:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise PipelineFormatError(f"pipeline file {str(path)!r} not found") from None
+        raise PipelineFormatError(
+            _t("pipeline file {value!r} not found", value=str(path))
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise PipelineFormatError(f"cannot read {path.name}", str(exc)) from None
+        raise PipelineFormatError(_t("cannot read {name}", name=path.name), str(exc)) from None
     return loads(text, path)
 
 
@@ -83,7 +87,7 @@ def loads(text: str, path: Path | None = None) -> Pipeline:
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise PipelineFormatError("the pipeline file is not valid JSON", str(exc)) from None
+        raise PipelineFormatError(_t("the pipeline file is not valid JSON"), str(exc)) from None
     return _from_own_document(_expect(doc, dict, "the pipeline document"), path)
 
 
@@ -95,10 +99,14 @@ def from_document(doc: Any, path: Path | None = None) -> Pipeline:
 def _from_own_document(doc: dict[str, Any], path: Path | None) -> Pipeline:
     """Like from_document, but takes over ``doc`` (migration edits it in place)."""
     if doc.get("doc_type", "pipeline") != "pipeline":
-        raise PipelineFormatError(f"doc_type is {doc.get('doc_type')!r}, not 'pipeline'")
+        raise PipelineFormatError(
+            _t("doc_type is {value!r}, not 'pipeline'", value=doc.get("doc_type"))
+        )
     pipelines = _expect(doc.get("pipelines"), list, "pipelines")
     if not pipelines:
-        raise PipelineFormatError("pipelines is empty", "A .pipeline file holds one pipeline.")
+        raise PipelineFormatError(
+            _t("pipelines is empty"), _t("A .pipeline file holds one pipeline.")
+        )
     primary_id = doc.get("primary_pipeline")
     index = next(
         (
@@ -133,11 +141,19 @@ def _migrate(app_data: dict[str, Any], primary: dict[str, Any], doc: dict[str, A
             return None  # validation reports the missing version; nothing to migrate
         version = 0
     if isinstance(version, bool) or not isinstance(version, int | float):
-        raise PipelineFormatError("app_data.version must be a number", f"found {version!r}")
+        raise PipelineFormatError(
+            _t("app_data.version must be a number"), _t("found {version!r}", version=version)
+        )
     if version > ELYRA_VERSION:
         raise PipelineFormatError(
-            f"this pipeline was written by a newer Elyra (pipeline version {version:g})",
-            f"cube-lab reads Elyra pipeline versions 0 to {ELYRA_VERSION}.",
+            _t(
+                "this pipeline was written by a newer Elyra (pipeline version {version:g})",
+                version=version,
+            ),
+            _t(
+                "cube-lab reads Elyra pipeline versions 0 to {ELYRA_VERSION}.",
+                ELYRA_VERSION=ELYRA_VERSION,
+            ),
         )
     if version == ELYRA_VERSION:
         return None
@@ -356,7 +372,14 @@ def _kv_objects(key: str, items: Any, where: str) -> Any:
         found = _KV_PATTERNS[key].search(item)
         if found is None:
             raise PipelineFormatError(
-                f"{where}.{key}[{i}] is not in the form Elyra 3 wrote ({item!r})", _KV_FORMS[key]
+                _t(
+                    "{where}.{key}[{i}] is not in the form Elyra 3 wrote ({item!r})",
+                    where=where,
+                    key=key,
+                    i=i,
+                    item=item,
+                ),
+                _KV_FORMS[key],
             )
         out.append(found.groupdict())
     return out
@@ -397,7 +420,10 @@ def _node(raw: dict[str, Any], node_id: str, where: str) -> Node:
     """An execution node's settings; its links are resolved by ``flatten``."""
     op = raw.get("op")
     if not isinstance(op, str) or not op:
-        raise PipelineFormatError(f"{where}.op is missing", f"node {node_id!r} needs an op")
+        raise PipelineFormatError(
+            _t("{where}.op is missing", where=where),
+            _t("node {node_id!r} needs an op", node_id=node_id),
+        )
     app = _expect(raw.get("app_data") or {}, dict, f"{where}.app_data")
     params = _expect(
         app.get("component_parameters") or {}, dict, f"{where}.app_data.component_parameters"
@@ -426,8 +452,16 @@ def _links(raw: dict[str, Any], where: str) -> list[tuple[int, int, str, str]]:
             ref = link.get("node_id_ref")
             if not isinstance(ref, str) or not ref:
                 raise PipelineFormatError(
-                    f"{where}.inputs[{p}].links[{k}].node_id_ref is missing",
-                    f"a link into node {raw.get('id')!r} must name its upstream node",
+                    _t(
+                        "{where}.inputs[{p}].links[{k}].node_id_ref is missing",
+                        where=where,
+                        p=p,
+                        k=k,
+                    ),
+                    _t(
+                        "a link into node {value!r} must name its upstream node",
+                        value=raw.get("id"),
+                    ),
                 )
             port_ref = link.get("port_id_ref")
             out.append((p, k, ref, port_ref if isinstance(port_ref, str) else ""))
@@ -509,13 +543,14 @@ class _Flattener:
             node_id = raw.get("id")
             if not isinstance(node_id, str) or not node_id:
                 raise PipelineFormatError(
-                    f"{where}[{i}].id is missing", "Every node needs a unique string id."
+                    _t("{where}[{i}].id is missing", where=where, i=i),
+                    _t("Every node needs a unique string id."),
                 )
             kind = raw.get("type", "execution_node")
             if kind not in ("execution_node", "super_node", "binding"):
                 raise PipelineFormatError(
-                    f"node {node_id!r} is a {kind!r}",
-                    "cube-lab runs execution nodes, supernodes and their binding nodes.",
+                    _t("node {node_id!r} is a {kind!r}", node_id=node_id, kind=kind),
+                    _t("cube-lab runs execution nodes, supernodes and their binding nodes."),
                 )
             inst.raw[node_id] = raw
             inst.kinds[node_id] = {"execution_node": "x", "super_node": "s"}.get(kind, "b")
@@ -554,16 +589,32 @@ class _Flattener:
         pipeline_id = ref.get("pipeline_id_ref") if isinstance(ref, dict) else None
         if not isinstance(pipeline_id, str) or pipeline_id not in self.by_id:
             raise PipelineFormatError(
-                f"super_node {node_id!r} refers to pipeline {pipeline_id!r}, "
-                "which this file does not hold",
-                f"{where}.subflow_ref.pipeline_id_ref must name an entry of pipelines[] "
-                f"(ids: {', '.join(repr(i) for i in self.by_id)})",
+                _t(
+                    (
+                        "super_node {node_id!r} refers to pipeline {pipeline_id!r}, which "
+                        "this file does not hold"
+                    ),
+                    node_id=node_id,
+                    pipeline_id=pipeline_id,
+                ),
+                _t(
+                    (
+                        "{where}.subflow_ref.pipeline_id_ref must name an entry of "
+                        "pipelines[] (ids: {value})"
+                    ),
+                    where=where,
+                    value=", ".join(repr(i) for i in self.by_id),
+                ),
             )
         index = self.by_id[pipeline_id]
         if index in self.chain:
             raise PipelineFormatError(
-                f"super_node {node_id!r} contains itself (pipeline {pipeline_id!r})",
-                "A supernode's pipeline cannot hold the supernode, directly or not.",
+                _t(
+                    "super_node {node_id!r} contains itself (pipeline {pipeline_id!r})",
+                    node_id=node_id,
+                    pipeline_id=pipeline_id,
+                ),
+                _t("A supernode's pipeline cannot hold the supernode, directly or not."),
             )
         label = _label(raw) or node_id
         return self.expand(index, (*inst.path, node_id), (*inst.labels, label))
@@ -693,7 +744,7 @@ def _parameters(raw: Any) -> list[Parameter]:
         item = _expect(item, dict, f"pipeline_parameters[{i}]")
         name = item.get("name")
         if not isinstance(name, str) or not name:
-            raise PipelineFormatError(f"pipeline_parameters[{i}].name is missing")
+            raise PipelineFormatError(_t("pipeline_parameters[{i}].name is missing", i=i))
         default = item.get("default_value") if isinstance(item.get("default_value"), dict) else {}
         out.append(
             Parameter(
@@ -813,10 +864,21 @@ def _check_same_level(node_id: str, upstream: list[str], path: tuple[str, ...], 
             where = " > ".join(flat.within.get(up) or ["the main pipeline"])
             here = " > ".join(flat.within.get(node_id) or ["the main pipeline"])
             raise PipelineFormatError(
-                f"the new link from {up!r} to {node_id!r} crosses a supernode boundary "
-                f"({where} -> {here})",
-                "cube-lab keeps supernodes as Elyra wrote them: link across a supernode in "
-                "Elyra's editor (through the supernode's ports), or expand it there first.",
+                _t(
+                    (
+                        "the new link from {up!r} to {node_id!r} crosses a supernode boundary"
+                        " ({where} -> {here})"
+                    ),
+                    up=up,
+                    node_id=node_id,
+                    where=where,
+                    here=here,
+                ),
+                _t(
+                    "cube-lab keeps supernodes as Elyra wrote them: link across a "
+                    "supernode in Elyra's editor (through the supernode's ports), or "
+                    "expand it there first."
+                ),
             )
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from .. import accelerators
 from ..errors import CubeError, InvalidInput
 from ..jobtemplates.model import PLACEHOLDER_RE, TEMPLATE_DIR
+from ..locale.messages import _t
 from .model import OP_NOTEBOOK, OP_PYTHON, OP_R, OP_SHELL, OP_TEMPLATE, Node, Pipeline
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,9 @@ class PipelinePlan:
 
 
 def _node_error(node: Node, what: str, detail: Any = None) -> InvalidInput:
-    return InvalidInput(f"node {node.label!r} ({node.id}): {what}", detail)
+    return InvalidInput(
+        _t("node {label!r} ({id}): {what}", label=node.label, id=node.id, what=what), detail
+    )
 
 
 def _slug(text: str, sep: str = "-") -> str:
@@ -143,7 +146,9 @@ def _topological(pipeline: Pipeline) -> list[Node]:
         ready = [n for n in pipeline.nodes if n.id not in placed and set(n.upstream) <= placed]
         if not ready:
             stuck = [n.label for n in pipeline.nodes if n.id not in placed]
-            raise InvalidInput("the pipeline has a cycle", f"among nodes: {', '.join(stuck)}")
+            raise InvalidInput(
+                _t("the pipeline has a cycle"), _t("among nodes: {value}", value=", ".join(stuck))
+            )
         order.extend(ready)
         placed.update(n.id for n in ready)
     return order
@@ -154,21 +159,30 @@ def _parameters(pipeline: Pipeline) -> list[tuple[str, type, Any]]:
     for p in pipeline.parameters:
         if not p.name.isidentifier() or keyword.iskeyword(p.name) or p.name == NOTEBOOK_OUTPUT:
             raise InvalidInput(
-                f"pipeline parameter {p.name!r} cannot be a KFP pipeline input",
-                "KFP input names must be Python identifiers (letters, digits, _).",
+                _t("pipeline parameter {name!r} cannot be a KFP pipeline input", name=p.name),
+                _t("KFP input names must be Python identifiers (letters, digits, _)."),
             )
         kind = _PARAM_TYPES.get(p.type)
         if kind is None:
             raise InvalidInput(
-                f"pipeline parameter {p.name!r} has unknown type {p.type!r}",
-                f"Use one of {', '.join(_PARAM_TYPES)}.",
+                _t(
+                    "pipeline parameter {name!r} has unknown type {type!r}",
+                    name=p.name,
+                    type=p.type,
+                ),
+                _t("Use one of {value}.", value=", ".join(_PARAM_TYPES)),
             )
         default = p.default
         if kind is float and isinstance(default, int) and not isinstance(default, bool):
             default = float(default)
         if default is not None and type(default) is not kind:
             raise InvalidInput(
-                f"pipeline parameter {p.name!r}: default {default!r} is not a {p.type}"
+                _t(
+                    "pipeline parameter {name!r}: default {default!r} is not a {type}",
+                    name=p.name,
+                    default=default,
+                    type=p.type,
+                )
             )
         out.append((p.name, kind, default))
     return out
@@ -596,7 +610,9 @@ def plan_pipeline(
 ) -> PipelinePlan:
     """What each node compiles to, checked; raises InvalidInput naming the node."""
     if not pipeline.nodes:
-        raise InvalidInput("the pipeline has no nodes", "Add at least one node to compile it.")
+        raise InvalidInput(
+            _t("the pipeline has no nodes"), _t("Add at least one node to compile it.")
+        )
     planner = _Planner(pipeline, catalog, project_dir, template_root, default_image)
     return planner.plan()
 
@@ -611,7 +627,7 @@ def _kfp() -> Any:
         import kfp.dsl
     except ImportError:
         raise InvalidInput(
-            "the kfp package is not installed", "pip install 'cube-lab[kfp]'"
+            _t("the kfp package is not installed"), _t("pip install 'cube-lab[kfp]'")
         ) from None
     return kfp
 
@@ -769,7 +785,9 @@ def compile_pipeline(
         kfp.compiler.Compiler().compile(func, package_path=str(tmp))
         tmp.replace(output)
     except (ValueError, TypeError) as exc:
-        raise InvalidInput(f"KFP could not compile pipeline {pipeline.name!r}", str(exc)) from None
+        raise InvalidInput(
+            _t("KFP could not compile pipeline {name!r}", name=pipeline.name), str(exc)
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
     return output
@@ -801,13 +819,13 @@ def submit(
     kfp = _kfp()
     ir_path = Path(ir_path)
     if not ir_path.is_file():
-        raise InvalidInput(f"compiled pipeline {str(ir_path)!r} not found")
+        raise InvalidInput(_t("compiled pipeline {value!r} not found", value=str(ir_path)))
     known = pipeline_inputs(ir_path)
     unknown = sorted(set(params or {}) - set(known))
     if unknown:
         raise InvalidInput(
-            f"unknown pipeline parameters: {', '.join(unknown)}",
-            f"The pipeline takes: {', '.join(sorted(known)) or 'no parameters'}.",
+            _t("unknown pipeline parameters: {value}", value=", ".join(unknown)),
+            _t("The pipeline takes: {value}.", value=", ".join(sorted(known)) or "no parameters"),
         )
     client = kfp.Client(host=host)
     try:
@@ -816,5 +834,7 @@ def submit(
             experiment_name=experiment, namespace=namespace,
         )  # fmt: skip
     except Exception as exc:  # the client raises whatever its HTTP layer raised
-        raise CubeError(f"Kubeflow Pipelines at {host} did not accept the run", str(exc)) from exc
+        raise CubeError(
+            _t("Kubeflow Pipelines at {host} did not accept the run", host=host), str(exc)
+        ) from exc
     return str(result.run_id)

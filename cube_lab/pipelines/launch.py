@@ -26,6 +26,7 @@ from .. import accounts, containment
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
 from ..errors import CubeError, InvalidInput, NotFound
 from ..identity import Caller
+from ..locale.messages import _t
 from . import elyra_format, validation
 from .model import Pipeline
 from .nodekinds import NodeContext, Problem, safe_path
@@ -166,14 +167,14 @@ def plan_launch(
     if problems:
         raise validation.PipelineInvalid(problems)
     if only and from_node:
-        raise InvalidInput("give --only or --from, not both")
+        raise InvalidInput(_t("give --only or --from, not both"))
     values = coerce_params(pipeline, params or {})
     problems = path_param_problems(pipeline, node_context(pipeline, root, catalog), values)
     if problems:
         raise validation.PipelineInvalid(problems)
     width = parallelism or pipeline.parallelism or os.cpu_count() or 1
     if width < 1:
-        raise InvalidInput("parallelism must be at least 1", f"got {width}")
+        raise InvalidInput(_t("parallelism must be at least 1"), _t("got {width}", width=width))
     options = {
         "params": values,
         "only": only,
@@ -239,8 +240,8 @@ def select_nodes(pipeline: Pipeline, only: str | None, from_node: str | None) ->
     node = pipeline.find(ref)
     if node is None:
         raise NotFound(
-            f"no node {ref!r} in pipeline {pipeline.name!r}",
-            "Give a node id, or a label that only one node has.",
+            _t("no node {ref!r} in pipeline {name!r}", ref=ref, name=pipeline.name),
+            _t("Give a node id, or a label that only one node has."),
         )
     return {node.id} if only else pipeline.downstream(node.id)
 
@@ -251,8 +252,8 @@ def coerce_params(pipeline: Pipeline, given: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(given) - set(known))
     if unknown:
         raise InvalidInput(
-            f"unknown pipeline parameters {unknown}",
-            f"This pipeline declares: {', '.join(known) or 'none'}.",
+            _t("unknown pipeline parameters {unknown}", unknown=unknown),
+            _t("This pipeline declares: {value}.", value=", ".join(known) or "none"),
         )
     out: dict[str, Any] = {}
     for name, param in known.items():
@@ -260,8 +261,8 @@ def coerce_params(pipeline: Pipeline, given: dict[str, Any]) -> dict[str, Any]:
         if value is None or value == "":
             if param.required:
                 raise InvalidInput(
-                    f"pipeline parameter {name!r} is required",
-                    f"Pass it with --param {name}=VALUE.",
+                    _t("pipeline parameter {name!r} is required", name=name),
+                    _t("Pass it with --param {name}=VALUE.", name=name),
                 )
             out[name] = value
             continue
@@ -276,7 +277,8 @@ def coerce_params(pipeline: Pipeline, given: dict[str, Any]) -> dict[str, Any]:
                 value = value.lower() in ("true", "1", "yes")
         except (TypeError, ValueError):
             raise InvalidInput(
-                f"pipeline parameter {name!r} must be {param.type}", f"got {value!r}"
+                _t("pipeline parameter {name!r} must be {type}", name=name, type=param.type),
+                _t("got {value!r}", value=value),
             ) from None
         out[name] = value
     return out

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from .. import containment
 from ..errors import CubeError
+from ..locale.messages import _t
 from .model import OP_NOTEBOOK, OP_PYTHON, OP_R, OP_SHELL, OP_TEMPLATE, Node
 
 ENTRY_POINT_GROUP = "cube_lab.node_kinds"
@@ -201,8 +202,10 @@ class RKind(FileNodeKind):
         rscript = shutil.which("Rscript")
         if rscript is None:
             raise CubeError(
-                "R nodes need Rscript, which is not installed here",
-                "Install R (e.g. apt-get install r-base-core) or run the pipeline on a cluster.",
+                _t("R nodes need Rscript, which is not installed here"),
+                _t(
+                    "Install R (e.g. apt-get install r-base-core) or run the pipeline on a cluster."
+                ),
             )
         return NodeCommand([rscript, str(path)], path.parent)
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from .. import accounts, containment, processes
 from ..errors import CubeError
+from ..locale.messages import _t
 from ..monitoring import files as usage_files
 from ..monitoring import watch
 from .model import Node, Pipeline
@@ -437,21 +438,22 @@ class LocalRunner:
         if scope == "params":
             if path not in self.plan.params:
                 raise CubeError(
-                    f"unknown pipeline parameter {path!r}",
-                    f"Known: {', '.join(sorted(self.plan.params)) or 'none'}.",
+                    _t("unknown pipeline parameter {path!r}", path=path),
+                    _t("Known: {value}.", value=", ".join(sorted(self.plan.params)) or "none"),
                 )
             return self.plan.params[path]
         ref, _, rest = path.partition(".values.")
         target = self.pipeline.find(ref)
         if target is None or not rest:
             raise CubeError(
-                f"bad reference nodes.{path}", "Write {{ nodes.<node id or label>.values.<key> }}."
+                _t("bad reference nodes.{path}", path=path),
+                _t("Write {{{{ nodes.<node id or label>.values.<key> }}}}."),
             )
         values = self.states[target.id].values
         if rest not in values:
             raise CubeError(
-                f"node {target.label!r} published no value {rest!r}",
-                f"It published: {', '.join(sorted(values)) or 'nothing'}.",
+                _t("node {label!r} published no value {rest!r}", label=target.label, rest=rest),
+                _t("It published: {value}.", value=", ".join(sorted(values)) or "nothing"),
             )
         return values[rest]
 
@@ -504,8 +506,8 @@ class LocalRunner:
             target.parent.mkdir(parents=True, exist_ok=True)
             if not containment.is_inside(path, self.plan.root):
                 raise CubeError(
-                    f"output {path} became a link leading out of the project",
-                    "A node's outputs must be files or folders inside the project.",
+                    _t("output {path} became a link leading out of the project", path=path),
+                    _t("A node's outputs must be files or folders inside the project."),
                 )
             containment.copy_tree(path, target)
             saved.append(SavedOutput(str(path), target.relative_to(self.plan.runs_root).as_posix()))
@@ -595,15 +597,18 @@ def _read_values(path: Path, as_owner: bool = False) -> dict[str, Any]:
         return {}
     if path.stat().st_size > MAX_VALUES_BYTES:
         raise CubeError(
-            "published values are larger than 64 KiB",
-            "Write big results to files and declare them as outputs.",
+            _t("published values are larger than 64 KiB"),
+            _t("Write big results to files and declare them as outputs."),
         )
     try:
         values = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise CubeError("published values are not valid JSON", str(exc)) from None
+        raise CubeError(_t("published values are not valid JSON"), str(exc)) from None
     if not isinstance(values, dict):
-        raise CubeError("published values must be a JSON object", f"got {type(values).__name__}")
+        raise CubeError(
+            _t("published values must be a JSON object"),
+            _t("got {name__}", name__=type(values).__name__),
+        )
     return values
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from ..errors import CubeError, InvalidInput, NotFound
 from ..identity import Caller, check_name
+from ..locale.messages import _t
 from ..projects import ProjectService
 from ..serialize import aware
 from ..store import Store
@@ -98,7 +99,10 @@ def _positive(value: object, what: str, allow_none: bool = False) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"{what} must be a whole number of at least 1", f"got {value!r}")
+        raise InvalidInput(
+            _t("{what} must be a whole number of at least 1", what=what),
+            _t("got {value!r}", value=value),
+        )
     return value
 
 
@@ -106,12 +110,15 @@ def _when(value: object, what: str) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return aware(value) if value else None
     if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be an ISO date-time", f"got {value!r}")
+        raise InvalidInput(
+            _t("{what} must be an ISO date-time", what=what), _t("got {value!r}", value=value)
+        )
     try:
         return aware(datetime.fromisoformat(value))
     except ValueError:
         raise InvalidInput(
-            f"{what} must be an ISO date-time", f"got {value!r}; e.g. 2026-12-01T03:00:00Z"
+            _t("{what} must be an ISO date-time", what=what),
+            _t("got {value!r}; e.g. 2026-12-01T03:00:00Z", value=value),
         ) from None
 
 
@@ -155,7 +162,7 @@ class ScheduleService:
         start = _when(start_at, "start_at") or now
         end = _when(end_at, "end_at")
         if end and end <= start:
-            raise InvalidInput("end_at must be after start_at")
+            raise InvalidInput(_t("end_at must be after start_at"))
         self.projects.ensure_personal(caller)
         with self.store.write() as s:
             project_row = self.projects.resolve(s, caller, project)
@@ -202,12 +209,12 @@ class ScheduleService:
             )
         ).first()
         if row is None:
-            raise NotFound(f"schedule {schedule_id} not found")
+            raise NotFound(_t("schedule {schedule_id} not found", schedule_id=schedule_id))
         return row[0], row[1]
 
     def set_enabled(self, caller: Caller, schedule_id: int, enabled: object) -> ScheduleView:
         if not isinstance(enabled, bool):
-            raise InvalidInput("enabled must be true or false")
+            raise InvalidInput(_t("enabled must be true or false"))
         with self.store.write() as s:
             row, project = self._get(s, caller, schedule_id)
             row.enabled = enabled

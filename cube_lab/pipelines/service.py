@@ -28,6 +28,7 @@ from .. import containment
 from ..config import Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
+from ..locale.messages import _t
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import end_recorded, orphaned, pid_alive
 from ..projects import ProjectService
@@ -192,9 +193,11 @@ class PipelineService:
         if row is None:
             label = pipeline.node(node_id).label
             raise Conflict(
-                f"node {label!r} has no successful run to reuse",
-                "Run the whole pipeline once first (a partial run reuses the "
-                "outputs of the latest successful run of its upstream nodes).",
+                _t("node {label!r} has no successful run to reuse", label=label),
+                _t(
+                    "Run the whole pipeline once first (a partial run reuses the outputs "
+                    "of the latest successful run of its upstream nodes)."
+                ),
             )
         return self._to_prior(row[0], row[1])
 
@@ -265,7 +268,9 @@ class PipelineService:
         limit: int = 50,
     ) -> list[RunView]:
         if not 1 <= limit <= 500:
-            raise InvalidInput("limit must be between 1 and 500", f"got {limit}")
+            raise InvalidInput(
+                _t("limit must be between 1 and 500"), _t("got {limit}", limit=limit)
+            )
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
             ids = (
@@ -306,8 +311,8 @@ class PipelineService:
         ).first()
         if row is None:
             raise NotFound(
-                f"run {run_id!r} not found",
-                "GET /cube/api/v1/pipelines/runs lists the runs you can see.",
+                _t("run {run_id!r} not found", run_id=run_id),
+                _t("GET /cube/api/v1/pipelines/runs lists the runs you can see."),
             )
         return row[0], row[1]
 
@@ -317,7 +322,9 @@ class PipelineService:
         run, _ = self._run(s, caller, run_id)
         node = next((n for n in run.nodes if n.node_id == node_id), None)
         if node is None:
-            raise NotFound(f"run {run_id!r} has no node {node_id!r}")
+            raise NotFound(
+                _t("run {run_id!r} has no node {node_id!r}", run_id=run_id, node_id=node_id)
+            )
         return run, node
 
     def tail_log(
@@ -325,7 +332,7 @@ class PipelineService:
     ) -> LogChunk:
         """The log from ``offset``: call again with the returned offset to follow it live."""
         if offset < 0:
-            raise InvalidInput("offset must be 0 or more")
+            raise InvalidInput(_t("offset must be 0 or more"))
         with self.store.read() as s:
             run, node = self._node(s, caller, run_id, node_id)
             done = node.status not in ("pending", "running")
@@ -367,7 +374,7 @@ class PipelineService:
     def result_path(self, caller: Caller, run_id: str, node_id: str, rel: str) -> Path:
         allowed = {r.path for r in self.results(caller, run_id, node_id)}
         if rel not in allowed:
-            raise NotFound(f"no result {rel!r} for node {node_id!r}")
+            raise NotFound(_t("no result {rel!r} for node {node_id!r}", rel=rel, node_id=node_id))
         return self.runs_root / rel
 
     def read_result(self, caller: Caller, run_id: str, node_id: str, rel: str) -> bytes:
@@ -376,7 +383,9 @@ class PipelineService:
         try:
             return containment.read_inside(path, self._run_folder(rel))
         except (containment.PathRefused, FileNotFoundError):
-            raise NotFound(f"no result {rel!r} for node {node_id!r}") from None
+            raise NotFound(
+                _t("no result {rel!r} for node {node_id!r}", rel=rel, node_id=node_id)
+            ) from None
 
     # -- stopping and recovering ------------------------------------------------------------------
 
@@ -385,7 +394,9 @@ class PipelineService:
             run, _ = self._run(s, caller, run_id)
             status, pid, host = run.status, run.runner_pid, run.runner_host
         if status not in ACTIVE:
-            raise Conflict(f"run {run_id} already ended ({status})")
+            raise Conflict(
+                _t("run {run_id} already ended ({status})", run_id=run_id, status=status)
+            )
         runner = self._runners.get(run_id)
         if runner is not None:
             runner.cancel()

@@ -50,6 +50,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
+from ..locale.messages import _t
 from ..names import project_name
 from ..store import Store
 from ..store.models import Project, ProjectInvitation, ProjectMember, utcnow
@@ -137,17 +138,23 @@ def _unavailable(caller: Caller, name: str) -> Conflict:
     """The one answer for a name that is reserved for a user or taken by a project the
     caller cannot see: it depends on nothing but the caller and the name asked for."""
     return Conflict(
-        f"project name {name!r} is not available",
-        "Every user's name is kept for their personal project, and a name may be in use by "
-        "a project you are not a member of. Choose another name, for example "
-        f"'{personal_name(caller.username)}-{name}' or '{name}-team'.",
+        _t("project name {name!r} is not available", name=name),
+        _t(
+            (
+                "Every user's name is kept for their personal project, and a name may be in "
+                "use by a project you are not a member of. Choose another name, for example "
+                "'{value}-{name}' or '{name}-team'."
+            ),
+            value=personal_name(caller.username),
+            name=name,
+        ),
     )
 
 
 def _not_invited(name: str) -> NotFound:
     return NotFound(
-        f"you have no invitation to project {name!r}",
-        "GET /cube/api/v1/invitations (cube-lab project invitations) lists yours.",
+        _t("you have no invitation to project {name!r}", name=name),
+        _t("GET /cube/api/v1/invitations (cube-lab project invitations) lists yours."),
     )
 
 
@@ -199,11 +206,17 @@ class ProjectService:
         )
         if not project or not member:
             raise NotFound(
-                f"project {name!r} not found",
-                "It does not exist or you are not a member; GET /cube/api/v1/projects lists yours.",
+                _t("project {name!r} not found", name=name),
+                _t(
+                    "It does not exist or you are not a member; GET /cube/api/v1/projects"
+                    " lists yours."
+                ),
             )
         if owner and member.role != "owner":
-            raise Forbidden(f"only owners of project {name!r} may do this", "Ask a project owner.")
+            raise Forbidden(
+                _t("only owners of project {name!r} may do this", name=name),
+                _t("Ask a project owner."),
+            )
         return project
 
     def visible_ids(self, session: Session, caller: Caller) -> list[int]:
@@ -264,7 +277,7 @@ class ProjectService:
         check_name(name, "project name")
         assert isinstance(name, str)
         if not isinstance(description, str):
-            raise InvalidInput("description must be a string")
+            raise InvalidInput(_t("description must be a string"))
         self.ensure_personal(caller)  # the caller's own name is then their personal project
         try:
             with self.store.write() as s:
@@ -273,8 +286,8 @@ class ProjectService:
                     m.username == caller.username for m in holder.members
                 ):
                     raise Conflict(
-                        f"you already have a project named {name!r}",
-                        "Choose another name; GET /cube/api/v1/projects lists your projects.",
+                        _t("you already have a project named {name!r}", name=name),
+                        _t("Choose another name; GET /cube/api/v1/projects lists your projects."),
                     )
                 if holder is not None or self._reserved(s, name):
                     raise _unavailable(caller, name)
@@ -336,20 +349,22 @@ class ProjectService:
         """Owners only. A member's role changes at once; anyone else is invited (pending
         until they accept; inviting again changes the role they are offered)."""
         if not isinstance(username, str) or not username.strip():
-            raise InvalidInput("username is required")
+            raise InvalidInput(_t("username is required"))
         if len(username) > 255 or any(ord(c) < 32 or ord(c) == 127 for c in username):
             raise InvalidInput(
-                f"invalid username {username[:80]!r}",
-                "A user name has at most 255 characters and no control characters.",
+                _t("invalid username {value!r}", value=username[:80]),
+                _t("A user name has at most 255 characters and no control characters."),
             )
         if role not in ROLES:
-            raise InvalidInput(f"invalid role {role!r}", f"Use one of {list(ROLES)}.")
+            raise InvalidInput(
+                _t("invalid role {role!r}", role=role), _t("Use one of {value}.", value=list(ROLES))
+            )
         with self.store.write() as s:
             project = self.resolve(s, caller, name, owner=True)
             if project.kind == "personal":
                 raise InvalidInput(
-                    "a personal project has no other members",
-                    "Create a team project (POST /cube/api/v1/projects) to share.",
+                    _t("a personal project has no other members"),
+                    _t("Create a team project (POST /cube/api/v1/projects) to share."),
                 )
             member = next((m for m in project.members if m.username == username), None)
             invitation = next((i for i in project.invitations if i.username == username), None)
@@ -380,7 +395,11 @@ class ProjectService:
                 project.invitations.remove(invitation)
             else:
                 raise NotFound(
-                    f"{username!r} is not a member of {name!r} and has no invitation to it"
+                    _t(
+                        "{username!r} is not a member of {name!r} and has no invitation to it",
+                        username=username,
+                        name=name,
+                    )
                 )
             self._keep_an_owner(project)
             s.flush()
@@ -483,7 +502,7 @@ class ProjectService:
     def _keep_an_owner(project: Project) -> None:
         if not any(m.role == "owner" for m in project.members):
             raise InvalidInput(
-                "a project needs at least one owner", "Make someone else an owner first."
+                _t("a project needs at least one owner"), _t("Make someone else an owner first.")
             )
 
 

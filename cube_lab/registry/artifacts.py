@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import containment
+from ..locale.messages import _t
 
 CHUNK = 1 << 20
 
@@ -107,14 +108,18 @@ class ArtifactStore:
         found = containment.real(source)
         if found == Path(found.anchor):
             raise containment.PathRefused(
-                f"{source} is the root of the file system",
-                "Give the model's own file or folder.",
+                _t("{source} is the root of the file system", source=source),
+                _t("Give the model's own file or folder."),
                 "root",
             )
         if containment.real(self.root).is_relative_to(found):
             raise containment.PathRefused(
-                f"{source} holds the model registry's store ({self.root})",
-                "Give the model's own file or folder, not one that holds cube-lab's data.",
+                _t(
+                    "{source} holds the model registry's store ({root})",
+                    source=source,
+                    root=self.root,
+                ),
+                _t("Give the model's own file or folder, not one that holds cube-lab's data."),
                 "root",
             )
 

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 FLAVORS = ("sklearn", "pytorch", "transformers", "peft", "onnx", "pyfunc", "generic")
 _MLFLOW_FLAVORS = {
@@ -40,7 +41,10 @@ def check_flavor(flavor: object) -> str | None:
     if flavor is None or flavor == "":
         return None
     if flavor not in FLAVORS:
-        raise InvalidInput(f"unknown flavor {flavor!r}", f"Use one of {list(FLAVORS)}.")
+        raise InvalidInput(
+            _t("unknown flavor {flavor!r}", flavor=flavor),
+            _t("Use one of {value}.", value=list(FLAVORS)),
+        )
     return str(flavor)
 
 
@@ -52,7 +56,9 @@ def detect_path(path: Path) -> tuple[str, str]:
             try:
                 flavors = (yaml.safe_load(mlmodel.read_text()) or {}).get("flavors") or {}
             except yaml.YAMLError as exc:
-                raise InvalidInput(f"{path.name}/MLmodel is not valid YAML", str(exc)) from exc
+                raise InvalidInput(
+                    _t("{name}/MLmodel is not valid YAML", name=path.name), str(exc)
+                ) from exc
             for key, flavor in _MLFLOW_FLAVORS.items():
                 if key in flavors:
                     return flavor, "mlflow"
@@ -93,9 +99,16 @@ def object_flavor(obj: Any) -> str:
     if "onnx.onnx_ml_pb2.ModelProto" in names or "onnx.onnx_pb.ModelProto" in names:
         return "onnx"
     raise InvalidInput(
-        f"cannot register an object of type {type(obj).__module__}.{type(obj).__qualname__}",
-        "Pass a scikit-learn estimator, a torch.nn.Module, a transformers pipeline or an ONNX "
-        "ModelProto, or save the model to a file or folder and register that path.",
+        _t(
+            "cannot register an object of type {module__}.{qualname__}",
+            module__=type(obj).__module__,
+            qualname__=type(obj).__qualname__,
+        ),
+        _t(
+            "Pass a scikit-learn estimator, a torch.nn.Module, a transformers pipeline or"
+            " an ONNX ModelProto, or save the model to a file or folder and register that"
+            " path."
+        ),
     )
 
 
@@ -199,8 +212,12 @@ def load_peft(folder: Path, base_resolver: Any = None) -> tuple[Any, Any]:
         base = base_resolver(meta["base_ref"])
     if not base or not Path(base).is_dir():
         raise InvalidInput(
-            f"the base model of the adapter in {folder} is not available ({base!r})",
-            "Register or restore the base model folder the adapter was trained on.",
+            _t(
+                "the base model of the adapter in {folder} is not available ({base!r})",
+                folder=folder,
+                base=base,
+            ),
+            _t("Register or restore the base model folder the adapter was trained on."),
         )
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(folder))
     model.eval()

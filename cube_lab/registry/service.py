@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller, check_name
+from ..locale.messages import _t
 from ..projects import ProjectService
 from ..store import Store
 from ..store.models import ModelAlias, ModelVersion, Project, RegisteredModel, utcnow
@@ -82,7 +83,7 @@ class RegistryService:
             "datasets": check_datasets(datasets),
         }
         if aliases is not None and not isinstance(aliases, list | tuple):
-            raise InvalidInput("aliases must be a list of names", 'e.g. ["staging"]')
+            raise InvalidInput(_t("aliases must be a list of names"), _t('e.g. ["staging"]'))
         alias_list = [check_alias(a) for a in aliases or []]
         self.projects.ensure_personal(caller)
         with self.store.read() as s:  # fail on a bad project before copying anything
@@ -93,12 +94,15 @@ class RegistryService:
                 empty = (
                     EmptyArtifact.of(path)
                     if path is not None
-                    else EmptyArtifact("nothing to register: the model saved as 0 bytes")
+                    else EmptyArtifact(_t("nothing to register: the model saved as 0 bytes"))
                 )
                 if staged.skipped and path is not None:  # what the containment rule left out
                     shown = ", ".join(staged.skipped[:5]) + (", ..." if staged.skipped[5:] else "")
                     empty = EmptyArtifact(
-                        f"nothing to register: the folder {path} holds no files of its own",
+                        _t(
+                            "nothing to register: the folder {path} holds no files of its own",
+                            path=path,
+                        ),
                         path=str(path),
                     ).with_hint(
                         f"Its symbolic links lead outside the folder and were left out "
@@ -126,13 +130,15 @@ class RegistryService:
 
     def _stage(self, path: Path | None, obj: Any) -> tuple[StagedArtifact, str, str]:
         if (path is None) == (obj is None):
-            raise InvalidInput("give exactly one of a path or an object to register")
+            raise InvalidInput(_t("give exactly one of a path or an object to register"))
         if path is not None:
             if not path.exists():
                 raise InvalidInput(
-                    f"path {str(path)!r} does not exist",
-                    "Check the file or folder name (relative paths start at the "
-                    "server's root folder or your working directory).",
+                    _t("path {value!r} does not exist", value=str(path)),
+                    _t(
+                        "Check the file or folder name (relative paths start at the "
+                        "server's root folder or your working directory)."
+                    ),
                 )
             staged = self.artifacts.stage_path(path)
             try:  # read the copy: it holds only what the containment rule let in
@@ -228,9 +234,12 @@ class RegistryService:
         offset: int = 0,
     ) -> ModelPage:
         if not 1 <= limit <= MAX_PAGE:
-            raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}", f"got {limit}")
+            raise InvalidInput(
+                _t("limit must be between 1 and {MAX_PAGE}", MAX_PAGE=MAX_PAGE),
+                _t("got {limit}", limit=limit),
+            )
         if offset < 0:
-            raise InvalidInput("offset must be 0 or more", f"got {offset}")
+            raise InvalidInput(_t("offset must be 0 or more"), _t("got {offset}", offset=offset))
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
             if project:
@@ -287,7 +296,7 @@ class RegistryService:
 
     def compare(self, caller: Caller, project: str, name: str, refs: list[str]) -> Comparison:
         if len(refs) < 1:
-            raise InvalidInput("give the versions to compare", "e.g. ?versions=1,2,3")
+            raise InvalidInput(_t("give the versions to compare"), _t("e.g. ?versions=1,2,3"))
         versions = [self.get_version(caller, project, name, ref) for ref in refs]
         metrics = sorted({k for v in versions for k in v.metrics})
         params = sorted({k for v in versions for k in v.params})
@@ -300,7 +309,12 @@ class RegistryService:
             path = self.artifacts.absolute(row.artifact_path)
             if not path.exists():
                 raise NotFound(
-                    f"the artifact of {name} v{row.version} is missing on disk", str(path)
+                    _t(
+                        "the artifact of {name} v{version} is missing on disk",
+                        name=name,
+                        version=row.version,
+                    ),
+                    str(path),
                 )
             return Download(path, f"{name}-v{row.version}-{row.artifact_name}", path.is_dir())
 
@@ -321,7 +335,7 @@ class RegistryService:
                 model.description = check_text(description, "description")
             if archived is not UNSET:
                 if not isinstance(archived, bool):
-                    raise InvalidInput("archived must be true or false")
+                    raise InvalidInput(_t("archived must be true or false"))
                 model.archived = archived
             model.updated_at = utcnow()
         return self.get_model(caller, project, name)
@@ -346,7 +360,7 @@ class RegistryService:
                 row.tags = {k: str(v) for k, v in check_mapping(tags, "tags").items()}
             if archived is not UNSET:
                 if not isinstance(archived, bool):
-                    raise InvalidInput("archived must be true or false")
+                    raise InvalidInput(_t("archived must be true or false"))
                 row.archived = archived
             number = row.version
         return self.get_version(caller, project, name, number)
@@ -364,7 +378,7 @@ class RegistryService:
         check_alias(alias)
         assert isinstance(alias, str)
         if isinstance(version, bool) or not isinstance(version, int | str):
-            raise InvalidInput("version must be a version number", 'e.g. {"version": 3}')
+            raise InvalidInput(_t("version must be a version number"), _t('e.g. {{"version": 3}}'))
         with self.store.write() as s:
             model = self._model(s, caller, project, name, lock=True)
             row = self._version(model, version)
@@ -372,8 +386,12 @@ class RegistryService:
             current_number = current.version.version if current else None
             if expected_version is not UNSET and expected_version != current_number:
                 raise Conflict(
-                    f"alias {alias!r} of {name} now points to "
-                    f"{'v' + str(current_number) if current_number else 'no version'}",
+                    _t(
+                        "alias {alias!r} of {name} now points to {value}",
+                        alias=alias,
+                        name=name,
+                        value="v" + str(current_number) if current_number else "no version",
+                    ),
                     {
                         "alias": alias,
                         "current_version": current_number,
@@ -389,7 +407,7 @@ class RegistryService:
             model = self._model(s, caller, project, name, lock=True)
             current = next((a for a in model.aliases if a.alias == alias), None)
             if current is None:
-                raise NotFound(f"model {name!r} has no alias {alias!r}")
+                raise NotFound(_t("model {name!r} has no alias {alias!r}", name=name, alias=alias))
             model.aliases.remove(current)
             model.updated_at = utcnow()
         return self.get_model(caller, project, name)
@@ -485,8 +503,8 @@ class RegistryService:
         model = s.scalars(query.with_for_update() if lock else query).first()
         if model is None:
             raise NotFound(
-                f"model {name!r} not found in project {project!r}",
-                "GET /cube/api/v1/models lists the models you can see.",
+                _t("model {name!r} not found in project {project!r}", name=name, project=project),
+                _t("GET /cube/api/v1/models lists the models you can see."),
             )
         return model
 
@@ -511,9 +529,12 @@ class RegistryService:
         if row is None:
             known = ", ".join(str(v.version) for v in model.versions[:10]) or "none"
             raise NotFound(
-                f"model {model.name!r} has no version {text!r}",
-                f"Versions: {known}; aliases: "
-                f"{', '.join(a.alias for a in model.aliases) or 'none'}.",
+                _t("model {name!r} has no version {text!r}", name=model.name, text=text),
+                _t(
+                    "Versions: {known}; aliases: {value}.",
+                    known=known,
+                    value=", ".join(a.alias for a in model.aliases) or "none",
+                ),
             )
         return row
 

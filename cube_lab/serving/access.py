@@ -49,6 +49,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 AUTH_MODES = ("required", "none")
 ENV_DEFAULT_AUTH = "CUBE_LAB_SERVING_AUTH"
@@ -124,9 +125,14 @@ def default_settings(auth: str | None = None) -> dict[str, Any]:
 def check_auth(value: object) -> str:
     if value not in AUTH_MODES:
         raise InvalidInput(
-            f"auth must be one of {list(AUTH_MODES)}",
-            f"got {value!r}; 'required' asks every caller for an API key, 'none' lets anyone "
-            "who can reach the port call the model.",
+            _t("auth must be one of {value}", value=list(AUTH_MODES)),
+            _t(
+                (
+                    "got {value!r}; 'required' asks every caller for an API key, 'none' lets "
+                    "anyone who can reach the port call the model."
+                ),
+                value=value,
+            ),
         )
     return str(value)
 
@@ -141,31 +147,46 @@ def check_rate_limit(value: object) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict):
         raise InvalidInput(
-            "rate_limit must be an object or null",
-            '{"rps": 20, "burst": 40} allows 20 requests a second with bursts of 40.',
+            _t("rate_limit must be an object or null"),
+            _t('{{"rps": 20, "burst": 40}} allows 20 requests a second with bursts of 40.'),
         )
     unknown = sorted(set(value) - {"rps", "burst", "per_key"})
     if unknown:
         raise InvalidInput(
-            f"unknown rate_limit fields {unknown}", "Known: ['burst', 'per_key', 'rps']"
+            _t("unknown rate_limit fields {unknown}", unknown=unknown),
+            _t("Known: ['burst', 'per_key', 'rps']"),
         )
     rps = value.get("rps")
     if not _number(rps) or not 0 < rps <= MAX_RPS or not math.isfinite(rps):  # type: ignore[operator,arg-type]
         raise InvalidInput(
-            f"rate_limit.rps must be a number of requests a second above 0 (at most {MAX_RPS:g})",
-            f"got {rps!r}",
+            _t(
+                (
+                    "rate_limit.rps must be a number of requests a second above 0 (at most "
+                    "{MAX_RPS:g})"
+                ),
+                MAX_RPS=MAX_RPS,
+            ),
+            _t("got {rps!r}", rps=rps),
         )
     burst = value.get("burst")
     if burst is None:
         burst = max(1, math.ceil(rps))  # type: ignore[arg-type]
     if isinstance(burst, bool) or not isinstance(burst, int) or not 1 <= burst <= MAX_BURST:
         raise InvalidInput(
-            f"rate_limit.burst must be a whole number of requests from 1 to {MAX_BURST}",
-            f"got {burst!r}; it is how many requests may come at once before the rate applies.",
+            _t(
+                "rate_limit.burst must be a whole number of requests from 1 to {MAX_BURST}",
+                MAX_BURST=MAX_BURST,
+            ),
+            _t(
+                "got {burst!r}; it is how many requests may come at once before the rate applies.",
+                burst=burst,
+            ),
         )
     per_key = value.get("per_key", False)
     if not isinstance(per_key, bool):
-        raise InvalidInput("rate_limit.per_key must be true or false", f"got {per_key!r}")
+        raise InvalidInput(
+            _t("rate_limit.per_key must be true or false"), _t("got {per_key!r}", per_key=per_key)
+        )
     return {"rps": float(rps), "burst": burst, "per_key": per_key}  # type: ignore[arg-type]
 
 
@@ -176,11 +197,14 @@ def check_addresses(value: object, what: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise InvalidInput(
-            f"{what} must be a list of IP addresses or CIDR networks",
-            'e.g. ["127.0.0.1", "10.0.0.0/8", "2001:db8::/32"]',
+            _t("{what} must be a list of IP addresses or CIDR networks", what=what),
+            _t('e.g. ["127.0.0.1", "10.0.0.0/8", "2001:db8::/32"]'),
         )
     if len(value) > MAX_LIST:
-        raise InvalidInput(f"{what} may hold at most {MAX_LIST} entries", f"got {len(value)}")
+        raise InvalidInput(
+            _t("{what} may hold at most {MAX_LIST} entries", what=what, MAX_LIST=MAX_LIST),
+            _t("got {n_value}", n_value=len(value)),
+        )
     out: list[str] = []
     for raw in value:
         text = raw.strip()
@@ -188,8 +212,10 @@ def check_addresses(value: object, what: str) -> list[str]:
             net = ipaddress.ip_network(text, strict=True)
         except ValueError as exc:
             raise InvalidInput(
-                f"{what}: {raw!r} is not an IP address or CIDR network",
-                f"{exc}. Write an address (192.168.1.7, ::1) or a network (10.0.0.0/8).",
+                _t("{what}: {raw!r} is not an IP address or CIDR network", what=what, raw=raw),
+                _t(
+                    "{exc}. Write an address (192.168.1.7, ::1) or a network (10.0.0.0/8).", exc=exc
+                ),
             ) from None
         shown = str(net.network_address) if net.num_addresses == 1 else str(net)
         if shown not in out:
@@ -203,10 +229,16 @@ ACCESS_FIELDS = ("auth", "rate_limit", "allow", "deny")
 def check_settings(changes: object, current: dict[str, Any] | None = None) -> dict[str, Any]:
     """``current`` with ``changes`` applied (fields left out keep their value), validated."""
     if not isinstance(changes, dict):
-        raise InvalidInput("the access settings must be a JSON object", f"Fields: {ACCESS_FIELDS}")
+        raise InvalidInput(
+            _t("the access settings must be a JSON object"),
+            _t("Fields: {ACCESS_FIELDS}", ACCESS_FIELDS=ACCESS_FIELDS),
+        )
     unknown = sorted(set(changes) - set(ACCESS_FIELDS))
     if unknown:
-        raise InvalidInput(f"unknown fields {unknown}", f"Known: {sorted(ACCESS_FIELDS)}")
+        raise InvalidInput(
+            _t("unknown fields {unknown}", unknown=unknown),
+            _t("Known: {value}", value=sorted(ACCESS_FIELDS)),
+        )
     base = normalized(current)
     if "auth" in changes:
         base["auth"] = check_auth(changes["auth"])
@@ -235,30 +267,34 @@ def check_expiry(expires_at: object, expires_in_days: object, now: datetime) -> 
     """When a new key expires: an ISO 8601 time (with its zone; UTC when none), a number of
     days from now, or never (both None)."""
     if expires_at is not None and expires_in_days is not None:
-        raise InvalidInput("give expires_at or expires_in_days, not both")
+        raise InvalidInput(_t("give expires_at or expires_in_days, not both"))
     if expires_in_days is not None:
         ok = _number(expires_in_days) and 0 < expires_in_days <= 3650  # type: ignore[operator]
         if not ok or not math.isfinite(expires_in_days):  # type: ignore[arg-type]
             raise InvalidInput(
-                "expires_in_days must be a number of days above 0 (at most 3650)",
-                f"got {expires_in_days!r}",
+                _t("expires_in_days must be a number of days above 0 (at most 3650)"),
+                _t("got {expires_in_days!r}", expires_in_days=expires_in_days),
             )
         return now + timedelta(days=float(expires_in_days))  # type: ignore[arg-type]
     if expires_at is None:
         return None
     if not isinstance(expires_at, str):
-        raise InvalidInput("expires_at must be an ISO 8601 time", 'e.g. "2030-01-31T00:00:00Z"')
+        raise InvalidInput(
+            _t("expires_at must be an ISO 8601 time"), _t('e.g. "2030-01-31T00:00:00Z"')
+        )
     try:
         when = datetime.fromisoformat(expires_at.strip().replace("Z", "+00:00"))
     except ValueError:
         raise InvalidInput(
-            f"expires_at {expires_at!r} is not an ISO 8601 time", 'e.g. "2030-01-31T00:00:00Z"'
+            _t("expires_at {expires_at!r} is not an ISO 8601 time", expires_at=expires_at),
+            _t('e.g. "2030-01-31T00:00:00Z"'),
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=now.tzinfo)
     if when <= now:
         raise InvalidInput(
-            f"expires_at {expires_at!r} is in the past", "A key must be valid for a while."
+            _t("expires_at {expires_at!r} is in the past", expires_at=expires_at),
+            _t("A key must be valid for a while."),
         )
     return when
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import accelerators
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 API_VERSION = "serving.kserve.io/v1beta1"
 # registry flavor -> KServe model format (the name ClusterServingRuntimes declare)
@@ -53,17 +54,29 @@ def inference_service(
     model_format = MODEL_FORMATS.get(flavor)
     if model_format is None:
         raise InvalidInput(
-            f"KServe has no serving runtime for flavor {flavor!r}",
-            f"Deployable formats: {', '.join(MODEL_FORMATS)}; a custom predictor needs its own "
-            "container image (a KServe custom predictor).",
+            _t("KServe has no serving runtime for flavor {flavor!r}", flavor=flavor),
+            _t(
+                (
+                    "Deployable formats: {value}; a custom predictor needs its own container "
+                    "image (a KServe custom predictor)."
+                ),
+                value=", ".join(MODEL_FORMATS),
+            ),
         )
     if min_replicas < 0 or (max_replicas is not None and max_replicas < max(min_replicas, 1)):
         raise InvalidInput(
-            "replicas: need 0 <= min_replicas <= max_replicas (and max_replicas >= 1)",
-            f"got min {min_replicas}, max {max_replicas}",
+            _t("replicas: need 0 <= min_replicas <= max_replicas (and max_replicas >= 1)"),
+            _t(
+                "got min {min_replicas}, max {max_replicas}",
+                min_replicas=min_replicas,
+                max_replicas=max_replicas,
+            ),
         )
     if canary_percent is not None and not 0 <= canary_percent <= 100:
-        raise InvalidInput("canary percent must be from 0 to 100", f"got {canary_percent}")
+        raise InvalidInput(
+            _t("canary percent must be from 0 to 100"),
+            _t("got {canary_percent}", canary_percent=canary_percent),
+        )
     limits: dict[str, str] = {}
     requests: dict[str, str] = {}
     for key, value in (("cpu", cpu), ("memory", memory)):

@@ -19,6 +19,7 @@ from typing import Any
 from .. import quota
 from ..errors import Conflict, CubeError, InvalidInput
 from ..k8s import ClusterConfig, Kube, Resource
+from ..locale.messages import _t
 
 ISVC = Resource("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService")
 MANAGED = "app.kubernetes.io/managed-by=cube-lab"
@@ -139,8 +140,12 @@ async def apply(
             labels = (current.get("metadata") or {}).get("labels") or {}
             if labels.get("app.kubernetes.io/managed-by") != "cube-lab":
                 raise Conflict(
-                    f"InferenceService {name} in {ns} exists and was not deployed by cube-lab",
-                    "Pick another --name, or delete it with kubectl first.",
+                    _t(
+                        "InferenceService {name} in {ns} exists and was not deployed by cube-lab",
+                        name=name,
+                        ns=ns,
+                    ),
+                    _t("Pick another --name, or delete it with kubectl first."),
                 )
             predictor = manifest["spec"]["predictor"]
             # a missing canaryTrafficPercent is sent as null: the merge patch removes the old one
@@ -158,7 +163,9 @@ async def set_canary(
 ) -> ClusterServing:
     """Move the canary share: 0 rolls back to the last rolled-out revision, None promotes."""
     if percent is not None and not 0 <= percent <= 100:
-        raise InvalidInput("canary percent must be from 0 to 100", f"got {percent}")
+        raise InvalidInput(
+            _t("canary percent must be from 0 to 100"), _t("got {percent}", percent=percent)
+        )
     async with Kube(config) as kube:
         patched = await kube.patch(
             ISVC, name, {"spec": {"predictor": {"canaryTrafficPercent": percent}}}, namespace

@@ -19,6 +19,7 @@ from .. import accelerators
 from ..errors import Conflict, CubeError, InvalidInput, NotFound
 from ..identity import Caller
 from ..k8s import ClusterConfig, Kube, require
+from ..locale.messages import _t
 from . import kserve_cluster
 from .kserve import k8s_name
 from .kserve_cluster import ISVC, MANAGED, ClusterServing
@@ -59,22 +60,29 @@ async def deploy(
     with what the cluster says (``GET`` follows it to ``ready``)."""
     require()
     if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 64:
-        raise InvalidInput("replicas must be a whole number from 0 to 64", f"got {replicas!r}")
+        raise InvalidInput(
+            _t("replicas must be a whole number from 0 to 64"),
+            _t("got {replicas!r}", replicas=replicas),
+        )
     if max_replicas is not None and (
         isinstance(max_replicas, bool)
         or not isinstance(max_replicas, int)
         or not max(replicas, 1) <= max_replicas <= 64
     ):
         raise InvalidInput(
-            "max_replicas must be a whole number from replicas (at least 1) to 64",
-            f"got {max_replicas!r}",
+            _t("max_replicas must be a whole number from replicas (at least 1) to 64"),
+            _t("got {max_replicas!r}", max_replicas=max_replicas),
         )
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 0 <= gpus <= 64:
-        raise InvalidInput("gpus must be a whole number from 0 to 64", f"got {gpus!r}")
+        raise InvalidInput(
+            _t("gpus must be a whole number from 0 to 64"), _t("got {gpus!r}", gpus=gpus)
+        )
     if canary is not None and (
         isinstance(canary, bool) or not isinstance(canary, int) or not 0 <= canary <= 100
     ):
-        raise InvalidInput("canary must be a percentage from 0 to 100", f"got {canary!r}")
+        raise InvalidInput(
+            _t("canary must be a percentage from 0 to 100"), _t("got {canary!r}", canary=canary)
+        )
     doc = await asyncio.to_thread(
         ws.serving.manifest,
         caller,
@@ -117,8 +125,12 @@ async def _refuse_foreign(config: ClusterConfig, name: str, namespace: str, labe
     theirs = ((current.get("metadata") or {}).get("labels") or {}).get(PROJECT_LABEL)
     if theirs != label:
         raise Conflict(
-            f"InferenceService {name} in {namespace} belongs to another project",
-            "Deploy under another name.",
+            _t(
+                "InferenceService {name} in {namespace} belongs to another project",
+                name=name,
+                namespace=namespace,
+            ),
+            _t("Deploy under another name."),
         )
 
 
@@ -129,7 +141,10 @@ async def listing(
     require()
     names = await asyncio.to_thread(_project_names, ws, caller)
     if project is not None and project not in names.values():
-        raise NotFound(f"project {project!r} not found", "GET /cube/api/v1/projects lists yours.")
+        raise NotFound(
+            _t("project {project!r} not found", project=project),
+            _t("GET /cube/api/v1/projects lists yours."),
+        )
     async with Kube(config) as kube:
         found = await kube.list(ISVC, config.default_namespace(), label_selector=MANAGED)
     out = []
@@ -155,8 +170,8 @@ async def _own(ws: Workspace, caller: Caller, config: ClusterConfig, name: str) 
     mine = names.get(labels.get(PROJECT_LABEL, ""))
     if mine is None or labels.get("app.kubernetes.io/managed-by") != "cube-lab":
         raise NotFound(
-            f"no InferenceService {name!r} of yours",
-            "GET /cube/api/v1/deployments?backend=kubernetes lists yours.",
+            _t("no InferenceService {name!r} of yours", name=name),
+            _t("GET /cube/api/v1/deployments?backend=kubernetes lists yours."),
         )
     return mine
 
@@ -180,13 +195,16 @@ async def traffic(
     one) or ``canary`` with ``percent`` (the latest revision's share)."""
     if action not in ("promote", "rollback", "canary"):
         raise InvalidInput(
-            f"unknown action {action!r}", "Use promote, rollback, or canary with a percent."
+            _t("unknown action {action!r}", action=action),
+            _t("Use promote, rollback, or canary with a percent."),
         )
     share = {"promote": None, "rollback": 0}.get(action, percent)
     if action == "canary" and (
         isinstance(share, bool) or not isinstance(share, int) or not 0 <= share <= 100
     ):
-        raise InvalidInput("canary needs percent, from 0 to 100", f"got {percent!r}")
+        raise InvalidInput(
+            _t("canary needs percent, from 0 to 100"), _t("got {percent!r}", percent=percent)
+        )
     project = await _own(ws, caller, config, name)
     found = await kserve_cluster.set_canary(name, config.default_namespace(), share, config)
     return view(found, project)

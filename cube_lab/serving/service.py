@@ -47,6 +47,7 @@ from ..accounts import RunAs
 from ..config import Settings
 from ..errors import Conflict, CubeError, InvalidInput, NotFound
 from ..identity import Caller, check_name
+from ..locale.messages import _t
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import Group, group_of, pid_alive, start, still_ours
 from ..projects import ProjectService
@@ -182,7 +183,9 @@ def _new_id() -> str:
 
 def _check_percent(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
-        raise InvalidInput("percent must be a number from 0 to 100", f"got {value!r}")
+        raise InvalidInput(
+            _t("percent must be a number from 0 to 100"), _t("got {value!r}", value=value)
+        )
     return float(value)
 
 
@@ -273,7 +276,7 @@ class DeploymentService:
         if port is not None and (
             isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
         ):
-            raise InvalidInput("port must be a number from 0 to 65535 (0: any free port)")
+            raise InvalidInput(_t("port must be a number from 0 to 65535 (0: any free port)"))
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
             project_name = self.projects.resolve(s, caller, project).name
@@ -282,8 +285,8 @@ class DeploymentService:
         chosen = llm.choose(version.flavor, artifact, asked, f"{model}:{version.version}")
         if chosen == "llm" and batching:
             raise InvalidInput(
-                "the LLM engine batches requests itself (continuous batching)",
-                "Leave batch_max_rows and batch_wait_ms out for an LLM deployment.",
+                _t("the LLM engine batches requests itself (continuous batching)"),
+                _t("Leave batch_max_rows and batch_wait_ms out for an LLM deployment."),
             )
         base = self._llm_base(caller, project_name, model, version, artifact)
         dep_id = _new_id()
@@ -390,8 +393,12 @@ class DeploymentService:
             if old is not None:
                 if old.status in ACTIVE and self._router_alive(old):
                     raise Conflict(
-                        f"deployment {name!r} is already running (v{old.version})",
-                        "Switch its version (cube-lab deploy --switch), or undeploy it first.",
+                        _t(
+                            "deployment {name!r} is already running (v{version})",
+                            name=name,
+                            version=old.version,
+                        ),
+                        _t("Switch its version (cube-lab deploy --switch), or undeploy it first."),
                     )
                 self._kill_all(old.info or {})
                 if keep_access and old.access:
@@ -622,12 +629,13 @@ class DeploymentService:
                 elif proc.poll() is not None:
                     code = "" if proc.returncode is None else f" with code {proc.returncode}"
                     raise DeploymentFailed(
-                        f"a serving process exited{code} before it was ready",
+                        _t("a serving process exited{code} before it was ready", code=code),
                         _tail(folder / "log.txt"),
                     )
             if time.monotonic() > deadline:
                 raise DeploymentFailed(
-                    f"not ready after {READY_TIMEOUT_S:.0f} s", _tail(folder / "log.txt")
+                    _t("not ready after {READY_TIMEOUT_S:.0f} s", READY_TIMEOUT_S=READY_TIMEOUT_S),
+                    _tail(folder / "log.txt"),
                 )
             if len(found) < len(started):
                 time.sleep(0.01)
@@ -700,7 +708,10 @@ class DeploymentService:
         with self._locked(caller, name, project) as (dep_id, row):
             info = row["info"]
             if len(info["traffic"]) < 2 or info["traffic"][1].get("shadow"):
-                raise Conflict(f"deployment {name!r} has no canary", "Start one with a version.")
+                raise Conflict(
+                    _t("deployment {name!r} has no canary", name=name),
+                    _t("Start one with a version."),
+                )
             info["traffic"][0]["weight"] = 100.0 - percent
             info["traffic"][1]["weight"] = percent
             self._apply(dep_id, row["host"], row["port"], info)
@@ -712,7 +723,9 @@ class DeploymentService:
         with self._locked(caller, name, project) as (dep_id, row):
             info = row["info"]
             if len(info["traffic"]) < 2:
-                raise Conflict(f"deployment {name!r} has no canary or shadow to promote")
+                raise Conflict(
+                    _t("deployment {name!r} has no canary or shadow to promote", name=name)
+                )
             old, new = info["traffic"][0]["version"], info["traffic"][1]["version"]
             info["traffic"] = [{"version": new, "weight": 100.0, "shadow": False}]
             self._cut_over(row, info, keep={new})
@@ -732,7 +745,9 @@ class DeploymentService:
                 return self.get(caller, name, project)
             previous = info.get("previous_version")
         if previous is None:
-            raise Conflict(f"deployment {name!r} has no previous version to roll back to")
+            raise Conflict(
+                _t("deployment {name!r} has no previous version to roll back to", name=name)
+            )
         return self._change(caller, name, project, str(previous), "switch")
 
     def _change(
@@ -752,14 +767,24 @@ class DeploymentService:
             ).path
             primary = info["traffic"][0]["version"]
             if version.version == primary:
-                raise Conflict(f"deployment {name!r} already serves v{primary}")
+                raise Conflict(
+                    _t("deployment {name!r} already serves v{primary}", name=name, primary=primary)
+                )
             what = f"{row['model']}:{version.version}"
             runtime = llm.choose(version.flavor, artifact, info.get("runtime_asked", "auto"), what)
             if runtime != info.get("runtime", "oip"):
                 raise Conflict(
-                    f"{what} is served by the {runtime} runtime, deployment {name!r} by "
-                    f"{info.get('runtime', 'oip')}: one deployment cannot route between them",
-                    "Deploy that version under another name.",
+                    _t(
+                        (
+                            "{what} is served by the {runtime} runtime, deployment {name!r} "
+                            "by {value}: one deployment cannot route between them"
+                        ),
+                        what=what,
+                        runtime=runtime,
+                        name=name,
+                        value=info.get("runtime", "oip"),
+                    ),
+                    _t("Deploy that version under another name."),
                 )
             base = self._llm_base(caller, row["project"], row["model"], version, artifact)
             self._set(dep_id, status="updating")
@@ -870,8 +895,10 @@ class DeploymentService:
         ).first()
         if row is None:
             raise NotFound(
-                f"deployment {name!r} not found in project {proj.name!r}",
-                "GET /cube/api/v1/deployments lists the deployments you can see.",
+                _t(
+                    "deployment {name!r} not found in project {name2!r}", name=name, name2=proj.name
+                ),
+                _t("GET /cube/api/v1/deployments lists the deployments you can see."),
             )
         return row, proj.name
 
@@ -884,7 +911,7 @@ class DeploymentService:
         project: str | None = None,
     ) -> LogChunk:
         if offset < 0:
-            raise InvalidInput("offset must be 0 or more")
+            raise InvalidInput(_t("offset must be 0 or more"))
         view, folder = self._folder(caller, name, project)
         return read_chunk(folder / "log.txt", offset, limit, view.status not in ACTIVE)
 
@@ -964,8 +991,12 @@ class DeploymentService:
                 ).first()
                 if taken is not None:
                     raise Conflict(
-                        f"deployment {name!r} already has a key named {key_name!r}",
-                        "Choose another name, or revoke that key first.",
+                        _t(
+                            "deployment {name!r} already has a key named {key_name!r}",
+                            name=name,
+                            key_name=key_name,
+                        ),
+                        _t("Choose another name, or revoke that key first."),
                     )
                 made = DeploymentKey(
                     id=f"k{uuid.uuid4().hex[:15]}",
@@ -1033,8 +1064,11 @@ class DeploymentService:
                     ).first()
                 if found is None:
                     raise NotFound(
-                        f"deployment {name!r} has no key {ref!r}",
-                        f"`cube-lab deployment keys list {name}` lists its keys (id and name).",
+                        _t("deployment {name!r} has no key {ref!r}", name=name, ref=ref),
+                        _t(
+                            "`cube-lab deployment keys list {name}` lists its keys (id and name).",
+                            name=name,
+                        ),
                     )
                 if found.revoked_at is None:
                     found.revoked_at = datetime.now(UTC)
@@ -1054,7 +1088,7 @@ class DeploymentService:
         with self.store.read() as s:
             dep = s.get(Deployment, dep_id)
             if dep is None:
-                raise NotFound("the deployment was removed meanwhile")
+                raise NotFound(_t("the deployment was removed meanwhile"))
             keys = s.scalars(
                 select(DeploymentKey).where(
                     DeploymentKey.project_id == dep.project_id,
@@ -1082,8 +1116,8 @@ class DeploymentService:
             self._apply(dep_id, row["host"], row["port"], row["info"])
         except OSError as exc:
             raise Conflict(
-                f"deployment {row['name']!r} did not take the change: {exc}",
-                "It is saved; the deployment's router takes it when it is deployed again.",
+                _t("deployment {name!r} did not take the change: {exc}", name=row["name"], exc=exc),
+                _t("It is saved; the deployment's router takes it when it is deployed again."),
             ) from None
 
     def metrics(self, caller: Caller, name: str, project: str | None = None) -> str:
@@ -1097,11 +1131,15 @@ class DeploymentService:
                 (row.info or {}).get("token"),
             )
         if status not in ACTIVE or not port:
-            raise Conflict(f"deployment {name!r} is not running ({status})")
+            raise Conflict(
+                _t("deployment {name!r} is not running ({status})", name=name, status=status)
+            )
         try:
             return RouterClient(_loopback(host), port, token or "").metrics()
         except OSError as exc:
-            raise Conflict(f"deployment {name!r} does not answer: {exc}") from None
+            raise Conflict(
+                _t("deployment {name!r} does not answer: {exc}", name=name, exc=exc)
+            ) from None
 
     def _folder(self, caller: Caller, name: str, project: str | None) -> tuple[Any, Path]:
         with self.store.read() as s:
@@ -1124,7 +1162,7 @@ class DeploymentService:
             with self.store.write() as s:
                 found = s.get(Deployment, dep_id)
                 if found is None:
-                    raise NotFound(f"deployment {name!r} was removed meanwhile")
+                    raise NotFound(_t("deployment {name!r} was removed meanwhile", name=name))
                 last = DeploymentView.of(found, row["project"])
                 s.execute(
                     delete(DeploymentKey).where(
@@ -1223,18 +1261,31 @@ class DeploymentService:
                 found = self.registry.get_version(caller, project, base_model, base_version)
                 if found.flavor != "transformers":
                     raise InvalidInput(
-                        f"the base of adapter {what}, {ref}, is a {found.flavor} model",
-                        "An adapter is served on a transformers causal LM.",
+                        _t(
+                            "the base of adapter {what}, {ref}, is a {flavor} model",
+                            what=what,
+                            ref=ref,
+                            flavor=found.flavor,
+                        ),
+                        _t("An adapter is served on a transformers causal LM."),
                     )
                 path = self.registry.download(caller, project, base_model, found.version).path
                 return base_model, path, True
         if folder and Path(folder).is_dir():
             return Path(folder).name, Path(folder), False
         raise InvalidInput(
-            f"the base model of adapter {what} is not available "
-            f"(it records {ref or folder or 'none'!r})",
-            f"Register the base in project {project!r} (as the adapter's base_ref names it) "
-            "or restore the folder the adapter was trained on.",
+            _t(
+                "the base model of adapter {what} is not available (it records {value!r})",
+                what=what,
+                value=ref or folder or "none",
+            ),
+            _t(
+                (
+                    "Register the base in project {project!r} (as the adapter's base_ref "
+                    "names it) or restore the folder the adapter was trained on."
+                ),
+                project=project,
+            ),
         )
 
     def _llm_plan(
@@ -1305,11 +1356,19 @@ class DeploymentService:
             with self.store.read() as s:  # re-read: someone may have changed it meanwhile
                 row = s.get(Deployment, dep_id)
                 if row is None:
-                    raise NotFound(f"deployment {name!r} was removed meanwhile")
+                    raise NotFound(_t("deployment {name!r} was removed meanwhile", name=name))
                 if active and row.status not in ACTIVE:
                     raise Conflict(
-                        f"deployment {name!r} is not running ({row.status})",
-                        f"Deploy it again: cube-lab deploy {row.model_name}:{row.version}",
+                        _t(
+                            "deployment {name!r} is not running ({status})",
+                            name=name,
+                            status=row.status,
+                        ),
+                        _t(
+                            "Deploy it again: cube-lab deploy {model_name}:{version}",
+                            model_name=row.model_name,
+                            version=row.version,
+                        ),
                     )
                 snapshot = {
                     "id": dep_id,
@@ -1431,10 +1490,12 @@ def _read_ready(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise DeploymentFailed(f"cannot read the ready file {path.name}: {exc}") from None
+        raise DeploymentFailed(
+            _t("cannot read the ready file {name}: {exc}", name=path.name, exc=exc)
+        ) from None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise DeploymentFailed(f"the ready file {path.name} is not a plain file")
+            raise DeploymentFailed(_t("the ready file {name} is not a plain file", name=path.name))
         return fh.read(4096).decode("utf-8", "replace")
 
 
@@ -1456,12 +1517,12 @@ def _jsonl_tail(path: Path, limit: int) -> list[dict[str, Any]]:
 def _check_batching(max_rows: object, wait_ms: object) -> dict[str, Any] | None:
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 0 <= max_rows <= 65536:
         raise InvalidInput(
-            "batch_max_rows must be a whole number from 0 (no batching) to 65536",
-            f"got {max_rows!r}",
+            _t("batch_max_rows must be a whole number from 0 (no batching) to 65536"),
+            _t("got {max_rows!r}", max_rows=max_rows),
         )
     number = isinstance(wait_ms, int | float) and not isinstance(wait_ms, bool)
     if not number or not 0 <= wait_ms <= 1000:  # type: ignore[operator]
-        raise InvalidInput("batch_wait_ms must be a number of milliseconds from 0 to 1000")
+        raise InvalidInput(_t("batch_wait_ms must be a number of milliseconds from 0 to 1000"))
     return {"max_rows": max_rows, "wait_ms": float(wait_ms)} if max_rows else None
 
 
@@ -1499,7 +1560,9 @@ def _still_ours(info: dict[str, Any], host: str | None) -> dict[str, Any]:
 
 def _split(ref: str) -> tuple[str, str]:
     if not isinstance(ref, str) or not ref.strip():
-        raise InvalidInput("give the model to deploy as NAME[:VERSION|ALIAS]", "e.g. iris:3")
+        raise InvalidInput(
+            _t("give the model to deploy as NAME[:VERSION|ALIAS]"), _t("e.g. iris:3")
+        )
     model, _, version = ref.strip().partition(":")
     check_name(model, "model name")
     return model, version or "latest"
@@ -1507,7 +1570,12 @@ def _split(ref: str) -> tuple[str, str]:
 
 def _check_replicas(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLICAS:
-        raise InvalidInput(f"replicas must be a whole number from 1 to {MAX_REPLICAS}")
+        raise InvalidInput(
+            _t(
+                "replicas must be a whole number from 1 to {MAX_REPLICAS}",
+                MAX_REPLICAS=MAX_REPLICAS,
+            )
+        )
     return value
 
 

@@ -11,6 +11,7 @@ import subprocess
 import threading
 
 from ..errors import Conflict, InvalidInput
+from ..locale.messages import _t
 
 _held: dict[str, list[int]] = {}  # job id -> GPU indexes, for jobs this process launched
 _lock = threading.Lock()
@@ -48,18 +49,31 @@ def assign(job_id: str, count: int) -> list[int]:
     every, busy = inventory()
     if not every:
         raise InvalidInput(
-            f"the job asks for {count} GPU(s) but this machine has no NVIDIA GPU",
-            "nvidia-smi found no device. Run without --gpus (CPU, gloo), or on the "
-            "cluster with --backend kubernetes.",
+            _t("the job asks for {count} GPU(s) but this machine has no NVIDIA GPU", count=count),
+            _t(
+                "nvidia-smi found no device. Run without --gpus (CPU, gloo), or on the "
+                "cluster with --backend kubernetes."
+            ),
         )
     with _lock:
         held = {i for ids in _held.values() for i in ids}
         free = [i for i in every if i not in busy and i not in held]
         if len(free) < count:
             raise Conflict(
-                f"the job asks for {count} GPU(s) but only {len(free)} of {len(every)} are free",
-                f"In use by other processes: {sorted(busy)}; by cube-lab jobs: {sorted(held)}. "
-                "Wait for them to finish or ask for fewer.",
+                _t(
+                    "the job asks for {count} GPU(s) but only {n_free} of {n_every} are free",
+                    count=count,
+                    n_free=len(free),
+                    n_every=len(every),
+                ),
+                _t(
+                    (
+                        "In use by other processes: {value}; by cube-lab jobs: {value2}. Wait"
+                        " for them to finish or ask for fewer."
+                    ),
+                    value=sorted(busy),
+                    value2=sorted(held),
+                ),
             )
         _held[job_id] = free[:count]
         return list(free[:count])

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..k8s.names import k8s_name
 from ..k8s.objects import token_secret
+from ..locale.messages import _t
 from .spec import CLUSTER_KINDS, JobSpec
 
 KINDS = CLUSTER_KINDS
@@ -42,12 +43,18 @@ def manifests(
     """The objects to apply, in order (a PodGroup first where one is needed)."""
     kind = (kind or spec.kind or default_kind(spec.framework)).lower()
     if kind not in KINDS:
-        raise InvalidInput(f"unknown job kind {kind!r}", f"Use one of {', '.join(KINDS)}.")
+        raise InvalidInput(
+            _t("unknown job kind {kind!r}", kind=kind),
+            _t("Use one of {value}.", value=", ".join(KINDS)),
+        )
     if not spec.image:
-        raise InvalidInput("image is required on Kubernetes", "Give the container image to run.")
+        raise InvalidInput(
+            _t("image is required on Kubernetes"), _t("Give the container image to run.")
+        )
     if spec.framework == "plain":
         raise InvalidInput(
-            "framework 'plain' runs locally only", "Pick pytorch, tensorflow or mpi for a cluster."
+            _t("framework 'plain' runs locally only"),
+            _t("Pick pytorch, tensorflow or mpi for a cluster."),
         )
     meta = {
         "name": k8s_name(name),
@@ -197,8 +204,8 @@ def _pytorchjob(spec: JobSpec, meta: dict[str, Any]) -> list[dict[str, Any]]:
 def _tfjob(spec: JobSpec, meta: dict[str, Any]) -> list[dict[str, Any]]:
     if spec.nproc_per_worker != 1:
         raise InvalidInput(
-            "a TFJob runs one process per worker pod",
-            "Set nproc_per_worker to 1 and raise workers.",
+            _t("a TFJob runs one process per worker pod"),
+            _t("Set nproc_per_worker to 1 and raise workers."),
         )
     container = _container(spec, _CONTAINER["tfjob"], _command(spec))
     body = {
@@ -247,8 +254,8 @@ def _trainjob(spec: JobSpec, meta: dict[str, Any]) -> list[dict[str, Any]]:
     runtime = TRAINJOB_RUNTIMES.get(spec.framework)
     if runtime is None:
         raise InvalidInput(
-            f"a TrainJob runs pytorch or deepspeed, not {spec.framework}",
-            "Use kind tfjob or mpijob for the others.",
+            _t("a TrainJob runs pytorch or deepspeed, not {framework}", framework=spec.framework),
+            _t("Use kind tfjob or mpijob for the others."),
         )
     pod_level = [
         n
@@ -262,8 +269,17 @@ def _trainjob(spec: JobSpec, meta: dict[str, Any]) -> list[dict[str, Any]]:
     ]
     if pod_level:
         raise InvalidInput(
-            f"a TrainJob takes {', '.join(pod_level)} from its ClusterTrainingRuntime",
-            f"Set them (podGroupPolicy, volumes) in the {runtime!r} runtime, or use a PyTorchJob.",
+            _t(
+                "a TrainJob takes {value} from its ClusterTrainingRuntime",
+                value=", ".join(pod_level),
+            ),
+            _t(
+                (
+                    "Set them (podGroupPolicy, volumes) in the {runtime!r} runtime, or use a "
+                    "PyTorchJob."
+                ),
+                runtime=runtime,
+            ),
         )
     container = _container(spec, "node", _command(spec))
     trainer: dict[str, Any] = {

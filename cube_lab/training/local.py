@@ -36,6 +36,7 @@ from typing import Any
 from .. import processes
 from ..accounts import RunAs, job_env
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from ..monitoring import files as usage_files
 from ..monitoring import watch
 from .spec import JobSpec
@@ -76,13 +77,18 @@ def check_local(spec: JobSpec) -> None:
     """What the local backend cannot do, said before anything is recorded."""
     if spec.resources.gpus and spec.resources.accelerator.key not in LOCAL_GPU_TYPES:
         raise InvalidInput(
-            f"the local backend cannot allocate {spec.resources.accelerator.display_name}",
-            "Locally only whole NVIDIA GPUs are assigned (CUDA_VISIBLE_DEVICES); "
-            "use --backend kubernetes for MIG, vGPU and NPU resources.",
+            _t(
+                "the local backend cannot allocate {display_name}",
+                display_name=spec.resources.accelerator.display_name,
+            ),
+            _t(
+                "Locally only whole NVIDIA GPUs are assigned (CUDA_VISIBLE_DEVICES); use "
+                "--backend kubernetes for MIG, vGPU and NPU resources."
+            ),
         )
     if spec.framework == "pytorch" and spec.command:
         raise InvalidInput(
-            "framework 'pytorch' runs a script", "Use framework 'plain' for a command."
+            _t("framework 'pytorch' runs a script"), _t("Use framework 'plain' for a command.")
         )
 
 
@@ -154,8 +160,15 @@ def check_packages(
     for program, install in FRAMEWORK_PROGRAMS.get(spec.framework, ()):
         if not shutil.which(program):
             raise InvalidInput(
-                f"framework {spec.framework!r} needs {program}, which is not installed here",
-                f"Install it ({install}), or run with --backend kubernetes (MPIJob).",
+                _t(
+                    "framework {framework!r} needs {program}, which is not installed here",
+                    framework=spec.framework,
+                    program=program,
+                ),
+                _t(
+                    "Install it ({install}), or run with --backend kubernetes (MPIJob).",
+                    install=install,
+                ),
             )
     needed = FRAMEWORK_PACKAGES.get(spec.framework, ())
     missing = set(missing_modules([module for module, _ in needed], env, cwd, run_as))
@@ -166,11 +179,25 @@ def check_packages(
     python = job_python()
     command = f"{shlex.quote(python)} -m pip install {' '.join(packages)}"
     raise InvalidInput(
-        f"framework {spec.framework!r} needs the {' and '.join(modules)} "
-        f"package{'s' if len(modules) > 1 else ''}, which {'are' if len(modules) > 1 else 'is'} "
-        f"not installed in the Python that runs jobs ({python})",
-        f"Install {'them' if len(modules) > 1 else 'it'}: {command} - then submit the job "
-        "again. Or choose framework 'plain' for a script that needs no launcher.",
+        _t(
+            (
+                "framework {framework!r} needs the {value} package{value2}, which {value3} "
+                "not installed in the Python that runs jobs ({python})"
+            ),
+            framework=spec.framework,
+            value=" and ".join(modules),
+            value2="s" if len(modules) > 1 else "",
+            value3="are" if len(modules) > 1 else "is",
+            python=python,
+        ),
+        _t(
+            (
+                "Install {value}: {command} - then submit the job again. Or choose framework "
+                "'plain' for a script that needs no launcher."
+            ),
+            value="them" if len(modules) > 1 else "it",
+            command=command,
+        ),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import accelerators
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from ..pipelines.model import Node
 from ..pipelines.nodekinds import FileNodeKind, NodeCommand, NodeContext, Problem
 from .spec import FRAMEWORKS, JobSpec
@@ -70,7 +71,7 @@ class TrainingKind(FileNodeKind):
         try:
             args = shlex.split(raw_args) if isinstance(raw_args, str) else list(raw_args)
         except ValueError as exc:
-            raise InvalidInput(f"arguments: {exc}") from None
+            raise InvalidInput(_t("arguments: {exc}", exc=exc)) from None
         spec: dict[str, Any] = {
             "framework": p.get("framework") or "pytorch",
             "script": str(script),

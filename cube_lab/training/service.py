@@ -46,6 +46,7 @@ from ..k8s import ClusterConfig, k8s_name, require
 from ..k8s.names import user_label
 from ..k8s.objects import object_refs
 from ..labeling.dataset_service import datasets_root, find_by_path
+from ..locale.messages import _t
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import end_recorded, orphaned, pid_alive, record_groups
 from ..projects import ProjectService
@@ -456,14 +457,17 @@ class TrainingService:
 
         workdir = inside(spec.working_dir, base, "working_dir") if spec.working_dir else base
         if not workdir.is_dir():
-            raise InvalidInput(f"working_dir {workdir} does not exist")
+            raise InvalidInput(_t("working_dir {workdir} does not exist", workdir=workdir))
         script = spec.script
         if script and (spec.framework != "plain" or script.endswith(".py")):
             path = inside(script, workdir, "script")
             if not path.is_file():
                 raise InvalidInput(
-                    f"script {script!r} not found",
-                    f"Looked for {path}; give a path relative to the working directory.",
+                    _t("script {script!r} not found", script=script),
+                    _t(
+                        "Looked for {path}; give a path relative to the working directory.",
+                        path=path,
+                    ),
                 )
         return workdir, script
 
@@ -578,7 +582,9 @@ class TrainingService:
 
     def list(self, caller: Caller, *, project: str | None = None, limit: int = 50) -> list[JobView]:
         if not 1 <= limit <= 500:
-            raise InvalidInput("limit must be between 1 and 500", f"got {limit}")
+            raise InvalidInput(
+                _t("limit must be between 1 and 500"), _t("got {limit}", limit=limit)
+            )
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
             ids = (
@@ -612,8 +618,8 @@ class TrainingService:
         ).first()
         if row is None:
             raise NotFound(
-                f"training job {job_id!r} not found",
-                "GET /cube/api/v1/training/jobs lists the jobs you can see.",
+                _t("training job {job_id!r} not found", job_id=job_id),
+                _t("GET /cube/api/v1/training/jobs lists the jobs you can see."),
             )
         return row[0], row[1]
 
@@ -622,7 +628,7 @@ class TrainingService:
     ) -> LogChunk:
         """The aggregated log from ``offset``; call again with the returned offset to follow."""
         if offset < 0:
-            raise InvalidInput("offset must be 0 or more")
+            raise InvalidInput(_t("offset must be 0 or more"))
         with self.store.read() as s:
             job, _ = self._job(s, caller, job_id)
             done = job.status not in ACTIVE
@@ -665,7 +671,9 @@ class TrainingService:
             status, pid, host = job.status, job.runner_pid, job.runner_host
             backend, refs = job.backend, list((job.info or {}).get("objects") or [])
         if status not in ACTIVE:
-            raise Conflict(f"job {job_id} already ended ({status})")
+            raise Conflict(
+                _t("job {job_id} already ended ({status})", job_id=job_id, status=status)
+            )
         if backend == "kubernetes":
             following = self._cluster.get(job_id)
             if following is not None:
@@ -738,15 +746,21 @@ class TrainingService:
         """Register the job's checkpoint (or ``path``) with the job id in its lineage."""
         job = self.get(caller, job_id)
         if job.status != "succeeded":
-            raise Conflict(f"job {job_id} has not succeeded ({job.status})")
+            raise Conflict(
+                _t("job {job_id} has not succeeded ({status})", job_id=job_id, status=job.status)
+            )
         target = path or job.last_checkpoint or job.output_dir
         if not target:
-            raise InvalidInput("the job recorded no checkpoint", "Give the path to register.")
+            raise InvalidInput(
+                _t("the job recorded no checkpoint"), _t("Give the path to register.")
+            )
         resolved = Path(containment.check_text(target))
         if not resolved.is_absolute():
             resolved = Path(job.working_dir or ".") / resolved
         if not resolved.exists():
-            raise InvalidInput(f"{resolved} does not exist", "Give the path to register.")
+            raise InvalidInput(
+                _t("{resolved} does not exist", resolved=resolved), _t("Give the path to register.")
+            )
         found = self.metrics(caller, job_id)
         try:
             return self.registry.register(

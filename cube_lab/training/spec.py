@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import accelerators
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 FRAMEWORKS = ("pytorch", "deepspeed", "tensorflow", "mpi", "plain")
 BACKENDS = ("local", "kubernetes")
@@ -27,19 +28,28 @@ def _int(value: Any, name: str, low: int, high: int | None = None) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidInput(f"{name} must be a whole number of at least {low}", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be a whole number of at least {low}", name=name, low=low),
+            _t("got {value!r}", value=value),
+        )
     if high is not None and value > high:
-        raise InvalidInput(f"{name} must be at most {high}", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be at most {high}", name=name, high=high),
+            _t("got {value!r}", value=value),
+        )
     return value
 
 
 def _str(value: Any, name: str, *, required: bool = False) -> str | None:
     if value is None or value == "":
         if required:
-            raise InvalidInput(f"{name} is required")
+            raise InvalidInput(_t("{name} is required", name=name))
         return None
     if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string", f"got {type(value).__name__}")
+        raise InvalidInput(
+            _t("{name} must be a string", name=name),
+            _t("got {name__}", name__=type(value).__name__),
+        )
     return value
 
 
@@ -47,7 +57,9 @@ def _strings(value: Any, name: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str) or not isinstance(value, list | tuple):
-        raise InvalidInput(f"{name} must be a list of strings", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be a list of strings", name=name), _t("got {value!r}", value=value)
+        )
     return [str(v) for v in value]
 
 
@@ -57,7 +69,8 @@ def _quantity(value: Any, name: str) -> str | None:
     text = str(value).strip()
     if not _QUANTITY.match(text):
         raise InvalidInput(
-            f"{name} must be a Kubernetes quantity", f"got {value!r}; e.g. 4, 500m, 16Gi"
+            _t("{name} must be a Kubernetes quantity", name=name),
+            _t("got {value!r}; e.g. 4, 500m, 16Gi", value=value),
         )
     return text
 
@@ -78,7 +91,7 @@ class Resources:
         if data is None:
             return cls()
         if not isinstance(data, dict):
-            raise InvalidInput("resources must be an object", f"got {data!r}")
+            raise InvalidInput(_t("resources must be an object"), _t("got {data!r}", data=data))
         _unknown(data, cls, "resources")
         out = cls(
             cpu=_quantity(data.get("cpu"), "resources.cpu"),
@@ -100,7 +113,7 @@ class Resources:
         acc = self.accelerator  # checked even with 0 GPUs: a typo should not wait for later
         if not self.gpus:
             if self.gpu_memory_mib or self.gpu_cores_percent:
-                raise InvalidInput("resources.gpus must be at least 1 to ask for a GPU share")
+                raise InvalidInput(_t("resources.gpus must be at least 1 to ask for a GPU share"))
             return {}
         return accelerators.resources_for(
             acc.key, self.gpus, self.gpu_memory_mib, self.gpu_cores_percent
@@ -157,52 +170,68 @@ class JobSpec:
     @classmethod
     def from_dict(cls, data: Any) -> JobSpec:
         if not isinstance(data, dict):
-            raise InvalidInput("a job spec must be an object", f"got {type(data).__name__}")
+            raise InvalidInput(
+                _t("a job spec must be an object"), _t("got {name__}", name__=type(data).__name__)
+            )
         _unknown(data, cls, "job spec")
         framework = data.get("framework") or "pytorch"
         if framework not in FRAMEWORKS:
             raise InvalidInput(
-                f"framework {framework!r} is not supported", f"Use one of {', '.join(FRAMEWORKS)}."
+                _t("framework {framework!r} is not supported", framework=framework),
+                _t("Use one of {value}.", value=", ".join(FRAMEWORKS)),
             )
         backend = data.get("backend") or "local"
         if backend not in BACKENDS:
-            raise InvalidInput(f"backend {backend!r} is unknown", f"Use one of {BACKENDS}.")
+            raise InvalidInput(
+                _t("backend {backend!r} is unknown", backend=backend),
+                _t("Use one of {BACKENDS}.", BACKENDS=BACKENDS),
+            )
         script = _str(data.get("script"), "script")
         command = _strings(data.get("command"), "command")
         if script and command:
-            raise InvalidInput("give script or command, not both")
+            raise InvalidInput(_t("give script or command, not both"))
         if not script and not command:
             raise InvalidInput(
-                "script is required", "Give the training script (or a command for 'plain')."
+                _t("script is required"), _t("Give the training script (or a command for 'plain').")
             )
         env = data.get("env") or {}
         if not isinstance(env, dict):
-            raise InvalidInput("env must be an object of NAME -> value")
+            raise InvalidInput(_t("env must be an object of NAME -> value"))
         for key in env:
             if not _ENV_NAME.match(str(key)):
-                raise InvalidInput(f"env: {key!r} is not a valid variable name")
+                raise InvalidInput(_t("env: {key!r} is not a valid variable name", key=key))
         workers = _int(data.get("workers", 1), "workers", 1, MAX_PROCESSES)
         nproc = _int(data.get("nproc_per_worker", 1), "nproc_per_worker", 1, 256)
         if workers * nproc > MAX_PROCESSES:
-            raise InvalidInput(f"workers x nproc_per_worker must be at most {MAX_PROCESSES}")
+            raise InvalidInput(
+                _t(
+                    "workers x nproc_per_worker must be at most {MAX_PROCESSES}",
+                    MAX_PROCESSES=MAX_PROCESSES,
+                )
+            )
         timeout = data.get("timeout_s")
         mounts = []
         for i, m in enumerate(data.get("mounts") or []):
             if not isinstance(m, dict) or not m.get("claim") or not m.get("mount_path"):
-                raise InvalidInput(f"mounts[{i}] needs claim and mount_path", f"got {m!r}")
+                raise InvalidInput(
+                    _t("mounts[{i}] needs claim and mount_path", i=i), _t("got {m!r}", m=m)
+                )
             if not str(m["mount_path"]).startswith("/"):
-                raise InvalidInput(f"mounts[{i}].mount_path must be absolute")
+                raise InvalidInput(_t("mounts[{i}].mount_path must be absolute", i=i))
             mounts.append(Mount(str(m["claim"]), str(m["mount_path"]), bool(m.get("read_only"))))
         name = _str(data.get("name"), "name")
         if name and not re.match(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$", name):
             raise InvalidInput(
-                f"name {name!r} is not a valid job name",
-                "Use up to 42 lower-case letters, digits and '-' (it names Kubernetes objects).",
+                _t("name {name!r} is not a valid job name", name=name),
+                _t(
+                    "Use up to 42 lower-case letters, digits and '-' (it names Kubernetes objects)."
+                ),
             )
         kind = _str(data.get("kind"), "kind")
         if kind is not None and kind.lower() not in CLUSTER_KINDS:
             raise InvalidInput(
-                f"kind {kind!r} is unknown", f"Use one of {', '.join(CLUSTER_KINDS)}."
+                _t("kind {kind!r} is unknown", kind=kind),
+                _t("Use one of {value}.", value=", ".join(CLUSTER_KINDS)),
             )
         return cls(
             framework=framework,
@@ -241,4 +270,7 @@ def _unknown(data: dict[str, Any], cls: type, what: str) -> None:
     known = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise InvalidInput(f"unknown {what} fields {unknown}", f"Known: {', '.join(known)}.")
+        raise InvalidInput(
+            _t("unknown {what} fields {unknown}", what=what, unknown=unknown),
+            _t("Known: {value}.", value=", ".join(known)),
+        )

@@ -34,6 +34,7 @@ from typing import Any
 
 from .. import accounts, processes
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .spec import ASSESSORS, TUNERS, ExperimentSpec
 
 PLATFORM = "cube-lab"  # any value but "local" makes NNI's trial runtime print its metrics
@@ -78,11 +79,15 @@ def make_tuner(spec: ExperimentSpec) -> Any:
         tuner = _load(path)(**args)
     except ImportError as exc:
         raise InvalidInput(
-            f"tuner {spec.tuner.name} needs a package that is not installed: {exc.name}",
-            f"pip install {exc.name}",
+            _t(
+                "tuner {name} needs a package that is not installed: {name2}",
+                name=spec.tuner.name,
+                name2=exc.name,
+            ),
+            _t("pip install {name}", name=exc.name),
         ) from None
     except TypeError as exc:
-        raise InvalidInput(f"tuner.classArgs: {exc}") from None
+        raise InvalidInput(_t("tuner.classArgs: {exc}", exc=exc)) from None
     tuner.update_search_space(spec.search_space)
     return tuner
 
@@ -96,7 +101,7 @@ def make_assessor(spec: ExperimentSpec) -> Any | None:
     try:
         return _load(ASSESSORS[spec.assessor.name])(**args)
     except TypeError as exc:
-        raise InvalidInput(f"assessor.classArgs: {exc}") from None
+        raise InvalidInput(_t("assessor.classArgs: {exc}", exc=exc)) from None
 
 
 def _as(run_as: accounts.RunAs | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import shlex
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .spec import ExperimentSpec
 
 ALGORITHMS = {"TPE": "tpe", "Random": "random", "GridSearch": "grid", "Evolution": "cmaes"}
@@ -35,7 +36,9 @@ def _parameter(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     kind, value = entry["_type"], entry["_value"]
     if kind == "choice":
         if any(isinstance(v, dict | list) for v in value):
-            raise InvalidInput(f"searchSpace.{name}: Katib cannot take nested choices")
+            raise InvalidInput(
+                _t("searchSpace.{name}: Katib cannot take nested choices", name=name)
+            )
         return {
             "name": name,
             "parameterType": "categorical",
@@ -46,12 +49,14 @@ def _parameter(name: str, entry: dict[str, Any]) -> dict[str, Any]:
         return {"name": name, "parameterType": "int", "feasibleSpace": space}
     base = kind[1:] if kind.startswith("q") else kind
     if base not in _DISTRIBUTION:
-        raise InvalidInput(f"searchSpace.{name}: {kind} has no Katib equivalent")
+        raise InvalidInput(
+            _t("searchSpace.{name}: {kind} has no Katib equivalent", name=name, kind=kind)
+        )
     space = {"min": str(value[0]), "max": str(value[1]), "distribution": _DISTRIBUTION[base]}
     if base in ("normal", "lognormal"):
         raise InvalidInput(
-            f"searchSpace.{name}: Katib needs bounds; {kind} has none",
-            "Use uniform or loguniform with bounds for the cluster.",
+            _t("searchSpace.{name}: Katib needs bounds; {kind} has none", name=name, kind=kind),
+            _t("Use uniform or loguniform with bounds for the cluster."),
         )
     if kind.startswith("q"):
         space["step"] = str(value[2])
@@ -68,7 +73,8 @@ def experiment(
     algorithm = ALGORITHMS.get(spec.tuner.name)
     if algorithm is None:
         raise InvalidInput(
-            f"Katib has no {spec.tuner.name} tuner", f"Use one of {', '.join(ALGORITHMS)}."
+            _t("Katib has no {name} tuner", name=spec.tuner.name),
+            _t("Use one of {value}.", value=", ".join(ALGORITHMS)),
         )
     names = list(spec.search_space)
     args = shlex.split(spec.trial_command)
@@ -134,7 +140,8 @@ def experiment(
         stop = EARLY_STOPPING.get(spec.assessor.name)
         if stop is None:
             raise InvalidInput(
-                f"Katib has no {spec.assessor.name} early stopping", "Use Medianstop."
+                _t("Katib has no {name} early stopping", name=spec.assessor.name),
+                _t("Use Medianstop."),
             )
         settings = [
             {"name": "min_trials_required", "value": "3"},

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 # _type -> what _value must be
 SHAPES = {
@@ -64,19 +65,24 @@ def check(space: Any, where: str = "searchSpace") -> dict[str, Any]:
     """The space, or InvalidInput naming the first bad entry and what it should be."""
     if not isinstance(space, dict) or not space:
         raise InvalidInput(
-            f"{where} must be a non-empty mapping of parameter -> {{_type, _value}}",
+            _t(
+                "{where} must be a non-empty mapping of parameter -> {{_type, _value}}", where=where
+            ),
             {"example": EXAMPLE},
         )
     for name, entry in space.items():
         at = f"{where}.{name}"
         if not isinstance(entry, dict) or "_type" not in entry or "_value" not in entry:
             raise InvalidInput(
-                f"{at} must be an object with _type and _value",
+                _t("{at} must be an object with _type and _value", at=at),
                 {"got": entry, "example": EXAMPLE},
             )
         kind, value = entry["_type"], entry["_value"]
         if kind not in SHAPES:
-            raise InvalidInput(f"{at}: unknown _type {kind!r}", f"Use one of: {', '.join(SHAPES)}.")
+            raise InvalidInput(
+                _t("{at}: unknown _type {kind!r}", at=at, kind=kind),
+                _t("Use one of: {value}.", value=", ".join(SHAPES)),
+            )
         if kind == "choice" and isinstance(value, list):
             for i, option in enumerate(value):  # nested spaces: choice of sub-spaces
                 if isinstance(option, dict) and "_name" in option:
@@ -84,5 +90,8 @@ def check(space: Any, where: str = "searchSpace") -> dict[str, Any]:
                     if inner:
                         check(inner, f"{at}[{i}]")
         if not _entry_ok(kind, value):
-            raise InvalidInput(f"{at}: {kind} needs _value = {SHAPES[kind]}", {"got": value})
+            raise InvalidInput(
+                _t("{at}: {kind} needs _value = {value}", at=at, kind=kind, value=SHAPES[kind]),
+                {"got": value},
+            )
     return space

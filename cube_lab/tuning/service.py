@@ -31,6 +31,7 @@ from .. import accounts, containment, quota
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
+from ..locale.messages import _t
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import Group, end_recorded, orphaned, pid_alive
 from ..projects import ProjectService
@@ -226,7 +227,9 @@ class TuningService:
             if resume_of:
                 row, _ = self._experiment(s, caller, resume_of)
                 if row.status in ACTIVE and pid_alive(row.runner_pid):
-                    raise Conflict(f"experiment {resume_of} is still running")
+                    raise Conflict(
+                        _t("experiment {resume_of} is still running", resume_of=resume_of)
+                    )
                 done = [_trial(t) for t in row.trials if t.final is not None]
                 for t in list(row.trials):  # unfinished trials are tried again
                     if t.final is None:
@@ -341,7 +344,9 @@ class TuningService:
         self, caller: Caller, project: str | None = None, limit: int = 50
     ) -> list[ExperimentView]:
         if not 1 <= limit <= 500:
-            raise InvalidInput("limit must be between 1 and 500", f"got {limit}")
+            raise InvalidInput(
+                _t("limit must be between 1 and 500"), _t("got {limit}", limit=limit)
+            )
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
             ids = (
@@ -367,7 +372,7 @@ class TuningService:
     def tail_log(self, caller: Caller, experiment_id: str, trial_id: str, offset: int) -> LogChunk:
         """A trial's output from ``offset``: call again with the returned offset to follow."""
         if offset < 0:
-            raise InvalidInput("offset must be 0 or more")
+            raise InvalidInput(_t("offset must be 0 or more"))
         path = self.trial_log(caller, experiment_id, trial_id)
         with self.store.read() as s:
             trial = s.get(TuningTrial, trial_id)
@@ -379,8 +384,11 @@ class TuningService:
         spec = ExperimentSpec.from_stored(self.get(caller, experiment_id).spec)
         if spec.backend == "kubernetes":
             raise Conflict(
-                f"experiment {experiment_id} ran on the cluster: it cannot be resumed",
-                "Start it again (its trials so far stay in this record).",
+                _t(
+                    "experiment {experiment_id} ran on the cluster: it cannot be resumed",
+                    experiment_id=experiment_id,
+                ),
+                _t("Start it again (its trials so far stay in this record)."),
             )
         return self.prepare(caller, spec, resume_of=experiment_id)
 
@@ -388,7 +396,13 @@ class TuningService:
         with self.store.read() as s:
             row, _ = self._experiment(s, caller, experiment_id)
             if not any(t.id == trial_id for t in row.trials):
-                raise NotFound(f"no trial {trial_id!r} in experiment {experiment_id}")
+                raise NotFound(
+                    _t(
+                        "no trial {trial_id!r} in experiment {experiment_id}",
+                        trial_id=trial_id,
+                        experiment_id=experiment_id,
+                    )
+                )
             return Path(row.folder) / "trials" / trial_id / "log.txt"
 
     def _experiment(
@@ -405,7 +419,8 @@ class TuningService:
         ).first()
         if found is None:
             raise NotFound(
-                f"experiment {experiment_id!r} not found", "`cube-lab tuning list` lists yours."
+                _t("experiment {experiment_id!r} not found", experiment_id=experiment_id),
+                _t("`cube-lab tuning list` lists yours."),
             )
         return found[0], found[1]
 
@@ -456,10 +471,16 @@ class TuningService:
                 f"no trial {trial_id!r} in {experiment_id}"
                 if trial_id
                 else "no trial has a result yet",
-                "Register a trial that reported a final result.",
+                _t("Register a trial that reported a final result."),
             )
         if trial.final is None:
-            raise Conflict(f"trial {trial.id} reported no final result ({trial.status})")
+            raise Conflict(
+                _t(
+                    "trial {id} reported no final result ({status})",
+                    id=trial.id,
+                    status=trial.status,
+                )
+            )
         code_dir = Path(view.spec["code_dir"])
         with self.store.read() as s:
             folder = Path(self._experiment(s, caller, experiment_id)[0].folder)
@@ -476,9 +497,11 @@ class TuningService:
             else f"Give the path of a file or folder the trial saved under {code_dir}."
         )
         if not target.exists():
-            raise InvalidInput(f"trial {trial.id} saved nothing at {target}", save_hint)
+            raise InvalidInput(
+                _t("trial {id} saved nothing at {target}", id=trial.id, target=target), save_hint
+            )
         if self._registry is None:
-            raise Conflict("no model registry is configured for tuning")
+            raise Conflict(_t("no model registry is configured for tuning"))
         try:
             return self._registry().register(
                 caller,

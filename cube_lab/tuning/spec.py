@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from . import searchspace
 
 TUNERS = {  # NNI builtin name -> (class path, fixed class args)
@@ -97,14 +98,19 @@ def duration_s(value: Any, where: str = "maxExperimentDuration") -> float | None
         return float(value)
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", str(value))
     if not match:
-        raise InvalidInput(f"{where}: {value!r} is not a duration", "Write e.g. 90s, 30m, 2h, 1d.")
+        raise InvalidInput(
+            _t("{where}: {value!r} is not a duration", where=where, value=value),
+            _t("Write e.g. 90s, 30m, 2h, 1d."),
+        )
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def _positive_int(data: dict[str, Any], key: str, default: int) -> int:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"{key} must be a whole number of at least 1", {"got": value})
+        raise InvalidInput(
+            _t("{key} must be a whole number of at least 1", key=key), {"got": value}
+        )
     return value
 
 
@@ -114,61 +120,71 @@ def _algorithm(raw: Any, key: str, known: dict[str, Any]) -> Algorithm | None:
     if isinstance(raw, str):
         raw = {"name": raw}
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
-        raise InvalidInput(f"{key} must be an object with a name", {"got": raw})
+        raise InvalidInput(_t("{key} must be an object with a name", key=key), {"got": raw})
     name = raw["name"]
     match = next((k for k in known if k.lower() == name.lower()), None)
     if match is None:
-        raise InvalidInput(f"{key}: unknown {key} {name!r}", f"Use one of: {', '.join(known)}.")
+        raise InvalidInput(
+            _t("{key}: unknown {key} {name!r}", key=key, name=name),
+            _t("Use one of: {value}.", value=", ".join(known)),
+        )
     args = raw.get("classArgs") or {}
     if not isinstance(args, dict):
-        raise InvalidInput(f"{key}.classArgs must be an object", {"got": args})
+        raise InvalidInput(_t("{key}.classArgs must be an object", key=key), {"got": args})
     return Algorithm(match, dict(args))
 
 
 def parse(data: Any, base_dir: Path) -> ExperimentSpec:
     """A spec from a parsed NNI config; relative paths start at ``base_dir``."""
     if not isinstance(data, dict):
-        raise InvalidInput("an experiment config must be a mapping", {"got": type(data).__name__})
+        raise InvalidInput(
+            _t("an experiment config must be a mapping"), {"got": type(data).__name__}
+        )
     unknown = sorted(set(data) - _KNOWN)
     if unknown:
         raise InvalidInput(
-            f"unknown config fields {unknown}", f"Known: {', '.join(sorted(_KNOWN))}."
+            _t("unknown config fields {unknown}", unknown=unknown),
+            _t("Known: {value}.", value=", ".join(sorted(_KNOWN))),
         )
     if "searchSpace" in data and "searchSpaceFile" in data:
-        raise InvalidInput("give searchSpace or searchSpaceFile, not both")
+        raise InvalidInput(_t("give searchSpace or searchSpaceFile, not both"))
     if "searchSpaceFile" in data:
         path = (base_dir / str(data["searchSpaceFile"])).resolve()
         try:
             space = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise InvalidInput(f"searchSpaceFile {str(path)!r} cannot be read", str(exc)) from None
+            raise InvalidInput(
+                _t("searchSpaceFile {value!r} cannot be read", value=str(path)), str(exc)
+            ) from None
     else:
         space = data.get("searchSpace")
     searchspace.check(space)
     command = data.get("trialCommand")
     if not isinstance(command, str) or not command.strip():
-        raise InvalidInput("trialCommand is required", "e.g. trialCommand: python3 trial.py")
+        raise InvalidInput(
+            _t("trialCommand is required"), _t("e.g. trialCommand: python3 trial.py")
+        )
     try:
         shlex.split(command)
     except ValueError as exc:
-        raise InvalidInput(f"trialCommand: {exc}") from None
+        raise InvalidInput(_t("trialCommand: {exc}", exc=exc)) from None
     code_dir = (base_dir / str(data.get("trialCodeDirectory") or ".")).resolve()
     if not code_dir.is_dir():
-        raise InvalidInput(f"trialCodeDirectory {str(code_dir)!r} is not a folder")
+        raise InvalidInput(_t("trialCodeDirectory {value!r} is not a folder", value=str(code_dir)))
     tuner = _algorithm(data.get("tuner") or {"name": "TPE"}, "tuner", TUNERS)
     assert tuner is not None
     assessor = _algorithm(data.get("assessor"), "assessor", ASSESSORS)
     objective = data.get("objective") or {}
     if not isinstance(objective, dict):
-        raise InvalidInput("objective must be an object {metric, mode}", {"got": objective})
+        raise InvalidInput(_t("objective must be an object {{metric, mode}}"), {"got": objective})
     mode = objective.get("mode") or tuner.class_args.get("optimize_mode") or "maximize"
     if mode not in _MODES:
-        raise InvalidInput(f"objective mode {mode!r} must be maximize or minimize")
+        raise InvalidInput(_t("objective mode {mode!r} must be maximize or minimize", mode=mode))
     platform = (data.get("trainingService") or {}).get("platform", "local")
     if platform != "local":
         raise InvalidInput(
-            f"trainingService.platform {platform!r} runs on a cluster",
-            "Use --backend kubernetes --dry-run for a Katib Experiment; locally use 'local'.",
+            _t("trainingService.platform {platform!r} runs on a cluster", platform=platform),
+            _t("Use --backend kubernetes --dry-run for a Katib Experiment; locally use 'local'."),
         )
     return ExperimentSpec(
         name=str(data.get("experimentName") or code_dir.name),

@@ -12,6 +12,7 @@ import {
   RequestSample,
   setDeploymentSamples
 } from '../../api';
+import { uiLanguage } from '../../locale';
 
 const SHOWN = 10;
 
@@ -129,7 +130,9 @@ export function SamplesSection(props: {
               .reverse()
               .map(s => (
                 <tr key={`${s.ts}-${s.latency_ms}`}>
-                  <td>{new Date(s.ts * 1000).toLocaleTimeString()}</td>
+                  <td>
+                    {new Date(s.ts * 1000).toLocaleTimeString(uiLanguage())}
+                  </td>
                   <td>v{s.version}</td>
                   <td className={s.status >= 400 ? 'cube-DSamples-bad' : ''}>
                     {s.status}

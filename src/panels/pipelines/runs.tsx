@@ -27,6 +27,7 @@ import {
 import { ICubeSettings } from '../../tokens';
 import { formatElapsed } from './canvas';
 import { ITrans } from './kinds';
+import { uiLanguage } from '../../locale';
 
 export class PipelineRunsPanel extends ReactWidget {
   constructor(options: PipelineRunsPanel.IOptions) {
@@ -159,7 +160,7 @@ function startTime(run: PipelineRun): string {
     return '';
   }
   const d = new Date(at);
-  return d.toLocaleString(undefined, {
+  return d.toLocaleString(uiLanguage(), {
     month: 'short',
     day: 'numeric',
     hour: '2-digit',

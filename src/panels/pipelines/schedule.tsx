@@ -18,6 +18,7 @@ import {
 import { suggestName } from '../../validate';
 import { parseValue } from './properties';
 import { PipelineParameter } from './serializer';
+import { uiLanguage } from '../../locale';
 
 /** Common cron expressions to start from. */
 export const CRON_PRESETS: { cron: string; label: string }[] = [
@@ -53,7 +54,7 @@ function when(at: string | null): string {
   if (!at) {
     return '—';
   }
-  return new Date(at).toLocaleString(undefined, {
+  return new Date(at).toLocaleString(uiLanguage(), {
     month: 'short',
     day: 'numeric',
     hour: '2-digit',

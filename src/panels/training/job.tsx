@@ -34,6 +34,7 @@ import {
   RankFilter
 } from './logic';
 import { StatusBadge } from './panel';
+import { uiLanguage } from '../../locale';
 
 /** How often a running job is read (status, new log, metrics). */
 const LIVE_INTERVAL_MS = 1000;
@@ -243,7 +244,7 @@ export namespace TrainingJobView {
 
 function when(at: string | null): string {
   return at
-    ? new Date(at).toLocaleString(undefined, {
+    ? new Date(at).toLocaleString(uiLanguage(), {
         month: 'short',
         day: 'numeric',
         hour: '2-digit',

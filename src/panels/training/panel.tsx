@@ -21,6 +21,7 @@ import { ICubeSettings } from '../../tokens';
 import { PolledSection } from '../section';
 import { statusLabel } from '../tuning/logic';
 import { formatDuration, jobSize } from './logic';
+import { uiLanguage } from '../../locale';
 
 /** Poll faster while a job of the list runs, so its status follows. */
 const ACTIVE_INTERVAL_MS = 2000;
@@ -165,7 +166,7 @@ export function StatusBadge(props: {
 function startTime(job: TrainingJob): string {
   const at = job.started_at ?? job.created_at;
   return at
-    ? new Date(at).toLocaleString(undefined, {
+    ? new Date(at).toLocaleString(uiLanguage(), {
         month: 'short',
         day: 'numeric',
         hour: '2-digit',

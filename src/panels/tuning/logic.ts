@@ -12,6 +12,7 @@ import type {
 } from '../../api';
 import { identity } from '../../validate';
 import { formatNumber, niceTicks, splitArgs } from '../training/logic';
+import { uiLanguage } from '../../locale';
 
 /* -------------------------------------------------------------------------- */
 /* Search space                                                               */
@@ -366,7 +367,7 @@ export function statusSummary(trials: TuningTrial[], trans: ITrans): string {
   return [...counts.entries()]
     .sort((a, b) => rank(a[0]) - rank(b[0]))
     .map(([s, n]) =>
-      trans.__('%1 %2', n.toLocaleString(), statusLabel(s, trans))
+      trans.__('%1 %2', n.toLocaleString(uiLanguage()), statusLabel(s, trans))
     )
     .join(', ');
 }
