@@ -57,6 +57,9 @@ class FinetuneConfig:
     method: str = "sft"
     finetuning_type: str = "lora"
     lora: LoraConfig = field(default_factory=LoraConfig)
+    # QLoRA: the base loaded in 4 (or 8) bits by bitsandbytes, LoRA trained on top (CUDA only)
+    quantization_bit: int | None = None
+    double_quantization: bool = True
     template: str | None = None  # recorded; the tokenizer's chat template is used
     # SFT on conversations: False trains on the assistant's turns only (LLaMA-Factory's default)
     train_on_prompt: bool = False
@@ -122,6 +125,8 @@ class FinetuneConfig:
                 data.get("finetuning_type", "lora"), "finetuning_type", FINETUNING_TYPES
             ),
             lora=_lora(data.get("lora")),
+            quantization_bit=_quantization(data.get("quantization_bit")),
+            double_quantization=_bool(data.get("double_quantization", True), "double_quantization"),
             template=_text(data.get("template"), "template"),
             train_on_prompt=_bool(data.get("train_on_prompt", False), "train_on_prompt"),
             cutoff_len=_int(data.get("cutoff_len", 1024), "cutoff_len", 8, 1 << 20),
@@ -175,6 +180,16 @@ class FinetuneConfig:
             raise InvalidInput("max_steps must be at least 1, or -1 for num_train_epochs")
         if self.bf16 and self.fp16:
             raise InvalidInput("give bf16 or fp16, not both")
+        if self.quantization_bit is not None and self.method == "rm":
+            raise InvalidInput(
+                "quantization_bit is not supported for reward models yet",
+                "Train the reward model with LoRA on the full-precision base.",
+            )
+        if self.quantization_bit is not None and self.finetuning_type != "lora":
+            raise InvalidInput(
+                f"quantization_bit needs finetuning_type lora (QLoRA), not {self.finetuning_type}",
+                "A quantized base cannot be trained in full: set finetuning_type: lora.",
+            )
         for data in (self.data, self.eval_data):
             if data is not None:
                 check_format(self.method, data)
@@ -235,6 +250,7 @@ class FinetuneConfig:
             "dataset": self.data.path,
             "cutoff_len": self.cutoff_len,
             "train_on_prompt": self.train_on_prompt,
+            "quantization_bit": self.quantization_bit,
             "learning_rate": self.learning_rate,
             "num_train_epochs": self.num_train_epochs,
             "max_steps": self.max_steps,
@@ -463,6 +479,17 @@ def lora_target(value: Any, name: str) -> list[str] | str:
         if not re.match(r"^[A-Za-z_][\w.]*$", part):
             raise InvalidInput(f"{name}: {part!r} is not a module name", "e.g. q_proj,v_proj")
     return parts
+
+
+def _quantization(value: Any) -> int | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, bool) or value not in (4, 8):
+        raise InvalidInput(
+            f"quantization_bit {value!r} is not supported",
+            "Use 4 (QLoRA, NF4) or 8 (bitsandbytes' int8), or leave it out for no quantization.",
+        )
+    return int(value)
 
 
 def _choice(value: Any, name: str, options: tuple[str, ...]) -> str:

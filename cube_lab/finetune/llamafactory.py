@@ -24,6 +24,8 @@ MAPPED = {
     "template": "template",
     "cutoff_len": "cutoff_len",
     "train_on_prompt": "train_on_prompt",
+    "quantization_bit": "quantization_bit",
+    "double_quantization": "double_quantization",
     "learning_rate": "learning_rate",
     "num_train_epochs": "num_train_epochs",
     "max_steps": "max_steps",

@@ -51,6 +51,14 @@ def check_before_launch(config: FinetuneConfig) -> None:
             data = replace(source, max_samples=min(source.max_samples or CHECKED, CHECKED))
             firsts.append(load_records(data)[0])
             check_records(config.method, firsts[-1], Path(source.path).name)
+    if config.quantization_bit is not None:  # the job runs on this machine (local backend)
+        import importlib.util
+
+        from ..training import gpus
+        from .trainer import check_quantization
+
+        has_bnb = importlib.util.find_spec("bitsandbytes") is not None
+        check_quantization(config, bool(gpus.inventory()[0]), has_bnb)
     first = firsts[0]
     folder = Path(config.model)
     settings = folder / "tokenizer_config.json"

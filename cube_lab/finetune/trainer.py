@@ -102,6 +102,50 @@ def _lora(config: FinetuneConfig) -> Any:
     )
 
 
+def check_quantization(config: FinetuneConfig, cuda: bool, has_bitsandbytes: bool) -> None:
+    """QLoRA needs a CUDA GPU and bitsandbytes: said before anything loads, with the fix."""
+    if not cuda:
+        raise InvalidInput(
+            f"quantization_bit {config.quantization_bit} (QLoRA) needs a CUDA GPU; "
+            "this machine has none",
+            "Leave quantization_bit out to train LoRA on the full-precision base here, or "
+            "run the fine-tune where a CUDA GPU is.",
+        )
+    if not has_bitsandbytes:
+        raise InvalidInput(
+            f"quantization_bit {config.quantization_bit} (QLoRA) needs bitsandbytes",
+            "pip install bitsandbytes (in the environment the job runs in).",
+        )
+
+
+def _quantized_base(config: FinetuneConfig, auto_class: Any) -> Any:
+    """The base in 4 bits (NF4, bf16 compute where the GPU has it) or 8, ready for LoRA."""
+    import importlib.util
+
+    import torch
+    from peft import prepare_model_for_kbit_training
+    from transformers import BitsAndBytesConfig
+
+    check_quantization(
+        config, torch.cuda.is_available(), importlib.util.find_spec("bitsandbytes") is not None
+    )
+    if config.quantization_bit == 4:
+        compute = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        quantization = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_compute_dtype=compute,
+            bnb_4bit_use_double_quant=config.double_quantization,
+        )
+    else:
+        quantization = BitsAndBytesConfig(load_in_8bit=True)
+    rank = int(os.environ.get("LOCAL_RANK", "0"))
+    model = auto_class.from_pretrained(
+        config.model, quantization_config=quantization, device_map={"": rank}
+    )
+    return prepare_model_for_kbit_training(model)
+
+
 def _common(config: FinetuneConfig, checkpoints: Path, has_eval: bool) -> dict[str, Any]:
     import torch
 
@@ -284,6 +328,8 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
         finally:
             hf_logging.set_verbosity(level)
         model.config.pad_token_id = tokenizer.pad_token_id
+    elif config.quantization_bit is not None:
+        model = _quantized_base(config, AutoModelForCausalLM)
     else:
         model = AutoModelForCausalLM.from_pretrained(config.model)
     root = output_root(config)
