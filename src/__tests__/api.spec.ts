@@ -1,4 +1,5 @@
 import { ServerConnection } from '@jupyterlab/services';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import {
   compareVersions,
@@ -20,6 +21,7 @@ import {
   setAlias,
   whoami
 } from '../api';
+import { setUiTranslator, uiLanguage } from '../locale';
 
 const BASE = 'http://localhost:8888/user/alice/';
 
@@ -281,6 +283,36 @@ describe('cube-lab REST client', () => {
       expect(err).toBeInstanceOf(CubeApiError);
       expect(err.status).toBe(0);
       expect(err.detail).toBe('Failed to fetch');
+    });
+
+    it('asks for the language JupyterLab shows and translates its fallbacks', async () => {
+      const zh: Record<string, string> = {
+        'Cannot reach the Jupyter server': '无法连接 Jupyter 服务器'
+      };
+      const translator = {
+        languageCode: 'zh-CN',
+        load: () => ({ __: (msgid: string) => zh[msgid] ?? msgid })
+      } as unknown as ITranslator;
+      await requestAPI('whoami', {}, settings);
+      expect(
+        (lastCall().init.headers as Record<string, string>)['Accept-Language']
+      ).toBe('en');
+      setUiTranslator(translator);
+      try {
+        expect(uiLanguage()).toBe('zh-CN');
+        await requestAPI('whoami', {}, settings);
+        expect(
+          (lastCall().init.headers as Record<string, string>)['Accept-Language']
+        ).toBe('zh-CN, en;q=0.5');
+        makeRequest.mockRejectedValueOnce(new TypeError('Failed to fetch'));
+        const err = (await requestAPI('whoami', {}, settings).catch(
+          e => e
+        )) as CubeApiError;
+        expect(err.error).toBe('无法连接 Jupyter 服务器');
+      } finally {
+        setUiTranslator(nullTranslator);
+      }
+      expect(uiLanguage()).toBe('en');
     });
 
     it('describes non-API errors too', () => {
