@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidInput
+from .locale.messages import _t
 
 
 @dataclass(frozen=True)
@@ -196,8 +197,12 @@ def get(key_or_resource: str) -> Accelerator:
     close = difflib.get_close_matches(str(key_or_resource), known + list(_BY_RESOURCE), n=1)
     hint = f"Did you mean {close[0]!r}? " if close else ""
     raise InvalidInput(
-        f"unknown accelerator type {key_or_resource!r}",
-        f"{hint}Known: {', '.join(known)} (or their resource names, e.g. nvidia.com/gpu).",
+        _t("unknown accelerator type {key_or_resource!r}", key_or_resource=key_or_resource),
+        _t(
+            "{hint}Known: {value} (or their resource names, e.g. nvidia.com/gpu).",
+            hint=hint,
+            value=", ".join(known),
+        ),
     )
 
 
@@ -207,9 +212,15 @@ def _whole(value: Any, what: str, low: int, high: int | None = None) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidInput(f"{what} must be a whole number of at least {low}", f"got {value!r}")
+        raise InvalidInput(
+            _t("{what} must be a whole number of at least {low}", what=what, low=low),
+            _t("got {value!r}", value=value),
+        )
     if high is not None and value > high:
-        raise InvalidInput(f"{what} must be at most {high}", f"got {value!r}")
+        raise InvalidInput(
+            _t("{what} must be at most {high}", what=what, high=high),
+            _t("got {value!r}", value=value),
+        )
     return value
 
 
@@ -228,9 +239,19 @@ def resources_for(
         if resource is None:
             sharing = [a.key for a in _TABLE if a.memory_resource or a.cores_resource]
             raise InvalidInput(
-                f"{acc.display_name} cannot be given a {what.split()[0]} share",
-                f"It is allocated in whole units of {acc.resource}; for shares use one of "
-                f"{', '.join(sharing)} where the cluster runs that device plugin.",
+                _t(
+                    "{display_name} cannot be given a {value} share",
+                    display_name=acc.display_name,
+                    value=what.split()[0],
+                ),
+                _t(
+                    (
+                        "It is allocated in whole units of {resource}; for shares use one of "
+                        "{value} where the cluster runs that device plugin."
+                    ),
+                    resource=acc.resource,
+                    value=", ".join(sharing),
+                ),
             )
         limits[resource] = str(_whole(value, f"the {acc.display_name} {what}", 1, high))
     return limits

@@ -14,6 +14,7 @@ from pathlib import Path
 from jupyter_core.paths import jupyter_data_dir
 
 from .errors import StoreIsRemote
+from .locale.messages import _t
 
 ENV_DATA_DIR = "CUBE_LAB_DATA_DIR"
 ENV_DB_URL = "CUBE_LAB_DB_URL"
@@ -35,12 +36,14 @@ def default_data_dir() -> Path:
         from .errors import StoreUnavailable
 
         raise StoreUnavailable(
-            f"no cube-lab store in this job: {os.environ[ENV_NO_STORE]}",
-            "Jobs the hub's cube-lab service starts (pipeline runs, training jobs, tuning "
-            "experiments) reach it with a token of their own ($CUBE_LAB_TOKEN); this process "
-            "got none. Register models, read datasets and start jobs from your notebook or "
-            "terminal (they reach the cube-lab service), or have the job write files its "
-            "pipeline declares as outputs.",
+            _t("no cube-lab store in this job: {value}", value=os.environ[ENV_NO_STORE]),
+            _t(
+                "Jobs the hub's cube-lab service starts (pipeline runs, training jobs, "
+                "tuning experiments) reach it with a token of their own "
+                "($CUBE_LAB_TOKEN); this process got none. Register models, read datasets"
+                " and start jobs from your notebook or terminal (they reach the cube-lab "
+                "service), or have the job write files its pipeline declares as outputs."
+            ),
         )
     return Path(env).expanduser() if env else Path(jupyter_data_dir()) / "cube-lab"
 
@@ -72,11 +75,18 @@ class Settings:
         service = os.environ.get(ENV_SERVICE_URL)
         if service and not data_dir and not db_url:
             raise StoreIsRemote(
-                "under the hub, cube-lab's store belongs to the cube-lab service; "
-                "this lab server cannot open it",
-                "Use the cube-lab panels, or its REST API: "
-                f"{service.rstrip('/')}/cube/api/v1/... with the header "
-                '"Authorization: token $JUPYTERHUB_API_TOKEN" (you act as yourself).',
+                _t(
+                    "under the hub, cube-lab's store belongs to the cube-lab service; "
+                    "this lab server cannot open it"
+                ),
+                _t(
+                    (
+                        "Use the cube-lab panels, or its REST API: {value}/cube/api/v1/... "
+                        'with the header "Authorization: token $JUPYTERHUB_API_TOKEN" (you '
+                        "act as yourself)."
+                    ),
+                    value=service.rstrip("/"),
+                ),
             )
         resolved_dir = Path(data_dir).expanduser() if data_dir else default_data_dir()
         return cls(

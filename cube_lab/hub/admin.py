@@ -32,6 +32,7 @@ from tornado import web
 from ..errors import CubeError, Forbidden, InvalidInput, NotFound
 from ..identity import check_name
 from ..locale import html_lang, negotiate, translator_for
+from ..locale.messages import _t
 from . import policy
 from .config import ADMIN_SCOPE, secret_file
 from .hubapi import HubAPI
@@ -135,9 +136,15 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
     def require_admin(self) -> None:
         if not self.is_admin:
             raise Forbidden(
-                "the cube-admin page is for admins",
-                f"It needs the {ADMIN_SCOPE} scope: admin_users in the hub settings, or "
-                f"members of the {ADMIN_GROUP} group.",
+                _t("the cube-admin page is for admins"),
+                _t(
+                    (
+                        "It needs the {ADMIN_SCOPE} scope: admin_users in the hub settings, "
+                        "or members of the {ADMIN_GROUP} group."
+                    ),
+                    ADMIN_SCOPE=ADMIN_SCOPE,
+                    ADMIN_GROUP=ADMIN_GROUP,
+                ),
             )
 
     def check_xsrf_cookie(self) -> None:
@@ -149,9 +156,9 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
         try:
             body = json.loads(self.request.body or b"{}")
         except ValueError as exc:
-            raise InvalidInput("the request body is not valid JSON", str(exc)) from exc
+            raise InvalidInput(_t("the request body is not valid JSON"), str(exc)) from exc
         if not isinstance(body, dict):
-            raise InvalidInput("the request body must be a JSON object")
+            raise InvalidInput(_t("the request body must be a JSON object"))
         return body
 
     def reply(self, value: Any, status: int = 200) -> None:
@@ -288,11 +295,13 @@ class GroupsHandler(BaseHandler):
         body = self.json_body()
         name = check_name(body.get("name"), "group name")
         if name == ADMIN_GROUP:
-            raise InvalidInput(f"{ADMIN_GROUP} is reserved", "Choose another name.")
+            raise InvalidInput(
+                _t("{ADMIN_GROUP} is reserved", ADMIN_GROUP=ADMIN_GROUP), _t("Choose another name.")
+            )
         gp = self.parse_policy(name, body)
         users = body.get("users") or []
         if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
-            raise InvalidInput("users must be a list of user names")
+            raise InvalidInput(_t("users must be a list of user names"))
         await self.ctx.hub.create_group(name, {PROPERTY: gp.to_properties()}, users)
         self.ctx.forget_groups()
         log.info("%s created group %s", self.username, name)
@@ -301,7 +310,7 @@ class GroupsHandler(BaseHandler):
     def parse_policy(self, name: str, body: dict[str, Any], base: GroupPolicy | None = None) -> Any:
         profiles = body.get("profiles", list(base.profiles) if base else [])
         if not isinstance(profiles, list):
-            raise InvalidInput("profiles must be a list of profile names")
+            raise InvalidInput(_t("profiles must be a list of profile names"))
         for p in profiles:
             self.ctx.settings.profile(p)
         quota = Quota.parse(body["quota"]) if "quota" in body else (base.quota if base else Quota())
@@ -310,7 +319,7 @@ class GroupsHandler(BaseHandler):
     async def one(self, name: str) -> dict[str, Any]:
         found = [g for g in await self.groups_view() if g["name"] == name]
         if not found:
-            raise NotFound(f"group {name!r} not found")
+            raise NotFound(_t("group {name!r} not found", name=name))
         return found[0]
 
 
@@ -389,7 +398,9 @@ class MeHandler(BaseHandler):
     @web.authenticated
     async def get(self) -> None:
         if self.current_user.get("kind") == "service":
-            raise InvalidInput("a service has no project groups", "Ask with a user's token.")
+            raise InvalidInput(
+                _t("a service has no project groups"), _t("Ask with a user's token.")
+            )
         groups = await self.ctx.user_policies(self.username)
         out = []
         for name, gp in groups.items():
@@ -414,18 +425,18 @@ class AdmissionHandler(BaseHandler):
         body = self.json_body()
         user = self.username
         if self.current_user.get("kind") == "service" and not body.get("user"):
-            raise InvalidInput("a service must name the user it asks for", 'Add "user".')
+            raise InvalidInput(_t("a service must name the user it asks for"), _t('Add "user".'))
         if body.get("user") and body["user"] != user:
             self.require_admin()  # only admins reserve on someone else's behalf
             user = str(body["user"])
         kind = body.get("kind", "job")
         if kind not in ("job", "server"):
-            raise InvalidInput("kind must be 'job' or 'server'")
+            raise InvalidInput(_t("kind must be 'job' or 'server'"))
         if kind == "server":
             self.require_admin()  # servers are reserved by the spawner itself
         accelerators = body.get("accelerators") or {}
         if not isinstance(accelerators, dict):
-            raise InvalidInput("accelerators must map resource names to amounts")
+            raise InvalidInput(_t("accelerators must map resource names to amounts"))
         amounts = demand(
             jobs=1 if kind == "job" else 0,
             servers=1 if kind == "server" else 0,
@@ -439,14 +450,23 @@ class AdmissionHandler(BaseHandler):
         group = groups.get(project)
         if project and group is None and any(g["name"] == project for g in all_groups):
             raise Forbidden(
-                f"{user} is not a member of project group {project!r}",
-                "Ask an admin to add you on the cube-admin page.",
+                _t(
+                    "{user} is not a member of project group {project!r}",
+                    user=user,
+                    project=project,
+                ),
+                _t("Ask an admin to add you on the cube-admin page."),
             )
         if group is None and uses_accelerators(amounts):
             raise QuotaExceeded(
-                f"project {project or '(personal)'} has no accelerator quota",
-                "Accelerators are granted to project groups; run it in a project group "
-                f"you belong to ({', '.join(groups) or 'none'}).",
+                _t("project {value} has no accelerator quota", value=project or "(personal)"),
+                _t(
+                    (
+                        "Accelerators are granted to project groups; run it in a project "
+                        "group you belong to ({value})."
+                    ),
+                    value=", ".join(groups) or "none",
+                ),
             )
         # a pid is only meaningful on this machine (the local shape)
         pid = body.get("pid") if self.ctx.settings.shape == "local" else None
@@ -482,7 +502,7 @@ class ReservationHandler(BaseHandler):
     async def mine(self, id: str) -> Reservation:
         res = await asyncio.to_thread(self.ctx.ledger.get, id)
         if res is None or (res.username != self.username and not self.is_admin):
-            raise NotFound(f"reservation {id!r} not found")
+            raise NotFound(_t("reservation {id!r} not found", id=id))
         return res
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import CubeError, Forbidden, InvalidInput, NotFound
+from ..locale.messages import _t
 from .ledger import QuotaExceeded
 
 ENV_ADMIN_URL = "CUBE_HUB_ADMIN_URL"  # set by the hub's spawner for each lab server
@@ -60,7 +61,8 @@ def _call(method: str, path: str, body: Any = None, *, base: str, token: str) ->
         raise cls(error, detail) from None
     except OSError as exc:
         raise AdmissionUnavailable(
-            "the hub's admission service cannot be reached", f"{base}: {exc}"
+            _t("the hub's admission service cannot be reached"),
+            _t("{base}: {exc}", base=base, exc=exc),
         ) from None
     return json.loads(raw) if raw else None
 

@@ -10,6 +10,7 @@ from urllib.parse import quote
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 from ..errors import Conflict, CubeError, InvalidInput, NotFound
+from ..locale.messages import _t
 
 
 class HubError(CubeError):
@@ -50,7 +51,15 @@ class HubAPI:
                 raise Conflict(message or f"{path} already exists") from None
             if exc.code == 400:
                 raise InvalidInput(message or "the hub refused the request") from None
-            raise HubError(f"the hub answered {exc.code} to {method} {path}", message) from None
+            raise HubError(
+                _t(
+                    "the hub answered {code} to {method} {path}",
+                    code=exc.code,
+                    method=method,
+                    path=path,
+                ),
+                message,
+            ) from None
         return json.loads(resp.body) if resp.body else None
 
     # -- groups ----------------------------------------------------------------------

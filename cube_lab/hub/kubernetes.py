@@ -43,6 +43,7 @@ from kubespawner import KubeSpawner
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER
 from ..errors import InvalidInput
 from ..k8s.names import identity_name
+from ..locale.messages import _t
 from ..names import folder_name
 from . import policy
 from .config import STORE_SERVICE
@@ -89,7 +90,7 @@ def k8s_name(value: str, prefix: str = "") -> str:
     (``cube_lab.names``), at most 63 characters. Distinct names get distinct labels; plain
     names (``vision``, ``cv-2025``) are themselves, as they were before."""
     if not value:
-        raise InvalidInput("cannot make a Kubernetes name from an empty name")
+        raise InvalidInput(_t("cannot make a Kubernetes name from an empty name"))
     return identity_name(value, prefix)
 
 
@@ -260,8 +261,8 @@ def pass_store_env(c: Any, environ: Mapping[str, str] | None = None) -> list[str
             service["environment"] = env
             return passed
     raise InvalidInput(
-        f"no {STORE_SERVICE} service in c.JupyterHub.services",
-        "Call cube_lab.hub.config.configure(c, settings, helm=True) first.",
+        _t("no {STORE_SERVICE} service in c.JupyterHub.services", STORE_SERVICE=STORE_SERVICE),
+        _t("Call cube_lab.hub.config.configure(c, settings, helm=True) first."),
     )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CubeError
+from ..locale.messages import _t
 from .quotas import Quota, refusal
 
 _SCHEMA = """
@@ -155,7 +156,7 @@ class Ledger:
                 why = refusal(group, quota, used, amounts)
                 if why:
                     raise QuotaExceeded(
-                        why, "Stop a server or job of the project, or ask an admin for more."
+                        why, _t("Stop a server or job of the project, or ask an admin for more.")
                     )
             res = Reservation(
                 uuid.uuid4().hex,

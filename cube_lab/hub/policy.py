@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import Forbidden, InvalidInput
+from ..locale.messages import _t
 from .quotas import GroupPolicy
 from .settings import ADMIN_GROUP, HubSettings, Profile
 
@@ -51,8 +52,8 @@ def choose(
     offer = offered(settings, groups)
     if not offer:
         raise Forbidden(
-            "no resource profile is available to you",
-            "Ask an admin to add you to a project group.",
+            _t("no resource profile is available to you"),
+            _t("Ask an admin to add you to a project group."),
         )
     if profile_name:
         profile = settings.profile(profile_name)
@@ -62,13 +63,17 @@ def choose(
         policy = groups.get(project)
         if policy is None:
             raise Forbidden(
-                f"you are not a member of project group {project!r}",
-                f"Your project groups: {', '.join(groups) or 'none'}.",
+                _t("you are not a member of project group {project!r}", project=project),
+                _t("Your project groups: {value}.", value=", ".join(groups) or "none"),
             )
         if profile.name not in policy.profiles and profile.name not in settings.open_profiles:
             raise Forbidden(
-                f"project {project} may not use profile {profile.name!r}",
-                f"It may use: {', '.join(policy.profiles) or 'none'}.",
+                _t(
+                    "project {project} may not use profile {name!r}",
+                    project=project,
+                    name=profile.name,
+                ),
+                _t("It may use: {value}.", value=", ".join(policy.profiles) or "none"),
             )
         return profile, policy
     candidates = [g for g in groups.values() if profile.name in g.profiles]
@@ -77,6 +82,6 @@ def choose(
     if profile.name in settings.open_profiles:
         return profile, None
     raise Forbidden(
-        f"profile {profile.name!r} is not available to you",
-        f"You may start: {', '.join(p.name for p in offer)}.",
+        _t("profile {name!r} is not available to you", name=profile.name),
+        _t("You may start: {value}.", value=", ".join(p.name for p in offer)),
     )

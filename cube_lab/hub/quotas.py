@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import accelerators
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .units import format_memory, parse_cpu, parse_memory
 
 PROPERTY = "cube_lab"  # the key in JupyterHub group properties
@@ -86,12 +87,14 @@ class Quota:
         if raw is None:
             return cls()
         if not isinstance(raw, Mapping):
-            raise InvalidInput("a quota must be an object", f"got {type(raw).__name__}")
+            raise InvalidInput(
+                _t("a quota must be an object"), _t("got {name__}", name__=type(raw).__name__)
+            )
         unknown = set(raw) - {*PLAIN_DIMENSIONS, "accelerators"}
         if unknown:
             raise InvalidInput(
-                f"unknown quota field(s) {sorted(unknown)}",
-                f"Use {[*PLAIN_DIMENSIONS, 'accelerators']}.",
+                _t("unknown quota field(s) {value}", value=sorted(unknown)),
+                _t("Use {value}.", value=[*PLAIN_DIMENSIONS, "accelerators"]),
             )
 
         def whole(name: str) -> int | None:
@@ -99,14 +102,17 @@ class Quota:
             if value is None or value == "":
                 return None
             if isinstance(value, bool) or not str(value).isdigit():
-                raise InvalidInput(f"quota {name} must be a whole number >= 0", f"got {value!r}")
+                raise InvalidInput(
+                    _t("quota {name} must be a whole number >= 0", name=name),
+                    _t("got {value!r}", value=value),
+                )
             return int(value)
 
         cpu = raw.get("cpu")
         memory = raw.get("memory")
         accs = raw.get("accelerators") or {}
         if not isinstance(accs, Mapping):
-            raise InvalidInput("quota accelerators must map resource names to amounts")
+            raise InvalidInput(_t("quota accelerators must map resource names to amounts"))
         resources = known_resources()
         checked: dict[str, int] = {}
         for resource, amount in accs.items():
@@ -115,7 +121,8 @@ class Quota:
                 resource = accelerators.get(resource).resource
             if isinstance(amount, bool) or not str(amount).isdigit():
                 raise InvalidInput(
-                    f"quota for {resource} must be a whole number >= 0", f"got {amount!r}"
+                    _t("quota for {resource} must be a whole number >= 0", resource=resource),
+                    _t("got {amount!r}", amount=amount),
                 )
             checked[resource] = int(amount)
         return cls(
@@ -164,7 +171,7 @@ class GroupPolicy:
         ours = (properties or {}).get(PROPERTY) or {}
         profiles = ours.get("profiles") or []
         if not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles):
-            raise InvalidInput("allowed profiles must be a list of profile names")
+            raise InvalidInput(_t("allowed profiles must be a list of profile names"))
         return cls(name, tuple(profiles), Quota.parse(ours.get("quota")))
 
     def to_properties(self) -> dict[str, Any]:
@@ -219,13 +226,24 @@ def refusal(
             continue
         have = used.get(dimension, 0)
         if have + amount > limit + 1e-9:
+            what = label(dimension)
             if limit == 0 and dimension not in PLAIN_DIMENSIONS:
-                return f"project {group} has no quota for {label(dimension)}"
-            text = (
-                f"project {group} uses {show(dimension, have)} of {show(dimension, limit)} "
-                f"{label(dimension)}"
-            )
+                return _t("project {group} has no quota for {what}", group=group, what=what)
+            have_, limit_ = show(dimension, have), show(dimension, limit)
             if have < limit:
-                text += f"; this needs {show(dimension, amount)}"
-            return text
+                return _t(
+                    "project {group} uses {have} of {limit} {what}; this needs {need}",
+                    group=group,
+                    have=have_,
+                    limit=limit_,
+                    what=what,
+                    need=show(dimension, amount),
+                )
+            return _t(
+                "project {group} uses {have} of {limit} {what}",
+                group=group,
+                have=have_,
+                limit=limit_,
+                what=what,
+            )
     return None

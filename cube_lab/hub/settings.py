@@ -19,6 +19,7 @@ import yaml
 from .. import accelerators
 from ..errors import InvalidInput
 from ..identity import check_name
+from ..locale.messages import _t
 from .quotas import GroupPolicy, demand
 from .units import parse_cpu, parse_memory
 
@@ -60,7 +61,8 @@ class Profile:
         unknown = set(raw) - known
         if unknown:
             raise InvalidInput(
-                f"profile {name}: unknown field(s) {sorted(unknown)}", f"Use {sorted(known)}."
+                _t("profile {name}: unknown field(s) {value}", name=name, value=sorted(unknown)),
+                _t("Use {value}.", value=sorted(known)),
             )
         acc = accelerators.get(raw["accelerator"]) if raw.get("accelerator") else None
         count = int(raw.get("count", 1 if acc else 0))
@@ -196,7 +198,8 @@ class HubSettings:
         found = self.profiles.get(name)
         if found is None:
             raise InvalidInput(
-                f"unknown profile {name!r}", f"Known profiles: {', '.join(self.profiles)}."
+                _t("unknown profile {name!r}", name=name),
+                _t("Known profiles: {value}.", value=", ".join(self.profiles)),
             )
         return found
 
@@ -211,7 +214,8 @@ def load(path: str | Path | None = None) -> HubSettings:
         raw = yaml.safe_load(file.read_text()) or {}
     except FileNotFoundError:
         raise InvalidInput(
-            f"hub settings file {file} not found", f"Set ${ENV_SETTINGS} or create it."
+            _t("hub settings file {file} not found", file=file),
+            _t("Set ${ENV_SETTINGS} or create it.", ENV_SETTINGS=ENV_SETTINGS),
         ) from None
     return parse(raw, file)
 
@@ -220,7 +224,10 @@ def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:
     base = path.parent
     shape = str(raw.get("shape", "local"))
     if shape not in SHAPES:
-        raise InvalidInput(f"unknown hub shape {shape!r}", f"Use one of {list(SHAPES)}.")
+        raise InvalidInput(
+            _t("unknown hub shape {shape!r}", shape=shape),
+            _t("Use one of {value}.", value=list(SHAPES)),
+        )
     data_dir = Path(
         os.environ.get(ENV_DATA_DIR) or raw.get("data_dir") or "~/.local/share/cube-lab-hub"
     ).expanduser()
@@ -234,7 +241,12 @@ def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:
     for name, spec in (raw.get("groups") or {}).items():
         check_name(name, "group name")
         if name == ADMIN_GROUP:
-            raise InvalidInput(f"{ADMIN_GROUP} is reserved for the admins of the admin page")
+            raise InvalidInput(
+                _t(
+                    "{ADMIN_GROUP} is reserved for the admins of the admin page",
+                    ADMIN_GROUP=ADMIN_GROUP,
+                )
+            )
         spec = spec or {}
         groups[name] = GroupPolicy.from_properties(
             name, {"cube_lab": {"profiles": spec.get("profiles"), "quota": spec.get("quota")}}
@@ -242,11 +254,12 @@ def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:
         members[name] = tuple(spec.get("users") or ())
     for name in [*open_profiles, *(p for g in groups.values() for p in g.profiles)]:
         if name not in profiles:
-            raise InvalidInput(f"unknown profile {name!r} in the hub settings")
+            raise InvalidInput(_t("unknown profile {name!r} in the hub settings", name=name))
     admins = tuple(raw.get("admin_users") or ())
     if not admins:
         raise InvalidInput(
-            "the hub settings name no admin_users", "Add admin_users: [your-name] to the file."
+            _t("the hub settings name no admin_users"),
+            _t("Add admin_users: [your-name] to the file."),
         )
     return HubSettings(
         path=path,

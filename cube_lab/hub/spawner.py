@@ -26,6 +26,7 @@ from .. import accounts
 from ..config import ENV_SERVICE_URL
 from ..errors import CubeError, Forbidden
 from ..locale import negotiate, translator_for
+from ..locale.messages import _t
 from ..names import folder_name, legacy_folder_is_own, legacy_folder_name
 from . import policy
 from .client import ENV_ADMIN_URL
@@ -72,15 +73,24 @@ def settle_home(users_dir: Path, username: str) -> Path:
     owner = record.read_text(encoding="utf-8") if record.is_file() else None
     if owner is not None and owner != username:
         raise Forbidden(
-            f"the home folder {home.name} is recorded for another user",
-            f"An admin should check {record} and the folder it names.",
+            _t("the home folder {name} is recorded for another user", name=home.name),
+            _t("An admin should check {record} and the folder it names.", record=record),
         )
     if owner is None and home.exists() and home.name != username:
         # an old folder another user had under this very name: not this user's to take
         raise Forbidden(
-            f"the home folder {home.name} holds another account's files from before "
-            "user names were escaped",
-            f"An admin should move {home} (its owner's home is now recorded in {owners}).",
+            _t(
+                (
+                    "the home folder {name} holds another account's files from before user "
+                    "names were escaped"
+                ),
+                name=home.name,
+            ),
+            _t(
+                "An admin should move {home} (its owner's home is now recorded in {owners}).",
+                home=home,
+                owners=owners,
+            ),
         )
     if not home.exists():
         legacy = users_dir / legacy_folder_name(username)

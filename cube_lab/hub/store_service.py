@@ -42,6 +42,7 @@ from ..errors import CubeError
 from ..handlers import routes
 from ..handlers.base import LOCAL_USER, ROOT_DIR, SHARED_ROOTS, WORKSPACE
 from ..identity import Caller
+from ..locale.messages import _t
 from ..names import folder_name
 from ..workspace import Workspace
 from . import client
@@ -152,8 +153,8 @@ class HubTokenIdentity(IdentityProvider):
         assert self.users is not None
         if self.jobs is None or self.workspace is None:
             raise job_credentials.InvalidJobToken(
-                "this cube-lab service takes no job tokens",
-                "Use a hub token of yours (Authorization: token $JUPYTERHUB_API_TOKEN).",
+                _t("this cube-lab service takes no job tokens"),
+                _t("Use a hub token of yours (Authorization: token $JUPYTERHUB_API_TOKEN)."),
             )
         claims = self.jobs.verify(token)
         if not await asyncio.to_thread(job_credentials.active, self.workspace.store, claims):
@@ -164,7 +165,8 @@ class HubTokenIdentity(IdentityProvider):
         except CubeError as exc:
             log.warning("cannot read %s from the hub: %s", claims.owner, exc.error)
             raise job_credentials.InvalidJobToken(
-                f"the hub does not answer for {claims.owner}, the job's owner", exc.error
+                _t("the hub does not answer for {owner}, the job's owner", owner=claims.owner),
+                exc.error,
             ) from None
         record = {**record, "admin": False, "job": {"kind": claims.kind, "id": claims.id}}
         client.ON_BEHALF_OF.set(record["name"])

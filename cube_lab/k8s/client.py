@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ..errors import CubeError, InvalidInput
+from ..locale.messages import _t
 from .errors import (
     ClientMissing,
     NoCluster,
@@ -47,8 +48,8 @@ def require() -> ModuleType:
         import kubernetes_asyncio.watch
     except ImportError as exc:
         raise ClientMissing(
-            "the Kubernetes client is not installed",
-            f"pip install 'cube-lab[kubernetes]' (kubernetes_asyncio): {exc}",
+            _t("the Kubernetes client is not installed"),
+            _t("pip install 'cube-lab[kubernetes]' (kubernetes_asyncio): {exc}", exc=exc),
         ) from exc
     return kubernetes_asyncio
 
@@ -150,8 +151,8 @@ class Resource:
             return cls("", "v1", CORE_KINDS[kind] + "s", kind)
         if "/" not in api or not kind:
             raise InvalidInput(
-                "a custom object needs apiVersion group/version and kind",
-                f"got apiVersion={api!r}, kind={kind!r}",
+                _t("a custom object needs apiVersion group/version and kind"),
+                _t("got apiVersion={api!r}, kind={kind!r}", api=api, kind=kind),
             )
         group, version = api.split("/", 1)
         return cls(group, version, kind.lower() + "s", kind)
@@ -204,8 +205,8 @@ class Kube:
                 )
             except (k.config.ConfigException, OSError, ValueError) as exc:
                 raise InvalidInput(
-                    f"cannot use the kubeconfig {path}: {exc}",
-                    "Check the file, and the context name (kubectl config get-contexts).",
+                    _t("cannot use the kubeconfig {path}: {exc}", path=path, exc=exc),
+                    _t("Check the file, and the context name (kubectl config get-contexts)."),
                 ) from exc
         elif (SERVICE_ACCOUNT / "token").exists():
             k.config.load_incluster_config(client_configuration=configuration)

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..errors import Conflict, CubeError, Forbidden, InvalidInput, NotFound
+from ..locale.messages import _t
 
 
 class ClusterUnavailable(CubeError):
@@ -46,37 +47,81 @@ def api_error(status: int, reason: str, body: Any, what: str, server: str) -> Cu
     message = (_message(body) or reason).rstrip(".")
     if status == 409:
         return Conflict(
-            f"cannot {what}: it already exists",
-            f"{message}. Pick another job name, or delete the old object first.",
+            _t("cannot {what}: it already exists", what=what),
+            _t(
+                "{message}. Pick another job name, or delete the old object first.", message=message
+            ),
         )
     if status == 401:
         return Forbidden(
-            f"cannot {what}: the Kubernetes API server at {server} did not accept our credentials",
-            f"{message}. Check the token or the kubeconfig user (CUBE_LAB_K8S_TOKEN, KUBECONFIG).",
+            _t(
+                (
+                    "cannot {what}: the Kubernetes API server at {server} did not accept our "
+                    "credentials"
+                ),
+                what=what,
+                server=server,
+            ),
+            _t(
+                (
+                    "{message}. Check the token or the kubeconfig user (CUBE_LAB_K8S_TOKEN, "
+                    "KUBECONFIG)."
+                ),
+                message=message,
+            ),
         )
     if status == 403:
         return Forbidden(
-            f"cannot {what}: the Kubernetes API server refused it (403 Forbidden)",
-            f"{message}. Ask an administrator for an RBAC Role that allows it in this namespace.",
+            _t("cannot {what}: the Kubernetes API server refused it (403 Forbidden)", what=what),
+            _t(
+                (
+                    "{message}. Ask an administrator for an RBAC Role that allows it in this "
+                    "namespace."
+                ),
+                message=message,
+            ),
         )
     if status == 404:
         return NotFound(
-            f"cannot {what}: not found on the Kubernetes API server",
-            f"{message}. Check the namespace, and that the operator serving this kind "
-            "(its CustomResourceDefinition) is installed.",
+            _t("cannot {what}: not found on the Kubernetes API server", what=what),
+            _t(
+                (
+                    "{message}. Check the namespace, and that the operator serving this kind "
+                    "(its CustomResourceDefinition) is installed."
+                ),
+                message=message,
+            ),
         )
     if status in (400, 422):
-        return InvalidInput(f"cannot {what}: the Kubernetes API server rejected it", message)
+        return InvalidInput(
+            _t("cannot {what}: the Kubernetes API server rejected it", what=what), message
+        )
     if status == 410:
-        return WatchExpired(f"cannot {what}: the watch expired (410 Gone)", message)
+        return WatchExpired(_t("cannot {what}: the watch expired (410 Gone)", what=what), message)
     return ClusterUnavailable(
-        f"cannot {what}: the Kubernetes API server answered {status} {reason}", message
+        _t(
+            "cannot {what}: the Kubernetes API server answered {status} {reason}",
+            what=what,
+            status=status,
+            reason=reason,
+        ),
+        message,
     )
 
 
 def unreachable(exc: BaseException, what: str, server: str) -> ClusterUnavailable:
     return ClusterUnavailable(
-        f"cannot {what}: the Kubernetes API server at {server} cannot be reached",
-        f"{type(exc).__name__}: {exc}. Check the server address and the network "
-        "(KUBECONFIG, --kube-context, CUBE_LAB_K8S_HOST).",
+        _t(
+            "cannot {what}: the Kubernetes API server at {server} cannot be reached",
+            what=what,
+            server=server,
+        ),
+        _t(
+            (
+                "{name__}: {exc}. Check the server address and the network (KUBECONFIG, "
+                "--kube-context, CUBE_LAB_K8S_HOST)."
+            ),
+            name__=type(exc).__name__,
+            exc=exc,
+        ),
     )

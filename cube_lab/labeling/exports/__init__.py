@@ -12,6 +12,7 @@ from typing import Any
 
 from ... import containment
 from ...errors import InvalidInput
+from ...locale.messages import _t
 from ...serialize import aware
 from ...store.models import DatasetItem, LabelingTask
 
@@ -39,15 +40,20 @@ def check_class_order(order: object, fmt: str) -> str:
         return "declared"
     if order not in CLASS_ORDERS:
         raise InvalidInput(
-            f"unknown class_order {order!r}",
-            'Use "declared" (label-set order, the default) or "alphabetical" '
-            "(sorted names numbered from 0, as Label Studio's converter numbers them).",
+            _t("unknown class_order {order!r}", order=order),
+            _t(
+                'Use "declared" (label-set order, the default) or "alphabetical" (sorted '
+                "names numbered from 0, as Label Studio's converter numbers them)."
+            ),
         )
     if order != "declared" and fmt not in CLASS_ORDER_FORMATS:
         raise InvalidInput(
-            f"class_order does not apply to {fmt}",
-            f"{fmt} names each label; class_order numbers the classes of "
-            f"{', '.join(CLASS_ORDER_FORMATS)} exports.",
+            _t("class_order does not apply to {fmt}", fmt=fmt),
+            _t(
+                "{fmt} names each label; class_order numbers the classes of {value} exports.",
+                fmt=fmt,
+                value=", ".join(CLASS_ORDER_FORMATS),
+            ),
         )
     return str(order)
 
@@ -113,12 +119,19 @@ class ExportJob:
 
 def check_format(fmt: object, task_type: str) -> str:
     if fmt not in FORMATS:
-        raise InvalidInput(f"unknown export format {fmt!r}", f"Use one of {', '.join(FORMATS)}.")
+        raise InvalidInput(
+            _t("unknown export format {fmt!r}", fmt=fmt),
+            _t("Use one of {value}.", value=", ".join(FORMATS)),
+        )
     if task_type not in SUPPORTS[str(fmt)]:
         fits = [f for f in FORMATS if task_type in SUPPORTS[f]]
         raise InvalidInput(
-            f"{fmt} cannot hold {task_type} labels",
-            f"For {task_type} export one of: {', '.join(fits)}.",
+            _t("{fmt} cannot hold {task_type} labels", fmt=fmt, task_type=task_type),
+            _t(
+                "For {task_type} export one of: {value}.",
+                task_type=task_type,
+                value=", ".join(fits),
+            ),
         )
     return str(fmt)
 
@@ -130,8 +143,8 @@ def copy_images(job: ExportJob, folder: Path) -> None:
         source = containment.real(job.source / row.name)
         if not containment.is_inside(source, job.source) or not source.is_file():
             raise InvalidInput(
-                f"image {row.name} is missing from {job.source}",
-                "Restore it (the dataset refers to its files; it does not keep copies).",
+                _t("image {name} is missing from {source}", name=row.name, source=job.source),
+                _t("Restore it (the dataset refers to its files; it does not keep copies)."),
             )
         target = folder / row.name
         if target.parent not in made:

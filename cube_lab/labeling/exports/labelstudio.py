@@ -37,6 +37,7 @@ from xml.sax.saxutils import quoteattr
 
 from ...errors import InvalidInput
 from ...identity import Caller
+from ...locale.messages import _t
 from ...store.models import DatasetItem, LabelingTask, utcnow
 from ..annotations import EPSILON, Target, check_result
 from . import ExportJob, Row, copy_images
@@ -511,9 +512,11 @@ def check_pick(pick: object) -> str:
         return DEFAULT_PICK
     if pick not in PICKS:
         raise InvalidInput(
-            f"unknown pick {pick!r}",
-            "Which annotation of a task with several: newest (by created_at, the default), "
-            "oldest, first or last (as listed).",
+            _t("unknown pick {pick!r}", pick=pick),
+            _t(
+                "Which annotation of a task with several: newest (by created_at, the "
+                "default), oldest, first or last (as listed)."
+            ),
         )
     return str(pick)
 
@@ -603,10 +606,19 @@ def apply_import(
             report.append(line)
     if data and not imported and len(unmatched) == len(data):
         raise InvalidInput(
-            f"none of the {len(data)} Label Studio tasks matches an item of dataset "
-            f"{ctx.dataset!r}",
-            f"First task: {first_reason}. Tasks match by data.cube_item, data.name, the text, "
-            "or the file behind data.image (local-files, upload, s3/gs/azure-blob or URL).",
+            _t(
+                "none of the {n_data} Label Studio tasks matches an item of dataset {dataset!r}",
+                n_data=len(data),
+                dataset=ctx.dataset,
+            ),
+            _t(
+                (
+                    "First task: {first_reason}. Tasks match by data.cube_item, data.name, "
+                    "the text, or the file behind data.image (local-files, upload, "
+                    "s3/gs/azure-blob or URL)."
+                ),
+                first_reason=first_reason,
+            ),
         )
     return {
         "imported": imported,

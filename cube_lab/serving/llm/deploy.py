@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import InvalidInput
+from ...locale.messages import _t
 
 RUNTIMES = ("auto", "oip", "llm")
 MODULE = "cube_lab.serving.llm"
@@ -47,9 +48,12 @@ def check_runtime(value: object) -> str:
         return "auto"
     if value not in RUNTIMES:
         raise InvalidInput(
-            f"unknown runtime {value!r}",
-            "Use llm (OpenAI-compatible /v1 API for a causal LM or a peft adapter), oip "
-            "(Open Inference Protocol v2), or leave it out to choose by the model's flavor.",
+            _t("unknown runtime {value!r}", value=value),
+            _t(
+                "Use llm (OpenAI-compatible /v1 API for a causal LM or a peft adapter), "
+                "oip (Open Inference Protocol v2), or leave it out to choose by the "
+                "model's flavor."
+            ),
         )
     return str(value)
 
@@ -73,8 +77,8 @@ def choose(flavor: str, artifact: Path, asked: str, what: str) -> str:
     if asked == "oip":
         if flavor == "peft":
             raise InvalidInput(
-                f"{what} is a peft adapter: the OIP server cannot serve it",
-                "Deploy it with runtime llm (or leave runtime out).",
+                _t("{what} is a peft adapter: the OIP server cannot serve it", what=what),
+                _t("Deploy it with runtime llm (or leave runtime out)."),
             )
         return "oip"
     if asked == "llm" and not llm_able:
@@ -82,7 +86,7 @@ def choose(flavor: str, artifact: Path, asked: str, what: str) -> str:
             f"runtime llm serves a causal language model (a transformers folder) or a peft "
             f"adapter; {what} is a {flavor} model"
             + (" that is not a causal LM folder" if flavor == "transformers" else ""),
-            "Leave runtime out to serve it with the OIP v2 server.",
+            _t("Leave runtime out to serve it with the OIP v2 server."),
         )
     return "llm" if llm_able else "oip"
 
