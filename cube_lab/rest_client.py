@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from .config import ENV_SERVICE_URL
 from .errors import Conflict, CubeError, Forbidden, InvalidInput, NotFound, StoreUnavailable
-from .locale.messages import accept_language, env_locale
+from .locale.messages import _t, accept_language, env_locale
 
 API = "cube/api/v1/"
 ENV_TOKEN = "JUPYTERHUB_API_TOKEN"
@@ -184,8 +184,12 @@ class ServiceClient:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise StoreUnavailable(
-                f"cannot reach the cube-lab service at {self.base_url}: {reason}",
-                "Is the hub running? Its cube-lab service owns the store under the hub.",
+                _t(
+                    "cannot reach the cube-lab service at {base_url}: {reason}",
+                    base_url=self.base_url,
+                    reason=reason,
+                ),
+                _t("Is the hub running? Its cube-lab service owns the store under the hub."),
             ) from None
 
     def request(
