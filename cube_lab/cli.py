@@ -1423,7 +1423,7 @@ def _run(args: argparse.Namespace, as_json: bool, locale: str = "en") -> int:
         elif exc.detail:
             print(f"  {localize(exc.detail, locale)}", file=sys.stderr)
         if as_json and not json_printed():  # the REST API's error body, for scripts
-            print_json(exc.to_json())
+            print_json(localize(exc.to_json(), locale))
         return 2 if exc.status == 400 else 1
     except SystemExit as exc:
         return int(exc.code or 0)

@@ -153,7 +153,7 @@ def test_a_cli_error_comes_in_chinese_under_a_chinese_locale(tmp_path: Path) -> 
     as_json = run("model", "show", "nosuch", "--json", cwd=tmp_path, LC_ALL="zh_CN.UTF-8")
     assert as_json.returncode == 1
     body = json.loads(as_json.stdout)
-    assert set(body) == {"error", "detail"}
+    assert set(body) == {"error", "detail"} and "找不到模型 'nosuch'" in body["error"]
 
 
 def test_cli_help_and_argparse_errors_follow_lang(tmp_path: Path) -> None:
