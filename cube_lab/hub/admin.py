@@ -32,7 +32,7 @@ from tornado import web
 from ..errors import CubeError, Forbidden, InvalidInput, NotFound
 from ..identity import check_name
 from ..locale import html_lang, negotiate, translator_for
-from ..locale.messages import _t
+from ..locale.messages import _t, localize
 from . import policy
 from .config import ADMIN_SCOPE, secret_file
 from .hubapi import HubAPI
@@ -174,8 +174,8 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, CubeError):
-            body = exc.to_json()
+        if isinstance(exc, CubeError):  # in the page's language, as the page itself
+            body = localize(exc.to_json(), negotiate(self.request.headers.get("Accept-Language")))
         elif isinstance(exc, web.HTTPError):
             body = {"error": exc.log_message or self._reason, "detail": None}
         else:
