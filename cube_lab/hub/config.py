@@ -84,11 +84,11 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
     else:
         j.authenticator_class = "cube_lab.hub.auth.CubeNativeAuthenticator"
         n = c.NativeAuthenticator
-        n.open_signup = False  # every sign-up waits for an admin at /hub/authorize
+        n.open_signup = settings.open_signup  # False: sign-ups wait for an admin at /hub/authorize
         n.minimum_password_length = 10
         n.check_common_password = True
-        n.allowed_failed_logins = 5
-        n.seconds_before_next_try = 300
+        n.allowed_failed_logins = settings.allowed_failed_logins
+        n.seconds_before_next_try = settings.seconds_before_next_try
         c.Authenticator.allow_all = True  # approval is NativeAuthenticator's own gate
 
     # -- the servers -------------------------------------------------------------------

@@ -161,6 +161,11 @@ class HubSettings:
     admin_url: str = "http://127.0.0.1:8010"  # where the cube-admin service listens
     service_url: str = "http://127.0.0.1:8020"  # where the cube-lab service (the store) listens
     sso: dict[str, Any] | None = None  # OIDC instead of NativeAuthenticator (see auth.py)
+    # NativeAuthenticator sign-up and lockout (the ``sign_up:`` section); a class of 60 mistyping
+    # passwords in the first minutes must not be locked out for long.
+    open_signup: bool = False  # False: every sign-up waits for an admin at /hub/authorize
+    allowed_failed_logins: int = 10  # 0: never lock out
+    seconds_before_next_try: int = 30
 
     # -- where things live ------------------------------------------------------------
 
@@ -280,4 +285,20 @@ def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:
         admin_url=str(raw.get("admin_url", HubSettings.admin_url)),
         service_url=str(raw.get("service_url", HubSettings.service_url)),
         sso=dict(raw["sso"]) if raw.get("sso") else None,
+        **_sign_up(raw.get("sign_up") or {}),
     )
+
+
+def _sign_up(raw: dict[str, Any]) -> dict[str, Any]:
+    """The ``sign_up:`` section: open_signup, allowed_failed_logins, seconds_before_next_try."""
+    if not isinstance(raw, dict):
+        raise InvalidInput(_t("sign_up in the hub settings must be a mapping"))
+    out: dict[str, Any] = {"open_signup": bool(raw.get("open_signup", HubSettings.open_signup))}
+    for key in ("allowed_failed_logins", "seconds_before_next_try"):
+        value = raw.get(key, getattr(HubSettings, key))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInput(
+                _t("sign_up.{key} in the hub settings must be a whole number >= 0", key=key)
+            )
+        out[key] = value
+    return out
