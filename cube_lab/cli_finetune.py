@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .cli_args import print_json
 from .errors import InvalidInput
 from .identity import Caller
+from .locale.messages import _t
 from .serialize import to_jsonable
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     from .rest_client import segment
 
     if a.dry_run:
-        raise InvalidInput("cube-lab finetune --dry-run is not available under the hub yet")
+        raise InvalidInput(_t("cube-lab finetune --dry-run is not available under the hub yet"))
     path = Path(a.config)
     config = read_config_file(path)
     folder = cli_remote.relative(path.parent if str(path.parent) else ".", "config folder")

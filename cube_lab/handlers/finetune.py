@@ -11,6 +11,7 @@ from tornado import web
 
 from .. import containment
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .base import CubeHandler
 
 FIELDS = {"config", "folder", "project", "nproc"}
@@ -24,13 +25,18 @@ class FinetuneJobsHandler(CubeHandler):
         body = self.json_body()
         unknown = sorted(set(body) - FIELDS)
         if unknown:
-            raise InvalidInput(f"unknown fields {unknown}", f"Known: {', '.join(sorted(FIELDS))}")
+            raise InvalidInput(
+                _t("unknown fields {unknown}", unknown=unknown),
+                _t("Known: {value}", value=", ".join(sorted(FIELDS))),
+            )
         config = body.get("config")
         if not isinstance(config, dict):
-            raise InvalidInput("config must be an object (a fine-tune or LLaMA-Factory config)")
+            raise InvalidInput(_t("config must be an object (a fine-tune or LLaMA-Factory config)"))
         nproc = body.get("nproc", 1)
         if isinstance(nproc, bool) or not isinstance(nproc, int) or not 1 <= nproc <= 256:
-            raise InvalidInput("nproc must be a whole number from 1 to 256", f"got {nproc!r}")
+            raise InvalidInput(
+                _t("nproc must be a whole number from 1 to 256"), _t("got {nproc!r}", nproc=nproc)
+            )
         if body.get("project"):
             config = {**config, "project": body["project"]}
         folder = containment.resolve(self.root_dir, body.get("folder") or ".", what="folder")
