@@ -112,8 +112,9 @@ class DataMagics(Magics):
         var = args.var or variable_name(args.name)
         if not var.isidentifier():
             from .errors import InvalidInput
+            from .locale.messages import _t
 
-            raise InvalidInput(f"--as {var!r} is not a Python name", "e.g. --as df")
+            raise InvalidInput(_t("--as {var!r} is not a Python name", var=var), _t("e.g. --as df"))
         self.shell.user_ns[var] = value
         entry = next((e for e in reversed(datasets.used()) if e.get("name") == args.name), {})
         print(

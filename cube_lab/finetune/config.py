@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 METHODS = ("pt", "sft", "rm", "dpo", "grpo")
 PREFERENCE_METHODS = ("rm", "dpo")
@@ -182,13 +183,16 @@ class FinetuneConfig:
             raise InvalidInput("give bf16 or fp16, not both")
         if self.quantization_bit is not None and self.method == "rm":
             raise InvalidInput(
-                "quantization_bit is not supported for reward models yet",
-                "Train the reward model with LoRA on the full-precision base.",
+                _t("quantization_bit is not supported for reward models yet"),
+                _t("Train the reward model with LoRA on the full-precision base."),
             )
         if self.quantization_bit is not None and self.finetuning_type != "lora":
             raise InvalidInput(
-                f"quantization_bit needs finetuning_type lora (QLoRA), not {self.finetuning_type}",
-                "A quantized base cannot be trained in full: set finetuning_type: lora.",
+                _t(
+                    "quantization_bit needs finetuning_type lora (QLoRA), not {kind}",
+                    kind=self.finetuning_type,
+                ),
+                _t("A quantized base cannot be trained in full: set finetuning_type: lora."),
             )
         for data in (self.data, self.eval_data):
             if data is not None:
@@ -486,8 +490,10 @@ def _quantization(value: Any) -> int | None:
         return None
     if isinstance(value, bool) or value not in (4, 8):
         raise InvalidInput(
-            f"quantization_bit {value!r} is not supported",
-            "Use 4 (QLoRA, NF4) or 8 (bitsandbytes' int8), or leave it out for no quantization.",
+            _t("quantization_bit {value!r} is not supported", value=value),
+            _t(
+                "Use 4 (QLoRA, NF4) or 8 (bitsandbytes' int8), or leave it out for no quantization."
+            ),
         )
     return int(value)
 

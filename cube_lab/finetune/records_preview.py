@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from . import masking
 from .config import FinetuneConfig
 from .data import load_records
@@ -56,17 +57,24 @@ class Preview(list[dict[str, Any]]):
 def preview(config: FinetuneConfig, n: int = 3) -> Preview:
     """The first ``n`` records (1 to ``MAX_RECORDS``) rendered and marked."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RECORDS:
-        raise InvalidInput(f"n must be a whole number from 1 to {MAX_RECORDS}", f"got {n!r}")
+        raise InvalidInput(
+            _t("n must be a whole number from 1 to {most}", most=MAX_RECORDS), _t("got {n!r}", n=n)
+        )
     if config.method not in ("sft", "pt"):
         raise InvalidInput(
-            f"the preview shows SFT and pre-training data, not {config.method}",
-            "Preview the prompts with method: sft, or read the pairs from the data file.",
+            _t("the preview shows SFT and pre-training data, not {method}", method=config.method),
+            _t("Preview the prompts with method: sft, or read the pairs from the data file."),
         )
     if not Path(config.model).is_dir():
         raise InvalidInput(
-            f"the preview reads the tokenizer from a folder; {config.model!r} is not one here",
-            "Give model: a Hugging Face folder, or download the registered version first: "
-            "cl.models.get(ref).download('base').",
+            _t(
+                "the preview reads the tokenizer from a folder; {model!r} is not one here",
+                model=config.model,
+            ),
+            _t(
+                "Give model: a Hugging Face folder, or download the registered version first: "
+                "cl.models.get(ref).download('base')."
+            ),
         )
     from transformers import AutoTokenizer
 
@@ -76,8 +84,8 @@ def preview(config: FinetuneConfig, n: int = 3) -> Preview:
         if "messages" in record:
             if not tokenizer.chat_template:
                 raise InvalidInput(
-                    f"the tokenizer of {config.model} has no chat template",
-                    "Save one with the tokenizer, or use plain text data.",
+                    _t("the tokenizer of {model} has no chat template", model=config.model),
+                    _t("Save one with the tokenizer, or use plain text data."),
                 )
             out.append(masking.preview(tokenizer, record["messages"], config.train_on_prompt))
         else:

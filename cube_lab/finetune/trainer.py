@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CubeError, InvalidInput
+from ..locale.messages import _t
 from ..training import metrics
 from . import masking
 from .config import FinetuneConfig, check_records
@@ -106,15 +107,19 @@ def check_quantization(config: FinetuneConfig, cuda: bool, has_bitsandbytes: boo
     """QLoRA needs a CUDA GPU and bitsandbytes: said before anything loads, with the fix."""
     if not cuda:
         raise InvalidInput(
-            f"quantization_bit {config.quantization_bit} (QLoRA) needs a CUDA GPU; "
-            "this machine has none",
-            "Leave quantization_bit out to train LoRA on the full-precision base here, or "
-            "run the fine-tune where a CUDA GPU is.",
+            _t(
+                "quantization_bit {bits} (QLoRA) needs a CUDA GPU; this machine has none",
+                bits=config.quantization_bit,
+            ),
+            _t(
+                "Leave quantization_bit out to train LoRA on the full-precision base here, or "
+                "run the fine-tune where a CUDA GPU is."
+            ),
         )
     if not has_bitsandbytes:
         raise InvalidInput(
-            f"quantization_bit {config.quantization_bit} (QLoRA) needs bitsandbytes",
-            "pip install bitsandbytes (in the environment the job runs in).",
+            _t("quantization_bit {bits} (QLoRA) needs bitsandbytes", bits=config.quantization_bit),
+            _t("pip install bitsandbytes (in the environment the job runs in)."),
         )
 
 
