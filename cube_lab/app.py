@@ -113,7 +113,9 @@ class CubeLab(ExtensionApp):
         terminals.adopt_terminal_manager(serverapp.web_app.settings, serverapp.terminado_settings)
         # Kernels and terminals start after this: their handles' `.url` opens a view here.
         os.environ[lab_links.ENV_LAB_URL] = lab_links.lab_url(
-            serverapp.base_url, serverapp.connection_url, under_hub=bool(os.environ.get("JUPYTERHUB_SERVICE_PREFIX"))
+            serverapp.base_url,
+            serverapp.connection_url,
+            under_hub=bool(os.environ.get("JUPYTERHUB_SERVICE_PREFIX")),
         )
         workspace: Workspace | None = self.settings.get(WORKSPACE)
         if workspace is not None:
