@@ -103,6 +103,18 @@ def _jobs_roundtrip(root: Path) -> dict[str, Any]:
     assert (version.name, version.version) == ("trained", 1)
     assert version.lineage.get("training_job_id") == job.id and version.metrics["loss"] == 1.0
     assert job.url is None
+    ranks, box = view.parts  # the log tail with its rank filter; the register button
+    assert [label for label, _ in ranks.ranks.options] == ["All ranks", "Rank 0", "Rank 1"]
+    assert "[rank 0] rank 0 of 2" in ranks.text.value and "[rank 1] rank 1" in ranks.text.value
+    ranks.ranks.value = 1  # one rank's lines, without its prefix
+    assert "rank 1 of 2" in ranks.text.value and "rank 0 of 2" not in ranks.text.value
+    assert box.widget.layout.display is None and box.name.value == "report"
+    box.name.value = "trained"
+    box.button.click()  # what a click in the notebook does: registers through the SDK
+    assert box.result.value == "Registered trained:2", box.result.value
+    box.name.value = "bad name!"
+    box.button.click()
+    assert "var(--jp-error-color1" in box.result.value
 
     (root / "sleep.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(300)\n")
     sleeper = cl.train("sleep.py", framework="plain")
@@ -125,6 +137,7 @@ def _jobs_roundtrip(root: Path) -> dict[str, Any]:
         "metrics": frame.to_dict(),
         "version": {k: version.data[k] for k in ("model", "version", "flavor", "metrics")},
         "view": shown,
+        "rank_1_lines": ranks.lines(),
         "errors": [
             json.loads(json.dumps(e.value.to_json()).replace(str(root), "ROOT"))
             for e in (missing_job, ended)
@@ -227,12 +240,31 @@ def _serving_roundtrip(root: Path) -> dict[str, Any]:
     assert [d.name for d in cl.deployments.list()] == ["iris-dep"]
     assert cl.deployments.get("iris-dep").version == 1
     assert "iris-dep" in repr(dep) and dep.url is None
-    view = LiveView(dep)
-    assert view.thread is None and view.start().thread is None  # ready: nothing to follow
+    stats = dep.stats()  # 6 answered above (one refused), none in flight now
+    assert (stats["requests"], stats["errors"], stats["in_flight"]) == (6, 1, 0), stats
+    assert 0 < stats["p50_ms"] <= stats["p95_ms"] and stats["mean_ms"] > 0, stats
+    view = LiveView(dep, refresh_s=0.1).start()  # running: it follows the traffic
+    assert view.thread is not None and view.footer.value.startswith("Refreshing")
     assert "<td style='padding:0 8px'>100%</td>" in view.table.value
-    assert view.footer.value == "Finished" and view.bar.layout.display == "none"
+    assert view.bar.layout.display == "none"
+    traffic, box = view.parts
+    box.input.value = "[[1, 1], [5, 5]]"
+    box.button.click()  # the test box: rows as JSON, the answer shown
+    assert json.dumps(model.predict([[1, 1], [5, 5]]).tolist()) in box.answer.value
+    box.input.value = "not json"
+    box.button.click()
+    assert "The test input is not JSON" in box.answer.value
+    deadline = time.monotonic() + 10
+    while "Requests: 7 " not in traffic.widget.value and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "Requests: 7 · errors: 1 · " in traffic.widget.value, traffic.widget.value
+    assert " ms, p95 " in traffic.widget.value and "in flight: 0" in traffic.widget.value
     stopped = dep.undeploy()
     assert stopped.status == "stopped" and stopped.endpoint is None
+    assert view.thread is not None
+    view.thread.join(10)  # stopped: the view ends with it
+    assert not view.thread.is_alive() and view.footer.value == "Finished"
+    assert traffic.widget.value == "" and box.widget.layout.display == "none"
     assert "stopped" in dep.refresh().status
     with pytest.raises(Conflict) as not_running:
         dep.predict(rows)
@@ -339,8 +371,10 @@ def test_handles_show_as_text_outside_a_kernel(here: Path, capsys: Any) -> None:
     view = LiveView(bad, refresh_s=0.1).start()
     assert bad.wait(timeout=120).status == "failed" and bad.exit_code == 3
     shown = _view_checked(view, bad)
-    assert shown["bar"][2] == "danger" and "Log of bad (last lines)" in view.log.value
-    assert "about to fail" in view.log.value
+    ranks, box = view.parts
+    assert shown["bar"][2] == "danger" and "Log of bad (last lines)" in ranks.text.value
+    assert "about to fail" in ranks.text.value and ranks.ranks.layout.display == "none"
+    assert box.widget.layout.display == "none"  # nothing to register from a failed job
 
 
 def _finetune_roundtrip(root: Path) -> dict[str, Any]:

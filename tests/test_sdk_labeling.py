@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from cube_lab import sdk
 from cube_lab.errors import CubeError, NotFound
 from cube_lab.identity import Caller
 from cube_lab.sdk.labeling import LabelingProject
+from cube_lab.sdk.views import LiveView
 from cube_lab.workspace import default_workspace
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -96,6 +98,17 @@ def _labeling(root: Path) -> dict[str, Any]:
         "rejected": 0,
     }
     assert "3/4 labeled" in repr(mood)
+    view = LiveView(mood, refresh_s=0.1)  # a task is still open: the view follows it
+    assert mood.live and view.count.value == "3 of 4 tasks" and view.bar.value == 3.0
+    assert view.footer.value.startswith("Refreshing")
+    (summary,) = view.parts
+    assert "<td style='padding:0 8px'>alice</td><td style='padding:0 8px'>1</td>" in (
+        summary.people.value
+    )
+    assert "<td style='padding:0 8px'>neg</td><td style='padding:0 8px'>2</td>" in (
+        summary.labels.value
+    )
+    assert all(f"<td style='padding:0 8px'>{t}</td>" in summary.samples.value for t in TEXTS)
 
     exported = cl.labeling.export("mood", "jsonl")
     assert exported["dataset"] == "reviews" and exported["version"]["version"] == 1
@@ -118,6 +131,7 @@ def _labeling(root: Path) -> dict[str, Any]:
         mood.export("yolo")
     return {
         "progress": done,
+        "view": [summary.people.value, summary.labels.value, summary.samples.value],
         "exported": {k: exported["version"][k] for k in ("version", "format", "labeling")},
         "errors": [
             e.value.to_json() | {"class": type(e.value).__name__}
@@ -140,6 +154,38 @@ def test_labeling_here_and_over_rest_answer_the_same(
     theirs = _labeling(_connect(server, monkeypatch))
     _same_everywhere(here, theirs)
     assert json.dumps(here["progress"]["by_label"]) == '{"pos": 1, "neg": 2}'
+
+
+def _thumbnails(root: Path) -> list[str]:
+    """An image labeling project's view shows the first images, small, inline."""
+    from PIL import Image
+
+    (root / "pets").mkdir()
+    for i, size in enumerate([(300, 200), (64, 64), (50, 400)]):
+        Image.new("RGB", size, (40 * i, 90, 200)).save(root / "pets" / f"p{i}.png")
+    cl.datasets.create("pets", "pets")
+    pets = cl.labeling.create("pets-kind", "pets", "image-class", ["cat", "dog"])
+    (summary,) = LiveView(pets).parts
+    return re.findall(
+        r"<img src='data:image/jpeg;base64,([^']+)' alt='(p\d.png)'", (summary.samples.value)
+    )
+
+
+def test_an_image_labeling_view_shows_thumbnails_here_and_over_rest(
+    local: Path,  # noqa: F811  (the fixture of test_sdk)
+    server: tuple[str, Path],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    here = _thumbnails(local)
+    assert [name for _, name in here] == ["p0.png", "p1.png", "p2.png"]
+    sizes = [Image.open(io.BytesIO(base64.b64decode(data))).size for data, _ in here]
+    assert sizes == [(72, 48), (64, 64), (9, 72)], sizes  # at most 72 px, the shape kept
+    assert _thumbnails(_connect(server, monkeypatch)) == here
 
 
 def test_the_labeling_package_keeps_its_modules_and_the_sdk_calls() -> None:

@@ -49,6 +49,11 @@ class Handle(abc.ABC):
         return self.status not in self.ACTIVE
 
     @property
+    def live(self) -> bool:
+        """Whether its live view keeps refreshing (while the work goes on)."""
+        return not self.done
+
+    @property
     def error(self) -> str | None:
         return self.data.get("error")
 
@@ -103,6 +108,10 @@ class Handle(abc.ABC):
             "error": self.error,
             "url": self.url,
         }
+
+    def view_parts(self) -> list[Any]:
+        """The live view's parts that only this kind of handle has (``view_parts.py``)."""
+        return []
 
     def _ipython_display_(self) -> None:
         from . import views

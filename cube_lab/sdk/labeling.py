@@ -35,6 +35,55 @@ class LabelingProject:
         self.data = current().get_labeling(self.project, self.name)
         return self
 
+    # -- the live view (views.LiveView): progress while tasks are still to be labeled -------
+
+    @property
+    def id(self) -> str:
+        return f"{self.project}/{self.name}"
+
+    def _labeled(self) -> tuple[int, int]:
+        p = self.data.get("progress") or {}
+        return int(p.get("submitted", 0)) + int(p.get("accepted", 0)), int(p.get("total", 0))
+
+    @property
+    def live(self) -> bool:
+        labeled, total = self._labeled()
+        return labeled < total
+
+    @property
+    def done(self) -> bool:
+        return not self.live
+
+    @property
+    def status(self) -> str:
+        return "labeling" if self.live else "done"
+
+    def view_state(self) -> Json:
+        labeled, total = self._labeled()
+        p = self.data.get("progress") or {}
+        counts = ("new", "assigned", "submitted", "accepted", "rejected")
+        return {
+            "title": f"Labeling project {self.project}/{self.name} ({self.type} over "
+            f"{self.dataset})",
+            "status": self.status,
+            "error": None,
+            "url": self.url,
+            "progress": (labeled, total, "tasks"),
+            "columns": [*counts],
+            "rows": [[p.get(k, 0) for k in counts]] if p else [],
+        }
+
+    def view_parts(self) -> builtins.list[Any]:
+        """Progress per person and per label, and a few of the dataset's items."""
+        from .view_parts import LabelingSummary
+
+        return [LabelingSummary(self)]
+
+    def _ipython_display_(self) -> None:
+        from . import views
+
+        views.show(self)
+
     def progress(self) -> Json:
         """Counts now: total, new, assigned, submitted, accepted, rejected, prelabeled,
         ``by_user`` (each person's assigned / submitted / accepted / rejected) and

@@ -65,6 +65,25 @@ class Deployment(Handle):
         return self.status == "running"
 
     @property
+    def live(self) -> bool:
+        """Its view follows it while it starts, updates or runs (the traffic figures move)."""
+        return self.status in (*STARTING, "running")
+
+    def stats(self) -> Json:
+        """Requests answered so far (all versions, mirrored ones not counted), ``errors``,
+        latency ``mean_ms`` / ``p50_ms`` / ``p95_ms`` (from the router's histogram) and
+        ``in_flight``."""
+        from ..serving.metrics_summary import summary
+
+        return summary(current().deployment_metrics(self.project, self.name))
+
+    def view_parts(self) -> builtins.list[Any]:
+        """The traffic figures (with requests per second between refreshes) and a test box."""
+        from .view_parts import TestBox, TrafficStats
+
+        return [TrafficStats(self), TestBox(self)]
+
+    @property
     def runtime(self) -> str:
         """``llm`` (OpenAI's ``/v1`` API) or ``oip`` (OIP v2 and ``/predict``)."""
         return str(self.data.get("runtime") or "oip")

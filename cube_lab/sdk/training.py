@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from .models import ModelVersion
 
 STEP_TOTALS = ("total_steps", "max_steps", "epochs")
-LOG_LINES = 10
 
 
 class Job(Handle):
@@ -30,7 +29,6 @@ class Job(Handle):
     def __init__(self, data: Json) -> None:
         super().__init__(data)
         self._metrics: Json | None = None
-        self._tail: str | None = None
 
     @property
     def name(self) -> str:
@@ -122,10 +120,6 @@ class Job(Handle):
             total = next((last[k] for k in STEP_TOTALS if k in last), None)
             done = int(max(steps)) + 1
             state["progress"] = (done, int(total) if total else None, "steps")
-        if self.done and self.status != "succeeded":  # the last lines say why
-            if self._tail is None:
-                self._tail = "\n".join(self.logs().rstrip().splitlines()[-LOG_LINES:])
-            state["log"] = (self.name, self._tail)
         state["charts"] = {m: points for m, points in series.items() if m not in STEP_TOTALS}
         state["columns"] = ["metric", "step", "last"]
         state["rows"] = [
@@ -134,6 +128,13 @@ class Job(Handle):
             if metric not in STEP_TOTALS
         ]
         return state
+
+    def view_parts(self) -> builtins.list[Any]:
+        """The log tail with its rank filter (a failed job's last lines say why), and the
+        register button once it succeeded."""
+        from .view_parts import RankLog, RegisterBox
+
+        return [RankLog(self), RegisterBox(self)]
 
     def __repr__(self) -> str:
         metrics = self._metrics.get("last") if self._metrics else None

@@ -224,6 +224,10 @@ class Transport(abc.ABC):
         """Implemented by each transport."""
 
     @abc.abstractmethod
+    def deployment_metrics(self, project: str, name: str) -> str:
+        """Implemented by each transport: the router's Prometheus text."""
+
+    @abc.abstractmethod
     def infer(self, project: str, name: str, body: Json) -> Json:
         """``{"status", "version", "body"}``: the deployment's answer to an OIP v2 request."""
 
@@ -244,6 +248,14 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def list_datasets(self, project: str | None) -> list[Json]:
         """Implemented by each transport."""
+
+    @abc.abstractmethod
+    def dataset_items(self, project: str, name: str) -> list[Json]:
+        """Implemented by each transport: the items as registered (id, name, size or text)."""
+
+    @abc.abstractmethod
+    def item_content(self, project: str, name: str, item_id: int) -> bytes:
+        """Implemented by each transport: one item's bytes (the image file, or the text)."""
 
     # -- labeling projects --------------------------------------------------------------
 
@@ -567,6 +579,9 @@ class LocalTransport(Transport):
     def deployment_log(self, project: str, name: str, offset: int) -> Json:
         return self._json(self.ws.serving.tail_log(self.caller, name, offset, project=project))
 
+    def deployment_metrics(self, project: str, name: str) -> str:
+        return self.ws.serving.metrics(self.caller, name, project)
+
     def infer(self, project: str, name: str, body: Json) -> Json:
         # what the server's infer route does: to the router with its token (no API key)
         import json
@@ -619,6 +634,17 @@ class LocalTransport(Transport):
 
     def list_datasets(self, project: str | None) -> list[Json]:
         return self._json(self.ws.datasets.list(self.caller, project))
+
+    def dataset_items(self, project: str, name: str) -> list[Json]:
+        return self._json(self.ws.datasets.items(self.caller, project, name))
+
+    def item_content(self, project: str, name: str, item_id: int) -> bytes:
+        from .. import containment
+
+        content, _ = self.ws.datasets.item_content(self.caller, project, name, item_id)
+        if isinstance(content, bytes):
+            return content
+        return containment.read_inside(content, content.parent)  # what the REST route does
 
     # -- labeling projects --------------------------------------------------------------
 
@@ -921,6 +947,10 @@ class RestTransport(Transport):
     def deployment_log(self, project: str, name: str, offset: int) -> Json:
         return self.client.get(f"{self._deployment(project, name)}/log", offset=offset)
 
+    def deployment_metrics(self, project: str, name: str) -> str:
+        with self.client.stream(f"{self._deployment(project, name)}/metrics") as answer:
+            return b"".join(answer.iter_bytes()).decode()
+
     def infer(self, project: str, name: str, body: Json) -> Json:
         return self.client.post(f"{self._deployment(project, name)}/infer", body)
 
@@ -941,6 +971,19 @@ class RestTransport(Transport):
 
     def list_datasets(self, project: str | None) -> list[Json]:
         return self.client.get("datasets", project=project)["datasets"]
+
+    def dataset_items(self, project: str, name: str) -> list[Json]:
+        from ..rest_client import segment
+
+        path = f"projects/{segment(project)}/datasets/{segment(name)}/items"
+        return self.client.get(path)["items"]
+
+    def item_content(self, project: str, name: str, item_id: int) -> bytes:
+        from ..rest_client import segment
+
+        path = f"projects/{segment(project)}/datasets/{segment(name)}/items/{item_id}/content"
+        with self.client.stream(path) as answer:
+            return b"".join(answer.iter_bytes())
 
     # -- labeling projects --------------------------------------------------------------
 

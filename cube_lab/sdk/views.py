@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import html
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import CubeError
 from .charts import charts_html
-
-if TYPE_CHECKING:
-    from .handle import Handle
 
 REFRESH_S = 1.0
 MAX_ROWS = 20
@@ -51,6 +48,31 @@ TEXT = {
     "more_rows": "… and {count} more",
     "log_tail": "Log of {name} (last lines)",
     "open": "Open in JupyterLab",
+    "rank": "Rank",
+    "all_ranks": "All ranks",
+    "rank_n": "Rank {rank}",
+    "model_name": "Model",
+    "register": "Register",
+    "registered": "Registered {name}:{version}",
+    "traffic": (
+        "Requests: {requests} · errors: {errors} · {qps} req/s · "
+        "latency p50 {p50} ms, p95 {p95} ms · in flight: {in_flight}"
+    ),
+    "send": "Send",
+    "test_rows": "Rows as JSON, e.g. [[5.1, 3.5, 1.4, 0.2]], or an OIP v2 request",
+    "test_llm": "A message to the model",
+    "not_json": "The test input is not JSON",
+    "answer": "Answer ({ms} ms)",
+    "person": "Person",
+    "assigned": "Assigned",
+    "submitted": "Submitted",
+    "accepted": "Accepted",
+    "rejected": "Rejected",
+    "label": "Label",
+    "items": "Items",
+    "sample": "Sample",
+    "tasks": "tasks",
+    "new": "New",
 }
 
 _STYLE = {
@@ -62,6 +84,20 @@ _STYLE = {
     "cancelled": "warning",
     "stopped": "warning",
 }
+
+
+class Viewable(Protocol):
+    """What a live view needs of what it shows: the SDK's handles, a labeling project."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def live(self) -> bool: ...
+    def refresh(self) -> Any: ...
+    def view_state(self) -> dict[str, Any]: ...
+    def view_parts(self) -> list[Any]: ...
 
 
 def in_kernel() -> bool:
@@ -108,7 +144,7 @@ def link_html(url: str | None) -> str:
 class LiveView:
     """The widgets of one handle; ``start()`` refreshes them in the background until done."""
 
-    def __init__(self, handle: Handle, refresh_s: float = REFRESH_S) -> None:
+    def __init__(self, handle: Viewable, refresh_s: float = REFRESH_S) -> None:
         import ipywidgets as w
 
         self.handle = handle
@@ -122,6 +158,7 @@ class LiveView:
         self.problem = w.HTML()
         self.log = w.HTML()
         self.footer = w.Label()
+        self.parts = handle.view_parts()  # view_parts.py: what only this kind of handle shows
         self.widget = w.VBox(
             [
                 self.title,
@@ -129,6 +166,7 @@ class LiveView:
                 w.HBox([self.bar, self.count]),
                 self.charts,
                 self.table,
+                *(part.widget for part in self.parts),
                 self.problem,
                 self.log,
                 self.footer,
@@ -180,15 +218,17 @@ class LiveView:
             if log
             else ""
         )
+        for part in self.parts:
+            part.update()
         self.footer.value = (
-            TEXT["finished"]
-            if self.handle.done
-            else TEXT["refreshing"].format(seconds=self.refresh_s)
+            TEXT["refreshing"].format(seconds=self.refresh_s)
+            if self.handle.live
+            else TEXT["finished"]
         )
 
     def start(self) -> LiveView:
-        """Refresh in a daemon thread until the handle is done (or ``stop()``)."""
-        if self.thread is None and not self.handle.done:
+        """Refresh in a daemon thread while the handle is live (or until ``stop()``)."""
+        if self.thread is None and self.handle.live:
             self.thread = threading.Thread(
                 target=self._loop, name=f"cube-lab view {self.handle.id}", daemon=True
             )
@@ -206,11 +246,11 @@ class LiveView:
                 self.footer.value = TEXT["unreachable"].format(error=exc.error)
                 continue
             self.update()
-            if self.handle.done:
+            if not self.handle.live:
                 return
 
 
-def show(handle: Handle) -> Any:
+def show(handle: Viewable) -> Any:
     """Display ``handle``: a live view in a kernel, its text elsewhere. Returns the
     ``DisplayHandle`` of what was shown in IPython (``settle`` updates it), else None."""
     try:
@@ -243,7 +283,7 @@ def _bundle(view: LiveView) -> dict[str, Any]:
     return bundle
 
 
-def settle(handle: Handle, shown: Any) -> None:
+def settle(handle: Viewable, shown: Any) -> None:
     """After ``handle.wait()``: the view shows the end now (not a refresh later), and the text
     kept beside the widget (what ``nbconvert`` / papermill save) is the final one."""
     view: LiveView | None = getattr(handle, "_live_view", None)

@@ -70,12 +70,17 @@ def read_reports(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def parse_log_line(line: str) -> tuple[int | None, dict[str, float]] | None:
-    """``[rank 0] epoch=1 step=3 loss=0.12`` -> (rank, {...}); None when it has no step."""
-    rank = None
+def split_rank(line: str) -> tuple[int | None, str]:
+    """``[rank 1] loss=0.3`` -> (1, "loss=0.3"); a line of no rank -> (None, line)."""
     found = _RANK_PREFIX.match(line)
     if found:
-        rank, line = int(found.group(1)), line[found.end() :]
+        return int(found.group(1)), line[found.end() :]
+    return None, line
+
+
+def parse_log_line(line: str) -> tuple[int | None, dict[str, float]] | None:
+    """``[rank 0] epoch=1 step=3 loss=0.12`` -> (rank, {...}); None when it has no step."""
+    rank, line = split_rank(line)
     pairs = {k: float(v) for k, v in _PAIR.findall(line)}
     if len(pairs) < 2 or not any(k in pairs for k in STEP_KEYS):
         return None
