@@ -33,7 +33,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from .cli_args import parse_pairs
+from .cli.args import parse_pairs
 from .errors import CubeError
 
 

@@ -491,12 +491,13 @@ def extract_server_messages(package: Path, rel_root: Path) -> tuple[list[Message
 
 
 def extract_cli_texts(package: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
-    """``cube-lab --help``'s texts, as the parser holds them (cube_lab/cli_i18n.py translates
+    """``cube-lab --help``'s texts, as the parser holds them (cube_lab/cli/i18n.py translates
     them by LANG), and argparse's own headings and errors."""
-    from cube_lab import cli, cli_i18n
+    from cube_lab import cli
+    from cube_lab.cli import i18n as cli_i18n
 
-    where = (package / "cli.py").relative_to(rel_root).as_posix()
-    i18n = (package / "cli_i18n.py").relative_to(rel_root).as_posix()
+    where = (package / "cli" / "__init__.py").relative_to(rel_root).as_posix()
+    i18n = (package / "cli" / "i18n.py").relative_to(rel_root).as_posix()
     texts = cli_i18n.parser_texts(cli.build_parser())
     messages = [Message(t, where=[f"{where}:0"]) for t in texts]
     messages += [Message(t, where=[f"{i18n}:0"]) for t in cli_i18n.ARGPARSE_TEXTS]

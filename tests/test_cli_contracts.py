@@ -32,7 +32,7 @@ from pipeline_util import node, script, write_pipeline
 from test_serving_kserve_cluster import READY, run_cli
 
 from cube_lab.cli import build_parser
-from cube_lab.cli_args import output_target
+from cube_lab.cli.args import output_target
 from cube_lab.errors import InvalidInput
 
 CLI = [sys.executable, "-m", "cube_lab.cli"]
@@ -616,7 +616,7 @@ def test_the_output_rule_says_what_to_pass(
 
 STRAYS = """\
 import logging, os, subprocess, sys
-from cube_lab.cli_args import json_stdout, print_json
+from cube_lab.cli.args import json_stdout, print_json
 
 early = logging.StreamHandler(sys.stdout)  # a library's handler, made before the command
 logging.getLogger("early").addHandler(early)

@@ -687,7 +687,7 @@ def test_every_command_goes_through_the_service_and_one_that_does_not_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from cube_lab import cli as cube_cli
-    from cube_lab import cli_remote
+    from cube_lab.cli import remote as cli_remote
 
     missing: list[str] = []
 

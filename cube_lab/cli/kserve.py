@@ -15,16 +15,16 @@ import sys
 import time
 from typing import Any
 
-from . import accelerators
-from .cli_args import print_json, print_table
-from .errors import CubeError, NotFound
-from .identity import Caller
-from .locale.messages import _t
-from .workspace import Workspace
+from .. import accelerators
+from ..errors import CubeError, NotFound
+from ..identity import Caller
+from ..locale.messages import _t
+from ..workspace import Workspace
+from .args import print_json, print_table
 
 
 def _config(a: argparse.Namespace) -> Any:
-    from .k8s import ClusterConfig
+    from ..k8s import ClusterConfig
 
     return ClusterConfig.from_env(namespace=getattr(a, "namespace", None))
 
@@ -34,7 +34,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     line printed is its URL."""
     import yaml
 
-    from .serving import kserve_cluster
+    from ..serving import kserve_cluster
 
     config = _config(a)
     doc = ws.serving.manifest(
@@ -116,7 +116,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def listing(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    from .serving import kserve_cluster
+    from ..serving import kserve_cluster
 
     found = asyncio.run(kserve_cluster.listing(_config(a), a.namespace))
     if a.json:
@@ -137,7 +137,7 @@ def listing(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    from .serving import kserve_cluster
+    from ..serving import kserve_cluster
 
     if not asyncio.run(kserve_cluster.remove(a.name, a.namespace, _config(a))):
         raise NotFound(
@@ -156,7 +156,7 @@ def undeploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 def action(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     """promote (all traffic to the latest revision), rollback (all to the previous one),
     traffic PERCENT (the latest revision's share)."""
-    from .serving import kserve_cluster
+    from ..serving import kserve_cluster
 
     percent = {"promote": None, "rollback": 0}.get(a.command)
     if a.command == "traffic":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from .locale.messages import _t
+from ..locale.messages import _t
 
 # jsonschema imports rfc3987_syntax when it is installed (jupyter-events pulls it in),
 # which builds a parser for ~6 s on every start; cube-lab never checks "iri" formats.
@@ -23,8 +23,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import cli_finetune, cli_kb, cli_kserve, cli_labeling, cli_tuning
-from .cli_args import (
+from ..config import ENV_ROOT_DIR, Settings, local_username
+from ..errors import CubeError, InvalidInput
+from ..identity import Caller
+from ..locale.messages import env_locale, localize
+from ..serialize import to_jsonable
+from ..workspace import Workspace
+from . import finetune as cli_finetune
+from . import kb as cli_kb
+from . import kserve as cli_kserve
+from . import labeling as cli_labeling
+from . import tuning as cli_tuning
+from .args import (
     json_printed,
     json_stdout,
     output_target,
@@ -34,16 +44,10 @@ from .cli_args import (
     quiet_libraries,
     split_ref,
 )
-from .cli_i18n import argparse_words, translate_parser
-from .config import ENV_ROOT_DIR, Settings, local_username
-from .errors import CubeError, InvalidInput
-from .identity import Caller
-from .locale.messages import env_locale, localize
-from .serialize import to_jsonable
-from .workspace import Workspace
+from .i18n import argparse_words, translate_parser
 
 if TYPE_CHECKING:
-    from .pipelines.runner import NodeState
+    from ..pipelines.runner import NodeState
 
 
 # -- what commands print, from the REST JSON of a result (local and remote alike) ----------
@@ -571,8 +575,8 @@ def pipeline_validate(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
 
 
 def pipeline_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    from .pipelines import launch
-    from .pipelines.recorder import StoreRecorder
+    from ..pipelines import launch
+    from ..pipelines.recorder import StoreRecorder
 
     path = Path(a.path)
     root = _pipeline_root(path)
@@ -750,14 +754,14 @@ def pipeline_unschedule(ws: Workspace, caller: Caller, a: argparse.Namespace) ->
 
 
 def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    from .pipelines import kfp_compiler
+    from ..pipelines import kfp_compiler
 
     path = Path(a.path)
     pipeline, problems = ws.pipelines.check(path, _pipeline_root(path))
     # Nodes run in their images on the cluster: what this machine lacks (Rscript) is fine.
     problems = [p for p in problems if not p.message.startswith("R nodes need Rscript")]
     if problems:
-        from .pipelines.validation import PipelineInvalid
+        from ..pipelines.validation import PipelineInvalid
 
         raise PipelineInvalid(problems)
     if a.submit and not a.host:
@@ -785,7 +789,7 @@ def deliver_compiled(compiled: Path, output: Any, path: Path, a: argparse.Namesp
         print(f"compiled {path} to {written} (Kubeflow Pipelines v2 IR)")
     run_id = None
     if a.submit:
-        from .pipelines import kfp_compiler
+        from ..pipelines import kfp_compiler
 
         run_id = kfp_compiler.submit(compiled, a.host, params=parse_pairs(a.param, "param"))
         if not a.json:
@@ -834,7 +838,7 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     """Run a training job here, streaming every rank's output; exit with its status."""
     spec = ws.training.parse(_train_spec(a))
     if spec.backend == "kubernetes":
-        from .k8s import ClusterConfig
+        from ..k8s import ClusterConfig
 
         cluster = ClusterConfig.from_env(
             kubeconfig=a.kubeconfig, context=a.kube_context, namespace=a.namespace
@@ -842,7 +846,7 @@ def train_run(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         if a.dry_run:
             import yaml
 
-            from .training import kubernetes
+            from ..training import kubernetes
 
             name = spec.name or Path(spec.argv()[0]).stem
             namespace = cluster.default_namespace()
@@ -1402,11 +1406,11 @@ def _run(args: argparse.Namespace, as_json: bool, locale: str = "en") -> int:
     try:
         remote = None
         if not args.data_dir and not args.db_url:
-            from .rest_client import ServiceClient
+            from ..rest_client import ServiceClient
 
             remote = ServiceClient.from_env()  # under the hub: the cube-lab service's store
         if remote is not None:
-            from . import cli_remote
+            from . import remote as cli_remote
 
             cli_remote.run(remote, args)
             return 0
@@ -1428,7 +1432,3 @@ def _run(args: argparse.Namespace, as_json: bool, locale: str = "en") -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

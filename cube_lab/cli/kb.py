@@ -16,15 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_args import print_json
-from .errors import InvalidInput
-from .identity import Caller
-from .locale.messages import _t
-from .serialize import to_jsonable
+from ..errors import InvalidInput
+from ..identity import Caller
+from ..locale.messages import _t
+from ..serialize import to_jsonable
+from .args import print_json
 
 if TYPE_CHECKING:
-    from .rest_client import ServiceClient
-    from .workspace import Workspace
+    from ..rest_client import ServiceClient
+    from ..workspace import Workspace
 
 MODES = ("vector", "keyword", "bm25", "hybrid")
 POLL_S = 0.2
@@ -225,14 +225,14 @@ def kb_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def _where(client: ServiceClient, a: argparse.Namespace) -> str:
-    from .cli_remote import project_of
-    from .rest_client import segment
+    from ..rest_client import segment
+    from .remote import project_of
 
     return f"kb/{segment(project_of(client, a))}/{segment(a.name)}"
 
 
 def _source(raw: str) -> str:
-    from .cli_remote import relative
+    from .remote import relative
 
     return raw if raw.startswith(UPLOAD) else relative(raw, "source")
 
@@ -269,7 +269,7 @@ def remote_show(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def remote_add(client: ServiceClient, a: argparse.Namespace) -> None:
-    from .cli_remote import relative
+    from .remote import relative
 
     where = _where(client, a)
     first = client.post(f"{where}/sources", {"paths": [relative(p) for p in a.paths]})

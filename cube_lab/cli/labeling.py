@@ -9,14 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_args import output_target, print_json
-from .errors import InvalidInput
-from .identity import Caller
-from .locale.messages import _t
-from .serialize import to_jsonable
+from ..errors import InvalidInput
+from ..identity import Caller
+from ..locale.messages import _t
+from ..serialize import to_jsonable
+from .args import output_target, print_json
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from ..workspace import Workspace
 
 TYPES = ("image-class", "image-bbox", "text-class", "text-ner")
 FORMATS = ("coco", "yolo", "labelstudio", "jsonl", "csv")

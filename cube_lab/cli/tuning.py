@@ -9,14 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_args import print_json
-from .errors import InvalidInput
-from .identity import Caller
-from .locale.messages import _t
+from ..errors import InvalidInput
+from ..identity import Caller
+from ..locale.messages import _t
+from .args import print_json
 
 if TYPE_CHECKING:
-    from .tuning.engine import Engine, Trial
-    from .workspace import Workspace
+    from ..tuning.engine import Engine, Trial
+    from ..workspace import Workspace
 
 
 def _read_config(path: Path) -> Any:
@@ -104,8 +104,8 @@ def _on_cluster(spec: Any, a: argparse.Namespace) -> None:
 
     import yaml
 
-    from .k8s import ClusterConfig
-    from .tuning import cluster, katib
+    from ..k8s import ClusterConfig
+    from ..tuning import cluster, katib
 
     config = ClusterConfig.from_env(namespace=a.namespace)
     manifest = katib.experiment(spec, namespace=config.default_namespace(), image=a.image)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from .errors import InvalidInput
-from .locale.messages import _t
+from ..errors import InvalidInput
+from ..locale.messages import _t
 
 
 def parse_pairs(pairs: list[str] | None, what: str, numeric: bool = False) -> dict[str, Any]:
@@ -66,7 +66,7 @@ class _Document:
 
 def print_json(value: Any) -> None:
     """Print ``value`` as JSON: the command's one document when it runs with ``--json``."""
-    from .serialize import to_jsonable
+    from ..serialize import to_jsonable
 
     text = json.dumps(to_jsonable(value), indent=2)
     if _Document.stream is None:

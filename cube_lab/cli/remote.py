@@ -23,12 +23,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from . import cli, cli_kserve_remote
-from .cli_args import output_target, parse_pairs, print_json, split_ref
-from .config import ENV_ROOT_DIR
-from .errors import InvalidInput
-from .locale.messages import _t
-from .rest_client import ServiceClient, segment
+from .. import cli
+from ..config import ENV_ROOT_DIR
+from ..errors import InvalidInput
+from ..locale.messages import _t
+from ..rest_client import ServiceClient, segment
+from . import kserve_remote
+from .args import output_target, parse_pairs, print_json, split_ref
 
 POLL_S = 0.25
 LOG_POLL_S = 0.5
@@ -616,7 +617,7 @@ def training_register(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.backend == "kubernetes":
-        cli_kserve_remote.listing(client, a)
+        kserve_remote.listing(client, a)
         return
     found = client.get("deployments", project=a.project)["deployments"]
     emit(a, found, cli.show_deployments)
@@ -634,9 +635,9 @@ def _on_cluster(a: argparse.Namespace) -> bool:
 def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
     """Deploy NAME:VERSION at the service (or change a running deployment's traffic)."""
     if _on_cluster(a):
-        cli_kserve_remote.deploy(client, a)
+        kserve_remote.deploy(client, a)
         return
-    cli_kserve_remote.refuse_local_options(a, "deploy")
+    kserve_remote.refuse_local_options(a, "deploy")
     name, ref = split_ref(a.ref)
     if a.switch or a.canary is not None or a.shadow:
         action = "switch" if a.switch else "canary" if a.canary is not None else "shadow"
@@ -666,7 +667,7 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def undeploy(client: ServiceClient, a: argparse.Namespace) -> None:
     if _on_cluster(a):
-        cli_kserve_remote.undeploy(client, a)
+        kserve_remote.undeploy(client, a)
         return
     where = _deployment(client, a)
     if a.forget:
@@ -685,7 +686,7 @@ def undeploy(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def deployment_action(client: ServiceClient, a: argparse.Namespace) -> None:
     if _on_cluster(a):
-        cli_kserve_remote.action(client, a)
+        kserve_remote.action(client, a)
         return
     where = _deployment(client, a)
     if a.command == "logs":
@@ -756,7 +757,7 @@ TUNING_ACTIVE = ("queued", "running")
 
 def tune(client: ServiceClient, a: argparse.Namespace) -> None:
     """Start the experiment at the service, print each trial as it ends, then the best."""
-    from .cli_tuning import _read_config
+    from .tuning import _read_config
 
     if a.dry_run or a.namespace:
         raise InvalidInput(
@@ -807,7 +808,7 @@ def _watch_experiment(
     seen: dict[str, str],
 ) -> None:
     """Print each trial of a started experiment as it ends, then the best (as ``tune``)."""
-    from .cli_tuning import _fmt
+    from .tuning import _fmt
 
     exp_id, spec = view["id"], view["spec"]
     progress_to = sys.stderr if a.json else sys.stdout
@@ -869,7 +870,7 @@ def _watch_experiment(
 
 
 def tuning_list(client: ServiceClient, a: argparse.Namespace) -> None:
-    from .cli_tuning import _fmt
+    from .tuning import _fmt
 
     views = client.get("tuning/experiments", project=a.project, limit=a.limit)["experiments"]
     if a.json:
@@ -884,7 +885,7 @@ def tuning_list(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def tuning_show(client: ServiceClient, a: argparse.Namespace) -> None:
-    from .cli_tuning import _fmt
+    from .tuning import _fmt
 
     view = client.get(f"tuning/experiments/{segment(a.experiment)}")
     if a.json:
@@ -931,7 +932,7 @@ def _split(text: str) -> list[str]:
 
 
 def dataset_create(client: ServiceClient, a: argparse.Namespace) -> None:
-    from . import cli_labeling
+    from . import labeling
 
     body = {
         "name": a.name,
@@ -941,21 +942,21 @@ def dataset_create(client: ServiceClient, a: argparse.Namespace) -> None:
         "text_field": a.text_field,
     }
     view = client.post("datasets", {k: v for k, v in body.items() if v is not None})
-    emit(a, view, cli_labeling.show_dataset_created)
+    emit(a, view, labeling.show_dataset_created)
 
 
 def dataset_list(client: ServiceClient, a: argparse.Namespace) -> None:
-    from . import cli_labeling
+    from . import labeling
 
     views = client.get("datasets", project=a.project)["datasets"]
-    emit(a, views, cli_labeling.show_datasets)
+    emit(a, views, labeling.show_datasets)
 
 
 def dataset_show(client: ServiceClient, a: argparse.Namespace) -> None:
-    from . import cli_labeling
+    from . import labeling
 
     view = client.get(f"projects/{segment(project_of(client, a))}/datasets/{segment(a.name)}")
-    emit(a, view, cli_labeling.show_dataset)
+    emit(a, view, labeling.show_dataset)
 
 
 def _labeling(client: ServiceClient, a: argparse.Namespace) -> str:
@@ -963,7 +964,7 @@ def _labeling(client: ServiceClient, a: argparse.Namespace) -> str:
 
 
 def label_create(client: ServiceClient, a: argparse.Namespace) -> None:
-    from . import cli_labeling
+    from . import labeling
 
     body = {
         "name": a.name,
@@ -977,21 +978,21 @@ def label_create(client: ServiceClient, a: argparse.Namespace) -> None:
         "reviewers": _split(a.reviewers) if a.reviewers else None,
     }
     view = client.post("labeling", {k: v for k, v in body.items() if v is not None})
-    emit(a, view, cli_labeling.show_label_created)
+    emit(a, view, labeling.show_label_created)
 
 
 def label_list(client: ServiceClient, a: argparse.Namespace) -> None:
-    from . import cli_labeling
+    from . import labeling
 
     views = client.get("labeling", project=a.project)["projects"]
-    emit(a, views, cli_labeling.show_label_projects)
+    emit(a, views, labeling.show_label_projects)
 
 
 def label_show(client: ServiceClient, a: argparse.Namespace) -> None:
-    from . import cli_labeling
+    from . import labeling
 
     view = client.get(_labeling(client, a))
-    emit(a, view, cli_labeling.show_label_project)
+    emit(a, view, labeling.show_label_project)
 
 
 def label_assign(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -1007,7 +1008,7 @@ def label_assign(client: ServiceClient, a: argparse.Namespace) -> None:
 
 # -- dispatch ----------------------------------------------------------------------------
 
-# by the local command's name (``python -m cube_lab.cli`` runs cli.py as __main__)
+# by the local command's name
 REMOTE: dict[str, Command] = {
     "model_register": model_register,
     "model_list": model_list,
@@ -1057,20 +1058,20 @@ TUNING: dict[str, Command] = {
 
 
 def label_import(client: ServiceClient, a: argparse.Namespace) -> None:
-    from . import cli_labeling
+    from . import labeling
 
-    body = {"format": a.format, "data": cli_labeling.read_import(a.file), "pick": a.pick}
+    body = {"format": a.format, "data": labeling.read_import(a.file), "pick": a.pick}
     answer = client.post(
         f"{_labeling(client, a)}/import", {k: v for k, v in body.items() if v is not None}
     )
-    emit(a, answer, cli_labeling.show_imported)
+    emit(a, answer, labeling.show_imported)
 
 
 def label_export(client: ServiceClient, a: argparse.Namespace) -> None:
     """The service makes the version; with ``-o`` it is downloaded and copied there."""
-    from . import cli_labeling
+    from . import labeling
 
-    output, annotations_only = cli_labeling.export_target(a)
+    output, annotations_only = labeling.export_target(a)
     project = project_of(client, a)
     body = {"format": a.format, "only": a.only, "class_order": a.class_order}
     view = client.post(
@@ -1086,9 +1087,9 @@ def label_export(client: ServiceClient, a: argparse.Namespace) -> None:
         )
         with tempfile.TemporaryDirectory(prefix="cube-export-") as tmp:
             copy = _fetch(client, where, Path(tmp), Path(version["path"]).name)
-            source = copy / cli_labeling.COCO_ANNOTATIONS if annotations_only else copy
+            source = copy / labeling.COCO_ANNOTATIONS if annotations_only else copy
             target = output.deliver(source)
-    cli_labeling.show_exported(view, a, target, annotations_only)
+    labeling.show_exported(view, a, target, annotations_only)
 
 
 def _fetch(client: ServiceClient, where: str, tmp: Path, name: str) -> Path:
@@ -1135,19 +1136,19 @@ LABELING: dict[str, Command] = {
 def _remote(local: Any) -> Command | None:
     """The remote implementation of a local command function of ``cube_lab.cli``."""
     module, name = getattr(local, "__module__", None), getattr(local, "__name__", "")
-    if module == "cube_lab.cli_tuning":
+    if module == "cube_lab.cli.tuning":
         return TUNING.get(name)
-    if module == "cube_lab.cli_labeling":
+    if module == "cube_lab.cli.labeling":
         return LABELING.get(name)
-    if module == "cube_lab.cli_finetune":
-        from .cli_finetune import REMOTE as FINETUNE
+    if module == "cube_lab.cli.finetune":
+        from .finetune import REMOTE as FINETUNE
 
         return FINETUNE.get(name)
-    if module == "cube_lab.cli_kb":
-        from .cli_kb import REMOTE as KB
+    if module == "cube_lab.cli.kb":
+        from .kb import REMOTE as KB
 
         return KB.get(name)
-    if module not in ("cube_lab.cli", "__main__"):
+    if module != "cube_lab.cli":
         return None
     return REMOTE.get(name)
 

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from .locale import catalog
+from ..locale import catalog
 
 # argparse's own words a user reads (Python 3.11's msgids, its gettext domain's texts).
 ARGPARSE_TEXTS = [

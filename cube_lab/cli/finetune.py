@@ -14,20 +14,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_args import print_json
-from .errors import InvalidInput
-from .identity import Caller
-from .locale.messages import _t
-from .serialize import to_jsonable
+from ..errors import InvalidInput
+from ..identity import Caller
+from ..locale.messages import _t
+from ..serialize import to_jsonable
+from .args import print_json
 
 if TYPE_CHECKING:
-    from .rest_client import ServiceClient
-    from .workspace import Workspace
+    from ..rest_client import ServiceClient
+    from ..workspace import Workspace
 
 
 def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    from . import cli
-    from .finetune.service import FinetuneService, read_config_file
+    from .. import cli
+    from ..finetune.service import FinetuneService, read_config_file
 
     path = Path(a.config)
     raw = read_config_file(path)
@@ -81,15 +81,16 @@ def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     """Under the hub: the service starts the job; its log is followed here."""
-    from . import cli, cli_remote
-    from .finetune.service import read_config_file
-    from .rest_client import segment
+    from .. import cli
+    from ..finetune.service import read_config_file
+    from ..rest_client import segment
+    from . import remote
 
     if a.dry_run:
         raise InvalidInput(_t("cube-lab finetune --dry-run is not available under the hub yet"))
     path = Path(a.config)
     config = read_config_file(path)
-    folder = cli_remote.relative(path.parent if str(path.parent) else ".", "config folder")
+    folder = remote.relative(path.parent if str(path.parent) else ".", "config folder")
     body = {"config": config, "folder": folder, "project": a.project, "nproc": a.nproc}
     job = client.post("finetune/jobs", {k: v for k, v in body.items() if v is not None})
     job_id = job["id"]
@@ -97,10 +98,10 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     where = f"training/jobs/{segment(job_id)}"
     if not a.quiet:
         print(f"job {job_id}: {job['name']}", file=out, flush=True)
-        cli_remote._follow(client, where, True, out)
+        remote._follow(client, where, True, out)
     view = client.get(where)
-    while view["status"] in cli_remote.ACTIVE:
-        time.sleep(cli_remote.POLL_S)
+    while view["status"] in remote.ACTIVE:
+        time.sleep(remote.POLL_S)
         view = client.get(where)
     registered = None
     if view["status"] == "succeeded" and a.register:
