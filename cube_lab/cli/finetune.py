@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 
 def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    from .. import cli
     from ..finetune.service import FinetuneService, read_config_file
+    from . import output
 
     path = Path(a.config)
     raw = read_config_file(path)
@@ -69,7 +69,7 @@ def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if a.json:
         print_json({"job": view, "registered": registered})
     else:
-        print(cli.job_finished_line(job_id, status, to_jsonable(view)), file=sys.stderr)
+        print(output.job_finished_line(job_id, status, to_jsonable(view)), file=sys.stderr)
         if registered is not None:
             print(
                 f"Registered {registered.model} v{registered.version} ({registered.flavor}) "
@@ -81,10 +81,9 @@ def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     """Under the hub: the service starts the job; its log is followed here."""
-    from .. import cli
     from ..finetune.service import read_config_file
     from ..rest_client import segment
-    from . import remote
+    from . import output, remote
 
     if a.dry_run:
         raise InvalidInput(_t("cube-lab finetune --dry-run is not available under the hub yet"))
@@ -112,7 +111,7 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json({"job": view, "registered": registered})
     else:
-        print(cli.job_finished_line(job_id, view["status"], view), file=sys.stderr)
+        print(output.job_finished_line(job_id, view["status"], view), file=sys.stderr)
         if registered:
             print(f"Registered {registered['model']} v{registered['version']}")
     if view["status"] != "succeeded":

@@ -3,7 +3,7 @@
 A lab server under JupyterHub has no store (``$CUBE_LAB_SERVICE_URL`` names the service that
 owns it), so ``cli._run`` hands each command here instead of opening a ``Workspace``. Every
 command is one thin call of the REST API with the user's hub token (``rest_client``) and
-prints what the local command prints (``cli.show_*``); ``--json`` prints the REST JSON.
+prints what the local command prints (its module's ``show_*``); ``--json`` prints the REST JSON.
 Identity is the token's: ``$CUBE_LAB_USER`` means nothing here. Paths on the command line
 are resolved against the current folder and sent relative to the user's home (the lab
 server's root, ``$CUBE_LAB_ROOT_DIR``), the only folder the service reads for them.
@@ -28,8 +28,8 @@ from ..config import ENV_ROOT_DIR
 from ..errors import InvalidInput
 from ..locale.messages import _t
 from ..rest_client import ServiceClient, segment
-from . import kserve_remote
-from .args import output_target, parse_pairs, print_json, split_ref
+from . import kserve_remote, models, output, pipelines, projects, serving, training
+from .args import output_target, parse_pairs, print_json, print_table, split_ref
 
 POLL_S = 0.25
 LOG_POLL_S = 0.5
@@ -127,7 +127,7 @@ def model_register(client: ServiceClient, a: argparse.Namespace) -> None:
         "training_job_id": a.training_job,
     }
     v = client.post("models", {k: val for k, val in body.items() if val is not None})
-    emit(a, v, cli.show_registered)
+    emit(a, v, models.show_registered)
 
 
 def model_list(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -144,12 +144,12 @@ def model_list(client: ServiceClient, a: argparse.Namespace) -> None:
         models.extend(page["models"])
         if len(models) >= page["total"] or not page["models"]:
             break
-    emit(a, models, cli.show_models)
+    emit(a, models, models.show_models)
 
 
 def model_show(client: ServiceClient, a: argparse.Namespace) -> None:
     detail = client.get(_model(project_of(client, a), a.name))
-    emit(a, detail, cli.show_model)
+    emit(a, detail, models.show_model)
 
 
 def model_alias(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -215,7 +215,7 @@ def model_compare(client: ServiceClient, a: argparse.Namespace) -> None:
     rows += [
         [f"param {p}", *[str(v["params"].get(p, "")) for v in versions]] for p in cmp["params"]
     ]
-    cli.print_table(rows, header)
+    print_table(rows, header)
 
 
 def model_archive(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -254,7 +254,7 @@ def project_list(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(found["projects"])
     else:
-        cli.show_projects(found["projects"], found.get("invitations") or [])
+        projects.show_projects(found["projects"], found.get("invitations") or [])
 
 
 def project_create(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -274,7 +274,7 @@ def project_member(client: ServiceClient, a: argparse.Namespace) -> None:
         view = client.delete(f"{where}/members/{segment(a.username)}")
     else:
         view = client.put(f"{where}/members/{segment(a.username)}", {"role": a.role})
-    emit(a, view, lambda _: print(cli.member_message(a, was_member)))
+    emit(a, view, lambda _: print(projects.member_message(a, was_member)))
 
 
 def project_invitations(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -285,9 +285,9 @@ def project_invitations(client: ServiceClient, a: argparse.Namespace) -> None:
     if not invitations:
         print("No invitations.")
         return
-    cli.print_table(
+    print_table(
         [
-            [i["project"], i["role"], i["invited_by"], cli._stamp(i["invited_at"])]
+            [i["project"], i["role"], i["invited_by"], output._stamp(i["invited_at"])]
             for i in invitations
         ],
         ["PROJECT", "ROLE", "INVITED BY", "INVITED AT"],
@@ -324,7 +324,7 @@ def pipeline_validate(client: ServiceClient, a: argparse.Namespace) -> None:
     if found["problems"]:
         if not a.json:
             print(f"{a.path}: {len(found['problems'])} problem(s)", file=sys.stderr)
-            cli._print_problems(_problems(found["problems"]))
+            output._print_problems(_problems(found["problems"]))
         raise SystemExit(1)
     if not a.json:
         migrated = found.get("migrated_from")
@@ -373,7 +373,7 @@ def pipeline_run(client: ServiceClient, a: argparse.Namespace) -> None:
                 if a.quiet:
                     continue
                 took = n["duration_s"] if n["finished_at"] and n["started_at"] else None
-                line = cli.progress_line(
+                line = pipelines.progress_line(
                     time.monotonic() - started,
                     len(finished),
                     total,
@@ -437,7 +437,7 @@ def _follow(client: ServiceClient, where: str, follow: bool, out: Any = None) ->
 def pipeline_runs(client: ServiceClient, a: argparse.Namespace) -> None:
     path = relative(a.path, "pipeline") if a.path else None
     runs = client.get("pipelines/runs", path=path, project=a.project, limit=a.limit)["runs"]
-    emit(a, runs, cli.show_runs)
+    emit(a, runs, pipelines.show_runs)
 
 
 def pipeline_logs(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -483,7 +483,7 @@ def pipeline_compile(client: ServiceClient, a: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
         compiled = Path(tmp) / name
         compiled.write_text(found["yaml"], encoding="utf-8")
-        cli.deliver_compiled(compiled, output, path, a)
+        pipelines.deliver_compiled(compiled, output, path, a)
 
 
 def pipeline_schedule(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -504,12 +504,12 @@ def pipeline_schedule(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(view)
     else:
-        cli.show_scheduled(view, "the cube-lab service fires it")
+        pipelines.show_scheduled(view, "the cube-lab service fires it")
 
 
 def pipeline_schedules(client: ServiceClient, a: argparse.Namespace) -> None:
     views = client.get("pipelines/schedules")["schedules"]
-    emit(a, views, cli.show_schedules)
+    emit(a, views, pipelines.show_schedules)
 
 
 def pipeline_unschedule(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -531,7 +531,7 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
             _t("cube-lab train --dry-run is not available under the hub yet"),
             _t("Start the job without --dry-run, or look at it in the Training panel."),
         )
-    spec = cli._train_spec(a)
+    spec = training._train_spec(a)
     workdir = relative(a.workdir or ".", "working directory")
     spec["working_dir"] = None if workdir == "." else workdir
     script = spec.get("script")
@@ -565,14 +565,14 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(view)
     else:
-        print(cli.job_finished_line(job_id, status, view), file=sys.stderr)
+        print(output.job_finished_line(job_id, status, view), file=sys.stderr)
     if status != "succeeded":
         raise SystemExit(130 if status == "cancelled" else 1)
 
 
 def training_list(client: ServiceClient, a: argparse.Namespace) -> None:
     jobs = client.get("training/jobs", project=a.project, limit=a.limit)["jobs"]
-    emit(a, jobs, cli.show_jobs)
+    emit(a, jobs, training.show_jobs)
 
 
 def training_logs(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -620,7 +620,7 @@ def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
         kserve_remote.listing(client, a)
         return
     found = client.get("deployments", project=a.project)["deployments"]
-    emit(a, found, cli.show_deployments)
+    emit(a, found, serving.show_deployments)
 
 
 def _deployment(client: ServiceClient, a: argparse.Namespace, name: str | None = None) -> str:
@@ -661,8 +661,8 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
         }
         view = client.post("deployments", {k: v for k, v in spec.items() if v is not None})
         if not a.json:
-            cli.show_deployed(view, time.monotonic() - started)
-    emit(a, view, cli.show_deployment_state)
+            serving.show_deployed(view, time.monotonic() - started)
+    emit(a, view, serving.show_deployment_state)
 
 
 def undeploy(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -702,13 +702,13 @@ def deployment_action(client: ServiceClient, a: argparse.Namespace) -> None:
         if a.set is not None:
             client.put(f"{where}/samples", {"percent": a.set})
         found = client.get(f"{where}/samples", limit=a.limit)
-        emit(a, found, cli.show_samples)
+        emit(a, found, serving.show_samples)
         return
     body: dict[str, Any] = {"action": a.command}
     if a.command == "traffic":
         body = {"action": "split", "percent": a.percent}
     view = client.post(f"{where}/traffic", body)
-    emit(a, view, cli.show_traffic)
+    emit(a, view, serving.show_traffic)
 
 
 def deployment_keys(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -724,7 +724,7 @@ def deployment_keys(client: ServiceClient, a: argparse.Namespace) -> None:
         if a.json:
             print_json(made)
         else:
-            cli.show_key_made(made, a.name)
+            serving.show_key_made(made, a.name)
         return
     if a.keys_command == "revoke":
         revoked = client.delete(f"{where}/{segment(a.key)}")
@@ -737,17 +737,17 @@ def deployment_keys(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(found)
     else:
-        cli.show_keys(found["keys"])
+        serving.show_keys(found["keys"])
 
 
 def deployment_access(client: ServiceClient, a: argparse.Namespace) -> None:
-    changes = cli.access_changes(a)
+    changes = serving.access_changes(a)
     where = _deployment(client, a)
     if changes:
         settings = client.put(f"{where}/access", changes)["access"]
     else:
         settings = client.get(f"{where}/access")
-    emit(a, settings, cli.show_access)
+    emit(a, settings, serving.show_access)
 
 
 # -- tuning commands ---------------------------------------------------------------------
@@ -1148,7 +1148,7 @@ def _remote(local: Any) -> Command | None:
         from .kb import REMOTE as KB
 
         return KB.get(name)
-    if module != "cube_lab.cli":
+    if module not in (m.__name__ for m in (models, projects, pipelines, training, serving)):
         return None
     return REMOTE.get(name)
 
