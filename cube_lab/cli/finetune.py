@@ -83,13 +83,14 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     """Under the hub: the service starts the job; its log is followed here."""
     from ..finetune.service import read_config_file
     from ..rest_client import segment
-    from . import output, remote
+    from . import output
+    from .remote import common
 
     if a.dry_run:
         raise InvalidInput(_t("cube-lab finetune --dry-run is not available under the hub yet"))
     path = Path(a.config)
     config = read_config_file(path)
-    folder = remote.relative(path.parent if str(path.parent) else ".", "config folder")
+    folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
     body = {"config": config, "folder": folder, "project": a.project, "nproc": a.nproc}
     job = client.post("finetune/jobs", {k: v for k, v in body.items() if v is not None})
     job_id = job["id"]
@@ -97,10 +98,10 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     where = f"training/jobs/{segment(job_id)}"
     if not a.quiet:
         print(f"job {job_id}: {job['name']}", file=out, flush=True)
-        remote._follow(client, where, True, out)
+        common._follow(client, where, True, out)
     view = client.get(where)
-    while view["status"] in remote.ACTIVE:
-        time.sleep(remote.POLL_S)
+    while view["status"] in common.ACTIVE:
+        time.sleep(common.POLL_S)
         view = client.get(where)
     registered = None
     if view["status"] == "succeeded" and a.register:

@@ -226,13 +226,13 @@ def kb_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 def _where(client: ServiceClient, a: argparse.Namespace) -> str:
     from ..rest_client import segment
-    from .remote import project_of
+    from .remote.common import project_of
 
     return f"kb/{segment(project_of(client, a))}/{segment(a.name)}"
 
 
 def _source(raw: str) -> str:
-    from .remote import relative
+    from .remote.common import relative
 
     return raw if raw.startswith(UPLOAD) else relative(raw, "source")
 
@@ -269,7 +269,7 @@ def remote_show(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def remote_add(client: ServiceClient, a: argparse.Namespace) -> None:
-    from .remote import relative
+    from .remote.common import relative
 
     where = _where(client, a)
     first = client.post(f"{where}/sources", {"paths": [relative(p) for p in a.paths]})

@@ -77,7 +77,7 @@ def _main_remote(client: ServiceClient, data: dict[str, Any]) -> int:
     """Start the job through the service's REST API (its paths, in the owner's home, resolve
     there; its output in this node's folder is made by the job, as the owner), print its log as
     it comes, wait for its record, write the same values as in-process."""
-    from ..cli.remote import _follow
+    from ..cli.remote.common import _follow
     from ..rest_client import segment
     from .service import ACTIVE
 

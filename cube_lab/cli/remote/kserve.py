@@ -9,10 +9,10 @@ import sys
 import time
 from typing import Any
 
-from ..errors import CubeError, InvalidInput
-from ..locale.messages import _t
-from ..rest_client import ServiceClient, segment
-from .args import print_json, print_table
+from ...errors import CubeError, InvalidInput
+from ...locale.messages import _t
+from ...rest_client import ServiceClient, segment
+from ..args import print_json, print_table
 
 WHERE = "kserve/inferenceservices"
 POLL_S = 1.0
