@@ -11,8 +11,8 @@ from typing import Any
 from ...errors import InvalidInput
 from ...locale.messages import _t
 from ...rest_client import ServiceClient, segment
-from .. import models
 from ..args import output_target, parse_pairs, print_json, print_table, split_ref
+from ..models import show_model, show_models, show_registered
 from .common import emit, project_of, relative
 
 
@@ -36,7 +36,7 @@ def model_register(client: ServiceClient, a: argparse.Namespace) -> None:
         "training_job_id": a.training_job,
     }
     v = client.post("models", {k: val for k, val in body.items() if val is not None})
-    emit(a, v, models.show_registered)
+    emit(a, v, show_registered)
 
 
 def model_list(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -53,12 +53,12 @@ def model_list(client: ServiceClient, a: argparse.Namespace) -> None:
         models.extend(page["models"])
         if len(models) >= page["total"] or not page["models"]:
             break
-    emit(a, models, models.show_models)
+    emit(a, models, show_models)
 
 
 def model_show(client: ServiceClient, a: argparse.Namespace) -> None:
     detail = client.get(_model(project_of(client, a), a.name))
-    emit(a, detail, models.show_model)
+    emit(a, detail, show_model)
 
 
 def model_alias(client: ServiceClient, a: argparse.Namespace) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 from ...errors import InvalidInput
 from ...locale.messages import _t
 from ...rest_client import ServiceClient, segment
-from .. import output, pipelines
 from ..args import output_target, parse_pairs, print_json
+from ..output import _print_problems
+from ..pipelines import deliver_compiled, progress_line, show_runs, show_scheduled, show_schedules
 from .common import ACTIVE, POLL_S, _follow, _read_log, emit, relative
 
 
@@ -29,7 +30,7 @@ def pipeline_validate(client: ServiceClient, a: argparse.Namespace) -> None:
     if found["problems"]:
         if not a.json:
             print(f"{a.path}: {len(found['problems'])} problem(s)", file=sys.stderr)
-            output._print_problems(_problems(found["problems"]))
+            _print_problems(_problems(found["problems"]))
         raise SystemExit(1)
     if not a.json:
         migrated = found.get("migrated_from")
@@ -78,7 +79,7 @@ def pipeline_run(client: ServiceClient, a: argparse.Namespace) -> None:
                 if a.quiet:
                     continue
                 took = n["duration_s"] if n["finished_at"] and n["started_at"] else None
-                line = pipelines.progress_line(
+                line = progress_line(
                     time.monotonic() - started,
                     len(finished),
                     total,
@@ -115,7 +116,7 @@ def pipeline_run(client: ServiceClient, a: argparse.Namespace) -> None:
 def pipeline_runs(client: ServiceClient, a: argparse.Namespace) -> None:
     path = relative(a.path, "pipeline") if a.path else None
     runs = client.get("pipelines/runs", path=path, project=a.project, limit=a.limit)["runs"]
-    emit(a, runs, pipelines.show_runs)
+    emit(a, runs, show_runs)
 
 
 def pipeline_logs(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -161,7 +162,7 @@ def pipeline_compile(client: ServiceClient, a: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
         compiled = Path(tmp) / name
         compiled.write_text(found["yaml"], encoding="utf-8")
-        pipelines.deliver_compiled(compiled, output, path, a)
+        deliver_compiled(compiled, output, path, a)
 
 
 def pipeline_schedule(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -182,12 +183,12 @@ def pipeline_schedule(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(view)
     else:
-        pipelines.show_scheduled(view, "the cube-lab service fires it")
+        show_scheduled(view, "the cube-lab service fires it")
 
 
 def pipeline_schedules(client: ServiceClient, a: argparse.Namespace) -> None:
     views = client.get("pipelines/schedules")["schedules"]
-    emit(a, views, pipelines.show_schedules)
+    emit(a, views, show_schedules)
 
 
 def pipeline_unschedule(client: ServiceClient, a: argparse.Namespace) -> None:

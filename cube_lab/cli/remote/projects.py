@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ...rest_client import ServiceClient, segment
-from .. import output, projects
 from ..args import print_json, print_table
+from ..output import _stamp
+from ..projects import member_message, show_projects
 from .common import emit
 
 
@@ -15,7 +16,7 @@ def project_list(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(found["projects"])
     else:
-        projects.show_projects(found["projects"], found.get("invitations") or [])
+        show_projects(found["projects"], found.get("invitations") or [])
 
 
 def project_create(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -35,7 +36,7 @@ def project_member(client: ServiceClient, a: argparse.Namespace) -> None:
         view = client.delete(f"{where}/members/{segment(a.username)}")
     else:
         view = client.put(f"{where}/members/{segment(a.username)}", {"role": a.role})
-    emit(a, view, lambda _: print(projects.member_message(a, was_member)))
+    emit(a, view, lambda _: print(member_message(a, was_member)))
 
 
 def project_invitations(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -47,10 +48,7 @@ def project_invitations(client: ServiceClient, a: argparse.Namespace) -> None:
         print("No invitations.")
         return
     print_table(
-        [
-            [i["project"], i["role"], i["invited_by"], output._stamp(i["invited_at"])]
-            for i in invitations
-        ],
+        [[i["project"], i["role"], i["invited_by"], _stamp(i["invited_at"])] for i in invitations],
         ["PROJECT", "ROLE", "INVITED BY", "INVITED AT"],
     )
 

@@ -8,8 +8,18 @@ import time
 from typing import Any
 
 from ...rest_client import ServiceClient, segment
-from .. import serving
 from ..args import print_json, split_ref
+from ..serving import (
+    access_changes,
+    show_access,
+    show_deployed,
+    show_deployment_state,
+    show_deployments,
+    show_key_made,
+    show_keys,
+    show_samples,
+    show_traffic,
+)
 from . import kserve
 from .common import _follow, emit, project_of
 
@@ -19,7 +29,7 @@ def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
         kserve.listing(client, a)
         return
     found = client.get("deployments", project=a.project)["deployments"]
-    emit(a, found, serving.show_deployments)
+    emit(a, found, show_deployments)
 
 
 def _deployment(client: ServiceClient, a: argparse.Namespace, name: str | None = None) -> str:
@@ -60,8 +70,8 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
         }
         view = client.post("deployments", {k: v for k, v in spec.items() if v is not None})
         if not a.json:
-            serving.show_deployed(view, time.monotonic() - started)
-    emit(a, view, serving.show_deployment_state)
+            show_deployed(view, time.monotonic() - started)
+    emit(a, view, show_deployment_state)
 
 
 def undeploy(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -101,13 +111,13 @@ def deployment_action(client: ServiceClient, a: argparse.Namespace) -> None:
         if a.set is not None:
             client.put(f"{where}/samples", {"percent": a.set})
         found = client.get(f"{where}/samples", limit=a.limit)
-        emit(a, found, serving.show_samples)
+        emit(a, found, show_samples)
         return
     body: dict[str, Any] = {"action": a.command}
     if a.command == "traffic":
         body = {"action": "split", "percent": a.percent}
     view = client.post(f"{where}/traffic", body)
-    emit(a, view, serving.show_traffic)
+    emit(a, view, show_traffic)
 
 
 def deployment_keys(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -123,7 +133,7 @@ def deployment_keys(client: ServiceClient, a: argparse.Namespace) -> None:
         if a.json:
             print_json(made)
         else:
-            serving.show_key_made(made, a.name)
+            show_key_made(made, a.name)
         return
     if a.keys_command == "revoke":
         revoked = client.delete(f"{where}/{segment(a.key)}")
@@ -136,14 +146,14 @@ def deployment_keys(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(found)
     else:
-        serving.show_keys(found["keys"])
+        show_keys(found["keys"])
 
 
 def deployment_access(client: ServiceClient, a: argparse.Namespace) -> None:
-    changes = serving.access_changes(a)
+    changes = access_changes(a)
     where = _deployment(client, a)
     if changes:
         settings = client.put(f"{where}/access", changes)["access"]
     else:
         settings = client.get(f"{where}/access")
-    emit(a, settings, serving.show_access)
+    emit(a, settings, show_access)

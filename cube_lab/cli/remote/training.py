@@ -11,8 +11,9 @@ from pathlib import Path
 from ...errors import InvalidInput
 from ...locale.messages import _t
 from ...rest_client import ServiceClient, segment
-from .. import output, training
 from ..args import print_json
+from ..output import job_finished_line
+from ..training import _train_spec, show_jobs
 from .common import ACTIVE, LOG_POLL_S, POLL_S, _follow, emit, relative
 
 
@@ -24,7 +25,7 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
             _t("cube-lab train --dry-run is not available under the hub yet"),
             _t("Start the job without --dry-run, or look at it in the Training panel."),
         )
-    spec = training._train_spec(a)
+    spec = _train_spec(a)
     workdir = relative(a.workdir or ".", "working directory")
     spec["working_dir"] = None if workdir == "." else workdir
     script = spec.get("script")
@@ -58,14 +59,14 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
     if a.json:
         print_json(view)
     else:
-        print(output.job_finished_line(job_id, status, view), file=sys.stderr)
+        print(job_finished_line(job_id, status, view), file=sys.stderr)
     if status != "succeeded":
         raise SystemExit(130 if status == "cancelled" else 1)
 
 
 def training_list(client: ServiceClient, a: argparse.Namespace) -> None:
     jobs = client.get("training/jobs", project=a.project, limit=a.limit)["jobs"]
-    emit(a, jobs, training.show_jobs)
+    emit(a, jobs, show_jobs)
 
 
 def training_logs(client: ServiceClient, a: argparse.Namespace) -> None:
