@@ -2,6 +2,12 @@
 
 It opens the workspace the server uses (``$CUBE_LAB_DATA_DIR`` / ``$CUBE_LAB_DB_URL``,
 exported to JupyterLab terminals), so it works with or without a running server.
+
+One module per capability, as ``cube_lab/handlers/`` has them, holds its commands, what they
+print and its subparsers (``add_commands``): models, pipelines, training, serving (kserve.py:
+``--backend kubernetes``), projects, tuning, labeling (datasets too), finetune, kb. Shared:
+args.py (arguments, --json, -o), output.py, i18n.py (--help in $LANG). Under the hub the same
+commands go through the cube-lab service: remote/ (a module per capability as well).
 """
 
 from __future__ import annotations
