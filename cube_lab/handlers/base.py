@@ -181,7 +181,7 @@ class CubeHandler(APIHandler):
             }
         if status_code in (401, 403) and getattr(self, "_jupyter_current_user", None) is None:
             # nobody signed in (or an XSRF token missing): a browser calling the cube-lab
-            # service straight takes this as "session gone" (src/api.ts), not as a refusal
+            # service straight takes this as "session gone" (src/api/request.ts), not as a refusal
             self.set_header("WWW-Authenticate", 'token realm="cube-lab"')
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(body))

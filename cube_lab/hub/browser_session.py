@@ -22,7 +22,7 @@ import json
 from jupyterhub.services.auth import HubOAuthenticated
 from tornado import web
 
-ELEMENT_ID = "cube-lab-session"  # the front end reads this element (src/api.ts)
+ELEMENT_ID = "cube-lab-session"  # the front end reads this element (src/api/request.ts)
 
 
 class BrowserSessionHandler(HubOAuthenticated, web.RequestHandler):

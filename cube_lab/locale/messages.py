@@ -8,7 +8,7 @@ A service raises in English, as before, with its texts marked::
 ``str(exc)`` read as before) that remembers its message id and parameters. The edge that
 knows the reader's locale translates it: the REST handlers' error path by the request's
 ``Accept-Language`` (cube_lab/handlers/base.py), the CLI by ``LC_ALL`` / ``LC_MESSAGES`` /
-``LANG`` (cube_lab/cli.py), with :func:`localize`. The message id is a ``str.format`` template
+``LANG`` (cube_lab/cli/), with :func:`localize`. The message id is a ``str.format`` template
 with named fields (``{name}``, ``{name!r}``, ``{n:g}``); scripts/extract_strings.py extracts
 every ``_t("...")`` of cube_lab/ into the catalog and ``check`` wants each one's zh-CN entry
 with the same fields.

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import lab_links
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from . import current
 
 Json = dict[str, Any]
@@ -63,8 +64,13 @@ class LabelingProject:
         p = self.data.get("progress") or {}
         counts = ("new", "assigned", "submitted", "accepted", "rejected")
         return {
-            "title": f"Labeling project {self.project}/{self.name} ({self.type} over "
-            f"{self.dataset})",
+            "title": _t(
+                "Labeling project {project}/{name} ({type} over {dataset})",
+                project=self.project,
+                name=self.name,
+                type=self.type,
+                dataset=self.dataset,
+            ),
             "status": self.status,
             "error": None,
             "url": self.url,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from . import current
 from .handle import POLL_S, Handle, Json, WaitTimeout
 
@@ -41,7 +42,9 @@ class Run(Handle):
 
     def view_state(self) -> Json:
         state = super().view_state()
-        state["title"] = f"Pipeline run {self.data.get('pipeline')} ({self.id})"
+        state["title"] = _t(
+            "Pipeline run {pipeline} ({id})", pipeline=self.data.get("pipeline"), id=self.id
+        )
         nodes = self.nodes
         ended = sum(1 for n in nodes if n.get("status") not in NODE_ACTIVE)
         state["progress"] = (ended, len(nodes), "nodes")

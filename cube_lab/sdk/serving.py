@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import CubeError, InvalidInput
+from ..locale.messages import _t
 from . import current
 from .handle import Handle, Json
 
@@ -215,7 +216,13 @@ class Deployment(Handle):
 
     def view_state(self) -> Json:
         state = super().view_state()
-        state["title"] = f"Deployment {self.project}/{self.name} ({self.model}:{self.version})"
+        state["title"] = _t(
+            "Deployment {project}/{name} ({model}:{version})",
+            project=self.project,
+            name=self.name,
+            model=self.model,
+            version=self.version,
+        )
         state["columns"] = ["version", "weight", "endpoint"]
         state["rows"] = [
             [

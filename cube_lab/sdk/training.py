@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from . import current
 from .handle import POLL_S, Handle, Json
 
@@ -108,7 +109,7 @@ class Job(Handle):
 
     def view_state(self) -> Json:
         state = super().view_state()
-        state["title"] = f"Training job {self.name} ({self.id})"
+        state["title"] = _t("Training job {name} ({id})", name=self.name, id=self.id)
         try:
             found = self._metrics_json()
         except Exception:  # a job without a folder yet: nothing to chart

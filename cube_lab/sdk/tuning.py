@@ -7,6 +7,7 @@ import builtins
 import os
 from typing import TYPE_CHECKING, Any
 
+from ..locale.messages import _t
 from . import current
 from .configs import read_config
 from .handle import Handle, Json
@@ -103,7 +104,7 @@ class Experiment(Handle):
 
     def view_state(self) -> Json:
         state = super().view_state()
-        state["title"] = f"Tuning experiment {self.name} ({self.id})"
+        state["title"] = _t("Tuning experiment {name} ({id})", name=self.name, id=self.id)
         trials = builtins.list(self.data.get("trials") or [])
         total = (self.data.get("spec") or {}).get("max_trials")
         ended = sum(1 for t in trials if t["status"] in FINAL)

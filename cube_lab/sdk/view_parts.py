@@ -17,8 +17,9 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CubeError
+from ..locale.messages import _t
 from ..training.metrics import split_rank
-from .views import TEXT, table_html
+from .views import TEXT, table_html, tr
 
 if TYPE_CHECKING:
     from .labeling import LabelingProject
@@ -52,7 +53,7 @@ class RankLog:
         self.all: deque[str] = deque(maxlen=KEPT_LINES)
         self.by_rank: dict[int, deque[str]] = {}
         self.ranks = w.Dropdown(
-            options=[(TEXT["all_ranks"], -1)], value=-1, description=TEXT["rank"]
+            options=[(tr(TEXT["all_ranks"]), -1)], value=-1, description=tr(TEXT["rank"])
         )
         self.ranks.layout.width = "220px"
         self.ranks.observe(lambda _change: self.render(), names="value")
@@ -90,8 +91,8 @@ class RankLog:
             return
         if self.job.done and self.partial:  # its last line had no newline
             self.take("\n")
-        options = [(TEXT["all_ranks"], -1)] + [
-            (TEXT["rank_n"].format(rank=r), r) for r in sorted(self.by_rank)
+        options = [(tr(TEXT["all_ranks"]), -1)] + [
+            (tr(_t("Rank {rank}", rank=r)), r) for r in sorted(self.by_rank)
         ]
         if len(options) != len(self.ranks.options):
             self.ranks.options = options  # keeps the value while it is still there
@@ -108,7 +109,7 @@ class RankLog:
         shown = self.lines()
         self.widget.layout.display = None if self.all else "none"
         self.text.value = (
-            f"<div>{html.escape(TEXT['log_tail'].format(name=self.job.name))}</div>"
+            f"<div>{html.escape(tr(_t('Log of {name} (last lines)', name=self.job.name)))}</div>"
             f"<pre style='margin:0;max-height:18em;overflow:auto'>"
             f"{html.escape(chr(10).join(shown))}</pre>"
         )
@@ -121,8 +122,8 @@ class RegisterBox:
         import ipywidgets as w
 
         self.job = job
-        self.name = w.Text(value=job.name, description=TEXT["model_name"])
-        self.button = w.Button(description=TEXT["register"], icon="archive")
+        self.name = w.Text(value=job.name, description=tr(TEXT["model_name"]))
+        self.button = w.Button(description=tr(TEXT["register"]), icon="archive")
         self.button.on_click(lambda _b: self.register())
         self.result = w.HTML()
         self.widget = w.HBox([self.name, self.button, self.result])
@@ -144,7 +145,7 @@ class RegisterBox:
             self.button.disabled = False
             return
         self.result.value = html.escape(
-            TEXT["registered"].format(name=version.name, version=version.version)
+            tr(_t("Registered {name}:{version}", name=version.name, version=version.version))
         ) + link_html(version.url)
         self.button.disabled = False
 
@@ -174,7 +175,15 @@ class TrafficStats:
         if self.seen is not None and now > self.seen[0]:
             self.qps = max(0, stats["requests"] - self.seen[1]) / (now - self.seen[0])
         self.seen = (now, stats["requests"])
-        self.widget.value = html.escape(TEXT["traffic"].format(**self.figures(stats)))
+        self.widget.value = html.escape(
+            tr(
+                _t(
+                    "Requests: {requests} · errors: {errors} · {qps} req/s · "
+                    "latency p50 {p50} ms, p95 {p95} ms · in flight: {in_flight}",
+                    **self.figures(stats),
+                )
+            )
+        )
 
     def figures(self, stats: dict[str, Any]) -> dict[str, str]:
         def ms(value: float | None) -> str:
@@ -200,11 +209,11 @@ class TestBox:
         self.deployment = deployment
         llm = deployment.runtime == "llm"
         self.input = w.Textarea(
-            placeholder=TEXT["test_llm"] if llm else TEXT["test_rows"],
+            placeholder=tr(TEXT["test_llm"] if llm else TEXT["test_rows"]),
             rows=2,
         )
         self.input.layout.width = "60%"
-        self.button = w.Button(description=TEXT["send"], icon="paper-plane")
+        self.button = w.Button(description=tr(TEXT["send"]), icon="paper-plane")
         self.button.on_click(lambda _b: self.send())
         self.answer = w.HTML()
         self.widget = w.VBox([w.HBox([self.input, self.button]), self.answer])
@@ -227,7 +236,7 @@ class TestBox:
             took = (time.perf_counter() - started) * 1000
             shown = answer if len(answer) <= ANSWER_CHARS else answer[:ANSWER_CHARS] + "…"
             self.answer.value = (
-                f"<div>{html.escape(TEXT['answer'].format(ms=f'{took:.0f}'))}</div>"
+                f"<div>{html.escape(tr(_t('Answer ({ms} ms)', ms=f'{took:.0f}')))}</div>"
                 f"<pre style='margin:0'>{html.escape(shown)}</pre>"
             )
         finally:
@@ -241,7 +250,7 @@ class TestBox:
         try:
             given = json.loads(text)
         except ValueError:
-            raise InvalidInput(TEXT["not_json"], TEXT["test_rows"]) from None
+            raise InvalidInput(tr(TEXT["not_json"]), tr(TEXT["test_rows"])) from None
         return json.dumps(self.deployment.predict(given))
 
 
@@ -263,7 +272,7 @@ class LabelingSummary:
         progress = self.labeling.data.get("progress") or {}
         people = progress.get("by_user") or {}
         self.people.value = table_html(
-            [TEXT[c] for c in ("person", "assigned", "submitted", "accepted", "rejected")],
+            [tr(TEXT[c]) for c in ("person", "assigned", "submitted", "accepted", "rejected")],
             [
                 [
                     user,
@@ -274,7 +283,7 @@ class LabelingSummary:
         )
         labels = progress.get("by_label") or {}
         self.labels.value = table_html(
-            [TEXT["label"], TEXT["items"]], [[k, v] for k, v in sorted(labels.items())]
+            [tr(TEXT["label"]), tr(TEXT["items"])], [[k, v] for k, v in sorted(labels.items())]
         )
         if self.thumbnails is None:
             self.thumbnails = self.make_thumbnails()
@@ -289,7 +298,7 @@ class LabelingSummary:
             items = transport.dataset_items(project, dataset)[:THUMBNAILS]
             if self.labeling.type.startswith("text"):
                 return table_html(
-                    [TEXT["sample"]], [[_short(str(i.get("text") or ""))] for i in items]
+                    [tr(TEXT["sample"])], [[_short(str(i.get("text") or ""))] for i in items]
                 )
             pictures = [
                 _thumbnail(transport.item_content(project, dataset, int(i["id"])), i["name"])

@@ -16,63 +16,54 @@ import threading
 from typing import Any, Protocol
 
 from ..errors import CubeError
+from ..locale.messages import _t, localize
 from .charts import charts_html
+from .view_locale import view_locale
 
 REFRESH_S = 1.0
 MAX_ROWS = 20
 
+# The words the views show; translated where they are shown (``tr``), to JupyterLab's
+# language (view_locale.py). Texts with fields are ``_t(...)`` where they are filled in.
 TEXT = {
-    "status": "Status",
-    "progress": "Progress",
-    "of": "{done} of {total} {unit}",
-    "so_far": "{done} {unit}",
-    "nodes": "nodes",
-    "steps": "steps",
-    "trials": "trials",
-    "error": "Error",
-    "refreshing": "Refreshing every {seconds:g} s",
-    "finished": "Finished",
-    "unreachable": "Cannot refresh: {error}",
-    "node": "Node",
-    "duration": "Duration (s)",
-    "attempts": "Attempts",
-    "metric": "Metric",
-    "step": "Step",
-    "last": "Last value",
-    "trial": "Trial",
-    "final": "Result",
-    "parameters": "Parameters",
-    "version": "Version",
-    "weight": "Traffic",
-    "endpoint": "Endpoint",
-    "more_rows": "… and {count} more",
-    "log_tail": "Log of {name} (last lines)",
-    "open": "Open in JupyterLab",
-    "rank": "Rank",
-    "all_ranks": "All ranks",
-    "rank_n": "Rank {rank}",
-    "model_name": "Model",
-    "register": "Register",
-    "registered": "Registered {name}:{version}",
-    "traffic": (
-        "Requests: {requests} · errors: {errors} · {qps} req/s · "
-        "latency p50 {p50} ms, p95 {p95} ms · in flight: {in_flight}"
-    ),
-    "send": "Send",
-    "test_rows": "Rows as JSON, e.g. [[5.1, 3.5, 1.4, 0.2]], or an OIP v2 request",
-    "test_llm": "A message to the model",
-    "not_json": "The test input is not JSON",
-    "answer": "Answer ({ms} ms)",
-    "person": "Person",
-    "assigned": "Assigned",
-    "submitted": "Submitted",
-    "accepted": "Accepted",
-    "rejected": "Rejected",
-    "label": "Label",
-    "items": "Items",
-    "sample": "Sample",
-    "tasks": "tasks",
-    "new": "New",
+    "status": _t("Status"),
+    "progress": _t("Progress"),
+    "nodes": _t("nodes"),
+    "steps": _t("steps"),
+    "trials": _t("trials"),
+    "error": _t("Error"),
+    "finished": _t("Finished"),
+    "node": _t("Node"),
+    "duration": _t("Duration (s)"),
+    "attempts": _t("Attempts"),
+    "metric": _t("Metric"),
+    "step": _t("Step"),
+    "last": _t("Last value"),
+    "trial": _t("Trial"),
+    "final": _t("Result"),
+    "parameters": _t("Parameters"),
+    "version": _t("Version"),
+    "weight": _t("Traffic"),
+    "endpoint": _t("Endpoint"),
+    "open": _t("Open in JupyterLab"),
+    "rank": _t("Rank"),
+    "all_ranks": _t("All ranks"),
+    "model_name": _t("Model"),
+    "register": _t("Register"),
+    "send": _t("Send"),
+    "test_rows": _t("Rows as JSON, e.g. [[5.1, 3.5, 1.4, 0.2]], or an OIP v2 request"),
+    "test_llm": _t("A message to the model"),
+    "not_json": _t("The test input is not JSON"),
+    "person": _t("Person"),
+    "assigned": _t("Assigned"),
+    "submitted": _t("Submitted"),
+    "accepted": _t("Accepted"),
+    "rejected": _t("Rejected"),
+    "label": _t("Label"),
+    "items": _t("Items"),
+    "sample": _t("Sample"),
+    "tasks": _t("tasks"),
+    "new": _t("New"),
 }
 
 _STYLE = {
@@ -84,6 +75,11 @@ _STYLE = {
     "cancelled": "warning",
     "stopped": "warning",
 }
+
+
+def tr(value: Any) -> Any:
+    """``value`` (a ``_t`` text, or lists / dicts of them) in the views' language."""
+    return localize(value, view_locale())
 
 
 class Viewable(Protocol):
@@ -123,7 +119,7 @@ def table_html(columns: list[str], rows: list[list[Any]]) -> str:
         for row in rows[:MAX_ROWS]
     )
     more = (
-        f"<div>{esc(TEXT['more_rows'].format(count=len(rows) - MAX_ROWS))}</div>"
+        f"<div>{esc(tr(_t('… and {count} more', count=len(rows) - MAX_ROWS)))}</div>"
         if len(rows) > MAX_ROWS
         else ""
     )
@@ -137,7 +133,7 @@ def link_html(url: str | None) -> str:
     return (
         f" <a href='{html.escape(url, quote=True)}' "
         f"style='margin-left:8px;color:var(--jp-content-link-color, #1976d2)'>"
-        f"{html.escape(TEXT['open'])}</a>"
+        f"{html.escape(tr(TEXT['open']))}</a>"
     )
 
 
@@ -151,7 +147,7 @@ class LiveView:
         self.refresh_s = refresh_s
         self.title = w.HTML()
         self.status = w.HTML()
-        self.bar = w.FloatProgress(min=0.0, max=1.0, value=0.0, description=TEXT["progress"])
+        self.bar = w.FloatProgress(min=0.0, max=1.0, value=0.0, description=tr(TEXT["progress"]))
         self.count = w.Label()
         self.table = w.HTML()
         self.charts = w.HTML()
@@ -180,10 +176,10 @@ class LiveView:
         """Show what the handle's last refresh saw."""
         state = self.handle.view_state()
         status = str(state["status"])
-        self.title.value = f"<b>{html.escape(str(state['title']))}</b>" + link_html(
+        self.title.value = f"<b>{html.escape(str(tr(state['title'])))}</b>" + link_html(
             state.get("url")
         )
-        self.status.value = f"{html.escape(TEXT['status'])}: <b>{html.escape(status)}</b>"
+        self.status.value = f"{html.escape(tr(TEXT['status']))}: <b>{html.escape(status)}</b>"
         progress = state.get("progress")
         if progress is None:
             self.bar.layout.display = "none"
@@ -194,26 +190,28 @@ class LiveView:
             if total:
                 self.bar.max = float(total)
                 self.bar.value = float(min(done, total))
-                self.count.value = TEXT["of"].format(done=done, total=total, unit=TEXT[unit])
+                self.count.value = tr(
+                    _t("{done} of {total} {unit}", done=done, total=total, unit=TEXT[unit])
+                )
             else:  # no total known: the bar fills when the handle ends
                 self.bar.max = 1.0
                 self.bar.value = 1.0 if self.handle.done else 0.0
-                self.count.value = TEXT["so_far"].format(done=done, unit=TEXT[unit])
+                self.count.value = tr(_t("{done} {unit}", done=done, unit=TEXT[unit]))
         self.bar.bar_style = _STYLE.get(status, "")
         self.charts.value = charts_html(state.get("charts") or {})
         self.table.value = table_html(
-            [TEXT[c] for c in state.get("columns", [])], state.get("rows", [])
+            [tr(TEXT[c]) for c in state.get("columns", [])], state.get("rows", [])
         )
         error = state.get("error")
         self.problem.value = (
             f"<span style='color:var(--jp-error-color1, #c00)'>"
-            f"{html.escape(TEXT['error'])}: {html.escape(str(error))}</span>"
+            f"{html.escape(tr(TEXT['error']))}: {html.escape(str(error))}</span>"
             if error
             else ""
         )
         log = state.get("log")
         self.log.value = (
-            f"<div>{html.escape(TEXT['log_tail'].format(name=log[0]))}</div>"
+            f"<div>{html.escape(tr(_t('Log of {name} (last lines)', name=log[0])))}</div>"
             f"<pre style='margin:0'>{html.escape(log[1])}</pre>"
             if log
             else ""
@@ -221,9 +219,9 @@ class LiveView:
         for part in self.parts:
             part.update()
         self.footer.value = (
-            TEXT["refreshing"].format(seconds=self.refresh_s)
+            tr(_t("Refreshing every {seconds:g} s", seconds=self.refresh_s))
             if self.handle.live
-            else TEXT["finished"]
+            else tr(TEXT["finished"])
         )
 
     def start(self) -> LiveView:
@@ -243,7 +241,7 @@ class LiveView:
             try:
                 self.handle.refresh()
             except CubeError as exc:  # the server went away: say so, try again later
-                self.footer.value = TEXT["unreachable"].format(error=exc.error)
+                self.footer.value = tr(_t("Cannot refresh: {error}", error=exc.error))
                 continue
             self.update()
             if not self.handle.live:
