@@ -66,9 +66,7 @@ class RankLog:
 
         transport = current()
         for _ in range(LOG_READS):
-            chunk = transport.job_log(self.job.id, self.offset)
-            if chunk["offset"] < self.offset:  # a first read of a long log starts at its tail
-                self.partial = ""
+            chunk = transport.job_log(self.job.id, self.offset)  # a long log: from its tail
             self.take(chunk["text"])
             moved = chunk["offset"] != self.offset
             self.offset = chunk["offset"]
