@@ -415,8 +415,9 @@ def _failure(handle: Any) -> str:
         lines[0] += ", but no trial gave a result"
     if state.get("error"):
         lines.append(str(state["error"]))
-    if state.get("log"):
-        name, tail = state["log"]
+    found = handle.failure_log()
+    if found:
+        name, tail = found
         lines += [f"--- last lines of {name} ---", tail]
     return "\n".join(lines)
 

@@ -109,6 +109,10 @@ class Handle(abc.ABC):
             "url": self.url,
         }
 
+    def failure_log(self) -> tuple[str, str] | None:
+        """What failed and its last log lines (a failed ``--wait`` cell prints them)."""
+        return self.view_state().get("log")
+
     def view_parts(self) -> list[Any]:
         """The live view's parts that only this kind of handle has (``view_parts.py``)."""
         return []

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .models import ModelVersion
 
 STEP_TOTALS = ("total_steps", "max_steps", "epochs")
+FAILURE_LINES = 10
 
 
 class Job(Handle):
@@ -129,6 +130,12 @@ class Job(Handle):
             if metric not in STEP_TOTALS
         ]
         return state
+
+    def failure_log(self) -> tuple[str, str] | None:
+        """A failed job's name and last log lines (its view shows them in the log tail)."""
+        if not self.done or self.status == "succeeded":
+            return None
+        return self.name, "\n".join(self.logs().rstrip().splitlines()[-FAILURE_LINES:])
 
     def view_parts(self) -> builtins.list[Any]:
         """The log tail with its rank filter (a failed job's last lines say why), and the
