@@ -90,3 +90,96 @@ test('a job in a notebook links to its view, opened in place', async ({
   await expect(page.activity.getTabLocator('links-model')).toBeVisible();
   await expect.poll(() => page.url()).not.toContain('cube-open');
 });
+
+/** A one-node pipeline (Elyra's format) whose step prints and ends. */
+const PIPELINE = JSON.stringify({
+  doc_type: 'pipeline',
+  version: '3.0',
+  json_schema:
+    'http://api.dataplatform.ibm.com/schemas/common-pipeline/pipeline-flow/pipeline-flow-v3-schema.json',
+  id: 'elyra-auto-generated-pipeline',
+  primary_pipeline: 'primary',
+  pipelines: [
+    {
+      id: 'primary',
+      nodes: [
+        {
+          id: 'step',
+          type: 'execution_node',
+          op: 'execute-python-node',
+          app_data: {
+            label: 'links-step.py',
+            component_parameters: { filename: 'links-step.py' },
+            ui_data: { label: 'links-step.py', x_pos: 60, y_pos: 80 }
+          },
+          inputs: [{ id: 'inPort', links: [] }],
+          outputs: [{ id: 'outPort' }]
+        }
+      ],
+      app_data: {
+        ui_data: { comments: [] },
+        version: 8,
+        properties: {
+          name: 'links',
+          runtime: 'Generic',
+          pipeline_defaults: {},
+          pipeline_parameters: []
+        }
+      },
+      runtime_ref: ''
+    }
+  ],
+  schemas: []
+});
+
+test('a pipeline run in a notebook links to the editor on that run', async ({
+  page,
+  request,
+  baseURL,
+  tmpPath
+}) => {
+  test.setTimeout(180_000);
+  for (const [name, content] of [
+    ['links-step.py', "print('step ran')\n"],
+    ['links.pipeline', PIPELINE]
+  ]) {
+    const upload = await request.put(
+      `${baseURL}/api/contents/${tmpPath}/${name}`,
+      { data: { type: 'file', format: 'text', content } }
+    );
+    expect(upload.ok(), await upload.text()).toBeTruthy();
+  }
+
+  await page.notebook.createNew('run-links.ipynb', { kernel: 'cube-lab' });
+  await page.notebook.setCell(
+    0,
+    'code',
+    "import cube_lab as cl\nrun = cl.pipelines.run('links.pipeline')\nrun"
+  );
+  await page.notebook.runCell(0);
+  const output = page.locator('.jp-OutputArea-output').first();
+  const link = output.getByRole('link', { name: 'Open in JupyterLab' });
+  await expect(link).toBeVisible({ timeout: 60_000 });
+  await expect(output.getByText('links-step.py').first()).toBeVisible();
+  await expect(output.getByText(/succeeded/i).first()).toBeVisible({
+    timeout: 90_000
+  });
+  await lightAndDark(page, 'notebook-run-view');
+
+  const before = await page.evaluate(() => performance.timeOrigin);
+  await link.click();
+  const editor = page.locator('.cube-PipelineEditor');
+  await expect(editor).toBeVisible({ timeout: 30_000 });
+  await expect(page.activity.getTabLocator('links.pipeline')).toBeVisible();
+  // the editor shows that run: its node is green
+  await expect(
+    editor
+      .locator('.react-flow__node', {
+        has: page.locator('.cube-PNode-label', { hasText: 'links-step.py' })
+      })
+      .locator('.cube-PNode')
+  ).toHaveAttribute('data-status', 'succeeded', { timeout: 30_000 });
+  expect(await page.evaluate(() => performance.timeOrigin)).toBe(before);
+  expect(page.url()).not.toContain('cube-open');
+  await lightAndDark(page, 'pipeline-run-from-link');
+});
