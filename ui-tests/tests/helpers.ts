@@ -77,3 +77,36 @@ export async function putText(
   });
   expect(response.ok(), await response.text()).toBeTruthy();
 }
+
+/** An Elyra-format (pipeline-flow v3) document of these nodes on the Generic runtime. */
+export function pipelineDocument(
+  name: string,
+  nodes: Record<string, unknown>[]
+): Record<string, unknown> & { pipelines: Record<string, unknown>[] } {
+  return {
+    doc_type: 'pipeline',
+    version: '3.0',
+    json_schema:
+      'http://api.dataplatform.ibm.com/schemas/common-pipeline/pipeline-flow/pipeline-flow-v3-schema.json',
+    id: 'elyra-auto-generated-pipeline',
+    primary_pipeline: 'primary',
+    pipelines: [
+      {
+        id: 'primary',
+        nodes,
+        app_data: {
+          ui_data: { comments: [] },
+          version: 8,
+          properties: {
+            name,
+            runtime: 'Generic',
+            pipeline_defaults: {},
+            pipeline_parameters: []
+          }
+        },
+        runtime_ref: ''
+      }
+    ],
+    schemas: []
+  };
+}

@@ -7,7 +7,7 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 
-import { lightAndDark } from './helpers';
+import { lightAndDark, pipelineDocument } from './helpers';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 
@@ -92,45 +92,22 @@ test('a job in a notebook links to its view, opened in place', async ({
 });
 
 /** A one-node pipeline (Elyra's format) whose step prints and ends. */
-const PIPELINE = JSON.stringify({
-  doc_type: 'pipeline',
-  version: '3.0',
-  json_schema:
-    'http://api.dataplatform.ibm.com/schemas/common-pipeline/pipeline-flow/pipeline-flow-v3-schema.json',
-  id: 'elyra-auto-generated-pipeline',
-  primary_pipeline: 'primary',
-  pipelines: [
+const PIPELINE = JSON.stringify(
+  pipelineDocument('links', [
     {
-      id: 'primary',
-      nodes: [
-        {
-          id: 'step',
-          type: 'execution_node',
-          op: 'execute-python-node',
-          app_data: {
-            label: 'links-step.py',
-            component_parameters: { filename: 'links-step.py' },
-            ui_data: { label: 'links-step.py', x_pos: 60, y_pos: 80 }
-          },
-          inputs: [{ id: 'inPort', links: [] }],
-          outputs: [{ id: 'outPort' }]
-        }
-      ],
+      id: 'step',
+      type: 'execution_node',
+      op: 'execute-python-node',
       app_data: {
-        ui_data: { comments: [] },
-        version: 8,
-        properties: {
-          name: 'links',
-          runtime: 'Generic',
-          pipeline_defaults: {},
-          pipeline_parameters: []
-        }
+        label: 'links-step.py',
+        component_parameters: { filename: 'links-step.py' },
+        ui_data: { label: 'links-step.py', x_pos: 60, y_pos: 80 }
       },
-      runtime_ref: ''
+      inputs: [{ id: 'inPort', links: [] }],
+      outputs: [{ id: 'outPort' }]
     }
-  ],
-  schemas: []
-});
+  ])
+);
 
 test('a pipeline run in a notebook links to the editor on that run', async ({
   page,
