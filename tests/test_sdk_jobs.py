@@ -246,7 +246,9 @@ def _serving_roundtrip(root: Path) -> dict[str, Any]:
     view = LiveView(dep, refresh_s=0.1).start()  # running: it follows the traffic
     assert view.thread is not None and view.footer.value.startswith("Refreshing")
     assert "<td style='padding:0 8px'>100%</td>" in view.table.value
-    assert view.bar.layout.display == "none"
+    # no progress, charts, error or log for a deployment: those rows take no room
+    assert view.progress.layout.display == "none" and view.table.layout.display is None
+    assert [x.layout.display for x in (view.charts, view.problem, view.log)] == ["none"] * 3
     traffic, box = view.parts
     box.input.value = "[[1, 1], [5, 5]]"
     box.button.click()  # the test box: rows as JSON, the answer shown

@@ -126,6 +126,13 @@ def table_html(columns: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
+def _fill(widget: Any, value: str) -> None:
+    """Show ``value`` in an HTML widget; an empty one takes no room (an empty HTML widget
+    keeps a line's height, which left gaps in views without charts, errors or logs)."""
+    widget.value = value
+    widget.layout.display = None if value else "none"
+
+
 def link_html(url: str | None) -> str:
     """The link to the handle's view in JupyterLab (src/links.ts opens it in place)."""
     if not url:
@@ -154,12 +161,13 @@ class LiveView:
         self.problem = w.HTML()
         self.log = w.HTML()
         self.footer = w.Label()
+        self.progress = w.HBox([self.bar, self.count])
         self.parts = handle.view_parts()  # view_parts.py: what only this kind of handle shows
         self.widget = w.VBox(
             [
                 self.title,
                 self.status,
-                w.HBox([self.bar, self.count]),
+                self.progress,
                 self.charts,
                 self.table,
                 *(part.widget for part in self.parts),
@@ -182,11 +190,10 @@ class LiveView:
         self.status.value = f"{html.escape(tr(TEXT['status']))}: <b>{html.escape(status)}</b>"
         progress = state.get("progress")
         if progress is None:
-            self.bar.layout.display = "none"
-            self.count.value = ""
+            self.progress.layout.display = "none"
         else:
             done, total, unit = progress
-            self.bar.layout.display = None
+            self.progress.layout.display = None
             if total:
                 self.bar.max = float(total)
                 self.bar.value = float(min(done, total))
@@ -198,23 +205,26 @@ class LiveView:
                 self.bar.value = 1.0 if self.handle.done else 0.0
                 self.count.value = tr(_t("{done} {unit}", done=done, unit=TEXT[unit]))
         self.bar.bar_style = _STYLE.get(status, "")
-        self.charts.value = charts_html(state.get("charts") or {})
-        self.table.value = table_html(
-            [tr(TEXT[c]) for c in state.get("columns", [])], state.get("rows", [])
+        _fill(self.charts, charts_html(state.get("charts") or {}))
+        _fill(
+            self.table,
+            table_html([tr(TEXT[c]) for c in state.get("columns", [])], state.get("rows", [])),
         )
         error = state.get("error")
-        self.problem.value = (
+        _fill(
+            self.problem,
             f"<span style='color:var(--jp-error-color1, #c00)'>"
             f"{html.escape(tr(TEXT['error']))}: {html.escape(str(error))}</span>"
             if error
-            else ""
+            else "",
         )
         log = state.get("log")
-        self.log.value = (
+        _fill(
+            self.log,
             f"<div>{html.escape(tr(_t('Log of {name} (last lines)', name=log[0])))}</div>"
             f"<pre style='margin:0'>{html.escape(log[1])}</pre>"
             if log
-            else ""
+            else "",
         )
         for part in self.parts:
             part.update()
