@@ -7,7 +7,7 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 
-import { lightAndDark, pipelineDocument } from './helpers';
+import { lightAndDark, pipelineDocument, putText } from './helpers';
 
 test.use({ viewport: { width: 1280, height: 720 } });
 
@@ -25,16 +25,13 @@ test('a job in a notebook links to its view, opened in place', async ({
   tmpPath
 }) => {
   test.setTimeout(180_000);
-  const upload = await request.put(
-    `${baseURL}/api/contents/${tmpPath}/links-quick.py`,
-    { data: { type: 'file', format: 'text', content: REPORTER } }
+  await putText(request, baseURL!, `${tmpPath}/links-quick.py`, REPORTER);
+  await putText(
+    request,
+    baseURL!,
+    `${tmpPath}/links-weights.bin`,
+    'w'.repeat(64)
   );
-  expect(upload.ok(), await upload.text()).toBeTruthy();
-  const weights = await request.put(
-    `${baseURL}/api/contents/${tmpPath}/links-weights.bin`,
-    { data: { type: 'file', format: 'text', content: 'w'.repeat(64) } }
-  );
-  expect(weights.ok(), await weights.text()).toBeTruthy();
 
   await page.notebook.createNew('links.ipynb', { kernel: 'cube-lab' });
   await page.notebook.setCell(
@@ -116,16 +113,13 @@ test('a pipeline run in a notebook links to the editor on that run', async ({
   tmpPath
 }) => {
   test.setTimeout(180_000);
-  for (const [name, content] of [
-    ['links-step.py', "print('step ran')\n"],
-    ['links.pipeline', PIPELINE]
-  ]) {
-    const upload = await request.put(
-      `${baseURL}/api/contents/${tmpPath}/${name}`,
-      { data: { type: 'file', format: 'text', content } }
-    );
-    expect(upload.ok(), await upload.text()).toBeTruthy();
-  }
+  await putText(
+    request,
+    baseURL!,
+    `${tmpPath}/links-step.py`,
+    "print('step ran')\n"
+  );
+  await putText(request, baseURL!, `${tmpPath}/links.pipeline`, PIPELINE);
 
   await page.notebook.createNew('run-links.ipynb', { kernel: 'cube-lab' });
   await page.notebook.setCell(

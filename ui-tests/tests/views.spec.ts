@@ -12,7 +12,7 @@
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
 
-import { lightAndDark, putText } from './helpers';
+import { lightAndDark, pipelineDocument, putText } from './helpers';
 
 const API = '/cube/api/v1';
 const FACTORY = 'cube-lab Pipeline Editor';
@@ -146,74 +146,52 @@ test.describe('cube-lab view contents', () => {
     // Node cards: kinds in words, not op ids.
     await putText(request, base, `${tmpPath}/prep.py`, "print('prep')\n");
     await putText(request, base, `${tmpPath}/explore.ipynb`, '{}');
-    const doc = {
-      doc_type: 'pipeline',
-      version: '3.0',
-      json_schema:
-        'http://api.dataplatform.ibm.com/schemas/common-pipeline/pipeline-flow/pipeline-flow-v3-schema.json',
-      id: 'elyra-auto-generated-pipeline',
-      primary_pipeline: 'primary',
-      pipelines: [
-        {
-          id: 'primary',
-          nodes: [
-            {
-              id: 'n1',
-              type: 'execution_node',
-              op: 'execute-python-node',
-              app_data: {
-                label: 'prep.py',
-                component_parameters: { filename: 'prep.py' },
-                ui_data: { label: 'prep.py', x_pos: 40, y_pos: 40 }
-              },
-              inputs: [{ id: 'inPort', links: [] }],
-              outputs: [{ id: 'outPort' }]
-            },
-            {
-              id: 'n2',
-              type: 'execution_node',
-              op: 'execute-notebook-node',
-              app_data: {
-                label: 'explore.ipynb',
-                component_parameters: { filename: 'explore.ipynb' },
-                ui_data: { label: 'explore.ipynb', x_pos: 300, y_pos: 40 }
-              },
-              inputs: [
-                {
-                  id: 'inPort',
-                  links: [
-                    { id: 'l1', node_id_ref: 'n1', port_id_ref: 'outPort' }
-                  ]
-                }
-              ],
-              outputs: [{ id: 'outPort' }]
-            },
-            {
-              id: 'n3',
-              type: 'execution_node',
-              op: 'cube-lab:template',
-              app_data: {
-                label: 'fit',
-                component_parameters: {
-                  template: 'train-sklearn',
-                  parameters: {}
-                },
-                ui_data: { label: 'fit', x_pos: 300, y_pos: 160 }
-              },
-              inputs: [{ id: 'inPort', links: [] }],
-              outputs: [{ id: 'outPort' }]
-            }
-          ],
-          app_data: {
-            ui_data: { comments: [] },
-            version: 8,
-            properties: { name: 'kinds', runtime: 'Generic' }
+    const doc = pipelineDocument('kinds', [
+      {
+        id: 'n1',
+        type: 'execution_node',
+        op: 'execute-python-node',
+        app_data: {
+          label: 'prep.py',
+          component_parameters: { filename: 'prep.py' },
+          ui_data: { label: 'prep.py', x_pos: 40, y_pos: 40 }
+        },
+        inputs: [{ id: 'inPort', links: [] }],
+        outputs: [{ id: 'outPort' }]
+      },
+      {
+        id: 'n2',
+        type: 'execution_node',
+        op: 'execute-notebook-node',
+        app_data: {
+          label: 'explore.ipynb',
+          component_parameters: { filename: 'explore.ipynb' },
+          ui_data: { label: 'explore.ipynb', x_pos: 300, y_pos: 40 }
+        },
+        inputs: [
+          {
+            id: 'inPort',
+            links: [{ id: 'l1', node_id_ref: 'n1', port_id_ref: 'outPort' }]
+          }
+        ],
+        outputs: [{ id: 'outPort' }]
+      },
+      {
+        id: 'n3',
+        type: 'execution_node',
+        op: 'cube-lab:template',
+        app_data: {
+          label: 'fit',
+          component_parameters: {
+            template: 'train-sklearn',
+            parameters: {}
           },
-          runtime_ref: ''
-        }
-      ],
-      schemas: []
-    };
+          ui_data: { label: 'fit', x_pos: 300, y_pos: 160 }
+        },
+        inputs: [{ id: 'inPort', links: [] }],
+        outputs: [{ id: 'outPort' }]
+      }
+    ]);
     await putText(
       request,
       base,
