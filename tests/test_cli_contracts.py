@@ -112,6 +112,8 @@ CASES: dict[str, str] = {
 # --json commands no test runs, with the reason.
 EXEMPT: dict[str, str] = {
     "finetune": "tests/test_finetune.py runs it with --json on a tiny model built there",
+    "merge": "tests/test_finetune_merge_eval.py runs it with --json on a tiny adapter",
+    "evaluate": "tests/test_finetune_merge_eval.py runs it with --json on a tiny adapter",
 }
 # Commands without --json: what they print is a text stream, meant to be read as it is.
 TEXT_COMMANDS = {

@@ -1,8 +1,11 @@
-"""`cube-lab finetune CONFIG.yaml [--nproc N] [--register NAME]`: a fine-tune as a training job.
+"""`cube-lab finetune CONFIG.yaml [--nproc N] [--register NAME]`: a fine-tune as a training job;
+`cube-lab merge ADAPTER[:VERSION] [--register NAME]`: a LoRA adapter version merged into its
+base; `cube-lab evaluate CONFIG.yaml`: models before vs after, side by side.
 
-Locally the job runs in this process through the training service (its log streamed, its
+Locally each job runs in this process through the training service (its log streamed, its
 record, metrics and quota the training service's); under the hub it is started at the
-cube-lab service (``POST /finetune/jobs``) and followed there (``remote_finetune``).
+cube-lab service (``POST /finetune/jobs``, ``/finetune/merge``, ``/finetune/evaluations``) and
+followed there (the ``remote_*`` functions).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ if TYPE_CHECKING:
 
 def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     from ..finetune.service import FinetuneService, read_config_file
-    from . import output
 
     path = Path(a.config)
     raw = read_config_file(path)
@@ -43,83 +45,171 @@ def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         else:
             print("\n".join(commands))
         return
+    job = service.prepare(
+        caller, config, nproc=a.nproc, cwd=path.resolve().parent, on_line=_echo(a)
+    )
+    base = config.base_ref or config.model
+    header = f"{config.method} {config.finetuning_type} of {base}, {a.nproc} process(es)"
+    _foreground(ws, caller, service, job, a, header)
+
+
+def merge(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    from ..finetune.service import FinetuneService
+
+    service = FinetuneService(ws)
+    job = service.prepare_merge(caller, a.model, project=a.project, on_line=_echo(a))
+    _foreground(ws, caller, service, job, a, f"merge {a.model} into its base")
+
+
+def evaluate(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    from ..finetune.service import FinetuneService, read_config_file
+
+    path = Path(a.config)
+    raw = read_config_file(path)
+    if isinstance(raw, dict) and a.project:
+        raw = {**raw, "project": a.project}
+    service = FinetuneService(ws)
+    config = service.parse_evaluation(caller, raw, path.resolve().parent)
+    job = service.prepare_evaluation(caller, config, on_line=_echo(a))
+    names = ", ".join(f"{m['label']} {m['ref']}" for m in config.models)
+    view, _ = _foreground(ws, caller, None, job, a, f"evaluate {names}", done=False)
+    result = service.evaluation(caller, job.plan.job_id)
+    _finish(a, view, None, result)
+
+
+def _echo(a: argparse.Namespace) -> Callable[[str], None] | None:
+    """Where the job's log lines go: stdout (stderr with --json), nowhere with --quiet."""
     out = sys.stderr if a.json else sys.stdout
 
     def echo(text: str) -> None:
         out.write(text)
         out.flush()
 
-    job = service.prepare(
-        caller, config, nproc=a.nproc, cwd=path.resolve().parent, on_line=None if a.quiet else echo
-    )
+    return None if a.quiet else echo
+
+
+def _foreground(
+    ws: Workspace,
+    caller: Caller,
+    service: Any,
+    job: Any,
+    a: argparse.Namespace,
+    header: str,
+    *,
+    done: bool = True,
+) -> tuple[dict[str, Any], Any]:
+    """Run a prepared job here, its log streamed; register its model (``--register``)."""
     job_id = job.plan.job_id
     if not a.quiet:
-        base = config.base_ref or config.model
-        print(
-            f"job {job_id}: {config.method} {config.finetuning_type} of {base}, "
-            f"{a.nproc} process(es)",
-            file=out,
-            flush=True,
-        )
+        print(f"job {job_id}: {header}", file=sys.stderr if a.json else sys.stdout, flush=True)
     status = ws.training.run_foreground(job)
-    view = ws.training.get(caller, job_id)
+    view = to_jsonable(ws.training.get(caller, job_id))
     registered = None
-    if status == "succeeded" and a.register:
-        registered = service.register(caller, job_id, a.register, project=a.project)
+    if status == "succeeded" and getattr(a, "register", None):
+        registered = to_jsonable(service.register(caller, job_id, a.register, project=a.project))
+    if done or status != "succeeded":
+        _finish(a, view, registered)
+    return view, registered
+
+
+def _finish(
+    a: argparse.Namespace, view: dict[str, Any], registered: Any, result: Any = None
+) -> None:
+    """The job's last line (and what it registered, or its evaluation); non-zero unless it
+    succeeded."""
+    from . import output
+
     if a.json:
-        print_json({"job": view, "registered": registered})
+        print_json({"job": view, "registered": registered, "evaluation": result})
     else:
-        print(output.job_finished_line(job_id, status, to_jsonable(view)), file=sys.stderr)
-        if registered is not None:
+        print(output.job_finished_line(view["id"], view["status"], view), file=sys.stderr)
+        if registered:
             print(
-                f"Registered {registered.model} v{registered.version} ({registered.flavor}) "
-                f"in project {registered.project}"
+                f"Registered {registered['model']} v{registered['version']} "
+                f"({registered['flavor']}) in project {registered['project']}"
             )
-    if status != "succeeded":
-        raise SystemExit(130 if status == "cancelled" else 1)
+        if result:
+            print(evaluation_table(result))
+    if view["status"] != "succeeded":
+        raise SystemExit(130 if view["status"] == "cancelled" else 1)
+
+
+def evaluation_table(result: dict[str, Any]) -> str:
+    """The models' figures side by side, a row per metric."""
+    labels = [m["label"] for m in result["models"]]
+    names = [k for k in result["metrics"][labels[0]] if k not in ("tokens", "seconds")]
+    rows = [["metric", *labels]] + [
+        [name, *(f"{result['metrics'][label].get(name, float('nan')):.4g}" for label in labels)]
+        for name in names
+    ]
+    width = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) for r in rows)
 
 
 def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     """Under the hub: the service starts the job; its log is followed here."""
     from ..finetune.service import read_config_file
-    from ..rest_client import segment
-    from . import output
     from .remote import common
 
     if a.dry_run:
         raise InvalidInput(_t("cube-lab finetune --dry-run is not available under the hub yet"))
     path = Path(a.config)
-    config = read_config_file(path)
     folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
-    body = {"config": config, "folder": folder, "project": a.project, "nproc": a.nproc}
-    job = client.post("finetune/jobs", {k: v for k, v in body.items() if v is not None})
-    job_id = job["id"]
+    body = {"config": read_config_file(path), "folder": folder, "nproc": a.nproc}
+    _finish(a, *_remote_job(client, a, "finetune/jobs", body))
+
+
+def remote_merge(client: ServiceClient, a: argparse.Namespace) -> None:
+    _finish(a, *_remote_job(client, a, "finetune/merge", {"model": a.model}))
+
+
+def remote_evaluate(client: ServiceClient, a: argparse.Namespace) -> None:
+    from ..finetune.service import read_config_file
+    from ..rest_client import segment
+    from .remote import common
+
+    path = Path(a.config)
+    folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
+    body = {"config": read_config_file(path), "folder": folder}
+    view, _ = _remote_job(client, a, "finetune/evaluations", body)
+    result = None
+    if view["status"] == "succeeded":
+        result = client.get(f"finetune/evaluations/{segment(view['id'])}")
+    _finish(a, view, None, result)
+
+
+def _remote_job(
+    client: ServiceClient, a: argparse.Namespace, path: str, body: dict[str, Any]
+) -> tuple[dict[str, Any], Any]:
+    """Start the job at the service, follow its log to the end, register its model."""
+    from ..rest_client import segment
+    from .remote import common
+
+    body = {k: v for k, v in {**body, "project": a.project}.items() if v is not None}
+    job = client.post(path, body)
     out = sys.stderr if a.json else sys.stdout
-    where = f"training/jobs/{segment(job_id)}"
+    where = f"training/jobs/{segment(job['id'])}"
     if not a.quiet:
-        print(f"job {job_id}: {job['name']}", file=out, flush=True)
+        print(f"job {job['id']}: {job['name']}", file=out, flush=True)
         common._follow(client, where, True, out)
     view = client.get(where)
     while view["status"] in common.ACTIVE:
         time.sleep(common.POLL_S)
         view = client.get(where)
     registered = None
-    if view["status"] == "succeeded" and a.register:
+    if view["status"] == "succeeded" and getattr(a, "register", None):
         body = {"name": a.register, "project": a.project}
         registered = client.post(
             f"{where}/register", {k: v for k, v in body.items() if v is not None}
         )
-    if a.json:
-        print_json({"job": view, "registered": registered})
-    else:
-        print(output.job_finished_line(job_id, view["status"], view), file=sys.stderr)
-        if registered:
-            print(f"Registered {registered['model']} v{registered['version']}")
-    if view["status"] != "succeeded":
-        raise SystemExit(130 if view["status"] == "cancelled" else 1)
+    return view, registered
 
 
-REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {"finetune": remote_finetune}
+REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {
+    "finetune": remote_finetune,
+    "merge": remote_merge,
+    "evaluate": remote_evaluate,
+}
 
 
 def add_commands(groups: Any, command: Callable[..., Any]) -> None:
@@ -128,4 +218,13 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("--nproc", type=int, default=1, help="processes (torchrun)")
     p.add_argument("--register", metavar="NAME", help="register the result as model NAME")
     p.add_argument("--dry-run", action="store_true", help="print the job's command")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p = command(groups, "merge", merge, "merge a LoRA adapter version into its base model")
+    p.add_argument("model", help="the adapter's registered version, NAME[:VERSION]")
+    p.add_argument("--register", metavar="NAME", help="register the merged model as NAME")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p = command(
+        groups, "evaluate", evaluate, "evaluate LLMs before vs after: perplexity, prompt scores"
+    )
+    p.add_argument("config", help="evaluation config (model, baseline, data, prompts...)")
     p.add_argument("--quiet", "-q", action="store_true")

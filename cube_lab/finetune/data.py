@@ -223,3 +223,39 @@ def _field(row: dict[str, Any], column: str) -> str:
             f"The record has {sorted(row)}; map the columns in data.columns.",
         )
     return value
+
+
+def load_prompt_set(path: Path, max_samples: int | None = None) -> list[dict[str, Any]]:
+    """An evaluation's prompts: ``{"messages", "expected", "row"}`` each, the messages being
+    what the model is asked (its answer is generated after them).
+
+    A row is ``prompt`` (text or messages) + ``expected``, or a record of a fine-tune format
+    (alpaca, sharegpt, OpenAI messages) whose last assistant turn is the expected answer."""
+    rows = read_file(path)[:max_samples] if max_samples else read_file(path)
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            if "expected" in row:
+                prompt = row.get("prompt")
+                if isinstance(prompt, str):
+                    messages = [_msg("user", prompt)]
+                elif isinstance(prompt, list) and prompt:
+                    messages = [_turn(t, "openai", {}) for t in prompt]
+                else:
+                    raise InvalidInput("prompt must be text or a list of messages")
+                expected = row["expected"]
+            else:
+                fmt = detect(row)
+                if fmt not in ("alpaca", "sharegpt", "openai"):
+                    raise InvalidInput(
+                        f"a {fmt} record is not a prompt",
+                        "Give prompt + expected, or alpaca / sharegpt / OpenAI messages records.",
+                    )
+                turns = convert(row, fmt, DataConfig(path=str(path), format=fmt))["messages"]
+                messages, expected = turns[:-1], turns[-1]["content"]
+        except InvalidInput as exc:
+            raise InvalidInput(f"{path.name} record {i}: {exc.error}", exc.detail) from None
+        if not isinstance(expected, str):
+            raise InvalidInput(f"{path.name} record {i}: expected must be text")
+        out.append({"messages": messages, "expected": expected, "row": row})
+    return out

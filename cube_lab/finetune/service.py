@@ -16,15 +16,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import Conflict, InvalidInput
+from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
+from ..locale.messages import _t
 from ..projects.service import personal_name
 from .config import FinetuneConfig, check_records
-from .data import load_records
+from .data import load_prompt_set, load_records
+from .evaluation_config import EvaluationConfig
 
 CHECKED = 1000  # records converted before launch
 
 JOB_SCRIPT = Path(__file__).parent / "job" / "finetune_job.py"
+MERGE_SCRIPT = JOB_SCRIPT.with_name("merge_job.py")
+EVALUATE_SCRIPT = JOB_SCRIPT.with_name("evaluate_job.py")
 
 
 def read_config_file(path: Path) -> Any:
@@ -158,6 +162,9 @@ class FinetuneService:
         meta = json.loads(meta_path.read_text())
         is_lora = meta["finetuning_type"] == "lora"
         base = meta["hyperparameters"]["base_model"]
+        tags = {"base_model": base, "dataset": meta["dataset"]}
+        if meta.get("merged_from"):
+            tags["merged_from"] = meta["merged_from"]
         params = {
             k: v if isinstance(v, int | float | str | bool) else json.dumps(v)
             for k, v in meta["hyperparameters"].items()
@@ -171,7 +178,7 @@ class FinetuneService:
             description=f"{meta['method']} {meta['finetuning_type']} of {base}",
             params=params,
             metrics={k: v for k, v in meta["metrics"].items() if isinstance(v, int | float)},
-            tags={"base_model": base, "dataset": meta["dataset"]},
+            tags=tags,
             source=meta["dataset"],
             training_job_id=job_id,
             datasets=job.datasets or None,
@@ -190,8 +197,164 @@ class FinetuneService:
             return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
         return load_peft(path, base_resolver=lambda ref: self._base_folder(caller, ref))
 
+    # -- after a fine-tune: merge an adapter, evaluate before vs after ---------------------
+
+    def prepare_merge(
+        self, caller: Caller, ref: str, *, project: str | None = None, on_line: Any = None
+    ) -> Any:
+        """A prepared job that merges the LoRA adapter version ``ref`` (``name[:version]``)
+        into its base; register its result with ``register`` (flavor ``transformers``)."""
+        project = project or personal_name(caller.username)
+        name, _, version = ref.partition(":")
+        found = self.ws.registry.get_version(caller, project, name, version or "latest")
+        if found.flavor != "peft":
+            raise InvalidInput(
+                _t(
+                    "model {ref}: version {version} is a {flavor} model, not a LoRA adapter",
+                    ref=ref,
+                    version=found.version,
+                    flavor=found.flavor,
+                ),
+                _t("Merge a peft version (an adapter registered by cube-lab finetune)."),
+            )
+        adapter, base = self._adapter_and_base(caller, project, name, found.version)
+        recorded = f"{project}/{name}:{found.version}"
+        spec = {
+            "backend": "local",
+            "framework": "pytorch",
+            "script": str(MERGE_SCRIPT),
+            "args": ["--adapter", adapter, "--base", base, "--merged-from", recorded],
+            "name": f"merge-{name}-{found.version}",
+            "project": project,
+        }
+        return self.ws.training.prepare(caller, spec, None, on_line=on_line)
+
+    def parse_evaluation(self, caller: Caller, raw: Any, base_dir: Path) -> EvaluationConfig:
+        """The checked evaluation config with its models resolved (``config.models``)."""
+        return self.resolve_evaluation(caller, EvaluationConfig.from_dict(raw, base_dir))
+
+    def resolve_evaluation(self, caller: Caller, config: EvaluationConfig) -> EvaluationConfig:
+        """``config.models`` filled (registered versions and adapters' bases resolved to
+        folders); the first records of the data and prompts read, so a bad file is a 400."""
+        project = config.project or personal_name(caller.username)
+        after = self._entry(caller, project, config.model)
+        meta = after.pop("meta")
+        if config.baseline == "none":
+            config.models = [{**after, "label": "model"}]
+        else:
+            if config.baseline == "base":
+                before = _base_entry(after, meta)
+            else:
+                before = self._entry(caller, project, config.baseline)
+                before.pop("meta")
+            config.models = [{**before, "label": "before"}, {**after, "label": "after"}]
+        if config.data is not None:
+            data = replace(config.data, max_samples=min(config.max_samples or CHECKED, CHECKED))
+            if "chosen" in load_records(data)[0]:
+                raise InvalidInput(
+                    _t("data: preference pairs have no perplexity"),
+                    _t("Give plain text or conversations (alpaca, sharegpt, OpenAI messages)."),
+                )
+        if config.prompts is not None:
+            load_prompt_set(Path(config.prompts), min(config.max_samples or CHECKED, CHECKED))
+        return config
+
+    def prepare_evaluation(
+        self, caller: Caller, config: EvaluationConfig, *, on_line: Any = None
+    ) -> Any:
+        """A prepared evaluation job (its result: ``evaluation``)."""
+        spec = {
+            "backend": "local",
+            "framework": "pytorch",
+            "script": str(EVALUATE_SCRIPT),
+            "args": ["--config-json", config.to_json()],
+            "name": config.name or "evaluate-" + config.model.rsplit("/", 1)[-1].replace(":", "-"),
+            "project": config.project,
+            "output_dir": config.output_dir,
+        }
+        return self.ws.training.prepare(
+            caller, {k: v for k, v in spec.items() if v is not None}, None, on_line=on_line
+        )
+
+    def evaluation(self, caller: Caller, job_id: str) -> dict[str, Any]:
+        """The ``evaluation.json`` an evaluation job wrote (the job's project's members only)."""
+        from .evaluate import RESULT
+
+        job = self.ws.training.get(caller, job_id)
+        path = Path(job.output_dir or "") / RESULT
+        if not job.output_dir or not path.is_file():
+            raise NotFound(
+                _t(
+                    "job {job_id} has no evaluation result ({status})",
+                    job_id=job_id,
+                    status=job.status,
+                ),
+                _t("Evaluation jobs (cube-lab evaluate) write one when they succeed."),
+            )
+        return dict(json.loads(path.read_text()), job_id=job_id, status=job.status)
+
+    def _entry(self, caller: Caller, project: str, text: str) -> dict[str, Any]:
+        """A model to evaluate: ``{"ref", "path", "adapter", "base_ref"}`` of a folder or a
+        registered version (transformers, or a peft adapter over its base)."""
+        from ..registry.flavors import peft_base
+
+        if Path(text).is_dir():
+            folder = Path(text)
+            if (folder / "adapter_config.json").is_file():
+                base = peft_base(folder, lambda ref: self._base_folder(caller, ref))
+                return {"ref": text, "path": base, "adapter": text, "meta": _meta(folder)}
+            return {"ref": text, "path": text, "adapter": None, "meta": _meta(folder)}
+        name, _, version = text.partition(":")
+        found = self.ws.registry.get_version(caller, project, name, version or "latest")
+        ref = f"{project}/{name}:{found.version}"
+        if found.flavor == "peft":
+            adapter, base = self._adapter_and_base(caller, project, name, found.version)
+            return {"ref": ref, "path": base, "adapter": adapter, "meta": _meta(Path(adapter))}
+        if found.flavor != "transformers":
+            raise InvalidInput(
+                _t("model {ref} is a {flavor} model", ref=ref, flavor=found.flavor),
+                _t("Evaluate a transformers or peft version (a causal language model)."),
+            )
+        path = self.ws.registry.download(caller, project, name, found.version).path
+        return {"ref": ref, "path": str(path), "adapter": None, "meta": _meta(path)}
+
+    def _adapter_and_base(
+        self, caller: Caller, project: str, name: str, version: int | str
+    ) -> tuple[str, str]:
+        from ..registry.flavors import peft_base
+
+        adapter = self.ws.registry.download(caller, project, name, version).path
+        return str(adapter), peft_base(adapter, lambda ref: self._base_folder(caller, ref))
+
     def _base_folder(self, caller: Caller, ref: str) -> str:
         project, rest = ref.split("/", 1) if "/" in ref else (None, ref)
         name, version = rest.rsplit(":", 1)
         project = project or personal_name(caller.username)
         return str(self.ws.registry.download(caller, project, name, version).path)
+
+
+def _meta(folder: Path) -> dict[str, Any]:
+    """A fine-tuned folder's ``cube_finetune.json`` (empty for other folders)."""
+    path = folder / "cube_finetune.json"
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def _base_entry(after: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    """What ``after`` was fine-tuned from: an adapter's base, or the base a full fine-tune
+    records in its ``cube_finetune.json``."""
+    if after["adapter"]:
+        return {
+            "ref": meta.get("base_ref") or after["path"],
+            "path": after["path"],
+            "adapter": None,
+        }
+    base = meta.get("base_model")
+    if not base or not Path(base).is_dir():
+        raise InvalidInput(
+            _t("model {ref} records no base model to compare with", ref=after["ref"]),
+            _t("Set baseline: to a registered version or a folder, or to none."),
+        )
+    return {"ref": meta.get("base_ref") or base, "path": base, "adapter": None}

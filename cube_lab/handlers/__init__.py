@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import (
+    alerts,
     finetune,
     kb,
     kserve,
@@ -29,6 +30,7 @@ _EXP = rf"/tuning/experiments/{_SEG}"
 _DATASET = rf"/projects/{_SEG}/datasets/{_SEG}"
 _LABELING = rf"/projects/{_SEG}/labeling/{_SEG}"
 _KB = rf"/kb/{_SEG}/{_SEG}"
+_ALERT = rf"/projects/{_SEG}/alert-rules/{_SEG}"
 
 
 def routes() -> list[tuple[str, type[Any]]]:
@@ -72,6 +74,9 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_JOB}/resources", metrics.JobResourcesHandler),
         (rf"{_JOB}/register", training.RegisterHandler),
         ("/finetune/jobs", finetune.FinetuneJobsHandler),
+        ("/finetune/merge", finetune.MergeHandler),
+        ("/finetune/evaluations", finetune.EvaluationsHandler),
+        (rf"/finetune/evaluations/{_SEG}", finetune.EvaluationHandler),
         ("/deployments", serving.DeploymentsHandler),
         (_DEP, serving.DeploymentHandler),
         (rf"{_DEP}/traffic", serving.TrafficHandler),
@@ -83,6 +88,10 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_DEP}/access", serving.AccessHandler),
         (rf"{_DEP}/keys", serving.KeysHandler),
         (rf"{_DEP}/keys/{_SEG}", serving.KeyHandler),
+        (rf"/projects/{_SEG}/alert-rules", alerts.AlertRulesHandler),
+        (_ALERT, alerts.AlertRuleHandler),
+        (rf"{_ALERT}/test", alerts.AlertRuleTestHandler),
+        (rf"{_ALERT}/deliveries", alerts.AlertDeliveriesHandler),
         ("/kserve/inferenceservices", kserve.InferenceServicesHandler),
         (rf"/kserve/inferenceservices/{_SEG}", kserve.InferenceServiceHandler),
         (rf"/kserve/inferenceservices/{_SEG}/traffic", kserve.InferenceServiceTrafficHandler),

@@ -1,4 +1,6 @@
-"""Fine-tuning REST handler: ``POST /finetune/jobs`` starts a fine-tune as a training job.
+"""Fine-tuning REST handlers: ``POST /finetune/jobs`` starts a fine-tune as a training job,
+``POST /finetune/merge`` a merge of an adapter into its base, ``POST /finetune/evaluations``
+an evaluation (its result at ``GET /finetune/evaluations/{job_id}``).
 
 The body is ``{"config": {...}, "folder", "project", "nproc"}``: the config in cube-lab's
 keys or a LLaMA-Factory training YAML's, its relative paths starting at ``folder`` (under
@@ -6,6 +8,8 @@ the server root). The answer is the training job (follow it at ``/training/jobs/
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from tornado import web
 
@@ -23,12 +27,7 @@ class FinetuneJobsHandler(CubeHandler):
         from ..finetune.service import FinetuneService
 
         body = self.json_body()
-        unknown = sorted(set(body) - FIELDS)
-        if unknown:
-            raise InvalidInput(
-                _t("unknown fields {unknown}", unknown=unknown),
-                _t("Known: {value}", value=", ".join(sorted(FIELDS))),
-            )
+        _known(body, FIELDS)
         config = body.get("config")
         if not isinstance(config, dict):
             raise InvalidInput(_t("config must be an object (a fine-tune or LLaMA-Factory config)"))
@@ -59,3 +58,78 @@ class FinetuneJobsHandler(CubeHandler):
         job = await self.call(service.prepare, self.caller, parsed, nproc=nproc, cwd=folder)
         job_id = await self.workspace.training.launch(job)
         self.reply(await self.call(self.workspace.training.get, self.caller, job_id), 201)
+
+
+class MergeHandler(CubeHandler):
+    """``POST /finetune/merge`` ``{"model": "NAME[:VERSION]", "project"}``: the merge job."""
+
+    @web.authenticated
+    async def post(self) -> None:
+        from ..finetune.service import FinetuneService
+
+        body = self.json_body()
+        _known(body, {"model", "project"})
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise InvalidInput(_t("model must be the adapter's version, NAME[:VERSION]"))
+        service = FinetuneService(self.workspace)
+        job = await self.call(
+            service.prepare_merge, self.caller, model, project=body.get("project") or None
+        )
+        job_id = await self.workspace.training.launch(job)
+        self.reply(await self.call(self.workspace.training.get, self.caller, job_id), 201)
+
+
+class EvaluationsHandler(CubeHandler):
+    """``POST /finetune/evaluations`` ``{"config", "folder", "project"}``: the evaluation job."""
+
+    @web.authenticated
+    async def post(self) -> None:
+        from ..finetune.evaluation_config import EvaluationConfig
+        from ..finetune.service import FinetuneService
+
+        body = self.json_body()
+        _known(body, {"config", "folder", "project"})
+        config = body.get("config")
+        if not isinstance(config, dict):
+            raise InvalidInput(_t("config must be an object (an evaluation config)"))
+        if body.get("project"):
+            config = {**config, "project": body["project"]}
+        folder = containment.resolve(self.root_dir, body.get("folder") or ".", what="folder")
+        parsed = EvaluationConfig.from_dict(config, folder)
+        paths = {
+            "data": parsed.data.path if parsed.data else None,
+            "prompts": parsed.prompts,
+            "scorer_file": parsed.scorer_file,
+            "output_dir": parsed.output_dir,
+            "model": parsed.model if Path(parsed.model).is_absolute() else None,
+            "baseline": parsed.baseline if Path(parsed.baseline).is_absolute() else None,
+        }
+        for what, path in paths.items():
+            if path:  # a registered version is the store's; a folder must be under the root
+                containment.resolve(self.root_dir, path, what=what)
+        service = FinetuneService(self.workspace)
+        parsed = await self.call(service.resolve_evaluation, self.caller, parsed)
+        job = await self.call(service.prepare_evaluation, self.caller, parsed)
+        job_id = await self.workspace.training.launch(job)
+        self.reply(await self.call(self.workspace.training.get, self.caller, job_id), 201)
+
+
+class EvaluationHandler(CubeHandler):
+    """``GET /finetune/evaluations/{job_id}``: the result (the job's project's members)."""
+
+    @web.authenticated
+    async def get(self, job_id: str) -> None:
+        from ..finetune.service import FinetuneService
+
+        service = FinetuneService(self.workspace)
+        self.reply(await self.call(service.evaluation, self.caller, job_id))
+
+
+def _known(body: dict, fields: set[str]) -> None:
+    unknown = sorted(set(body) - fields)
+    if unknown:
+        raise InvalidInput(
+            _t("unknown fields {unknown}", unknown=unknown),
+            _t("Known: {value}", value=", ".join(sorted(fields))),
+        )

@@ -194,16 +194,12 @@ def _save_object(obj: Any, flavor: str, folder: Path) -> tuple[str, str, str]:
     return target.name, flavor, "mlflow"
 
 
-def load_peft(folder: Path, base_resolver: Any = None) -> tuple[Any, Any]:
-    """A ``peft`` version's folder loaded onto its base: (model, tokenizer).
-
-    The base is the one the adapter records: ``cube_finetune.json``'s registered
-    ``base_ref`` (turned into a folder by ``base_resolver``), else its base folder
-    (``base_model_name_or_path`` of ``adapter_config.json``)."""
+def peft_base(folder: Path, base_resolver: Any = None) -> str:
+    """The folder of the base a ``peft`` version's adapter was trained on:
+    ``cube_finetune.json``'s registered ``base_ref`` (turned into a folder by
+    ``base_resolver``), else its base folder (``base_model_name_or_path`` of
+    ``adapter_config.json``)."""
     import json
-
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     meta_path, adapter = folder / "cube_finetune.json", folder / "adapter_config.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
@@ -219,6 +215,15 @@ def load_peft(folder: Path, base_resolver: Any = None) -> tuple[Any, Any]:
             ),
             _t("Register or restore the base model folder the adapter was trained on."),
         )
+    return str(base)
+
+
+def load_peft(folder: Path, base_resolver: Any = None) -> tuple[Any, Any]:
+    """A ``peft`` version's folder loaded onto its base (``peft_base``): (model, tokenizer)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = peft_base(folder, base_resolver)
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(folder))
     model.eval()
     tokenizer_dir = folder if (folder / "tokenizer_config.json").is_file() else Path(base)
