@@ -37,6 +37,12 @@ def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         raw = {**raw, "project": a.project}
     service = FinetuneService(ws)
     config = service.parse(caller, raw, path.resolve().parent)
+    if a.estimate:
+        from ..finetune.estimate import estimate, table
+
+        found = estimate(config)
+        print_json(found) if a.json else print(table(found))
+        return
     if a.dry_run:
         spec = service.job_spec(config, nproc=a.nproc)
         commands = ws.training.dry_run(spec)
@@ -156,6 +162,13 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     path = Path(a.config)
     folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
     body = {"config": read_config_file(path), "folder": folder, "nproc": a.nproc}
+    if a.estimate:
+        from ..finetune.estimate import table
+
+        body = {k: v for k, v in {**body, "project": a.project}.items() if v is not None}
+        found = client.post("finetune/estimate", body)
+        print_json(found) if a.json else print(table(found))
+        return
     _finish(a, *_remote_job(client, a, "finetune/jobs", body))
 
 
@@ -218,6 +231,9 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("--nproc", type=int, default=1, help="processes (torchrun)")
     p.add_argument("--register", metavar="NAME", help="register the result as model NAME")
     p.add_argument("--dry-run", action="store_true", help="print the job's command")
+    p.add_argument(
+        "--estimate", action="store_true", help="print the memory it needs per process; no job"
+    )
     p.add_argument("--quiet", "-q", action="store_true")
     p = command(groups, "merge", merge, "merge a LoRA adapter version into its base model")
     p.add_argument("model", help="the adapter's registered version, NAME[:VERSION]")

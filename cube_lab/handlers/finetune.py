@@ -10,11 +10,13 @@ the server root). The answer is the training job (follow it at ``/training/jobs/
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tornado import web
 
 from .. import containment
 from ..errors import InvalidInput
+from ..finetune.service import FinetuneService
 from ..locale.messages import _t
 from .base import CubeHandler
 
@@ -24,8 +26,14 @@ FIELDS = {"config", "folder", "project", "nproc"}
 class FinetuneJobsHandler(CubeHandler):
     @web.authenticated
     async def post(self) -> None:
-        from ..finetune.service import FinetuneService
+        parsed, nproc, folder = await self.parsed()
+        service = FinetuneService(self.workspace)
+        job = await self.call(service.prepare, self.caller, parsed, nproc=nproc, cwd=folder)
+        job_id = await self.workspace.training.launch(job)
+        self.reply(await self.call(self.workspace.training.get, self.caller, job_id), 201)
 
+    async def parsed(self) -> tuple[Any, int, Path]:
+        """The checked config (its paths under the server root), nproc and its folder."""
         body = self.json_body()
         _known(body, FIELDS)
         config = body.get("config")
@@ -55,9 +63,19 @@ class FinetuneJobsHandler(CubeHandler):
         for what, path in others.items():
             if path:
                 containment.resolve(self.root_dir, path, what=what)
-        job = await self.call(service.prepare, self.caller, parsed, nproc=nproc, cwd=folder)
-        job_id = await self.workspace.training.launch(job)
-        self.reply(await self.call(self.workspace.training.get, self.caller, job_id), 201)
+        return parsed, nproc, folder
+
+
+class EstimateHandler(FinetuneJobsHandler):
+    """``POST /finetune/estimate``: the body of ``/finetune/jobs``; the memory the fine-tune
+    needs per process (``cube_lab.finetune.estimate``), no job."""
+
+    @web.authenticated
+    async def post(self) -> None:
+        from ..finetune.estimate import estimate
+
+        parsed, _, _ = await self.parsed()
+        self.reply(await self.call(estimate, parsed))
 
 
 class MergeHandler(CubeHandler):
