@@ -183,8 +183,13 @@ def _cube_errors(fn: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except CubeError as exc:  # a clean message, no traceback; stops "Run All"
-            hint = f"\n{exc.detail}" if exc.detail else ""
-            raise UsageError(f"cube-lab: {exc.error}{hint}") from None
+            from .locale.messages import localize
+            from .sdk.view_locale import view_locale
+
+            locale = view_locale()  # JupyterLab's language, else LANG's
+            error, detail = localize(exc.error, locale), localize(exc.detail, locale)
+            hint = f"\n{detail}" if detail else ""
+            raise UsageError(f"cube-lab: {error}{hint}") from None
 
     return wrapper
 

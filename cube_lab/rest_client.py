@@ -21,7 +21,7 @@ import shutil
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from email.message import Message
 from pathlib import Path
 from typing import IO, Any
@@ -134,6 +134,9 @@ class ServiceClient:
         self.api_url = self.base_url + API
         self.token = token
         self.timeout = timeout
+        # the reader's locale, asked for at each request: $LANG's for the CLI; a kernel's
+        # transport sets JupyterLab's language (cube_lab/sdk/view_locale.py)
+        self.locale: Callable[[], str] = env_locale
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServiceClient | None:
@@ -169,7 +172,7 @@ class ServiceClient:
         headers = {
             "Authorization": f"token {self.token}",
             "Accept": "application/json",
-            "Accept-Language": accept_language(env_locale()),  # the service's errors in LANG
+            "Accept-Language": accept_language(self.locale()),  # the service's errors in it
         }
         data = None
         if body is not None:

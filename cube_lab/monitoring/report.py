@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from ..errors import NotFound
 from ..identity import Caller
+from ..locale.messages import _t
 from ..store.models import (
     Deployment,
     PipelineRun,
@@ -91,8 +92,8 @@ def run_resources(ws: Any, caller: Caller, run_id: str) -> dict[str, Any]:
         )
         if run is None:
             raise NotFound(
-                f"run {run_id!r} not found",
-                "GET /cube/api/v1/pipelines/runs lists the runs you can see.",
+                _t("run {run_id!r} not found", run_id=run_id),
+                _t("GET /cube/api/v1/pipelines/runs lists the runs you can see."),
             )
         run_dir, status = Path(run.run_dir), run.status
     nodes = [view(d) for d in files.read_folder(run_dir / files.PIPELINE_FOLDER)]
@@ -111,8 +112,8 @@ def job_resources(ws: Any, caller: Caller, job_id: str) -> dict[str, Any]:
         )
         if job is None:
             raise NotFound(
-                f"training job {job_id!r} not found",
-                "GET /cube/api/v1/training/jobs lists the jobs you can see.",
+                _t("training job {job_id!r} not found", job_id=job_id),
+                _t("GET /cube/api/v1/training/jobs lists the jobs you can see."),
             )
         job_dir, status = Path(job.job_dir), job.status
     data = files.read(files.training_file(job_dir))

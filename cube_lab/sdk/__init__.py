@@ -50,13 +50,17 @@ def connect(
     (pipelines, model files) are then sent relative to it."""
     global _transport
     from ..errors import InvalidInput
+    from ..locale.messages import _t
     from ..rest_client import ENV_TOKEN, ServiceClient
 
     token = token or os.environ.get(ENV_TOKEN)
     if not token:
         raise InvalidInput(
-            f"no token to connect to {url} with",
-            f"cl.connect(url, token=...) with a token the server accepts, or set ${ENV_TOKEN}.",
+            _t("no token to connect to {url} with", url=url),
+            _t(
+                "cl.connect(url, token=...) with a token the server accepts, or set ${env}.",
+                env=ENV_TOKEN,
+            ),
         )
     transport = RestTransport(ServiceClient(url, token), Path(root) if root is not None else None)
     transport.client.get("whoami")  # a wrong URL or token fails here, not at the first call

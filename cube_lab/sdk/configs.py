@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 
 def read_config(
@@ -24,16 +25,22 @@ def read_config(
         try:
             data = yaml.safe_load(path.read_text())
         except FileNotFoundError:
-            raise InvalidInput(f"config file {str(path)!r} not found") from None
+            raise InvalidInput(_t("config file {value!r} not found", value=str(path))) from None
         except yaml.YAMLError as exc:
-            raise InvalidInput(f"config file {str(path)!r} is not YAML", str(exc)) from None
+            raise InvalidInput(
+                _t("config file {value!r} is not YAML", value=str(path)), str(exc)
+            ) from None
         folder = Path(base_dir).expanduser() if base_dir else path.absolute().parent
     elif isinstance(config, dict):
         data, folder = dict(config), Path(base_dir or ".").expanduser().absolute()
     else:
         raise InvalidInput(
-            "config must be a YAML/JSON file or a dict", f"got {type(config).__name__}"
+            _t("config must be a YAML/JSON file or a dict"),
+            _t("got {kind}", kind=type(config).__name__),
         )
     if not isinstance(data, dict):
-        raise InvalidInput(f"{what} config must be a mapping")
+        raise InvalidInput(
+            _t("the config must be a mapping, not {kind}", kind=type(data).__name__),
+            _t("Check the {what} config's file or dict.", what=what),
+        )
     return data, folder

@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 from .. import lab_links
 from ..errors import CubeError
+from ..locale.messages import _t
+from .view_locale import view_locale
 
 Json = dict[str, Any]
 POLL_S = 0.25
@@ -81,8 +83,14 @@ class Handle(abc.ABC):
             while not self.done:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise WaitTimeout(
-                        f"{self.kind} {self.id} is still {self.status} after {timeout:g}s",
-                        "It goes on: wait() again, or stop() it.",
+                        _t(
+                            "{kind} {id} is still {status} after {timeout:g}s",
+                            kind=self.kind,
+                            id=self.id,
+                            status=self.status,
+                            timeout=timeout,
+                        ),
+                        _t("It goes on: wait() again, or stop() it."),
                     )
                 left = (
                     POLL_S
@@ -92,11 +100,13 @@ class Handle(abc.ABC):
                 time.sleep(left)
                 self.refresh()
         except KeyboardInterrupt:  # the cell (or script) stops here; the work does not
-            print(
-                f"Stopped waiting; {self.kind} {self.id} goes on ({self.status}): "
-                "wait() again, or stop() it.",
-                file=sys.stderr,
+            stopped = _t(
+                "Stopped waiting; {kind} {id} goes on ({status}): wait() again, or stop() it.",
+                kind=self.kind,
+                id=self.id,
+                status=self.status,
             )
+            print(stopped.translated(view_locale()), file=sys.stderr)
             raise
         return self
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CubeError, InvalidInput
+from ..locale.messages import _t
 from . import current
 
 Json = dict[str, Any]
@@ -231,8 +232,17 @@ class Ingest:
         while self.status in ACTIVE:
             if deadline is not None and time.monotonic() > deadline:
                 raise WaitTimeout(
-                    f"ingest {self.id} still {self.status} after {timeout} s",
-                    f"{self.files_done}/{self.files_total} files done; wait again or poll.",
+                    _t(
+                        "ingest {id} still {status} after {timeout} s",
+                        id=self.id,
+                        status=self.status,
+                        timeout=timeout,
+                    ),
+                    _t(
+                        "{done}/{total} files done; wait again or poll.",
+                        done=self.files_done,
+                        total=self.files_total,
+                    ),
                 )
             time.sleep(poll)
             self.refresh()
@@ -280,7 +290,9 @@ class KnowledgeBase:
             else:
                 flat.append(os.fspath(p))
         if not flat and not docs:
-            raise InvalidInput("nothing to add", 'kb.add("docs") or kb.add(documents={...})')
+            raise InvalidInput(
+                _t("nothing to add"), _t('kb.add("docs") or kb.add(documents={{...}})')
+            )
         ingest = Ingest(self.project, self.name, _api().add(self.project, self.name, flat, docs))
         return ingest.wait() if wait else ingest
 
@@ -346,7 +358,7 @@ def create(
 def get(name: str, project: str | None = None) -> KnowledgeBase:
     """The knowledge base ``name`` (of your personal project unless ``project``)."""
     if not isinstance(name, str) or not name:
-        raise InvalidInput("a knowledge base name is required", 'e.g. cl.kb.get("docs")')
+        raise InvalidInput(_t("a knowledge base name is required"), _t('e.g. cl.kb.get("docs")'))
     api = _api()
     return KnowledgeBase(api.get(_project(project, api), name))
 

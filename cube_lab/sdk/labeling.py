@@ -161,7 +161,9 @@ def create(
 def get(name: str, project: str | None = None) -> LabelingProject:
     """The labeling project ``name`` (of your personal project unless ``project``)."""
     if not isinstance(name, str) or not name:
-        raise InvalidInput("a labeling project name is required", 'e.g. cl.labeling.get("mood")')
+        raise InvalidInput(
+            _t("a labeling project name is required"), _t('e.g. cl.labeling.get("mood")')
+        )
     return LabelingProject(current().get_labeling(_project(project), name))
 
 

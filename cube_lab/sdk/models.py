@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import lab_links
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from . import current
 
 Json = dict[str, Any]
@@ -18,8 +19,8 @@ def parse_ref(ref: str) -> tuple[str, str]:
     """``iris`` -> (iris, latest); ``iris:3`` -> (iris, 3); ``iris@prod`` -> (iris, prod)."""
     if not isinstance(ref, str) or not ref.strip():
         raise InvalidInput(
-            f"a model reference must be a non-empty string, got {ref!r}",
-            'e.g. "iris" (the latest version), "iris:3" or "iris@production".',
+            _t("a model reference must be a non-empty string, got {ref!r}", ref=ref),
+            _t('e.g. "iris" (the latest version), "iris:3" or "iris@production".'),
         )
     text = ref.strip()
     for sep in ("@", ":"):
@@ -27,8 +28,8 @@ def parse_ref(ref: str) -> tuple[str, str]:
         if found:
             if not name or not version:
                 raise InvalidInput(
-                    f"model reference {ref!r} lacks a name or a version",
-                    'e.g. "iris:3" or "iris@production".',
+                    _t("model reference {ref!r} lacks a name or a version", ref=ref),
+                    _t('e.g. "iris:3" or "iris@production".'),
                 )
             return name, version
     return text, "latest"
@@ -108,15 +109,19 @@ def load_artifact(path: Path, flavor: str, project: str) -> Any:
         return _hf_pipeline(path)
     if flavor == "generic" and not (path / "predictor.py").is_file():
         raise InvalidInput(
-            f"a generic artifact ({path.name}) has no loader",
-            "Fetch its files with cl.models.get(ref).download(folder) and read them, or "
-            "register it with a flavor (sklearn, pytorch, transformers, pyfunc, onnx) or with "
-            "a predictor.py that defines a class Predictor(path).",
+            _t("a generic artifact ({name}) has no loader", name=path.name),
+            _t(
+                "Fetch its files with cl.models.get(ref).download(folder) and read them, or "
+                "register it with a flavor (sklearn, pytorch, transformers, pyfunc, onnx) or "
+                "with a predictor.py that defines a class Predictor(path)."
+            ),
         )
     try:
         predictor = loaders.load(path, flavor)
     except loaders.LoadError as exc:
-        raise InvalidInput(f"cannot load this {flavor} model: {exc}") from None
+        raise InvalidInput(
+            _t("cannot load this {flavor} model: {exc}", flavor=flavor, exc=str(exc))
+        ) from None
     for attr in ("model", "pipeline", "session", "obj"):  # each Predictor keeps one of these
         if hasattr(predictor, attr):
             return getattr(predictor, attr)
@@ -145,15 +150,22 @@ def _hf_pipeline(path: Path) -> Any:
     try:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError) as exc:
-        raise InvalidInput(f"{path.name}/config.json cannot be read: {exc}") from None
+        raise InvalidInput(
+            _t("{name}/config.json cannot be read: {exc}", name=path.name, exc=str(exc))
+        ) from None
     names = [str(a) for a in config.get("architectures") or []]
     task = next((t for n in names for suffix, t in _TASKS if n.endswith(suffix)), None)
     if task is None:
         raise InvalidInput(
-            f"cannot tell the task of the transformers model {path.name} "
-            f"(architectures {names or 'not given'})",
-            "Load its files yourself: cl.models.get(ref).download(folder), then "
-            "transformers.pipeline(TASK, model=folder).",
+            _t(
+                "cannot tell the task of the transformers model {name} (architectures {names})",
+                name=path.name,
+                names=names or _t("not given"),
+            ),
+            _t(
+                "Load its files yourself: cl.models.get(ref).download(folder), then "
+                "transformers.pipeline(TASK, model=folder)."
+            ),
         )
     return transformers.pipeline(task, model=str(path))
 

@@ -73,8 +73,8 @@ class Run(Handle):
             if node in (n["id"], n["label"]):
                 return str(n["id"])
         raise InvalidInput(
-            f"run {self.id} has no node {node!r}",
-            "Nodes: " + ", ".join(str(n["label"]) for n in self.nodes),
+            _t("run {run} has no node {node!r}", run=self.id, node=node),
+            _t("Nodes: {nodes}", nodes=", ".join(str(n["label"]) for n in self.nodes)),
         )
 
     def logs(self, node: str) -> str:
@@ -119,7 +119,10 @@ def run(
     """Start a run of the ``.pipeline`` file ``path``; returns at once (``.wait()`` blocks).
     ``only`` runs one node (id or label); ``cache`` reuses unchanged nodes' outputs."""
     if params is not None and not isinstance(params, dict):
-        raise InvalidInput("params must be a dict of name -> value", f"got {type(params).__name__}")
+        raise InvalidInput(
+            _t("params must be a dict of name -> value"),
+            _t("got {kind}", kind=type(params).__name__),
+        )
     body = {"params": params, "only": only, "cache": cache, "project": project}
     return Run(current().start_run(path, body))
 

@@ -99,19 +99,26 @@ class Deployment(Handle):
             import openai
         except ImportError:
             raise InvalidInput(
-                "calling an LLM deployment needs the openai package", "pip install openai"
+                _t("calling an LLM deployment needs the openai package"), "pip install openai"
             ) from None
         if self.runtime != "llm":
             raise InvalidInput(
-                f"deployment {self.name!r} serves {self.model} with the OIP v2 server, not "
-                "OpenAI's API",
-                "Use predict()/infer(); deploy a causal LM or a peft adapter for chat.",
+                _t(
+                    "deployment {name!r} serves {model} with the OIP v2 server, not OpenAI's API",
+                    name=self.name,
+                    model=self.model,
+                ),
+                _t("Use predict()/infer(); deploy a causal LM or a peft adapter for chat."),
             )
         endpoint = self.endpoint if self.ready else self.refresh().endpoint
         if not endpoint:
             raise InvalidInput(
-                f"deployment {self.name!r} is not running ({self.status})",
-                f"Deploy it again: cl.deploy({f'{self.model}:{self.version}'!r}).",
+                _t(
+                    "deployment {name!r} is not running ({status})",
+                    name=self.name,
+                    status=self.status,
+                ),
+                _t("Deploy it again: cl.deploy({ref!r}).", ref=f"{self.model}:{self.version}"),
             )
         key = api_key or os.environ.get(KEY_ENV) or "none"
         return openai.OpenAI(base_url=f"{endpoint}/v1", api_key=key, **kwargs)
@@ -161,15 +168,22 @@ class Deployment(Handle):
         JSON (``{"model_name", "model_version", "outputs": [...]}``)."""
         if not isinstance(request, dict) or "inputs" not in request:
             raise InvalidInput(
-                'an OIP v2 request is {"inputs": [{"name", "shape", "datatype", "data"}]}',
-                "Or call predict(rows) with a list of rows, a NumPy array or a DataFrame.",
+                _t('an OIP v2 request is {{"inputs": [{{"name", "shape", "datatype", "data"}}]}}'),
+                _t("Or call predict(rows) with a list of rows, a NumPy array or a DataFrame."),
             )
         answer = current().infer(self.project, self.name, request)
         body = answer.get("body")
         if int(answer.get("status") or 0) >= 400:
             error = body.get("error") if isinstance(body, dict) else str(body)
             detail = body.get("detail") if isinstance(body, dict) else None
-            raise InferFailed(f"deployment {self.name!r} refused the request: {error}", detail)
+            raise InferFailed(
+                _t(
+                    "deployment {name!r} refused the request: {error}",
+                    name=self.name,
+                    error=error,
+                ),
+                detail,
+            )
         return body if isinstance(body, dict) else {"body": body}
 
     def predict(self, inputs: Any, outputs: builtins.list[str] | None = None) -> Any:

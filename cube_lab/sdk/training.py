@@ -181,7 +181,7 @@ def train(
     rank). ``nproc`` processes on each of ``workers`` nodes, ``gpus`` GPUs in all.
     ``backend``: where it runs (default: the server's); ``kubernetes`` needs ``image``."""
     if args is not None and (isinstance(args, str) or not all(isinstance(a, str) for a in args)):
-        raise InvalidInput("args must be a list of strings", 'e.g. args=["--lr", "0.1"]')
+        raise InvalidInput(_t("args must be a list of strings"), _t('e.g. args=["--lr", "0.1"]'))
     resources: Json = {"gpus": gpus}
     if gpu_type:
         resources["gpu_type"] = gpu_type

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import ENV_ROOT_DIR
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 if TYPE_CHECKING:
     from ..identity import Caller
@@ -363,7 +364,8 @@ class LocalTransport(Transport):
         )
         if path is not None and not path.exists():
             raise InvalidInput(
-                f"path {str(obj_or_path)!r} does not exist", "Give a model file or folder."
+                _t("path {value!r} does not exist", value=str(obj_or_path)),
+                _t("Give a model file or folder."),
             )
         version = self.ws.registry.register(
             self.caller,
@@ -402,7 +404,7 @@ class LocalTransport(Transport):
 
         file = containment.real(Path(containment.check_text(path)).expanduser())
         if file.suffix != ".pipeline":
-            raise InvalidInput(f"{str(path)!r} is not a .pipeline file")
+            raise InvalidInput(_t("{raw!r} is not a .pipeline file", raw=str(path)))
         service = self.ws.pipelines
         runner, recorder = service.prepare(
             self.caller,
@@ -592,7 +594,9 @@ class LocalTransport(Transport):
 
         view = self.ws.serving.get(self.caller, name, project)
         if not view.endpoint:
-            raise Conflict(f"deployment {name!r} is not running ({view.status})")
+            raise Conflict(
+                _t("deployment {name!r} is not running ({status})", name=name, status=view.status)
+            )
         token = self.ws.serving.router_token(self.caller, name, project)
         request = urllib.request.Request(
             f"{view.endpoint}/v2/models/{view.model}/infer",
@@ -606,7 +610,9 @@ class LocalTransport(Transport):
         except urllib.error.HTTPError as exc:
             code, headers, raw = exc.code, exc.headers, exc.read()
         except OSError as exc:
-            raise Conflict(f"deployment {name!r} does not answer: {exc}") from None
+            raise Conflict(
+                _t("deployment {name!r} does not answer: {exc}", name=name, exc=str(exc))
+            ) from None
         try:
             answer: Any = json.loads(raw or b"null")
         except ValueError:
@@ -686,6 +692,9 @@ class RestTransport(Transport):
     kind = "rest"
 
     def __init__(self, client: ServiceClient, root: Path | None = None) -> None:
+        from .view_locale import view_locale
+
+        client.locale = view_locale  # the server's errors in the notebook's language
         self.client = client
         self.root = Path(os.path.abspath(root)) if root is not None else None
         self._personal: str | None = None
@@ -698,9 +707,15 @@ class RestTransport(Transport):
         if self.root is None:
             if given.is_absolute():
                 raise InvalidInput(
-                    f"{what} {str(raw)!r} is absolute, but the server's root is not known here",
-                    "Give it relative to the server's root, or cl.connect(url, token=..., "
-                    "root=FOLDER) with the server's root as this machine sees it.",
+                    _t(
+                        "{what} {raw!r} is absolute, but the server's root is not known here",
+                        what=what,
+                        raw=str(raw),
+                    ),
+                    _t(
+                        "Give it relative to the server's root, or cl.connect(url, token=..., "
+                        "root=FOLDER) with the server's root as this machine sees it."
+                    ),
                 )
             return given.as_posix()
         absolute = Path(os.path.abspath(Path.cwd() / given))
@@ -708,8 +723,13 @@ class RestTransport(Transport):
             if p.is_relative_to(base):
                 return p.relative_to(base).as_posix() or "."
         raise InvalidInput(
-            f"{what} {str(raw)!r} is outside the server's root {self.root}",
-            "The server reaches only files under its root; copy or move it there first.",
+            _t(
+                "{what} {raw!r} is outside the server's root {root}",
+                what=what,
+                raw=str(raw),
+                root=str(self.root),
+            ),
+            _t("The server reaches only files under its root; copy or move it there first."),
         )
 
     def personal_project(self) -> str:
@@ -720,8 +740,11 @@ class RestTransport(Transport):
                     self._personal = str(project["name"])
                     return self._personal
             raise InvalidInput(
-                f"the cube-lab server names no personal project of {me.get('user')}",
-                "Pass project=NAME.",
+                _t(
+                    "the cube-lab server names no personal project of {user}",
+                    user=me.get("user"),
+                ),
+                _t("Pass project=NAME."),
             )
         return self._personal
 
@@ -753,9 +776,11 @@ class RestTransport(Transport):
             return self.client.post("models", {**body, "path": self.relative(obj_or_path, "path")})
         if self.root is None:
             raise InvalidInput(
-                "an object can be registered over REST only when the server's root is known",
-                "Save it to a file under the server's root and register the path, or "
-                "cl.connect(url, token=..., root=FOLDER).",
+                _t("an object can be registered over REST only when the server's root is known"),
+                _t(
+                    "Save it to a file under the server's root and register the path, or "
+                    "cl.connect(url, token=..., root=FOLDER)."
+                ),
             )
         from ..registry.flavors import save_object
 
@@ -784,7 +809,9 @@ class RestTransport(Transport):
                     with zipfile.ZipFile(archive) as zf:
                         for member in zf.namelist():  # nothing may land outside ``out``
                             if Path(member).is_absolute() or ".." in Path(member).parts:
-                                raise InvalidInput(f"the download holds a bad path {member!r}")
+                                raise InvalidInput(
+                                    _t("the download holds a bad path {member!r}", member=member)
+                                )
                         zf.extractall(out)
                     entries = list(out.iterdir())
                     folder = entries[0] if len(entries) == 1 and entries[0].is_dir() else out
