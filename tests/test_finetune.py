@@ -241,8 +241,8 @@ def test_llamafactory_keys_not_supported_are_refused_by_name(files: Path, tmp_pa
     path = llamafactory_project(files, tmp_path)
     raw = yaml.safe_load(path.read_text())
     with pytest.raises(InvalidInput) as err:
-        FinetuneConfig.from_dict({**raw, "use_galore": True, "deepspeed": "ds.json"}, tmp_path)
-    assert "['deepspeed', 'use_galore']" in err.value.error
+        FinetuneConfig.from_dict({**raw, "use_galore": True, "pissa_init": True}, tmp_path)
+    assert "['pissa_init', 'use_galore']" in err.value.error
     with pytest.raises(InvalidInput) as err:
         FinetuneConfig.from_dict({**raw, "dataset": "nope"}, tmp_path)
     assert "dataset 'nope' is not in" in err.value.error and "my_pairs" in err.value.detail

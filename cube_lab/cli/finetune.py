@@ -36,7 +36,8 @@ def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if isinstance(raw, dict) and a.project:
         raw = {**raw, "project": a.project}
     service = FinetuneService(ws)
-    config = service.parse(caller, raw, path.resolve().parent)
+    cluster = _cluster(a)
+    config = service.parse(caller, raw, path.resolve().parent, local=cluster is None)
     if a.estimate:
         from ..finetune.estimate import estimate, table
 
@@ -44,19 +45,83 @@ def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         print_json(found) if a.json else print(table(found))
         return
     if a.dry_run:
-        spec = service.job_spec(config, nproc=a.nproc)
+        _dry_run(ws, service, config, a, cluster)
+        return
+    cluster_config = None
+    if cluster is not None:
+        from ..k8s import ClusterConfig
+
+        cluster_config = ClusterConfig.from_env(
+            kubeconfig=a.kubeconfig, context=a.kube_context, namespace=a.namespace
+        )
+    job = service.prepare(
+        caller,
+        config,
+        nproc=a.nproc,
+        cwd=path.resolve().parent,
+        on_line=_echo(a),
+        cluster=cluster,
+        cluster_config=cluster_config,
+    )
+    base = config.base_ref or config.model
+    where = f"{a.workers} pod(s) x {a.nproc}" if cluster else f"{a.nproc}"
+    header = f"{config.method} {config.finetuning_type} of {base}, {where} process(es)"
+    _foreground(ws, caller, service, job, a, header)
+
+
+def _cluster(a: argparse.Namespace) -> dict[str, Any] | None:
+    """The placement on Kubernetes the flags ask for (None: this machine)."""
+    if a.backend != "kubernetes":
+        return None
+    mounts = []
+    for text in a.mount or []:
+        claim, _, rest = text.partition(":")
+        mount_path, _, mode = rest.partition(":")
+        if not claim or not mount_path or mode not in ("", "ro"):
+            raise InvalidInput(
+                _t("--mount {text!r} is not CLAIM:PATH[:ro]", text=text),
+                _t("e.g. --mount home-alice:/home/jovyan"),
+            )
+        mounts.append({"claim": claim, "mount_path": mount_path, "read_only": mode == "ro"})
+    cluster: dict[str, Any] = {
+        "image": a.image,
+        "workers": a.workers,
+        "resources": {"gpus": a.gpus, **({"gpu_type": a.gpu_type} if a.gpu_type else {})},
+        "mounts": mounts,
+        "gang": a.gang,
+        "queue": a.queue,
+        "kind": a.kind,
+    }
+    return {k: v for k, v in cluster.items() if v not in (None, [], False)}
+
+
+def _dry_run(ws: Workspace, service: Any, config: Any, a: argparse.Namespace, cluster: Any) -> None:
+    """The commands (here) or the manifests (on Kubernetes) the fine-tune would run."""
+    spec = service.job_spec(config, nproc=a.nproc, cluster=cluster)
+    if cluster is None:
         commands = ws.training.dry_run(spec)
         if a.json:
             print_json({"config": config.to_dict(), "commands": commands})
         else:
             print("\n".join(commands))
         return
-    job = service.prepare(
-        caller, config, nproc=a.nproc, cwd=path.resolve().parent, on_line=_echo(a)
+    import yaml
+
+    from ..k8s import ClusterConfig
+    from ..training import kubernetes
+
+    namespace = (
+        a.namespace
+        or ClusterConfig.from_env(
+            kubeconfig=a.kubeconfig, context=a.kube_context
+        ).default_namespace()
     )
-    base = config.base_ref or config.model
-    header = f"{config.method} {config.finetuning_type} of {base}, {a.nproc} process(es)"
-    _foreground(ws, caller, service, job, a, header)
+    parsed = ws.training.parse(spec)
+    docs = kubernetes.manifests(parsed, spec["name"], namespace=namespace)
+    if a.json:
+        print_json({"config": config.to_dict(), "manifests": docs})
+    else:
+        print(yaml.safe_dump_all(docs, sort_keys=False), end="")
 
 
 def merge(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
@@ -104,8 +169,9 @@ def _foreground(
     *,
     done: bool = True,
 ) -> tuple[dict[str, Any], Any]:
-    """Run a prepared job here, its log streamed; register its model (``--register``)."""
-    job_id = job.plan.job_id
+    """Run a prepared job (here, or followed on the cluster), its log streamed; register its
+    model (``--register``)."""
+    job_id = job.job_id if hasattr(job, "job_id") else job.plan.job_id  # a ClusterJob's, a local
     if not a.quiet:
         print(f"job {job_id}: {header}", file=sys.stderr if a.json else sys.stdout, flush=True)
     status = ws.training.run_foreground(job)
@@ -157,8 +223,11 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     from ..finetune.service import read_config_file
     from .remote import common
 
-    if a.dry_run:
-        raise InvalidInput(_t("cube-lab finetune --dry-run is not available under the hub yet"))
+    if a.dry_run or a.backend == "kubernetes":
+        raise InvalidInput(
+            _t("cube-lab finetune --dry-run and --backend are not available under the hub yet"),
+            _t("Run the fine-tune on the hub's machines, or from a terminal with a kubeconfig."),
+        )
     path = Path(a.config)
     folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
     body = {"config": read_config_file(path), "folder": folder, "nproc": a.nproc}
@@ -230,7 +299,24 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("config", help="fine-tune config or LLaMA-Factory training YAML")
     p.add_argument("--nproc", type=int, default=1, help="processes (torchrun)")
     p.add_argument("--register", metavar="NAME", help="register the result as model NAME")
-    p.add_argument("--dry-run", action="store_true", help="print the job's command")
+    p.add_argument("--dry-run", action="store_true", help="print the commands or manifest")
+    p.add_argument("--backend", choices=["local", "kubernetes"], default="local")
+    p.add_argument("--image", help="container image with cube-lab[llm] (kubernetes)")
+    p.add_argument("--workers", type=int, default=1, help="nodes (pods on a cluster)")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs per worker (kubernetes)")
+    p.add_argument("--gpu-type", help="accelerator table key (default nvidia-gpu)")
+    p.add_argument(
+        "--mount",
+        action="append",
+        metavar="CLAIM:PATH[:ro]",
+        help="a volume the pods mount (the config's files must be on one)",
+    )
+    p.add_argument("--gang", action="store_true", help="Volcano gang scheduling")
+    p.add_argument("--queue", help="Volcano queue")
+    p.add_argument("--kind", choices=["pytorchjob", "trainjob"])
+    p.add_argument("--namespace", help="kubernetes namespace (default: the context's)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--kube-context", help="kubeconfig context (default: the current one)")
     p.add_argument(
         "--estimate", action="store_true", help="print the memory it needs per process; no job"
     )

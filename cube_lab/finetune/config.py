@@ -61,6 +61,8 @@ class FinetuneConfig:
     # QLoRA: the base loaded in 4 (or 8) bits by bitsandbytes, LoRA trained on top (CUDA only)
     quantization_bit: int | None = None
     double_quantization: bool = True
+    # DeepSpeed ZeRO: a preset (zero2, zero3, *_offload) or a DeepSpeed JSON file (CUDA only)
+    deepspeed: str | None = None
     template: str | None = None  # recorded; the tokenizer's chat template is used
     # SFT on conversations: False trains on the assistant's turns only (LLaMA-Factory's default)
     train_on_prompt: bool = False
@@ -128,6 +130,7 @@ class FinetuneConfig:
             lora=_lora(data.get("lora")),
             quantization_bit=_quantization(data.get("quantization_bit")),
             double_quantization=_bool(data.get("double_quantization", True), "double_quantization"),
+            deepspeed=_deepspeed(data.get("deepspeed"), base),
             template=_text(data.get("template"), "template"),
             train_on_prompt=_bool(data.get("train_on_prompt", False), "train_on_prompt"),
             cutoff_len=_int(data.get("cutoff_len", 1024), "cutoff_len", 8, 1 << 20),
@@ -255,6 +258,7 @@ class FinetuneConfig:
             "cutoff_len": self.cutoff_len,
             "train_on_prompt": self.train_on_prompt,
             "quantization_bit": self.quantization_bit,
+            "deepspeed": self.deepspeed,
             "learning_rate": self.learning_rate,
             "num_train_epochs": self.num_train_epochs,
             "max_steps": self.max_steps,
@@ -415,6 +419,22 @@ def _data(value: Any, base: Path, name: str = "data") -> DataConfig:
         if max_samples in (None, "")
         else _int(max_samples, f"{name}.max_samples", 1, 10**9),
     )
+
+
+def _deepspeed(value: Any, base: Path) -> str | None:
+    """A preset name as it is, a file as an absolute path (read in the job)."""
+    from .deepspeed import PRESETS
+
+    text = _text(value, "deepspeed")
+    if text is None or text in PRESETS:
+        return text
+    path = _path(text, "deepspeed", base)
+    if path is None or not is_kind(Path(path), "file"):
+        raise InvalidInput(
+            f"deepspeed: {text!r} is neither a preset nor a file",
+            f"Use one of {', '.join(PRESETS)}, or a DeepSpeed JSON config file.",
+        )
+    return path
 
 
 def _val_size(value: Any) -> float:

@@ -26,6 +26,7 @@ MAPPED = {
     "train_on_prompt": "train_on_prompt",
     "quantization_bit": "quantization_bit",
     "double_quantization": "double_quantization",
+    "deepspeed": "deepspeed",
     "learning_rate": "learning_rate",
     "num_train_epochs": "num_train_epochs",
     "max_steps": "max_steps",

@@ -44,25 +44,34 @@ def read_config_file(path: Path) -> Any:
         raise InvalidInput(f"{path.name} is not valid YAML/JSON", str(exc)) from None
 
 
-def check_before_launch(config: FinetuneConfig) -> None:
+def check_before_launch(config: FinetuneConfig, *, local: bool = True) -> None:
     """What would fail in the job, said now (a 400, nothing recorded): records that do not
     convert (the first ``CHECKED`` of the data and of the eval file), data that does not fit
-    the method, a tokenizer without the chat template conversational data needs. Reads
-    files only (no torch)."""
+    the method, a tokenizer without the chat template conversational data needs, and for a
+    job of this machine (``local``) QLoRA or DeepSpeed without a CUDA GPU or their package.
+    Reads files only (no torch)."""
     firsts = []
     for source in (config.data, config.eval_data):
         if source is not None:
             data = replace(source, max_samples=min(source.max_samples or CHECKED, CHECKED))
             firsts.append(load_records(data)[0])
             check_records(config.method, firsts[-1], Path(source.path).name)
-    if config.quantization_bit is not None:  # the job runs on this machine (local backend)
+    if config.deepspeed is not None:
+        from .deepspeed import resolve
+
+        resolve(config.deepspeed)  # a file that is not a DeepSpeed config: said now
+    if local and (config.quantization_bit is not None or config.deepspeed is not None):
         import importlib.util
 
         from ..training import gpus
+        from .deepspeed import check_local
         from .trainer import check_quantization
 
-        has_bnb = importlib.util.find_spec("bitsandbytes") is not None
-        check_quantization(config, bool(gpus.inventory()[0]), has_bnb)
+        cuda = bool(gpus.inventory()[0])
+        if config.quantization_bit is not None:
+            check_quantization(config, cuda, importlib.util.find_spec("bitsandbytes") is not None)
+        if config.deepspeed is not None:
+            check_local(cuda, importlib.util.find_spec("deepspeed") is not None)
     first = firsts[0]
     folder = Path(config.model)
     settings = folder / "tokenizer_config.json"
@@ -85,12 +94,15 @@ class FinetuneService:
     def __init__(self, workspace: Any) -> None:
         self.ws = workspace
 
-    def parse(self, caller: Caller, data: Any, base_dir: Path) -> FinetuneConfig:
-        """The checked config, its base model a folder (a registered version resolved)."""
+    def parse(
+        self, caller: Caller, data: Any, base_dir: Path, *, local: bool = True
+    ) -> FinetuneConfig:
+        """The checked config, its base model a folder (a registered version resolved);
+        ``local``: it runs on this machine (not on the cluster)."""
         config = FinetuneConfig.from_dict(data, base_dir)
         if not Path(config.model).is_dir():  # NAME:VERSION of the registry
             config.base_ref, config.model = self.resolve_version(caller, config.model, config)
-        check_before_launch(config)
+        check_before_launch(config, local=local)
         return config
 
     def resolve_version(
@@ -114,9 +126,13 @@ class FinetuneService:
             )
         return f"{project}/{name}:{found.version}", str(path)
 
-    def job_spec(self, config: FinetuneConfig, *, nproc: int = 1) -> dict[str, Any]:
-        """The training job: local for now (a cluster job needs the config's files on a
-        volume and cube-lab in its image, which this version does not arrange yet)."""
+    def job_spec(
+        self, config: FinetuneConfig, *, nproc: int = 1, cluster: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The training job's spec: here, or on Kubernetes with ``cluster`` (the job spec's
+        placement keys: image, workers, resources, mounts, gang, queue, kind...). On the
+        cluster every pod runs ``torchrun -m cube_lab.finetune.trainer`` (cube-lab in the
+        image), so the config's files must be on a volume the pods mount at the same path."""
         spec: dict[str, Any] = {
             "backend": "local",
             "framework": "pytorch",
@@ -127,6 +143,10 @@ class FinetuneService:
             "project": config.project,
             "output_dir": config.output_dir,
         }
+        if cluster:
+            from .cluster import cluster_spec
+
+            spec = cluster_spec(spec, config, cluster)
         return {k: v for k, v in spec.items() if v is not None}
 
     def prepare(
@@ -137,9 +157,16 @@ class FinetuneService:
         nproc: int = 1,
         cwd: Path | None = None,
         on_line: Any = None,
+        cluster: dict[str, Any] | None = None,
+        cluster_config: Any = None,
     ) -> Any:
-        """A prepared training job (recorded, admitted, not started)."""
-        spec = self.job_spec(config, nproc=nproc)
+        """A prepared training job (recorded, admitted, not started); on Kubernetes with
+        ``cluster`` (placement, see ``job_spec``) through ``cluster_config``."""
+        spec = self.job_spec(config, nproc=nproc, cluster=cluster)
+        if cluster:
+            return self.ws.training.prepare(
+                caller, spec, None, on_line=on_line, cluster=cluster_config
+            )
         return self.ws.training.prepare(caller, spec, None, cwd=cwd, on_line=on_line)
 
     def register(

@@ -182,6 +182,11 @@ def _common(config: FinetuneConfig, checkpoints: Path, has_eval: bool) -> dict[s
     }
     if config.method == "grpo":  # prompts and completions have lengths of their own
         out.pop("max_length")
+    if config.deepspeed:
+        from .deepspeed import check_local, resolve
+
+        check_local(torch.cuda.is_available(), importlib.util.find_spec("deepspeed") is not None)
+        out["deepspeed"] = resolve(config.deepspeed)
     return out
 
 

@@ -1,0 +1,142 @@
+"""Fine-tunes on Kubernetes and with DeepSpeed: the PyTorchJob / TrainJob a fine-tune
+becomes (checked against the real CRDs, strictly), submitted through the real client to
+kmock and followed to its end (PyTorchJob: a TrainJob takes its volumes from its runtime,
+so the fine-tune's files cannot be checked and it is refused); files the pods could not read are refused; DeepSpeed presets
+and files, refused here where there is no CUDA. No cluster and no GPU ran here."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from k8s_mock import api_server
+from test_training_cluster import NS, conditions, set_status, until
+from test_training_k8s import check
+
+from cube_lab.cli import main
+from cube_lab.errors import InvalidInput
+from cube_lab.finetune import tiny
+from cube_lab.finetune.config import FinetuneConfig
+from cube_lab.finetune.deepspeed import PRESETS, preset
+from cube_lab.finetune.service import check_before_launch
+
+CLUSTER = ["--backend", "kubernetes", "--image", "reg/llm:1", "--workers", "2", "--nproc", "4"]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user's home as the lab server and the pods both see it (one volume)."""
+    root = tmp_path_factory.mktemp("home")
+    (root / "alpaca.json").write_text(json.dumps(tiny.alpaca_rows()))
+    tiny.build(root / "base", [json.dumps(r) for r in tiny.alpaca_rows()])
+    (root / "ds.json").write_text(json.dumps({"zero_optimization": {"stage": 2}}))
+    return root
+
+
+def write(home: Path, name: str = "ft.yaml", **extra: Any) -> Path:
+    config = {"model": "base", "data": "alpaca.json", "output_dir": "saves/ft", **extra}
+    (home / name).write_text(yaml.safe_dump(config))
+    return home / name
+
+
+def test_dry_run_gives_manifests_the_crds_accept(home: Path, capsys: Any) -> None:
+    path = write(home, deepspeed="zero3_offload")
+    mount = ["--mount", f"home-alice:{home}", "--gpus", "4", "--gang", "--queue", "llm"]
+    code = main(["finetune", str(path), *CLUSTER, *mount, "--dry-run", "--namespace", NS])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    (doc,) = yaml.safe_load_all(printed.out)
+    check(doc)
+    assert doc["kind"] == "PyTorchJob" and doc["spec"]["nprocPerNode"] == "4"
+    assert doc["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2, "queue": "llm"}
+    worker = doc["spec"]["pytorchReplicaSpecs"]["Worker"]
+    pod = worker["template"]["spec"]
+    assert worker["replicas"] == 1 and pod["volumes"][0]["persistentVolumeClaim"] == {
+        "claimName": "home-alice"
+    }
+    container = pod["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "4"
+    assert container["volumeMounts"][0]["mountPath"] == str(home)
+    command = container["command"]
+    assert command[:4] == ["torchrun", "-m", "cube_lab.finetune.trainer", "--config-json"]
+    config = FinetuneConfig.from_json(command[4])  # what every rank trains
+    assert config.deepspeed == "zero3_offload" and config.model == str(home / "base")
+    assert config.output_dir == str(home / "saves" / "ft")
+
+    code = main(["finetune", str(path), *CLUSTER, *mount, "--kind", "trainjob", "--dry-run",
+                 "--namespace", NS])  # fmt: skip
+    # a TrainJob's volumes are its ClusterTrainingRuntime's: the files cannot be checked
+    assert code == 2 and "ClusterTrainingRuntime" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "extra", "message"),
+    [
+        (["--mount", "data:/elsewhere"], {}, "model: "),
+        ([], {}, "is not on a volume the job's pods mount"),
+        (["--mount", "home"], {}, "is not CLAIM:PATH[:ro]"),
+        (["--mount", "h:{home}"], {"output_dir": None}, "output_dir is required"),
+    ],
+)
+def test_what_the_pods_could_not_read_is_refused(
+    home: Path, capsys: Any, args: list[str], extra: dict[str, Any], message: str
+) -> None:
+    raw = {"model": "base", "data": "alpaca.json", "output_dir": "saves/ft", **extra}
+    path = home / "bad.yaml"
+    path.write_text(yaml.safe_dump({k: v for k, v in raw.items() if v is not None}))
+    args = [a.replace("{home}", str(home)) for a in args]
+    assert main(["finetune", str(path), *CLUSTER, *args, "--dry-run"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_deepspeed_presets_files_and_refusals(home: Path, tmp_path: Path, capsys: Any) -> None:
+    for name in PRESETS:
+        zero = preset(name)["zero_optimization"]
+        assert zero["stage"] == (3 if name.startswith("zero3") else 2)
+        assert ("offload_optimizer" in zero) == name.endswith("_offload")
+    lf = {"model_name_or_path": "base", "stage": "sft", "dataset": "d", "dataset_dir": "."}
+    (home / "dataset_info.json").write_text(json.dumps({"d": {"file_name": "alpaca.json"}}))
+    config = FinetuneConfig.from_dict({**lf, "deepspeed": "ds.json"}, home)  # LLaMA-Factory's key
+    assert config.deepspeed == str(home / "ds.json")
+    check_before_launch(config, local=False)
+    (home / "not-ds.json").write_text("{}")
+    with pytest.raises(InvalidInput, match="has no zero_optimization section"):
+        check_before_launch(FinetuneConfig.from_dict({**lf, "deepspeed": "not-ds.json"}, home))
+    with pytest.raises(InvalidInput, match="neither a preset nor a file"):
+        FinetuneConfig.from_dict({**lf, "deepspeed": "zero4"}, home)
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the refusal below is for machines without")
+    data_dir = tmp_path / "d"
+    code = main(["--data-dir", str(data_dir), "finetune", str(write(home, deepspeed="zero2"))])
+    err = capsys.readouterr().err
+    assert code == 2 and "deepspeed needs CUDA GPUs" in err and "--backend kubernetes" in err
+
+
+async def test_submitted_to_kmock_and_followed_to_the_end(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    path = write(home, name="sub.yaml", deepspeed="zero2", name_="x")
+    path.write_text(path.read_text().replace("name_: x", "name: ft-demo"))
+    async with api_server() as km:
+        monkeypatch.setenv("CUBE_LAB_K8S_HOST", str(km.url))
+        argv = ["--data-dir", str(home / "cube-data"), "finetune", str(path), *CLUSTER,
+                "--mount", f"home-alice:{home}", "--namespace", NS]  # fmt: skip
+        cli = asyncio.create_task(asyncio.to_thread(main, argv))
+        key = await until(lambda: next((k for k in km.objects if k[2] == "ft-demo"), None))
+        obj = km.objects[key].raw
+        check(obj)
+        container = obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+        assert container[0]["command"][:3] == ["torchrun", "-m", "cube_lab.finetune.trainer"]
+        await set_status(km, "PyTorchJob", "ft-demo", conditions("Created", "Running"))
+        await set_status(km, "PyTorchJob", "ft-demo", conditions("Created", "Succeeded"))
+        assert await cli == 0
+    out, err = capsys.readouterr()
+    assert "sft lora of" in out and "2 pod(s) x 4 process(es)" in out, out
+    assert "succeeded" in err
