@@ -103,7 +103,7 @@ class FinetuneKind(FileNodeKind):
         p = node.params
         nproc = p.get("nproc")
         if nproc not in (None, "") and (type(nproc) is not int or nproc < 1):
-            message = _t("{key} must be a whole number >= 1", key="nproc")
+            message = _t("{what} must be a whole number of at least {low}", what="nproc", low=1)
             return [Problem(node.id, "nproc", message, node.label)]
         if p.get("register") not in (None, ""):
             try:
