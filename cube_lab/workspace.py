@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
@@ -15,6 +16,8 @@ from .errors import StoreUnavailable
 from .locale.messages import _t
 
 if TYPE_CHECKING:
+    from .alerts.engine import AlertEngine
+    from .alerts.rules import AlertRuleService
     from .kb.service import KnowledgeBaseService
     from .labeling.dataset_service import DatasetService
     from .labeling.service import LabelingService
@@ -55,6 +58,8 @@ class Workspace:
         self.templates: Any = LazyCatalog()
         self._store: Store | None = None
         self._store_lock = threading.Lock()  # the CLI may open it from a recorder thread
+        self._alert_engine: AlertEngine | None = None
+        self._engine_lock = threading.Lock()
 
     @classmethod
     def open(cls, settings: Settings) -> Workspace:
@@ -68,6 +73,10 @@ class Workspace:
         with self._store_lock:
             if self._store is None:
                 self._store = _open_store(self.settings)
+                from .alerts import events
+
+                me = weakref.ref(self)  # the store must not keep its workspace alive
+                events.attach(self._store, lambda: (ws := me()) and ws.alert_engine)
             return self._store
 
     @functools.cached_property
@@ -134,7 +143,25 @@ class Workspace:
 
         return KnowledgeBaseService(self.store, self.projects, self.settings)
 
+    @property
+    def alert_engine(self) -> AlertEngine:
+        """Delivers the store's events to alert rules (built on the first event)."""
+        from .alerts.engine import AlertEngine
+
+        with self._engine_lock:  # events come from worker threads too
+            if self._alert_engine is None:
+                self._alert_engine = AlertEngine(self.store)
+            return self._alert_engine
+
+    @functools.cached_property
+    def alerts(self) -> AlertRuleService:
+        from .alerts.rules import AlertRuleService
+
+        return AlertRuleService(self.store, self.projects, self.alert_engine)
+
     def close(self) -> None:
+        if self._alert_engine is not None:
+            self._alert_engine.close()  # queued deliveries first (bounded): the store goes next
         if "kb" in self.__dict__:
             self.kb.close()
         if self._store is not None:

@@ -108,6 +108,10 @@ CASES: dict[str, str] = {
         ],
         "test_kb_commands",
     ),
+    **dict.fromkeys(
+        ["alerts add", "alerts list", "alerts test", "alerts deliveries", "alerts remove"],
+        "test_alerts_commands",
+    ),
 }  # fmt: skip
 # --json commands no test runs, with the reason.
 EXEMPT: dict[str, str] = {
@@ -724,3 +728,22 @@ def test_kb_commands(cli: Cli) -> None:
     assert cli.json("kb", "remove", "docs", "docs/refunds.md")["removed_chunks"] == 1
     assert cli.json("kb", "delete", "docs") == {"deleted": "docs"}
     cli.covered("test_kb_commands")
+
+
+def test_alerts_commands(cli: Cli) -> None:
+    from test_alert_rules import Hooks
+
+    hooks = Hooks()
+    try:
+        url = hooks.url + "/hook?token=T0KEN"
+        made = cli.json("alerts", "add", "hook", "--on", "job.failed", "--channel", "webhook",
+                        "--url", url)  # fmt: skip
+        assert made["name"] == "hook" and "T0KEN" not in json.dumps(made)
+        assert [r["name"] for r in cli.json("alerts", "list")] == ["hook"]
+        sent = cli.json("alerts", "test", "hook")
+        assert sent["ok"] and len(hooks.at("/hook")) == 1
+        assert [d["event"] for d in cli.json("alerts", "deliveries", "hook")] == ["rule.test"]
+        assert cli.json("alerts", "remove", "hook") == {"removed": "hook"}
+    finally:
+        hooks.close()
+    cli.covered("test_alerts_commands")

@@ -5,9 +5,9 @@ exported to JupyterLab terminals), so it works with or without a running server.
 
 One module per capability, as ``cube_lab/handlers/`` has them, holds its commands, what they
 print and its subparsers (``add_commands``): models, pipelines, training, serving (kserve.py:
-``--backend kubernetes``), projects, tuning, labeling (datasets too), finetune, kb. Shared:
-args.py (arguments, --json, -o), output.py, i18n.py (--help in $LANG). Under the hub the same
-commands go through the cube-lab service: remote/ (a module per capability as well).
+``--backend kubernetes``), projects, tuning, labeling (datasets too), finetune, kb, alerts.
+Shared: args.py (arguments, --json, -o), output.py, i18n.py (--help in $LANG). Under the hub
+the same commands go through the cube-lab service: remote/ (a module per capability as well).
 """
 
 from __future__ import annotations
@@ -29,7 +29,18 @@ from ..errors import CubeError
 from ..identity import Caller
 from ..locale.messages import env_locale, localize
 from ..workspace import Workspace
-from . import finetune, kb, labeling, models, pipelines, projects, serving, training, tuning
+from . import (
+    alerts,
+    finetune,
+    kb,
+    labeling,
+    models,
+    pipelines,
+    projects,
+    serving,
+    training,
+    tuning,
+)
 from .args import json_printed, json_stdout, print_json, quiet_libraries
 from .i18n import argparse_words, translate_parser
 from .output import _print_problems
@@ -38,7 +49,18 @@ __all__ = ["build_parser", "local_username", "main"]
 
 # One module per capability (as cube_lab/handlers/ has them), in `cube-lab --help`'s order;
 # each adds its subcommands with ``add_commands(groups, command)``.
-CAPABILITIES = (models, pipelines, training, serving, projects, tuning, labeling, finetune, kb)
+CAPABILITIES = (
+    models,
+    pipelines,
+    training,
+    serving,
+    projects,
+    tuning,
+    labeling,
+    finetune,
+    kb,
+    alerts,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import accounts, containment
+from ..alerts import events
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
 from ..errors import CubeError, InvalidInput, NotFound
 from ..identity import Caller
@@ -102,6 +103,7 @@ async def execute(runner: LocalRunner, recorder: StoreRecorder) -> str:
         raise
     finally:
         await asyncio.to_thread(recorder.close)
+        events.finished(getattr(recorder, "store", None), "run", recorder.run_id)  # alert rules
     if recorder.error is not None:
         raise recorder.error
     return status

@@ -502,3 +502,43 @@ class LabelingTask(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     item: Mapped[DatasetItem] = relationship()
+
+
+class AlertRule(Base):
+    """A project's notification rule: the events it matches (``job.failed``, ``run.*``,
+    ``*.duration`` past ``duration_s``) and the channel it sends them to
+    (cube_lab/alerts/channels.py). The channel's secret fields (``url``, ``secret``,
+    ``password``) are kept here and never answered: readers get ``channels.masked``."""
+
+    __tablename__ = "alert_rules"
+    __table_args__ = (UniqueConstraint("project_id", "name", name="uq_alert_rule_project_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("projects.id", ondelete="CASCADE"), index=True
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(128))
+    events: Mapped[list[str]] = mapped_column(JSON, default=list)
+    duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    channel: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AlertDelivery(Base):
+    """One message a rule sent (or failed to send); the last ``KEEP`` per rule are kept."""
+
+    __tablename__ = "alert_deliveries"
+    __table_args__ = (Index("ix_alert_deliveries_rule", "rule_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    rule_id: Mapped[int] = mapped_column(ForeignKey("alert_rules.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+    event: Mapped[str] = mapped_column(String(64))
+    object: Mapped[str] = mapped_column(String(255))  # "job 20261203-…", "run …"
+    ok: Mapped[bool] = mapped_column(Boolean)
+    attempts: Mapped[int] = mapped_column(Integer)
+    status: Mapped[int | None] = mapped_column(Integer, nullable=True)  # HTTP / SMTP code
+    error: Mapped[str] = mapped_column(Text, default="")

@@ -38,6 +38,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .. import accounts, containment, job_credentials
+from ..alerts import events
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..datasets import ENV_DATASET
 from ..errors import Conflict, InvalidInput, NotFound
@@ -425,6 +426,7 @@ class TrainingService:
         finally:
             self._cluster.pop(job.job_id, None)
             await asyncio.to_thread(self._release, job.job_id)
+            events.finished(self.store, "job", job.job_id)
 
     def resume_cluster_jobs(self) -> list[str]:
         """Follow again the cluster jobs ``recover`` found without a follower (call it in
@@ -577,6 +579,7 @@ class TrainingService:
             row.exit_code = job.exit_code
             row.error = None if status == "succeeded" else _with_reason(job.error, job_dir)
             row.finished_at = datetime.now(UTC)
+        events.finished(self.store, "job", job.plan.job_id)  # alert rules (queued, not sent here)
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from .. import accounts, containment, quota
+from ..alerts import events
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
@@ -304,6 +305,7 @@ class TuningService:
             reservation = self._reservations.pop(engine.experiment_id, None)
             await asyncio.to_thread(quota.release, reservation)
             await asyncio.to_thread(self._set_status, engine.experiment_id, status, error)
+            events.finished(self.store, "experiment", engine.experiment_id)  # alert rules
         return status
 
     def start(self, engine: Engine) -> str:
