@@ -97,6 +97,8 @@ class FinetuneConfig:
     name: str | None = None
     # set when a registered version was resolved to its folder: "project/name:version"
     base_ref: str | None = None
+    # set when the data is a registered dataset's: "project/name:version" (or ":source")
+    dataset_ref: str | None = None
 
     # -- reading ------------------------------------------------------------------------
 
@@ -111,7 +113,7 @@ class FinetuneConfig:
             from .llamafactory import from_llamafactory
 
             return from_llamafactory(data, base_dir)
-        known = {f.name for f in dataclasses.fields(cls)} - {"base_ref"}
+        known = {f.name for f in dataclasses.fields(cls)} - {"base_ref", "dataset_ref"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise InvalidInput(
@@ -172,6 +174,7 @@ class FinetuneConfig:
             project=_text(data.get("project"), "project"),
             name=_text(data.get("name"), "name"),
             base_ref=_text(data.get("base_ref"), "base_ref"),
+            dataset_ref=_text(data.get("dataset_ref"), "dataset_ref"),
         )
         out.check()
         return out

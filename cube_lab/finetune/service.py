@@ -99,11 +99,36 @@ class FinetuneService:
     ) -> FinetuneConfig:
         """The checked config, its base model a folder (a registered version resolved);
         ``local``: it runs on this machine (not on the cluster)."""
+        data, dataset_ref = self.dataset_source(caller, data)
         config = FinetuneConfig.from_dict(data, base_dir)
+        config.dataset_ref = dataset_ref
         if not Path(config.model).is_dir():  # NAME:VERSION of the registry
             config.base_ref, config.model = self.resolve_version(caller, config.model, config)
         check_before_launch(config, local=local)
         return config
+
+    def dataset_source(self, caller: Caller, data: Any) -> tuple[Any, str | None]:
+        """``data: {dataset: NAME[:VERSION], file: ...}`` (our keys) made the path of that
+        file in the registered dataset version (or its source), and the reference."""
+        source = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(source, dict) or "dataset" not in source:
+            return data, None
+        ref = source["dataset"]
+        if not isinstance(ref, str) or not ref:
+            raise InvalidInput(_t("data.dataset must be a dataset's NAME[:VERSION]"))
+        name, _, version = ref.partition(":")
+        found = self.ws.datasets.resolve(caller, name, version or None, data.get("project"))
+        path = found.path
+        if path.is_dir():
+            path = _data_file(path, source.get("file"), ref)
+        elif source.get("file"):
+            raise InvalidInput(
+                _t("data.file: dataset {ref} is one file, not a folder", ref=ref),
+                _t("Remove data.file."),
+            )
+        rest = {k: v for k, v in source.items() if k not in ("dataset", "file")}
+        recorded = f"{found.project}/{found.name}:{found.version or 'source'}"
+        return {**data, "data": {**rest, "path": str(path)}}, recorded
 
     def resolve_version(
         self, caller: Caller, ref: str, config: FinetuneConfig | None = None
@@ -143,6 +168,8 @@ class FinetuneService:
             "project": config.project,
             "output_dir": config.output_dir,
         }
+        # a file of a registered dataset (version) becomes the job's lineage
+        spec["env"] = {"CUBE_LAB_DATASET": config.data.path}
         if cluster:
             from .cluster import cluster_spec
 
@@ -385,3 +412,29 @@ def _base_entry(after: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
             _t("Set baseline: to a registered version or a folder, or to none."),
         )
     return {"ref": meta.get("base_ref") or base, "path": base, "adapter": None}
+
+
+DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
+
+
+def _data_file(folder: Path, name: Any, ref: str) -> Path:
+    """``name`` in a dataset version's folder, or its only data file."""
+    if name:
+        path = (folder / str(name)).resolve()
+        if not path.is_relative_to(folder.resolve()) or not path.is_file():
+            raise InvalidInput(
+                _t("data.file: {name!r} is not a file of dataset {ref}", name=name, ref=ref),
+                _t("Files: {files}", files=", ".join(sorted(p.name for p in folder.iterdir()))),
+            )
+        return path
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in DATA_SUFFIXES)
+    if len(files) != 1:
+        raise InvalidInput(
+            _t(
+                "dataset {ref} holds {count} data files: name one with data.file",
+                ref=ref,
+                count=len(files),
+            ),
+            _t("Files: {files}", files=", ".join(p.name for p in files) or "none"),
+        )
+    return files[0]

@@ -49,9 +49,11 @@ class FinetuneJobsHandler(CubeHandler):
         folder = containment.resolve(self.root_dir, body.get("folder") or ".", what="folder")
         service = FinetuneService(self.workspace)
         parsed = await self.call(service.parse, self.caller, config, folder)
-        for what, path in (("model", parsed.model), ("data", parsed.data.path)):
-            if parsed.base_ref is None or what != "model":  # a registered base is the store's
-                containment.resolve(self.root_dir, path, what=what)
+        # a registered base or dataset is the store's; the rest must be under the root
+        if parsed.base_ref is None:
+            containment.resolve(self.root_dir, parsed.model, what="model")
+        if parsed.dataset_ref is None:
+            containment.resolve(self.root_dir, parsed.data.path, what="data")
         others = {
             "output_dir": parsed.output_dir,
             "eval_data": parsed.eval_data.path if parsed.eval_data else None,
