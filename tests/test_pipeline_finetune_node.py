@@ -127,3 +127,50 @@ def test_a_finetune_node_registers_a_version_the_next_node_loads(ws: Any, tmp_pa
     assert "loaded tiny-chat:1 " in log
     ft_log = ws.pipelines.tail_log(ALICE, view.id, "ft", 0).text
     assert "registered alice/tiny-chat:1" in ft_log
+
+
+async def test_under_the_hub_the_node_runs_and_registers_at_the_service(
+    api: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A node the service started (its job token, no store) posts the config to the service
+    (a real jupyter server with cube-lab), follows the job there, registers it there."""
+    import asyncio
+    import sys
+
+    from cube_lab.finetune.nodekind import ENV_SPEC
+
+    await api("alice", "GET", "whoami")  # the server is up
+    work = jp_root_dir / "work"
+    work.mkdir()
+    project(work)
+    spec = {
+        "config": {**CONFIG, "max_steps": 2},
+        "base_dir": str(work),
+        "nproc": 1,
+        "register": "hub-chat",
+    }
+    values = tmp_path / "values.json"
+    monkeypatch.setenv(ENV_SPEC, json.dumps(spec))
+    monkeypatch.setenv("CUBE_VALUES_FILE", str(values))
+    monkeypatch.setenv("CUBE_LAB_SERVICE_URL", f"http://localhost:{jp_http_port}{jp_base_url}")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "alice-secret")
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(jp_root_dir))
+    monkeypatch.delenv("CUBE_LAB_DATA_DIR", raising=False)
+    child = await asyncio.create_subprocess_exec(  # as the runner starts it
+        sys.executable, "-m", "cube_lab.finetune.node_main",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out = (await child.communicate())[0].decode()
+    assert child.returncode == 0, out
+    got = json.loads(values.read_text())
+    assert got["status"] == "succeeded" and got["model_ref"] == "hub-chat:1", got
+    assert got["project"] == "alice" and "final_loss" in got
+    assert "registered alice/hub-chat:1" in out
+    status, version = await api("alice", "GET", "projects/alice/models/hub-chat/versions/1")
+    assert status == 200 and version["flavor"] == "peft"
+    assert version["lineage"]["training_job_id"] == got["job_id"]
