@@ -297,10 +297,33 @@ def test_rule_checks(ws: Any, alice: Caller, hooks: Hooks) -> None:
         {**good, "name": "bad name"},
         {**good, "name": "x", "color": "red"},
         {**good, "name": "x", "enabled": "yes"},
+        {**good, "name": "x", "channel": {**_webhook(hooks.url), "colour": "red"}},
+        {**good, "name": "x", "channel": {**_webhook(hooks.url), "secret": 5}},
+        {
+            **good,
+            "name": "x",
+            "channel": {"type": "email", "host": "h", "sender": "s", "to": ["a@b"], "port": "25"},
+        },
+        {
+            **good,
+            "name": "x",
+            "channel": {"type": "email", "host": "h", "sender": "s", "to": ["a@b"], "port": 70000},
+        },
     ]
     for data in bad:
         with pytest.raises(InvalidInput):
             ws.alerts.create(alice, None, data)
+    mail = {
+        "type": "email",
+        "host": "smtp.example.com",
+        "port": 587,
+        "starttls": True,
+        "sender": "lab@example.com",
+        "to": ["ml@example.com"],
+        "password": "PW",
+    }
+    made = ws.alerts.create(alice, None, {**good, "name": "mail", "channel": mail})
+    assert made.channel["password"] == "••••••" and made.channel["host"] == "smtp.example.com"
     with pytest.raises(NotFound):
         ws.alerts.get(alice, None, "missing")
     assert cli_alerts.CHANNEL_TYPES == channels.TYPES

@@ -40,6 +40,17 @@ from .events import EVENTS, Event
 if TYPE_CHECKING:
     from .engine import AlertEngine
 
+HTTP_FIELDS: dict[str, type] = {"type": str, "url": str, "secret": str}
+EMAIL_FIELDS: dict[str, type] = {
+    "type": str,
+    "host": str,
+    "port": int,
+    "sender": str,
+    "to": list,
+    "starttls": bool,
+    "username": str,
+    "password": str,
+}
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 FIELDS = {"name", "events", "duration_s", "channel", "enabled"}
 TEST_EVENT = "rule.test"
@@ -142,6 +153,26 @@ def check_channel(channel: object) -> dict[str, Any]:
         raise InvalidInput(
             _t("unknown channel type {kind!r}", kind=kind),
             _t("Types: {types}", types=", ".join(channels.TYPES)),
+        )
+    fields = EMAIL_FIELDS if kind == "email" else HTTP_FIELDS
+    unknown = sorted(set(channel) - set(fields))
+    if unknown:
+        raise InvalidInput(
+            _t("unknown channel fields {unknown}", unknown=unknown),
+            _t("Known: {value}", value=sorted(fields)),
+        )
+    for key, want in fields.items():
+        value = channel.get(key)
+        if value is not None and (
+            not isinstance(value, want) or (want is int and isinstance(value, bool))
+        ):
+            raise InvalidInput(
+                _t("channel field {key} has the wrong type", key=key),
+                _t("got {value!r}", value=value),
+            )
+    if kind == "email" and not 0 < int(channel.get("port") or 25) < 65536:
+        raise InvalidInput(
+            _t("port must be from 1 to 65535"), _t("got {value!r}", value=channel["port"])
         )
     if kind == "email":
         to = channel.get("to")
