@@ -20,6 +20,12 @@ def job_finished_line(job_id: str, status: str, view: dict[str, Any]) -> str:
 
 
 def _print_problems(problems: list[Any]) -> None:
+    """Validation problems, one a line, in $LANG's language."""
+    from ..locale.messages import _t, env_locale
+
+    locale = env_locale()
     for p in problems:
-        where = f"node {p.node_label or p.node_id!r}: " if p.node_id else ""
-        print(f"  {where}{p.field}: {p.message}", file=sys.stderr)
+        node = p.node_label or p.node_id
+        where = _t("node {node!r}: ", node=node).translated(locale) if p.node_id else ""
+        message = p.message.translated(locale) if hasattr(p.message, "translated") else p.message
+        print(f"  {where}{p.field}: {message}", file=sys.stderr)

@@ -10,13 +10,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import ENV_ROOT_DIR
 from ..errors import InvalidInput
 from ..identity import Caller
-from ..locale.messages import _t
+from ..locale.messages import _t, env_locale, localize
 from ..serialize import to_jsonable
 from .args import output_target, parse_pairs, print_json, print_table
 from .output import _print_problems, _stamp
@@ -93,10 +94,12 @@ def pipeline_validate(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
     path = Path(a.path)
     pipeline, problems = ws.pipelines.check(path, _pipeline_root(path))
     if a.json:
-        print_json({"valid": not problems, "problems": problems})
+        found = localize([asdict(p) for p in problems], env_locale())
+        print_json({"valid": not problems, "problems": found})
     if problems:
         if not a.json:
-            print(f"{path}: {len(problems)} problem(s)", file=sys.stderr)
+            count = _t("{path}: {n} problem(s)", path=str(path), n=len(problems))
+            print(count.translated(env_locale()), file=sys.stderr)
             _print_problems(problems)
         raise SystemExit(1)
     if not a.json:

@@ -12,7 +12,8 @@ from typing import Any
 from tornado import web
 
 from ..errors import InvalidInput
-from ..locale.messages import _t
+from ..locale import negotiate
+from ..locale.messages import _t, localize
 from ..pipelines import catalogs
 from ..pipelines.nodekinds import node_kinds
 from .base import CubeHandler
@@ -42,10 +43,11 @@ class ValidateHandler(PipelineHandler):
     async def post(self) -> None:
         path = self.pipeline_path(self.json_body().get("path"))
         pipeline, problems = await self.call(self.workspace.pipelines.check, path, self.root)
+        locale = negotiate(self.request.headers.get("Accept-Language"))  # the editor's language
         self.reply(
             {
                 "valid": not problems,
-                "problems": problems,
+                "problems": localize([asdict(p) for p in problems], locale),
                 "name": pipeline.name,
                 "nodes": len(pipeline.nodes),
                 "migrated_from": pipeline.migrated_from,

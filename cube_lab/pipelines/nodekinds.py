@@ -87,6 +87,13 @@ def resolve_path(raw: object, ctx: NodeContext, field_name: str) -> Path:
         raise
 
 
+def _error_text(exc: CubeError) -> str:
+    """An error and how to fix it, as one problem's message (each part still translatable)."""
+    if not exc.detail:
+        return _t("{error}.", error=exc.error)
+    return _t("{error}. {detail}", error=exc.error, detail=exc.detail)
+
+
 def safe_path(
     raw: str, ctx: NodeContext, node: Node, field_name: str
 ) -> tuple[Path | None, list[Problem]]:
@@ -94,9 +101,11 @@ def safe_path(
     try:
         return resolve_path(raw, ctx, field_name), []
     except containment.PathRefused as exc:
-        message = exc.error.removeprefix(f"{field_name}: ")
+        message = exc.error  # a marked text: kept whole (removeprefix would drop its marks)
+        if message.startswith(f"{field_name}: "):
+            message = message.removeprefix(f"{field_name}: ")
         if exc.reason == "absolute":
-            message += "; use a path relative to the pipeline file"
+            message = _t("{message}; use a path relative to the pipeline file", message=message)
         return None, [Problem(node.id, field_name, message, node.label)]
 
 
@@ -110,19 +119,24 @@ class FileNodeKind:
 
     def check(self, node: Node, ctx: NodeContext) -> list[Problem]:
         if not node.filename:
-            return [Problem(node.id, "filename", "no file chosen", node.label)]
+            return [Problem(node.id, "filename", _t("no file chosen"), node.label)]
         path, problems = safe_path(node.filename, ctx, node, "filename")
         if problems:
             return problems
         assert path is not None
         if not path.is_file():
-            return [Problem(node.id, "filename", f"file {node.filename!r} not found", node.label)]
+            missing = _t("file {name!r} not found", name=node.filename)
+            return [Problem(node.id, "filename", missing, node.label)]
         if self.suffixes and path.suffix.lower() not in self.suffixes:
             return [
                 Problem(
                     node.id,
                     "filename",
-                    f"{node.filename!r} is not a {'/'.join(self.suffixes)} file",
+                    _t(
+                        "{name!r} is not a {suffixes} file",
+                        name=node.filename,
+                        suffixes="/".join(self.suffixes),
+                    ),
                     node.label,
                 )
             ]
@@ -133,7 +147,11 @@ class FileNodeKind:
                     Problem(
                         node.id,
                         f"dependencies[{i}]",
-                        f"{dep!r} matches no file next to {node.filename!r}",
+                        _t(
+                            "{dep!r} matches no file next to {name!r}",
+                            dep=dep,
+                            name=node.filename,
+                        ),
                         node.label,
                     )
                 ]
@@ -216,7 +234,7 @@ class ShellKind:
     def check(self, node: Node, ctx: NodeContext) -> list[Problem]:
         command = node.params.get("command")
         if not isinstance(command, str) or not command.strip():
-            return [Problem(node.id, "command", "no command given", node.label)]
+            return [Problem(node.id, "command", _t("no command given"), node.label)]
         return []
 
     def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
@@ -236,26 +254,20 @@ class TemplateKind:
     def check(self, node: Node, ctx: NodeContext) -> list[Problem]:
         name = node.params.get("template")
         if not isinstance(name, str) or not name:
-            return [Problem(node.id, "template", "no job template chosen", node.label)]
+            return [Problem(node.id, "template", _t("no job template chosen"), node.label)]
         try:
             template = self._template(node, ctx)
         except CubeError as exc:
-            return [
-                Problem(node.id, "template", f"{exc.error}. {exc.detail or ''}".strip(), node.label)
-            ]
+            return [Problem(node.id, "template", _error_text(exc), node.label)]
         raw = node.params.get("parameters") or {}
         if not isinstance(raw, dict):
-            return [Problem(node.id, "parameters", "parameters must be an object", node.label)]
+            return [Problem(node.id, "parameters", _t("parameters must be an object"), node.label)]
         # References to upstream values are checked when they resolve at run time.
         concrete = {k: v for k, v in raw.items() if not (isinstance(v, str) and "{{" in v)}
         try:
             checked = template.validate_params({**_placeholders(template, raw), **concrete})
         except CubeError as exc:
-            return [
-                Problem(
-                    node.id, "parameters", f"{exc.error}. {exc.detail or ''}".strip(), node.label
-                )
-            ]
+            return [Problem(node.id, "parameters", _error_text(exc), node.label)]
         problems: list[Problem] = []
         for name in template.path_parameters():  # what a template reads or writes stays inside
             value = checked.get(name) if name in concrete or name not in raw else None

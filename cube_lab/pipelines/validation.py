@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .elyra_format import SCHEMA_VERSION, flatten
 from .model import Pipeline
 from .nodekinds import NodeContext, Problem, kind_for, node_kinds
@@ -17,10 +18,17 @@ from .nodekinds import NodeContext, Problem, kind_for, node_kinds
 class PipelineInvalid(InvalidInput):
     def __init__(self, problems: list[Problem]) -> None:
         first = problems[0]
-        where = f"node {first.node_label or first.node_id!r}, " if first.node_id else ""
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        node = first.node_label or first.node_id
+        where = _t("node {node!r}, ", node=node) if first.node_id else ""
+        more = _t(" (and {n} more)", n=len(problems) - 1) if len(problems) > 1 else ""
         super().__init__(
-            f"invalid pipeline: {where}{first.field}: {first.message}{more}",
+            _t(
+                "invalid pipeline: {where}{field}: {message}{more}",
+                where=where,
+                field=first.field,
+                message=first.message,
+                more=more,
+            ),
             [asdict(p) for p in problems],
         )
         self.problems = problems
@@ -63,13 +71,15 @@ def check(
     ids: set[str] = set()
     for node in pipeline.nodes:
         if node.id in ids:
-            problems.append(Problem(node.id, "id", "duplicate node id", node.label))
+            problems.append(Problem(node.id, "id", _t("duplicate node id"), node.label))
         ids.add(node.id)
     for node in pipeline.nodes:
         for up in node.upstream:
             if up not in ids:
                 problems.append(
-                    Problem(node.id, "inputs", f"link from unknown node {up!r}", node.label)
+                    Problem(
+                        node.id, "inputs", _t("link from unknown node {up!r}", up=up), node.label
+                    )
                 )
         kind = kind_for(node.op)
         if kind is None:
@@ -77,7 +87,11 @@ def check(
                 Problem(
                     node.id,
                     "op",
-                    f"unknown node type {node.op!r}; known: {', '.join(sorted(node_kinds()))}",
+                    _t(
+                        "unknown node type {op!r}; known: {known}",
+                        op=node.op,
+                        known=", ".join(sorted(node_kinds())),
+                    ),
                     node.label,
                 )
             )
@@ -91,7 +105,7 @@ def check(
             Problem(
                 cycle[0],
                 "inputs",
-                "cycle: " + " -> ".join(labels.get(c, c) for c in cycle),
+                _t("cycle: {path}", path=" -> ".join(labels.get(c, c) for c in cycle)),
                 labels.get(cycle[0]),
             )
         )
@@ -99,11 +113,13 @@ def check(
     if parallelism is not None and (
         isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1
     ):
-        problems.append(Problem(None, "parallelism", "must be a whole number of at least 1"))
+        problems.append(Problem(None, "parallelism", _t("must be a whole number of at least 1")))
     names = [p.name for p in pipeline.parameters]
     for name in {n for n in names if names.count(n) > 1}:
         problems.append(
-            Problem(None, "pipeline_parameters", f"parameter {name!r} is defined twice")
+            Problem(
+                None, "pipeline_parameters", _t("parameter {name!r} is defined twice", name=name)
+            )
         )
     problems.extend(_check_parameters(pipeline, given or {}))
     problems.extend(_check_elyra_properties(pipeline))
@@ -141,8 +157,12 @@ def _check_document(pipeline: Pipeline) -> list[Problem]:
             Problem(
                 None,
                 "version",
-                f"the pipeline schema version is {schema!r}; Elyra pipelines use "
-                f'{SCHEMA_VERSION!r} (set the document\'s "version" to "{SCHEMA_VERSION}")',
+                _t(
+                    "the pipeline schema version is {schema!r}; Elyra pipelines use "
+                    '{version!r} (set the document\'s "version" to "{version}")',
+                    schema=schema,
+                    version=SCHEMA_VERSION,
+                ),
             )
         )
     pipelines = doc.get("pipelines") if isinstance(doc.get("pipelines"), list) else []
@@ -153,8 +173,12 @@ def _check_document(pipeline: Pipeline) -> list[Problem]:
             Problem(
                 None,
                 "primary_pipeline",
-                f"primary_pipeline {primary_id!r} names no pipeline of this file"
-                f" (pipeline ids: {', '.join(repr(i) for i in ids) or 'none'})",
+                _t(
+                    "primary_pipeline {primary!r} names no pipeline of this file"
+                    " (pipeline ids: {ids})",
+                    primary=primary_id,
+                    ids=", ".join(repr(i) for i in ids) or _t("none"),
+                ),
             )
         )
     primary = pipelines[pipeline.primary_index] if pipelines else {}
@@ -164,12 +188,14 @@ def _check_document(pipeline: Pipeline) -> list[Problem]:
             Problem(
                 None,
                 "app_data.version",
-                "the pipeline has no version; Elyra writes app_data.version (8 today). "
-                "Add it, or save the pipeline from the editor",
+                _t(
+                    "the pipeline has no version; Elyra writes app_data.version (8 today). "
+                    "Add it, or save the pipeline from the editor"
+                ),
             )
         )
     if not pipeline.nodes:
-        problems.append(Problem(None, "nodes", "the pipeline has no nodes; add at least one"))
+        problems.append(Problem(None, "nodes", _t("the pipeline has no nodes; add at least one")))
     return problems
 
 
@@ -182,8 +208,11 @@ def _check_parameters(pipeline: Pipeline, given: dict[str, Any]) -> list[Problem
                 Problem(
                     None,
                     where,
-                    f"{param.name!r} is not a valid parameter name: use letters, digits and "
-                    "underscores, not starting with a digit, and not a Python keyword",
+                    _t(
+                        "{name!r} is not a valid parameter name: use letters, digits and "
+                        "underscores, not starting with a digit, and not a Python keyword",
+                        name=param.name,
+                    ),
                 )
             )
         if param.required and param.default in (None, "") and given.get(param.name) in (None, ""):
@@ -191,8 +220,11 @@ def _check_parameters(pipeline: Pipeline, given: dict[str, Any]) -> list[Problem
                 Problem(
                     None,
                     f"pipeline_parameters[{i}].default_value",
-                    f"parameter {param.name!r} is required but has no value; give it a default "
-                    "value (or pass one for the run)",
+                    _t(
+                        "parameter {name!r} is required but has no value; give it a default "
+                        "value (or pass one for the run)",
+                        name=param.name,
+                    ),
                 )
             )
     defined = {p.name for p in pipeline.parameters}
@@ -202,7 +234,7 @@ def _check_parameters(pipeline: Pipeline, given: dict[str, Any]) -> list[Problem
             continue
         if not isinstance(used, list):
             problems.append(
-                Problem(node.id, "pipeline_parameters", "must be a list of names", node.label)
+                Problem(node.id, "pipeline_parameters", _t("must be a list of names"), node.label)
             )
             continue
         for name in used:
@@ -211,8 +243,12 @@ def _check_parameters(pipeline: Pipeline, given: dict[str, Any]) -> list[Problem
                     Problem(
                         node.id,
                         "pipeline_parameters",
-                        f"references pipeline parameter {name!r}, which this pipeline does not "
-                        f"define (defined: {', '.join(sorted(defined)) or 'none'})",
+                        _t(
+                            "references pipeline parameter {name!r}, which this pipeline does "
+                            "not define (defined: {defined})",
+                            name=name,
+                            defined=", ".join(sorted(defined)) or _t("none"),
+                        ),
                         node.label,
                     )
                 )
@@ -242,22 +278,28 @@ def _check_elyra_properties(pipeline: Pipeline) -> list[Problem]:
             where = f"{prefix}env_vars[{i}]"
             if not isinstance(item, dict):
                 problems.append(
-                    Problem(node_id, where, 'must be {"env_var": NAME, "value": ...}', label)
+                    Problem(node_id, where, _t('must be {{"env_var": NAME, "value": ...}}'), label)
                 )
                 continue
             name = item.get("env_var")
             if not isinstance(name, str) or not name.strip():
                 problems.append(
-                    Problem(node_id, where, "environment variable name is empty", label)
+                    Problem(node_id, where, _t("environment variable name is empty"), label)
                 )
             elif not _ENV_NAME.match(name):
-                why = "includes spaces" if re.search(r"\s", name) else "is not a valid name"
+                why = (
+                    _t("environment variable name {name!r} includes spaces", name=name)
+                    if re.search(r"\s", name)
+                    else _t("environment variable name {name!r} is not a valid name", name=name)
+                )
                 problems.append(
                     Problem(
                         node_id,
                         where,
-                        f"environment variable name {name!r} {why}; use letters, digits and "
-                        "underscores, not starting with a digit",
+                        _t(
+                            "{why}; use letters, digits and underscores, not starting with a digit",
+                            why=why,
+                        ),
                         label,
                     )
                 )
@@ -267,8 +309,12 @@ def _check_elyra_properties(pipeline: Pipeline) -> list[Problem]:
                 Problem(
                     node_id,
                     f"{prefix}runtime_image",
-                    f"{image!r} is not a valid container image name; write "
-                    "[registry/]owner/image[:tag], e.g. python:3.11 or quay.io/org/image:1.0",
+                    _t(
+                        "{image!r} is not a valid container image name; write {form}, e.g. "
+                        "python:3.11 or quay.io/org/image:1.0",
+                        image=image,
+                        form="[registry/]owner/image[:tag]",
+                    ),
                     label,
                 )
             )
@@ -279,14 +325,22 @@ def _check_elyra_properties(pipeline: Pipeline) -> list[Problem]:
             number = _leading_number(value)
             if number is None:
                 problems.append(
-                    Problem(node_id, f"{prefix}{key}", f"{value!r} is not a number", label)
+                    Problem(
+                        node_id,
+                        f"{prefix}{key}",
+                        _t("{value!r} is not a number", value=value),
+                        label,
+                    )
                 )
             elif number < 0:
                 problems.append(
                     Problem(
                         node_id,
                         f"{prefix}{key}",
-                        f"must be greater than zero (got {value!r}; 0 or empty means not set)",
+                        _t(
+                            "must be greater than zero (got {value!r}; 0 or empty means not set)",
+                            value=value,
+                        ),
                         label,
                     )
                 )
@@ -312,7 +366,7 @@ def _check_cube_settings(node_id: str, label: str, cube: dict[str, Any]) -> list
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value < low:
-            problems.append(Problem(node_id, key, f"must be a number >= {low}", label))
+            problems.append(Problem(node_id, key, _t("must be a number >= {low}", low=low), label))
     return problems
 
 
