@@ -54,14 +54,34 @@ def project(folder: Path, **changes: Any) -> Path:
     return folder
 
 
+def config_only(folder: Path) -> Path:
+    """What checking reads (no model weights): ``ft.yaml``, its data, a base's config.json."""
+    (folder / "alpaca.json").write_text("[]")
+    (folder / "base").mkdir()
+    (folder / "base" / "config.json").write_text("{}")
+    (folder / "ft.yaml").write_text(yaml.safe_dump(CONFIG))
+    return folder
+
+
 def test_the_kind_is_registered_through_its_entry_point() -> None:
     kind = node_kinds()[OP_FINETUNE]
     assert kind.name == "finetune" and kind.display_name == "Fine-tune LLM"
     assert {"register", "nproc", "max_steps", "learning_rate"} <= set(kind.schema["properties"])
 
 
+def test_the_cache_key_covers_the_data_file(tmp_path: Path) -> None:
+    from cube_lab.pipelines.model import Node
+    from cube_lab.pipelines.nodekinds import NodeContext
+
+    config_only(tmp_path)
+    kind = node_kinds()[OP_FINETUNE]
+    ft = Node("ft", OP_FINETUNE, "ft", {"filename": "ft.yaml"}, [])
+    found = kind.inputs(ft, NodeContext(tmp_path, tmp_path, None))
+    assert found == [tmp_path / "ft.yaml", tmp_path / "alpaca.json"]
+
+
 def test_bad_configs_are_problems_on_the_field(ws: Any, tmp_path: Path) -> None:
-    project(tmp_path)
+    config_only(tmp_path)
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**CONFIG, "method": "magic"}))
     (tmp_path / "nomodel.yaml").write_text(yaml.safe_dump({**CONFIG, "model": "missing"}))
     path = write_pipeline(
@@ -95,7 +115,7 @@ def test_a_finetune_node_registers_a_version_the_next_node_loads(ws: Any, tmp_pa
     path = write_pipeline(
         tmp_path,
         [
-            node("ft", OP_FINETUNE, filename="ft.yaml", register="tiny-chat", max_steps=3),
+            node("ft", OP_FINETUNE, filename="ft.yaml", register="tiny-chat", max_steps=2),
             node(
                 "use",
                 upstream=("ft",),
@@ -120,7 +140,7 @@ def test_a_finetune_node_registers_a_version_the_next_node_loads(ws: Any, tmp_pa
     assert job.status == "succeeded" and values["output_dir"] == job.output_dir
     assert Path(job.output_dir).is_relative_to(tmp_path)  # in the run's node folder
     meta = json.loads((Path(job.output_dir) / "model" / "cube_finetune.json").read_text())
-    assert meta["steps"] == 3  # the node's max_steps over the config's 50
+    assert meta["steps"] == 2  # the node's max_steps over the config's 50
     version = ws.registry.get_version(ALICE, "alice", "tiny-chat", 1)
     assert version.flavor == "peft" and version.lineage.training_job_id == values["job_id"]
     log = ws.pipelines.tail_log(ALICE, view.id, "use", 0).text
@@ -149,7 +169,7 @@ async def test_under_the_hub_the_node_runs_and_registers_at_the_service(
     work.mkdir()
     project(work)
     spec = {
-        "config": {**CONFIG, "max_steps": 2},
+        "config": {**CONFIG, "max_steps": 1},
         "base_dir": str(work),
         "nproc": 1,
         "register": "hub-chat",

@@ -121,6 +121,17 @@ class FinetuneKind(FileNodeKind):
             return [Problem(node.id, "filename", message, node.label)]
         return []
 
+    def inputs(self, node: Node, ctx: NodeContext) -> list[Path]:
+        """The config file and its data files (for the cache: changed data is a new run)."""
+        found = super().inputs(node, ctx)
+        path = found[0]
+        config = FinetuneConfig.from_dict(raw_config(path, node.params), path.parent)
+        for source in (config.data, config.eval_data):
+            data = Path(source.path) if source is not None and source.path else None
+            if data is not None and data.is_file() and data not in found:
+                found.append(data)
+        return found
+
     def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
         spec = self.spec(node, ctx)
         return NodeCommand(
