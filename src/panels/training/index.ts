@@ -29,6 +29,7 @@ import { getTrainingJob, TrainingJob } from '../../api';
 import { trainingIcon } from '../../icons';
 import { CATEGORY, CommandIDs, ICubeSidebar, PanelRanks } from '../../tokens';
 import { LaunchFormView } from './form';
+import { FinetuneFormView } from './finetune-form';
 import { TrainingJobView } from './job';
 import {
   basename,
@@ -43,6 +44,7 @@ import { addFormTab, lastDocument, openForm } from '../shell';
 export { TrainingPanel } from './panel';
 export { TrainingJobView } from './job';
 export { LaunchFormView } from './form';
+export { FinetuneFormView } from './finetune-form';
 export * as trainingLogic from './logic';
 export { trainingIcon } from '../../icons';
 
@@ -58,6 +60,8 @@ export namespace TrainingCommandIDs {
   export const launch = 'cube-lab:launch-training';
   /** The launch form with a dataset version as its data (args: project, dataset, version, path). */
   export const trainWithData = 'cube-lab:train-with-data';
+  /** The "Fine-tune" tab (a language model with TRL and PEFT). */
+  export const finetune = 'cube-lab:finetune';
 }
 
 /** A job tab's title: the job's name (its script's, unless named). */
@@ -195,7 +199,8 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
       settings: sidebar.settings,
       translator,
       openJob,
-      newJob: () => void commands.execute(TrainingCommandIDs.launch)
+      newJob: () => void commands.execute(TrainingCommandIDs.launch),
+      finetune: () => void commands.execute(TrainingCommandIDs.finetune)
     });
     panel.id = 'cube-lab-training';
     sidebar.addPanel(panel, {
@@ -257,6 +262,43 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
       caption: trans.__('Open the training launch form'),
       icon: args => (args.isPalette ? undefined : trainingIcon),
       execute: args => launch(formFromArgs(args))
+    });
+
+    const finetuneForms = new WidgetTracker<MainAreaWidget<FinetuneFormView>>({
+      namespace: 'cube-lab-finetune-form'
+    });
+    /** The one "Fine-tune" tab. */
+    const finetune = () => {
+      const existing = openForm(finetuneForms);
+      if (existing) {
+        shell.activateById(existing.id);
+        return existing;
+      }
+      const content: FinetuneFormView = new FinetuneFormView({
+        translator,
+        launched: job => {
+          openJob(job);
+          widget.dispose();
+          void panel.refresh();
+          sidebar.reveal(panel);
+        },
+        close: () => widget.dispose()
+      });
+      const widget = addFormTab(shell, finetuneForms, content, {
+        id: 'cube-lab-finetune',
+        icon: trainingIcon
+      });
+      return widget;
+    };
+
+    commands.addCommand(TrainingCommandIDs.finetune, {
+      label: args =>
+        args.isPalette
+          ? trans.__('Fine-tune a Language Model…')
+          : trans.__('Fine-tune'),
+      caption: trans.__('Open the fine-tune form'),
+      icon: args => (args.isPalette ? undefined : trainingIcon),
+      execute: () => finetune()
     });
 
     commands.addCommand(TrainingCommandIDs.openJob, {
@@ -338,6 +380,10 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
         },
         name: w => w.content.jobId
       });
+      void restorer.restore(finetuneForms, {
+        command: TrainingCommandIDs.finetune,
+        name: () => 'finetune'
+      });
       void restorer.restore(forms, {
         command: TrainingCommandIDs.launch,
         args: w => ({ ...w.content.form }),
@@ -395,7 +441,8 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
     if (palette) {
       for (const command of [
         TrainingCommandIDs.open,
-        TrainingCommandIDs.launch
+        TrainingCommandIDs.launch,
+        TrainingCommandIDs.finetune
       ]) {
         palette.addItem({
           command,

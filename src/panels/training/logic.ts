@@ -197,13 +197,28 @@ export function parseEnv(
   return { env, errors };
 }
 
-function wholeNumber(text: string, low: number, high: number): number | null {
+/** `text` as a whole number from `low` to `high`, or null. */
+export function wholeNumber(
+  text: string,
+  low: number,
+  high: number
+): number | null {
   const t = text.trim();
   if (!/^\d+$/.test(t)) {
     return null;
   }
   const n = Number(t);
   return n >= low && n <= high ? n : null;
+}
+
+/** A path as typed, relative to the server root (a leading "/" is the root). */
+export function rootPath(text: string): string {
+  return text.trim().replace(/^\/+/, '');
+}
+
+/** Whether a `/`-separated path climbs out of its root (has a ".."). */
+export function leavesRoot(path: string): boolean {
+  return path.split('/').includes('..');
 }
 
 /** The folder of a `/`-separated path ('' for the root). */
@@ -228,14 +243,14 @@ export function formToRequest(
   trans: ITrans = identity
 ): IFormResult {
   const errors: Partial<Record<FormField, string>> = {};
-  const script = form.script.trim().replace(/^\/+/, '');
+  const script = rootPath(form.script);
   if (!script) {
     errors.script = trans.__(
       'Pick the script to run (a file under the server root).'
     );
   } else if (script.endsWith('/')) {
     errors.script = trans.__('This is a folder: pick a file.');
-  } else if (script.split('/').includes('..')) {
+  } else if (leavesRoot(script)) {
     errors.script = trans.__(
       'Give a path under the server root, without "..".'
     );

@@ -4,7 +4,7 @@
  * Polls while visible.
  */
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import { addIcon, refreshIcon } from '@jupyterlab/ui-components';
+import { addIcon, buildIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
@@ -42,6 +42,12 @@ export class TrainingPanel extends PolledSection {
     this.addButton('new', addIcon, this.trans.__('Launch training'), () =>
       this._newJob()
     );
+    if (options.finetune) {
+      const finetune = options.finetune;
+      this.addButton('finetune', buildIcon, this.trans.__('Fine-tune'), () =>
+        finetune()
+      );
+    }
     this.addButton(
       'refresh',
       refreshIcon,
@@ -142,6 +148,8 @@ export namespace TrainingPanel {
     openJob: (job: TrainingJob) => void;
     /** Open the launch form. */
     newJob: () => void;
+    /** Open the fine-tune form. */
+    finetune?: () => void;
   }
 }
 

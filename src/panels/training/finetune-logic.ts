@@ -1,0 +1,303 @@
+/**
+ * The fine-tune form's pure logic: what the form holds, its check, and the
+ * `POST /finetune/jobs` (and `/finetune/estimate`) body it maps to; the two
+ * requests and the estimate's shape.
+ */
+import { requestAPI, TrainingJob } from '../../api';
+import { identity, ITrans } from '../../validate';
+import { leavesRoot, rootPath, wholeNumber } from './logic';
+
+export const METHODS = ['sft', 'pt', 'rm', 'dpo', 'grpo'] as const;
+export const DATA_FORMATS = [
+  'auto',
+  'alpaca',
+  'sharegpt',
+  'openai',
+  'preference',
+  'text'
+] as const;
+export const PRECISIONS = ['fp32', 'bf16', 'fp16'] as const;
+export const QUANTIZATIONS = ['none', '4', '8'] as const;
+
+export type FinetuneMethod = (typeof METHODS)[number];
+export type DataFormat = (typeof DATA_FORMATS)[number];
+export type Precision = (typeof PRECISIONS)[number];
+export type Quantization = (typeof QUANTIZATIONS)[number];
+
+/** What the fine-tune form holds: text as typed, checked on submit. */
+export interface IFinetuneForm {
+  name: string;
+  method: FinetuneMethod;
+  /** 'folder': `modelFolder` is the base; 'registered': `modelVersion` (NAME:VERSION). */
+  baseKind: 'folder' | 'registered';
+  modelFolder: string;
+  modelVersion: string;
+  /** The data file, relative to the server root. */
+  data: string;
+  dataFormat: DataFormat;
+  finetuningType: 'lora' | 'full';
+  loraRank: string;
+  loraAlpha: string;
+  /** "all" or a comma list of module names. */
+  loraTarget: string;
+  quantization: Quantization;
+  precision: Precision;
+  cutoffLen: string;
+  batchSize: string;
+  gradientAccumulation: string;
+  learningRate: string;
+  /** Blank: train for `epochs`. */
+  maxSteps: string;
+  epochs: string;
+  nproc: string;
+  project: string;
+}
+
+export type FinetuneField = keyof IFinetuneForm;
+
+export function emptyFinetuneForm(): IFinetuneForm {
+  return {
+    name: '',
+    method: 'sft',
+    baseKind: 'folder',
+    modelFolder: '',
+    modelVersion: '',
+    data: '',
+    dataFormat: 'auto',
+    finetuningType: 'lora',
+    loraRank: '8',
+    loraAlpha: '16',
+    loraTarget: 'all',
+    quantization: 'none',
+    precision: 'fp32',
+    cutoffLen: '1024',
+    batchSize: '2',
+    gradientAccumulation: '1',
+    learningRate: '0.0001',
+    maxSteps: '',
+    epochs: '3',
+    nproc: '1',
+    project: ''
+  };
+}
+
+/** The body of `POST /finetune/jobs` and `POST /finetune/estimate`. */
+export interface IFinetuneRequest {
+  config: Record<string, unknown>;
+  folder: string;
+  nproc: number;
+  project?: string;
+}
+
+/** `POST /finetune/estimate`: the memory of one process. */
+export interface IFinetuneEstimate {
+  parameters: number;
+  trainable_parameters: number;
+  dtype: string;
+  quantization_bit?: number | null;
+  tokens_per_step?: number;
+  bytes: Record<string, number>;
+  total_bytes: number;
+  total_gib: number;
+}
+
+/** The estimate's parts in the order they are shown. */
+export const ESTIMATE_PARTS = [
+  'weights',
+  'gradients',
+  'optimizer',
+  'activations',
+  'overhead'
+] as const;
+
+export function submitFinetune(body: IFinetuneRequest): Promise<TrainingJob> {
+  return requestAPI<TrainingJob>('finetune/jobs', { method: 'POST', body });
+}
+
+export function estimateFinetune(
+  body: IFinetuneRequest
+): Promise<IFinetuneEstimate> {
+  return requestAPI<IFinetuneEstimate>('finetune/estimate', {
+    method: 'POST',
+    body
+  });
+}
+
+/** A positive decimal number (1e-4 too), or null. */
+function positive(text: string, high: number): number | null {
+  const t = text.trim();
+  if (!/^(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i.test(t)) {
+    return null;
+  }
+  const n = Number(t);
+  return n > 0 && n <= high ? n : null;
+}
+
+/** Check a path typed relative to the server root; the error, or null. */
+function pathError(path: string, what: string, trans: ITrans): string | null {
+  if (!path) {
+    return what;
+  }
+  if (leavesRoot(path)) {
+    return trans.__('Give a path under the server root, without "..".');
+  }
+  return null;
+}
+
+/**
+ * Check the form and map it to the body of `POST /finetune/jobs`: paths are
+ * relative to the server root (`folder` is the root).
+ */
+export function finetuneToRequest(
+  form: IFinetuneForm,
+  trans: ITrans = identity
+): {
+  request: IFinetuneRequest | null;
+  errors: Partial<Record<FinetuneField, string>>;
+} {
+  const errors: Partial<Record<FinetuneField, string>> = {};
+  const config: Record<string, unknown> = { method: form.method };
+  if (form.baseKind === 'registered') {
+    if (!form.modelVersion) {
+      errors.modelVersion = trans.__(
+        'Pick a registered transformers version, or give a folder.'
+      );
+    }
+    config.model = form.modelVersion;
+  } else {
+    const folder = rootPath(form.modelFolder).replace(/\/+$/, '');
+    const error = pathError(
+      folder,
+      trans.__('Give the base model’s folder (a Hugging Face folder).'),
+      trans
+    );
+    if (error) {
+      errors.modelFolder = error;
+    }
+    config.model = folder;
+  }
+  const data = rootPath(form.data);
+  const dataError = pathError(
+    data,
+    trans.__('Give the data file (JSON, JSONL, CSV or Parquet).'),
+    trans
+  );
+  if (dataError) {
+    errors.data = dataError;
+  }
+  config.data = { path: data, format: form.dataFormat };
+  config.finetuning_type = form.finetuningType;
+  if (form.finetuningType === 'lora') {
+    const rank = wholeNumber(form.loraRank, 1, 4096);
+    if (rank === null) {
+      errors.loraRank = trans.__('LoRA rank: a whole number from 1 to 4096.');
+    }
+    const alpha = wholeNumber(form.loraAlpha, 1, 65536);
+    if (alpha === null) {
+      errors.loraAlpha = trans.__('LoRA alpha: a whole number from 1.');
+    }
+    const target = form.loraTarget
+      .split(',')
+      .map(t => t.trim())
+      .filter(Boolean);
+    if (!target.length) {
+      errors.loraTarget = trans.__(
+        'Write "all" or module names separated by commas.'
+      );
+    }
+    config.lora = {
+      rank,
+      alpha,
+      target: target.length === 1 && target[0] === 'all' ? 'all' : target
+    };
+  }
+  if (form.quantization !== 'none') {
+    if (form.finetuningType !== 'lora') {
+      errors.quantization = trans.__('Quantization needs LoRA.');
+    }
+    config.quantization_bit = Number(form.quantization);
+  }
+  if (form.precision === 'bf16') {
+    config.bf16 = true;
+  } else if (form.precision === 'fp16') {
+    config.fp16 = true;
+  }
+  const numbers: [FinetuneField, string, number, string][] = [
+    [
+      'cutoffLen',
+      'cutoff_len',
+      1 << 20,
+      trans.__('Cutoff length: a whole number from 8.')
+    ],
+    [
+      'batchSize',
+      'per_device_train_batch_size',
+      65536,
+      trans.__('Batch size: a whole number from 1.')
+    ],
+    [
+      'gradientAccumulation',
+      'gradient_accumulation_steps',
+      65536,
+      trans.__('Gradient accumulation: a whole number from 1.')
+    ]
+  ];
+  for (const [field, key, high, message] of numbers) {
+    const n = wholeNumber(form[field], field === 'cutoffLen' ? 8 : 1, high);
+    if (n === null) {
+      errors[field] = message;
+    }
+    config[key] = n;
+  }
+  const lr = positive(form.learningRate, 1);
+  if (lr === null) {
+    errors.learningRate = trans.__(
+      'Learning rate: a number above 0, at most 1 (e.g. 1e-4).'
+    );
+  }
+  config.learning_rate = lr;
+  if (form.maxSteps.trim()) {
+    const steps = wholeNumber(form.maxSteps, 1, 10 ** 9);
+    if (steps === null) {
+      errors.maxSteps = trans.__(
+        'Max steps: a whole number from 1 (blank: train for the epochs).'
+      );
+    }
+    config.max_steps = steps;
+  } else {
+    const epochs = positive(form.epochs, 1e6);
+    if (epochs === null) {
+      errors.epochs = trans.__('Epochs: a number above 0 (or give max steps).');
+    }
+    config.num_train_epochs = epochs;
+  }
+  const nproc = wholeNumber(form.nproc, 1, 256);
+  if (nproc === null) {
+    errors.nproc = trans.__('Processes: a whole number from 1 to 256.');
+  }
+  if (form.name.trim()) {
+    config.name = form.name.trim();
+  }
+  if (Object.keys(errors).length) {
+    return { request: null, errors };
+  }
+  const request: IFinetuneRequest = { config, folder: '', nproc: nproc! };
+  if (form.project.trim()) {
+    request.project = form.project.trim();
+  }
+  return { request, errors };
+}
+
+/** The NAME:VERSION of the registered transformers versions (a base model). */
+export function baseVersions(
+  versions: {
+    model: string;
+    version: number;
+    flavor: string;
+    archived: boolean;
+  }[]
+): string[] {
+  return versions
+    .filter(v => v.flavor === 'transformers' && !v.archived)
+    .map(v => `${v.model}:${v.version}`);
+}
