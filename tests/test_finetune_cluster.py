@@ -1,8 +1,8 @@
-"""Fine-tunes on Kubernetes and with DeepSpeed: the PyTorchJob / TrainJob a fine-tune
-becomes (checked against the real CRDs, strictly), submitted through the real client to
-kmock and followed to its end (PyTorchJob: a TrainJob takes its volumes from its runtime,
-so the fine-tune's files cannot be checked and it is refused); files the pods could not read are refused; DeepSpeed presets
-and files, refused here where there is no CUDA. No cluster and no GPU ran here."""
+"""Fine-tunes on Kubernetes and with DeepSpeed: the PyTorchJob a fine-tune becomes (checked
+against the real CRDs, strictly), submitted through the real client to kmock and followed to
+its end; files the pods could not read are refused (a TrainJob takes its volumes from its
+runtime, so its files cannot be checked and it is refused); DeepSpeed presets and files,
+refused here where there is no CUDA. No cluster and no GPU ran here."""
 
 from __future__ import annotations
 

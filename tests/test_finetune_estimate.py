@@ -16,7 +16,7 @@ pytest.importorskip("peft")
 from cube_lab.cli import main
 from cube_lab.finetune import tiny
 from cube_lab.finetune.config import FinetuneConfig
-from cube_lab.finetune.estimate import GIB, OVERHEAD, estimate
+from cube_lab.finetune.memory import GIB, OVERHEAD, estimate
 
 
 @pytest.fixture(scope="module")

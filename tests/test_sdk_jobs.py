@@ -399,11 +399,21 @@ def _finetune_roundtrip(root: Path) -> dict[str, Any]:
     version = job.register("tiny-sft")
     with pytest.raises(InvalidInput) as refused:
         cl.finetune({**settings, "model": "no-such-folder"})
+    memory = cl.finetune.estimate("sft.yaml")
+    merged = cl.finetune.merge("tiny-sft:1").wait(timeout=300).register("tiny-merged")
+    prompts = [{"prompt": r["instruction"], "expected": r["output"]} for r in rows[:3]]
+    (root / "p.jsonl").write_text("\n".join(json.dumps(p) for p in prompts))
+    evaluation = cl.finetune.evaluate({"model": "tiny-sft:1", "prompts": "p.jsonl"},
+                                      max_new_tokens=4)  # fmt: skip
+    table = evaluation.table(timeout=300)
     return {
         "job": {k: job.data[k] for k in ("status", "framework", "name")},
         "steps": frame.index.tolist(),
         "version": (version.name, version.version, version.flavor),
         "refused": refused.value.error.replace(str(root), "ROOT"),
+        "memory": (memory["parameters"], memory["trainable_parameters"]),
+        "merged": (merged.name, merged.flavor),
+        "evaluation": (list(table.columns), sorted(table.index)),
     }
 
 
@@ -415,5 +425,7 @@ def test_finetune_here_and_over_rest_answer_the_same(
     mine = _finetune_roundtrip(here)
     assert mine["job"] == {"status": "succeeded", "framework": "pytorch", "name": "finetune-sft"}
     assert mine["version"] == ("tiny-sft", 1, "peft")
+    assert mine["merged"] == ("tiny-merged", "transformers") and mine["memory"][1] > 0
+    assert mine["evaluation"] == (["before", "after"], ["exact_match", "rouge_l", "seconds"])
     theirs = _finetune_roundtrip(_connect(server, monkeypatch))
     assert theirs == mine

@@ -39,7 +39,7 @@ def finetune(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     cluster = _cluster(a)
     config = service.parse(caller, raw, path.resolve().parent, local=cluster is None)
     if a.estimate:
-        from ..finetune.estimate import estimate, table
+        from ..finetune.memory import estimate, table
 
         found = estimate(config)
         print_json(found) if a.json else print(table(found))
@@ -232,7 +232,7 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
     body = {"config": read_config_file(path), "folder": folder, "nproc": a.nproc}
     if a.estimate:
-        from ..finetune.estimate import table
+        from ..finetune.memory import table
 
         body = {k: v for k, v in {**body, "project": a.project}.items() if v is not None}
         found = client.post("finetune/estimate", body)

@@ -35,3 +35,24 @@ def preview(config: Any, n: int = 3, *args: Any, **kwargs: Any) -> Any:
     from ..sdk.finetune import preview as _preview
 
     return _preview(config, n, *args, **kwargs)
+
+
+def estimate(config: Any, *args: Any, **kwargs: Any) -> Any:
+    """``cl.finetune.estimate(config)``: see ``cube_lab.sdk.finetune.estimate``."""
+    from ..sdk.finetune import estimate as _estimate
+
+    return _estimate(config, *args, **kwargs)
+
+
+def merge(model: str, **kwargs: Any) -> Any:
+    """``cl.finetune.merge("adapter:1")``: see ``cube_lab.sdk.finetune.merge``."""
+    from ..sdk.finetune import merge as _merge
+
+    return _merge(model, **kwargs)
+
+
+def evaluate(config: Any, *args: Any, **kwargs: Any) -> Any:
+    """``cl.finetune.evaluate(config)``: see ``cube_lab.sdk.finetune.evaluate``."""
+    from ..sdk.finetune import evaluate as _evaluate
+
+    return _evaluate(config, *args, **kwargs)

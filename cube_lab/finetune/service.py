@@ -332,7 +332,7 @@ class FinetuneService:
 
     def evaluation(self, caller: Caller, job_id: str) -> dict[str, Any]:
         """The ``evaluation.json`` an evaluation job wrote (the job's project's members only)."""
-        from .evaluate import RESULT
+        from .evaluation import RESULT
 
         job = self.ws.training.get(caller, job_id)
         path = Path(job.output_dir or "") / RESULT

@@ -70,11 +70,11 @@ class FinetuneJobsHandler(CubeHandler):
 
 class EstimateHandler(FinetuneJobsHandler):
     """``POST /finetune/estimate``: the body of ``/finetune/jobs``; the memory the fine-tune
-    needs per process (``cube_lab.finetune.estimate``), no job."""
+    needs per process (``cube_lab.finetune.memory``), no job."""
 
     @web.authenticated
     async def post(self) -> None:
-        from ..finetune.estimate import estimate
+        from ..finetune.memory import estimate
 
         parsed, _, _ = await self.parsed()
         self.reply(await self.call(estimate, parsed))

@@ -1,7 +1,12 @@
-"""``cl.finetune(config)``: fine-tune a language model (SFT or DPO, LoRA or full weights) as a
-training job, without blocking; the answer is that job's ``Job`` handle (``.wait()``,
-``.metrics()``, ``.logs()``, ``.register(name)``). See ``docs/finetune.md`` for the config:
-cube-lab's keys, or a LLaMA-Factory training YAML as it is."""
+"""``cl.finetune(config)``: fine-tune a language model (pt/sft/rm/dpo/grpo, LoRA or full
+weights) as a training job, without blocking; the answer is that job's ``Job`` handle
+(``.wait()``, ``.metrics()``, ``.logs()``, ``.register(name)``). See ``docs/finetune.md`` for
+the config: cube-lab's keys, or a LLaMA-Factory training YAML as it is.
+
+Around it: ``cl.finetune.preview`` (the records as the model reads them),
+``cl.finetune.estimate`` (the memory per process), ``cl.finetune.merge`` (an adapter version
+into its base, a job) and ``cl.finetune.evaluate`` (before vs after, a job whose
+``.result()`` and ``.table()`` give the figures)."""
 
 from __future__ import annotations
 
@@ -30,6 +35,53 @@ def finetune(
         raise InvalidInput("nproc must be a whole number of at least 1", f"got {nproc!r}")
     data, folder = read_config(config, base_dir, "a fine-tune")
     return Job(current().start_finetune({**data, **overrides}, folder, project, nproc))
+
+
+def estimate(
+    config: str | os.PathLike[str] | dict[str, Any],
+    base_dir: str | os.PathLike[str] | None = None,
+    *,
+    project: str | None = None,
+    nproc: int = 1,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """The accelerator memory the fine-tune needs per process, by part (no job starts)."""
+    data, folder = read_config(config, base_dir, "a fine-tune")
+    return dict(current().finetune_estimate({**data, **overrides}, folder, project, nproc))
+
+
+def merge(model: str, *, project: str | None = None) -> Job:
+    """Merge the LoRA adapter version ``model`` (``NAME[:VERSION]``) into its base, as a job;
+    ``.wait().register(name)`` records the full model."""
+    return Job(current().start_merge(model, project))
+
+
+class Evaluation(Job):
+    """An evaluation job: ``.result()`` waits and answers ``evaluation.json``; ``.table()``
+    is its figures side by side (a row per metric, a column per model)."""
+
+    def result(self, timeout: float | None = None) -> dict[str, Any]:
+        self.wait(timeout)
+        return dict(current().evaluation(self.id))
+
+    def table(self, timeout: float | None = None) -> Any:
+        import pandas as pd
+
+        found = self.result(timeout)
+        return pd.DataFrame({label: found["metrics"][label] for label in found["metrics"]})
+
+
+def evaluate(
+    config: str | os.PathLike[str] | dict[str, Any],
+    base_dir: str | os.PathLike[str] | None = None,
+    *,
+    project: str | None = None,
+    **overrides: Any,
+) -> Evaluation:
+    """Start an evaluation (model vs baseline: perplexity, a scored prompt set); returns at
+    once. See ``docs/finetune.md`` for the config."""
+    data, folder = read_config(config, base_dir, "an evaluation")
+    return Evaluation(current().start_evaluation({**data, **overrides}, folder, project))
 
 
 def preview(

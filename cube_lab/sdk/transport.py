@@ -180,6 +180,24 @@ class Transport(abc.ABC):
     def start_finetune(self, config: Json, folder: Path, project: str | None, nproc: int) -> Json:
         """Implemented by each transport: a fine-tune, started as a training job."""
 
+    @abc.abstractmethod
+    def finetune_estimate(
+        self, config: Json, folder: Path, project: str | None, nproc: int
+    ) -> Json:
+        """Implemented by each transport: the memory a fine-tune needs per process."""
+
+    @abc.abstractmethod
+    def start_merge(self, model: str, project: str | None) -> Json:
+        """Implemented by each transport: an adapter version merged, as a training job."""
+
+    @abc.abstractmethod
+    def start_evaluation(self, config: Json, folder: Path, project: str | None) -> Json:
+        """Implemented by each transport: an evaluation, started as a training job."""
+
+    @abc.abstractmethod
+    def evaluation(self, job_id: str) -> Json:
+        """Implemented by each transport: an evaluation job's result."""
+
     # -- tuning experiments -------------------------------------------------------------
 
     @abc.abstractmethod
@@ -474,6 +492,36 @@ class LocalTransport(Transport):
         parsed = service.parse(self.caller, {**config, "project": project} if project else config,
                                folder.resolve())  # fmt: skip
         return self._launch(service.prepare(self.caller, parsed, nproc=nproc, cwd=folder))
+
+    def finetune_estimate(
+        self, config: Json, folder: Path, project: str | None, nproc: int
+    ) -> Json:
+        from ..finetune.memory import estimate
+        from ..finetune.service import FinetuneService
+
+        service = FinetuneService(self.ws)
+        parsed = service.parse(self.caller, {**config, "project": project} if project else config,
+                               folder.resolve())  # fmt: skip
+        return estimate(parsed)
+
+    def start_merge(self, model: str, project: str | None) -> Json:
+        from ..finetune.service import FinetuneService
+
+        service = FinetuneService(self.ws)
+        return self._launch(service.prepare_merge(self.caller, model, project=project))
+
+    def start_evaluation(self, config: Json, folder: Path, project: str | None) -> Json:
+        from ..finetune.service import FinetuneService
+
+        service = FinetuneService(self.ws)
+        raw = {**config, "project": project} if project else config
+        parsed = service.parse_evaluation(self.caller, raw, folder.resolve())
+        return self._launch(service.prepare_evaluation(self.caller, parsed))
+
+    def evaluation(self, job_id: str) -> Json:
+        from ..finetune.service import FinetuneService
+
+        return FinetuneService(self.ws).evaluation(self.caller, job_id)
 
     def _launch(self, job: Any) -> Json:
         """Start a prepared training job in a thread of this process (a cluster one is
@@ -901,6 +949,27 @@ class RestTransport(Transport):
     def start_finetune(self, config: Json, folder: Path, project: str | None, nproc: int) -> Json:
         body = {"config": config, "folder": self.relative(folder, "folder"), "nproc": nproc}
         return self.client.post("finetune/jobs", {**body, "project": project} if project else body)
+
+    def finetune_estimate(
+        self, config: Json, folder: Path, project: str | None, nproc: int
+    ) -> Json:
+        body = {"config": config, "folder": self.relative(folder, "folder"), "nproc": nproc}
+        path = "finetune/estimate"
+        return self.client.post(path, {**body, "project": project} if project else body)
+
+    def start_merge(self, model: str, project: str | None) -> Json:
+        body = {"model": model, "project": project} if project else {"model": model}
+        return self.client.post("finetune/merge", body)
+
+    def start_evaluation(self, config: Json, folder: Path, project: str | None) -> Json:
+        body = {"config": config, "folder": self.relative(folder, "folder")}
+        path = "finetune/evaluations"
+        return self.client.post(path, {**body, "project": project} if project else body)
+
+    def evaluation(self, job_id: str) -> Json:
+        from ..rest_client import segment
+
+        return self.client.get(f"finetune/evaluations/{segment(job_id)}")
 
     def list_jobs(self, project: str | None, limit: int) -> list[Json]:
         return self.client.get("training/jobs", project=project, limit=limit)["jobs"]

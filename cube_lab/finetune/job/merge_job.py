@@ -4,7 +4,7 @@ A file of its own folder, so that running it puts nothing but itself on ``sys.pa
 
 import sys
 
-from cube_lab.finetune.merge import main
+from cube_lab.finetune.merging import main
 
 if __name__ == "__main__":
     sys.exit(main())
