@@ -35,6 +35,8 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from .cli.args import parse_pairs
 from .errors import CubeError
+from .locale.messages import _t
+from .sdk.view_locale import view_locale
 
 
 class CubeFailed(Exception):
@@ -184,7 +186,6 @@ def _cube_errors(fn: Any) -> Any:
             return fn(*args, **kwargs)
         except CubeError as exc:  # a clean message, no traceback; stops "Run All"
             from .locale.messages import localize
-            from .sdk.view_locale import view_locale
 
             locale = view_locale()  # JupyterLab's language, else LANG's
             error, detail = localize(exc.error, locale), localize(exc.detail, locale)
@@ -437,9 +438,11 @@ def _cell_file(cell: str) -> Path:
     if isinstance(transport, sdk.RestTransport):
         if transport.root is None:
             raise CubeError(
-                "%%cube_train over REST needs the server's root to save the cell in",
-                "cl.connect(url, token=..., root=FOLDER) with the server's root as this "
-                "machine sees it, or save the cell as a file there and use %cube_train FILE.",
+                _t("%%cube_train over REST needs the server's root to save the cell in"),
+                _t(
+                    "cl.connect(url, token=..., root=FOLDER) with the server's root as this "
+                    "machine sees it, or save the cell as a file there and use %cube_train FILE."
+                ),
             )
         folder = transport.root / ".cube-lab" / "training-cells"
     else:
@@ -482,4 +485,5 @@ def _stream_cli(args: list[str], what: str) -> None:
             print(out, end="", flush=True)
         code = proc.wait()
     if code != 0:
-        raise UsageError(f"{what} failed (exit code {code})")
+        failed = _t("{what} failed (exit code {code})", what=what, code=code)
+        raise UsageError(failed.translated(view_locale()))

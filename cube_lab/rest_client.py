@@ -149,9 +149,11 @@ class ServiceClient:
         token = env.get(ENV_JOB_TOKEN) or env.get(ENV_TOKEN)
         if not token:
             raise Unauthorized(
-                f"${ENV_SERVICE_URL} is set but ${ENV_TOKEN} is not",
-                "Run cube-lab inside your JupyterHub server (a terminal or a notebook), "
-                "or export the token of a hub API token of yours.",
+                _t("${url} is set but ${token} is not", url=ENV_SERVICE_URL, token=ENV_TOKEN),
+                _t(
+                    "Run cube-lab inside your JupyterHub server (a terminal or a notebook), "
+                    "or export the token of a hub API token of yours."
+                ),
             )
         return cls(url, token)
 
@@ -212,7 +214,11 @@ class ServiceClient:
             return json.loads(payload)
         except ValueError:
             raise ServiceError(
-                f"the cube-lab service answered {method} {path} with no JSON",
+                _t(
+                    "the cube-lab service answered {method} {path} with no JSON",
+                    method=method,
+                    path=path,
+                ),
                 payload.decode(errors="replace")[:300],
             ) from None
 

@@ -44,28 +44,28 @@ def known_resources() -> dict[str, tuple[accelerators.Accelerator, str]]:
 def label(dimension: str) -> str:
     """How a refusal names a dimension: 'GPUs (nvidia.com/gpu)', 'GiB memory'."""
     if dimension == "cpu":
-        return "CPU cores"
+        return _t("CPU cores")
     if dimension == "memory":
-        return "GiB memory"
-    if dimension in ("servers", "jobs"):
-        return dimension
+        return _t("GiB memory")
+    if dimension == "servers":
+        return _t("servers")
+    if dimension == "jobs":
+        return _t("jobs")
     acc_role = known_resources().get(dimension)
     if acc_role is None:
         return dimension
     acc, role = acc_role
     if role == "memory":
-        return f"MiB of device memory ({dimension})"
+        return _t("MiB of device memory ({dimension})", dimension=dimension)
     if role == "cores":
-        return f"percent of device cores ({dimension})"
+        return _t("percent of device cores ({dimension})", dimension=dimension)
     if acc.key.startswith("nvidia-mig"):
-        noun = "MIG slices"
-    elif acc.vendor == "huawei":
-        noun = "NPUs"
-    elif acc.fractional:
-        noun = "vGPUs"
-    else:
-        noun = "GPUs"
-    return f"{noun} ({dimension})"
+        return _t("MIG slices ({dimension})", dimension=dimension)
+    if acc.vendor == "huawei":
+        return _t("NPUs ({dimension})", dimension=dimension)
+    if acc.fractional:
+        return _t("vGPUs ({dimension})", dimension=dimension)
+    return _t("GPUs ({dimension})", dimension=dimension)
 
 
 def show(dimension: str, amount: float) -> str:

@@ -26,7 +26,7 @@ from .. import accounts
 from ..config import ENV_SERVICE_URL
 from ..errors import CubeError, Forbidden
 from ..locale import negotiate, translator_for
-from ..locale.messages import _t
+from ..locale.messages import _t, localize
 from ..names import folder_name, legacy_folder_is_own, legacy_folder_name
 from . import policy
 from .client import ENV_ADMIN_URL
@@ -126,11 +126,21 @@ def settle_project_folder(projects_dir: Path, group: str) -> Path:
     return target
 
 
-def refused(exc: CubeError) -> web.HTTPError:
-    """A spawn refusal whose message the hub shows the user as it is."""
-    err = web.HTTPError(403, exc.error)
-    err.jupyterhub_message = f"{exc.error}. {exc.detail or ''}".strip()  # type: ignore[attr-defined]
+def refused(exc: CubeError, locale: str = "en") -> web.HTTPError:
+    """A spawn refusal whose message the hub shows the user as it is, in ``locale``."""
+    err = web.HTTPError(403, str(exc.error))  # the log's line stays English
+    if exc.detail:
+        message = _t("{error}. {detail}", error=exc.error, detail=exc.detail)
+    else:
+        message = _t("{error}.", error=exc.error)
+    err.jupyterhub_message = localize(message, locale)  # type: ignore[attr-defined]
     return err
+
+
+def spawn_locale(spawner: Any) -> str:
+    """The language of the browser that asked for the spawn (the hub sets ``.handler``)."""
+    request = getattr(getattr(spawner, "handler", None), "request", None)
+    return negotiate(request.headers.get("Accept-Language") if request else None)
 
 
 class CubeSpawnerMixin:
@@ -218,7 +228,7 @@ class CubeSpawnerMixin:
             )
         except CubeError as exc:
             self.log.info("cube-lab: refused %s: %s", self.holder, exc.error)  # type: ignore[attr-defined]
-            raise refused(exc) from exc
+            raise refused(exc, spawn_locale(self)) from exc
         self.cube_profile, self.cube_group = profile, group
         self.apply_profile(profile, group)
 
@@ -336,7 +346,7 @@ class CubeLocalSpawner(CubeSpawnerMixin, SimpleLocalProcessSpawner):
                 self.settle_account()
         except CubeError as exc:
             self.log.warning("cube-lab: refused %s: %s", self.holder, exc.error)
-            raise refused(exc) from exc
+            raise refused(exc, spawn_locale(self)) from exc
         self.link_projects()
 
     def settle_account(self) -> None:
