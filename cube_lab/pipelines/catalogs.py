@@ -407,7 +407,7 @@ def clear_cache() -> None:
 
 # -- the node kind ----------------------------------------------------------------------------
 
-HOW_TO_ADD = (
+HOW_TO_ADD = _t(
     "Add the catalog that holds it: a JSON file in <jupyter data dir>/metadata/component-catalogs/ "
     "(as Elyra writes it, e.g. `elyra-metadata create component-catalogs --schema_name="
     "local-directory-catalog --display_name=My components --runtime_type=KUBEFLOW_PIPELINES "
@@ -452,16 +452,24 @@ class CatalogKind:
         if component is None:
             schema = node.op.split(":", 1)[0]
             where = (
-                f"the configured {schema} catalogs ({found.names[schema]})"
+                _t(
+                    "the configured {schema} catalogs ({names})",
+                    schema=schema,
+                    names=found.names[schema],
+                )
                 if schema in found.names
-                else f"no configured catalog of type {schema!r}"
+                else _t("no configured catalog of type {schema!r}", schema=schema)
             )
             return [
                 Problem(
                     node.id,
                     "op",
-                    f"component {node.op!r} is not in any component catalog ({where}). "
-                    + HOW_TO_ADD,
+                    _t(
+                        "component {op!r} is not in any component catalog ({where}). {how}",
+                        op=node.op,
+                        where=where,
+                        how=HOW_TO_ADD,
+                    ),
                     node.label,
                 )
             ]
@@ -474,7 +482,7 @@ class CatalogKind:
                         Problem(
                             node.id,
                             item.ref,
-                            f"required input {item.name!r} has no value",
+                            _t("required input {name!r} has no value", name=item.name),
                             node.label,
                         )
                     )
@@ -485,8 +493,11 @@ class CatalogKind:
                         Problem(
                             node.id,
                             item.ref,
-                            f"input {item.name!r} takes a parent's "
-                            "output as {'value': <node id>, 'option': 'output_<name>'}",
+                            _t(
+                                "input {name!r} takes a parent's output as "
+                                "{{'value': <node id>, 'option': 'output_<name>'}}",
+                                name=item.name,
+                            ),
                             node.label,
                         )
                     )
@@ -494,7 +505,7 @@ class CatalogKind:
             if widget == "parameter":
                 if not isinstance(value, str) or not value:
                     problems.append(
-                        Problem(node.id, item.ref, "names no pipeline parameter", node.label)
+                        Problem(node.id, item.ref, _t("names no pipeline parameter"), node.label)
                     )
                 continue
             if widget == "file":
@@ -515,8 +526,11 @@ class CatalogKind:
                     Problem(
                         node.id,
                         item.ref,
-                        f"input {item.name!r} is a file (inputPath): "
-                        "link a parent node's output to it",
+                        _t(
+                            "input {name!r} is a file (inputPath): "
+                            "link a parent node's output to it",
+                            name=item.name,
+                        ),
                         node.label,
                     )
                 )
@@ -525,7 +539,12 @@ class CatalogKind:
                     Problem(
                         node.id,
                         item.ref,
-                        f"input {item.name!r} is a {item.type}, got {value!r}",
+                        _t(
+                            "input {name!r} is a {type}, got {value!r}",
+                            name=item.name,
+                            type=item.type,
+                            value=value,
+                        ),
                         node.label,
                     )
                 )
