@@ -409,3 +409,23 @@ def test_what_would_fail_in_the_job_is_refused_before_one_is_recorded(
         assert ws.training.list(Caller(local_username())) == []  # no job was recorded
     finally:
         ws.close()
+
+
+def test_sample_generations_every_n_steps(files: Path, tmp_path: Path, capsys: Any) -> None:
+    from cube_lab.finetune.trainer import train
+
+    out = tmp_path / "out"
+    train(config(files, out, max_steps=4, sample_every=2, sample_max_new_tokens=6))
+    printed = capsys.readouterr().out
+    assert "sample step=2 [1/2]: Say the pair 0" in printed and "sample step=4 [2/2]:" in printed
+    rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [2, 2, 4, 4]
+    assert rows[0]["prompt"][-1]["content"].startswith("Say the pair 0")  # the data's prompt
+    asked = config(files, tmp_path / "o2", max_steps=2, sample_every=2, sample_prompts=["Hi?"])
+    train(asked)
+    rows = [
+        json.loads(line) for line in (tmp_path / "o2" / "samples.jsonl").read_text().splitlines()
+    ]
+    assert [r["prompt"] for r in rows] == [[{"role": "user", "content": "Hi?"}]]
+    with pytest.raises(InvalidInput, match="a reward model scores, it does not generate"):
+        config(files, out, method="rm", data={"path": str(files / "pref.jsonl")}, sample_every=2)

@@ -93,6 +93,10 @@ class FinetuneConfig:
     reward_file: str | None = None
     num_generations: int = 4
     max_completion_length: int = 32
+    # sample generations every N steps (log and OUTPUT/samples.jsonl); prompts: the data's
+    sample_every: int | None = None
+    sample_prompts: list[str] | None = None
+    sample_max_new_tokens: int = 32
     project: str | None = None
     name: str | None = None
     # set when a registered version was resolved to its folder: "project/name:version"
@@ -171,6 +175,11 @@ class FinetuneConfig:
             max_completion_length=_int(
                 data.get("max_completion_length", 32), "max_completion_length", 1, 1 << 20
             ),
+            sample_every=_optional_int(data.get("sample_every"), "sample_every", 1, 10**9),
+            sample_prompts=_texts(data.get("sample_prompts"), "sample_prompts"),
+            sample_max_new_tokens=_int(
+                data.get("sample_max_new_tokens", 32), "sample_max_new_tokens", 1, 4096
+            ),
             project=_text(data.get("project"), "project"),
             name=_text(data.get("name"), "name"),
             base_ref=_text(data.get("base_ref"), "base_ref"),
@@ -187,6 +196,11 @@ class FinetuneConfig:
             raise InvalidInput("max_steps must be at least 1, or -1 for num_train_epochs")
         if self.bf16 and self.fp16:
             raise InvalidInput("give bf16 or fp16, not both")
+        if self.sample_every is not None and self.method == "rm":
+            raise InvalidInput(
+                _t("sample_every: a reward model scores, it does not generate"),
+                _t("Remove sample_every; its accuracy and margin show how it learns."),
+            )
         if self.quantization_bit is not None and self.method == "rm":
             raise InvalidInput(
                 _t("quantization_bit is not supported for reward models yet"),
@@ -438,6 +452,14 @@ def _deepspeed(value: Any, base: Path) -> str | None:
             f"Use one of {', '.join(PRESETS)}, or a DeepSpeed JSON config file.",
         )
     return path
+
+
+def _texts(value: Any, name: str) -> list[str] | None:
+    if value in (None, []):
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise InvalidInput(f"{name} must be a list of texts", f"got {value!r}")
+    return list(value)
 
 
 def _val_size(value: Any) -> float:

@@ -32,7 +32,7 @@ from typing import Any
 from ..errors import CubeError, InvalidInput
 from ..locale.messages import _t
 from ..training import metrics
-from . import masking
+from . import masking, samples
 from .config import FinetuneConfig, check_records
 from .data import load_records
 
@@ -310,6 +310,7 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
     records = load_records(config.data)
     check_records(config.method, records[0], Path(config.data.path).name)
     records, held = split(records, config)
+    asked = samples.prompts(config.sample_prompts, held or records) if config.sample_every else []
     tokenizer = AutoTokenizer.from_pretrained(config.model)
     conversational = "text" not in records[0]
     if conversational and not tokenizer.chat_template:
@@ -385,6 +386,11 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
         **extra,
     )
     trainer.remove_callback(PrinterCallback)  # Report prints each step instead
+    if asked and config.sample_every:
+        every, most = config.sample_every, config.sample_max_new_tokens
+        trainer.add_callback(
+            samples.callback(tokenizer, asked, every, most, root / "samples.jsonl")
+        )
     if resume and trainer.is_world_process_zero():
         state = json.loads((Path(resume) / "trainer_state.json").read_text())
         print(f"resuming from {resume} at step {state.get('global_step')}", flush=True)
