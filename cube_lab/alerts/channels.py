@@ -40,6 +40,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 
 TYPES = ("webhook", "wecom", "dingtalk", "feishu", "slack", "email")
 SECRET_FIELDS = ("url", "secret", "password")  # never returned, never logged
@@ -95,7 +96,9 @@ def _markdown(msg: Message) -> str:
 def _require_url(channel: dict[str, Any]) -> str:
     url = channel.get("url")
     if not isinstance(url, str) or urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise InvalidInput("A channel needs an http(s) url", f"type {channel.get('type')!r}")
+        raise InvalidInput(
+            _t("A channel needs an http(s) url"), _t("type {kind!r}", kind=channel.get("type"))
+        )
     return url
 
 
@@ -131,7 +134,10 @@ def build_request(
     elif kind == "slack":
         body = {"text": f"*{msg.title}*\n{msg.text}\n<{msg.link}|{msg.link}>"}
     else:
-        raise InvalidInput("Unknown channel type", f"{kind!r}; one of {', '.join(TYPES)}")
+        raise InvalidInput(
+            _t("Unknown channel type"),
+            _t("{kind!r}; one of {types}", kind=kind, types=", ".join(TYPES)),
+        )
     data = json.dumps(body, ensure_ascii=False).encode()
     return Request(url, data, {"Content-Type": "application/json; charset=utf-8"})
 
@@ -165,7 +171,7 @@ def _post(channel: dict[str, Any], msg: Message) -> tuple[int | None, str]:
 def _send_email(channel: dict[str, Any], msg: Message) -> tuple[int | None, str]:
     to = channel.get("to") or []
     if not channel.get("host") or not channel.get("sender") or not to:
-        raise InvalidInput("An email channel needs host, sender and to")
+        raise InvalidInput(_t("An email channel needs host, sender and to"))
     mail = EmailMessage()
     mail["Subject"] = msg.title
     mail["From"] = str(channel["sender"])

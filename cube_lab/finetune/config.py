@@ -112,7 +112,10 @@ class FinetuneConfig:
 
         ``base_dir``: where relative paths start (the config file's folder)."""
         if not isinstance(data, dict):
-            raise InvalidInput("a fine-tune config must be a mapping", f"got {type(data).__name__}")
+            raise InvalidInput(
+                _t("a fine-tune config must be a mapping"),
+                _t("got {kind}", kind=type(data).__name__),
+            )
         if "model_name_or_path" in data or "stage" in data:
             from .llamafactory import from_llamafactory
 
@@ -121,7 +124,8 @@ class FinetuneConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise InvalidInput(
-                f"unknown fine-tune config fields {unknown}", f"Known: {', '.join(sorted(known))}."
+                _t("unknown fine-tune config fields {unknown}", unknown=unknown),
+                _t("Known: {known}.", known=", ".join(sorted(known))),
             )
         base = base_dir or Path.cwd()
         model = _text(data.get("model"), "model", required=True)
@@ -191,11 +195,11 @@ class FinetuneConfig:
     def check(self) -> None:
         """Checks across fields, and against the data file."""
         if self.max_steps == -1 and self.num_train_epochs <= 0:
-            raise InvalidInput("num_train_epochs must be above 0 (or give max_steps)")
+            raise InvalidInput(_t("num_train_epochs must be above 0 (or give max_steps)"))
         if self.max_steps == 0:
-            raise InvalidInput("max_steps must be at least 1, or -1 for num_train_epochs")
+            raise InvalidInput(_t("max_steps must be at least 1, or -1 for num_train_epochs"))
         if self.bf16 and self.fp16:
-            raise InvalidInput("give bf16 or fp16, not both")
+            raise InvalidInput(_t("give bf16 or fp16, not both"))
         if self.sample_every is not None and self.method == "rm":
             raise InvalidInput(
                 _t("sample_every: a reward model scores, it does not generate"),
@@ -219,34 +223,42 @@ class FinetuneConfig:
                 check_format(self.method, data)
         if self.val_size and self.eval_data is not None:
             raise InvalidInput(
-                "give val_size or eval_data, not both",
-                "val_size holds part of the training data out; eval_data is a file of its own.",
+                _t("give val_size or eval_data, not both"),
+                _t("val_size holds part of the training data out; eval_data is a file of its own."),
             )
         has_eval = bool(self.val_size) or self.eval_data is not None
         if (self.eval_steps or self.eval_strategy not in (None, "no")) and not has_eval:
             raise InvalidInput(
-                "eval_steps / eval_strategy need an eval split",
-                "Set val_size (e.g. 0.1 of the records, or a count) or eval_data (a file).",
+                _t("eval_steps / eval_strategy need an eval split"),
+                _t("Set val_size (e.g. 0.1 of the records, or a count) or eval_data (a file)."),
             )
         if self.method == "grpo":
             if not self.reward_file:
                 raise InvalidInput(
-                    "method grpo needs reward_file",
-                    "Give a Python file with def reward(prompts, completions, **kw) -> "
-                    "list[float].",
+                    _t("method grpo needs reward_file"),
+                    _t(
+                        "Give a Python file with def reward(prompts, completions, "
+                        "**kw) -> list[float]."
+                    ),
                 )
             if not is_kind(Path(self.reward_file), "file"):
-                raise InvalidInput(f"reward_file: {self.reward_file} is not a file")
+                raise InvalidInput(
+                    _t("reward_file: {reward_file} is not a file", reward_file=self.reward_file)
+                )
             if self.per_device_train_batch_size % self.num_generations:
                 raise InvalidInput(
-                    f"per_device_train_batch_size ({self.per_device_train_batch_size}) must be a "
-                    f"multiple of num_generations ({self.num_generations})",
-                    "GRPO samples num_generations completions per prompt within a batch.",
+                    _t(
+                        "per_device_train_batch_size ({per_device_train_batch_size}) "
+                        "must be a multiple of num_generations ({num_generations})",
+                        per_device_train_batch_size=self.per_device_train_batch_size,
+                        num_generations=self.num_generations,
+                    ),
+                    _t("GRPO samples num_generations completions per prompt within a batch."),
                 )
         elif self.reward_file:
             raise InvalidInput(
-                f"reward_file is for method grpo (method is {self.method})",
-                "Remove reward_file, or set method: grpo.",
+                _t("reward_file is for method grpo (method is {method})", method=self.method),
+                _t("Remove reward_file, or set method: grpo."),
             )
 
     @classmethod
@@ -315,20 +327,30 @@ def check_format(method: str, data: DataConfig) -> None:
     if method in PREFERENCE_METHODS:
         if data.format not in ("auto", "preference") and not data.ranking:
             raise InvalidInput(
-                f"method {method} needs preference data, and data.format is {data.format!r}",
-                "Give prompt/chosen/rejected records (data.format: preference), or "
-                "ranking: true in dataset_info.json.",
+                _t(
+                    "method {method} needs preference data, and data.format is {format!r}",
+                    method=method,
+                    format=data.format,
+                ),
+                _t(
+                    "Give prompt/chosen/rejected records (data.format: "
+                    "preference), or ranking: true in dataset_info.json."
+                ),
             )
         return
     if preference:
         raise InvalidInput(
-            f"method {method} takes {_TAKES[method]}, not preference pairs",
-            "Use method dpo (or rm, a reward model) for prompt/chosen/rejected data.",
+            _t(
+                "method {method} takes {takes}, not preference pairs",
+                method=method,
+                takes=_TAKES[method],
+            ),
+            _t("Use method dpo (or rm, a reward model) for prompt/chosen/rejected data."),
         )
     if method == "pt" and data.format not in ("auto", "text"):
         raise InvalidInput(
-            f"method pt trains on plain text, and data.format is {data.format!r}",
-            "Give records with a text column (data.format: text), or use method sft.",
+            _t("method pt trains on plain text, and data.format is {format!r}", format=data.format),
+            _t("Give records with a text column (data.format: text), or use method sft."),
         )
 
 
@@ -358,7 +380,10 @@ def check_records(method: str, first: dict[str, Any], name: str) -> None:
         "dpo": "preference data (prompt / chosen / rejected)",
         "grpo": "prompts (instruction or chat records; their answers are not used)",
     }[method]
-    raise InvalidInput(f"method {method} needs {needs}", f"{name} holds {kind}.")
+    raise InvalidInput(
+        _t("method {method} needs {needs}", method=method, needs=needs),
+        _t("{name} holds {kind}.", name=name, kind=kind),
+    )
 
 
 # -- field checks --------------------------------------------------------------------------
@@ -373,21 +398,34 @@ def resolve_model_path(model: str, base: Path) -> str:
     if is_kind(path, "dir"):
         if not is_kind(path / "config.json", "file"):
             raise InvalidInput(
-                f"model: {path} is not a Hugging Face model folder (it has no config.json)",
-                "Give a folder saved with save_pretrained, or a registered version name:version.",
+                _t(
+                    "model: {path} is not a Hugging Face model folder (it has no config.json)",
+                    path=path,
+                ),
+                _t(
+                    "Give a folder saved with save_pretrained, or a registered "
+                    "version name:version."
+                ),
             )
         return str(path.resolve())
     if _HUB_ID.match(model) and not model.startswith((".", "/")):
         raise InvalidInput(
-            f"model: {model!r} looks like a Hugging Face Hub id, and this machine is offline "
-            "for model downloads",
-            "Download it where the hub can be reached (huggingface-cli download "
-            f"{model} --local-dir DIR), then give the folder, or register it "
-            "(cube-lab model register DIR --name NAME) and give NAME:VERSION.",
+            _t(
+                "model: {model!r} looks like a Hugging Face Hub id, and this "
+                "machine is offline for model downloads",
+                model=model,
+            ),
+            _t(
+                "Download it where the hub can be reached (huggingface-cli "
+                "download {model} --local-dir DIR), then give the folder, or "
+                "register it (cube-lab model register DIR --name NAME) and "
+                "give NAME:VERSION.",
+                model=model,
+            ),
         )
     raise InvalidInput(
-        f"model: {model!r} is neither a folder nor a registered version",
-        f"Looked for the folder {path}; give a Hugging Face folder or NAME:VERSION.",
+        _t("model: {model!r} is neither a folder nor a registered version", model=model),
+        _t("Looked for the folder {path}; give a Hugging Face folder or NAME:VERSION.", path=path),
     )
 
 
@@ -407,24 +445,34 @@ def _data(value: Any, base: Path, name: str = "data") -> DataConfig:
         value = {"path": value}
     if not isinstance(value, dict):
         if name != "data":
-            raise InvalidInput(f"{name} must be a file or a mapping", f"got {value!r}")
-        raise InvalidInput("data is required", "e.g. data: {path: train.jsonl, format: alpaca}")
+            raise InvalidInput(
+                _t("{name} must be a file or a mapping", name=name),
+                _t("got {value!r}", value=value),
+            )
+        raise InvalidInput(
+            _t("data is required"), _t("e.g. data: {{path: train.jsonl, format: alpaca}}")
+        )
     known = {f.name for f in dataclasses.fields(DataConfig)}
     unknown = sorted(set(value) - known)
     if unknown:
         raise InvalidInput(
-            f"unknown {name} fields {unknown}", f"Known: {', '.join(sorted(known))}."
+            _t("unknown {name} fields {unknown}", name=name, unknown=unknown),
+            _t("Known: {known}.", known=", ".join(sorted(known))),
         )
     path = _path(value.get("path"), f"{name}.path", base, required=True)
     assert path is not None
     if not is_kind(Path(path), "file"):
         raise InvalidInput(
-            f"{name}.path: {path} is not a file", "Give a JSON, JSONL, CSV or Parquet file."
+            _t("{name}.path: {path} is not a file", name=name, path=path),
+            _t("Give a JSON, JSONL, CSV or Parquet file."),
         )
     for key in ("columns", "tags"):
         mapping = value.get(key) or {}
         if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
-            raise InvalidInput(f"{name}.{key} must map names to column names", f"got {mapping!r}")
+            raise InvalidInput(
+                _t("{name}.{key} must map names to column names", name=name, key=key),
+                _t("got {mapping!r}", mapping=mapping),
+            )
     max_samples = value.get("max_samples")
     return DataConfig(
         path=path,
@@ -448,8 +496,10 @@ def _deepspeed(value: Any, base: Path) -> str | None:
     path = _path(text, "deepspeed", base)
     if path is None or not is_kind(Path(path), "file"):
         raise InvalidInput(
-            f"deepspeed: {text!r} is neither a preset nor a file",
-            f"Use one of {', '.join(PRESETS)}, or a DeepSpeed JSON config file.",
+            _t("deepspeed: {text!r} is neither a preset nor a file", text=text),
+            _t(
+                "Use one of {presets}, or a DeepSpeed JSON config file.", presets=", ".join(PRESETS)
+            ),
         )
     return path
 
@@ -458,7 +508,9 @@ def _texts(value: Any, name: str) -> list[str] | None:
     if value in (None, []):
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise InvalidInput(f"{name} must be a list of texts", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be a list of texts", name=name), _t("got {value!r}", value=value)
+        )
     return list(value)
 
 
@@ -467,8 +519,8 @@ def _val_size(value: Any) -> float:
     size = _float(value if value not in (None, "") else 0.0, "val_size", 0.0, 1e9)
     if size >= 1 and not size.is_integer():
         raise InvalidInput(
-            "val_size must be a share below 1 (0.1) or a whole count of records (20)",
-            f"got {value!r}",
+            _t("val_size must be a share below 1 (0.1) or a whole count of records (20)"),
+            _t("got {value!r}", value=value),
         )
     return size
 
@@ -484,9 +536,15 @@ def _resume(value: Any, base: Path) -> str | bool | None:
     assert path is not None
     if not is_kind(Path(path) / "trainer_state.json", "file"):
         raise InvalidInput(
-            f"resume_from_checkpoint: {path} is not a checkpoint (it has no trainer_state.json)",
-            "Give a checkpoint-N folder saved by a fine-tune (save_steps), or true for the "
-            "newest one in the output folder.",
+            _t(
+                "resume_from_checkpoint: {path} is not a checkpoint (it has no trainer_state.json)",
+                path=path,
+            ),
+            _t(
+                "Give a checkpoint-N folder saved by a fine-tune "
+                "(save_steps), or true for the newest one in the output "
+                "folder."
+            ),
         )
     return path
 
@@ -499,11 +557,14 @@ def _lora(value: Any) -> LoraConfig:
     if value is None:
         return LoraConfig()
     if not isinstance(value, dict):
-        raise InvalidInput("lora must be a mapping", "e.g. lora: {rank: 8, alpha: 16}")
+        raise InvalidInput(_t("lora must be a mapping"), _t("e.g. lora: {{rank: 8, alpha: 16}}"))
     known = {f.name for f in dataclasses.fields(LoraConfig)}
     unknown = sorted(set(value) - known)
     if unknown:
-        raise InvalidInput(f"unknown lora fields {unknown}", f"Known: {', '.join(sorted(known))}.")
+        raise InvalidInput(
+            _t("unknown lora fields {unknown}", unknown=unknown),
+            _t("Known: {known}.", known=", ".join(sorted(known))),
+        )
     return LoraConfig(
         rank=_int(value.get("rank", 8), "lora.rank", 1, 4096),
         alpha=_int(value.get("alpha", 16), "lora.alpha", 1, 1 << 16),
@@ -519,14 +580,21 @@ def lora_target(value: Any, name: str) -> list[str] | str:
     elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         parts = [v.strip() for v in value]
     else:
-        raise InvalidInput(f"{name} must be 'all' or module names", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be 'all' or module names", name=name), _t("got {value!r}", value=value)
+        )
     if not parts:
-        raise InvalidInput(f"{name} is empty", "Give 'all' or e.g. q_proj,v_proj.")
+        raise InvalidInput(
+            _t("{name} is empty", name=name), _t("Give 'all' or e.g. q_proj,v_proj.")
+        )
     if parts == ["all"]:
         return "all"
     for part in parts:
         if not re.match(r"^[A-Za-z_][\w.]*$", part):
-            raise InvalidInput(f"{name}: {part!r} is not a module name", "e.g. q_proj,v_proj")
+            raise InvalidInput(
+                _t("{name}: {part!r} is not a module name", name=name, part=part),
+                _t("e.g. q_proj,v_proj"),
+            )
     return parts
 
 
@@ -545,20 +613,26 @@ def _quantization(value: Any) -> int | None:
 
 def _choice(value: Any, name: str, options: tuple[str, ...]) -> str:
     if value not in options:
-        hint = f"Use one of {', '.join(options)}."
+        hint = _t("Use one of {options}.", options=", ".join(options))
         if name in ("method", "stage") and value in ("ppo", "kto"):
-            hint = f"{value!r} is not supported yet; this version runs {', '.join(options)}."
-        raise InvalidInput(f"{name} {value!r} is not supported", hint)
+            hint = _t(
+                "{value!r} is not supported yet; this version runs {options}.",
+                value=value,
+                options=", ".join(options),
+            )
+        raise InvalidInput(_t("{name} {value!r} is not supported", name=name, value=value), hint)
     return str(value)
 
 
 def _text(value: Any, name: str, *, required: bool = False) -> str | None:
     if value is None or value == "":
         if required:
-            raise InvalidInput(f"{name} is required")
+            raise InvalidInput(_t("{name} is required", name=name))
         return None
     if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be a string", name=name), _t("got {value!r}", value=value)
+        )
     return value
 
 
@@ -570,7 +644,9 @@ def _path(value: Any, name: str, base: Path, *, required: bool = False) -> str |
     try:
         return str(path.resolve())
     except (OSError, RuntimeError, ValueError) as exc:
-        raise InvalidInput(f"{name}: {text!r} is not a usable path", str(exc)) from None
+        raise InvalidInput(
+            _t("{name}: {text!r} is not a usable path", name=name, text=text), str(exc)
+        ) from None
 
 
 def user_path(text: str, base: Path, name: str) -> Path:
@@ -578,7 +654,9 @@ def user_path(text: str, base: Path, name: str) -> Path:
     try:
         path = Path(text).expanduser()
     except (RuntimeError, ValueError) as exc:  # ~nobody, a NUL byte
-        raise InvalidInput(f"{name}: {text!r} is not a usable path", str(exc)) from None
+        raise InvalidInput(
+            _t("{name}: {text!r} is not a usable path", name=name, text=text), str(exc)
+        ) from None
     return path if path.is_absolute() else base / path
 
 
@@ -588,7 +666,10 @@ def _int(value: Any, name: str, low: int, high: int) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidInput(f"{name} must be a whole number from {low} to {high}", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be a whole number from {low} to {high}", name=name, low=low, high=high),
+            _t("got {value!r}", value=value),
+        )
     return value
 
 
@@ -597,19 +678,29 @@ def _float(value: Any, name: str, low: float, high: float) -> float:
         with contextlib.suppress(ValueError):
             value = float(value)  # YAML reads 1e-4 (no dot) as a string
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(f"{name} must be a number", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be a number", name=name), _t("got {value!r}", value=value)
+        )
     try:
         finite = math.isfinite(value)
     except OverflowError:  # an int past any float
         finite = False
     if not finite:
-        raise InvalidInput(f"{name} must be a finite number", f"got {str(value)[:40]}")
+        raise InvalidInput(
+            _t("{name} must be a finite number", name=name),
+            _t("got {value}", value=str(value)[:40]),
+        )
     if not low <= value <= high:
-        raise InvalidInput(f"{name} must be from {low:g} to {high:g}", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be from {low:g} to {high:g}", name=name, low=low, high=high),
+            _t("got {value!r}", value=value),
+        )
     return float(value)
 
 
 def _bool(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
-        raise InvalidInput(f"{name} must be true or false", f"got {value!r}")
+        raise InvalidInput(
+            _t("{name} must be true or false", name=name), _t("got {value!r}", value=value)
+        )
     return value

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .config import DataConfig
 
 Message = dict[str, str]
@@ -34,12 +35,16 @@ def read_file(path: Path) -> list[dict[str, Any]]:
                     try:
                         rows.append(json.loads(line))
                     except json.JSONDecodeError as exc:
-                        raise InvalidInput(f"{path.name} line {n} is not JSON", str(exc)) from None
+                        raise InvalidInput(
+                            _t("{name} line {n} is not JSON", name=path.name, n=n), str(exc)
+                        ) from None
         elif suffix == ".json":
             try:
                 rows = json.loads(path.read_text())
             except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{path.name} is not valid JSON", str(exc)) from None
+                raise InvalidInput(
+                    _t("{name} is not valid JSON", name=path.name), str(exc)
+                ) from None
         elif suffix == ".csv":
             with open(path, newline="") as fh:
                 rows = list(csv.DictReader(fh))
@@ -49,15 +54,19 @@ def read_file(path: Path) -> list[dict[str, Any]]:
             rows = pandas.read_parquet(path).to_dict("records")
         else:
             raise InvalidInput(
-                f"data file {path.name}: unknown type {suffix or '(none)'}",
-                "Use .json, .jsonl, .csv or .parquet.",
+                _t(
+                    "data file {name}: unknown type {suffix}",
+                    name=path.name,
+                    suffix=suffix or "(none)",
+                ),
+                _t("Use .json, .jsonl, .csv or .parquet."),
             )
     except FileNotFoundError:
-        raise InvalidInput(f"data file {path} not found") from None
+        raise InvalidInput(_t("data file {path} not found", path=path)) from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise InvalidInput(f"{path.name} must hold a list of records (JSON objects)")
+        raise InvalidInput(_t("{name} must hold a list of records (JSON objects)", name=path.name))
     if not rows:
-        raise InvalidInput(f"{path.name} holds no records")
+        raise InvalidInput(_t("{name} holds no records", name=path.name))
     return rows
 
 
@@ -74,9 +83,13 @@ def detect(row: dict[str, Any]) -> str:
     if "text" in keys:
         return "text"
     raise InvalidInput(
-        f"cannot tell the data format from the columns {sorted(keys)}",
-        "Use alpaca (instruction/input/output), sharegpt (conversations), OpenAI messages, "
-        "preference (prompt/chosen/rejected) or text, or set data.format and data.columns.",
+        _t("cannot tell the data format from the columns {columns}", columns=sorted(keys)),
+        _t(
+            "Use alpaca (instruction/input/output), sharegpt "
+            "(conversations), OpenAI messages, preference "
+            "(prompt/chosen/rejected) or text, or set data.format and "
+            "data.columns."
+        ),
     )
 
 
@@ -92,7 +105,8 @@ def load_records(data: DataConfig) -> list[dict[str, Any]]:
             out.append(convert(row, fmt, data))
         except InvalidInput as exc:
             raise InvalidInput(
-                f"{Path(data.path).name} record {i}: {exc.error}", exc.detail
+                _t("{name} record {i}: {error}", name=Path(data.path).name, i=i, error=exc.error),
+                exc.detail,
             ) from None
     return out
 
@@ -109,7 +123,7 @@ def convert(row: dict[str, Any], fmt: str, data: DataConfig) -> dict[str, Any]:
         messages = _system(row, cols.get("system", "system"))
         for turn in row.get(cols.get("history", "history")) or []:
             if not isinstance(turn, list | tuple) or len(turn) != 2:
-                raise InvalidInput("history must be a list of [user, assistant] pairs")
+                raise InvalidInput(_t("history must be a list of [user, assistant] pairs"))
             messages += [_msg("user", turn[0]), _msg("assistant", turn[1])]
         messages.append(_msg("user", user))
         if preference:
@@ -123,7 +137,9 @@ def convert(row: dict[str, Any], fmt: str, data: DataConfig) -> dict[str, Any]:
         default = "conversations" if fmt == "sharegpt" else "messages"
         turns = row.get(cols.get("messages", default))
         if not isinstance(turns, list) or not turns:
-            raise InvalidInput(f"{cols.get('messages', default)!r} must be a list of turns")
+            raise InvalidInput(
+                _t("{column!r} must be a list of turns", column=cols.get("messages", default))
+            )
         messages = _system(row, cols.get("system", "system")) + [
             _turn(t, fmt, data.tags) for t in turns
         ]
@@ -136,7 +152,7 @@ def convert(row: dict[str, Any], fmt: str, data: DataConfig) -> dict[str, Any]:
                 messages, _answer(chosen, fmt, data.tags), _answer(rejected, fmt, data.tags)
             )
         if messages[-1]["role"] != "assistant":
-            raise InvalidInput("a conversation must end with the assistant's turn")
+            raise InvalidInput(_t("a conversation must end with the assistant's turn"))
         return {"messages": messages}
     if fmt == "preference":
         prompt = row.get(cols.get("prompt", "prompt"))
@@ -145,13 +161,13 @@ def convert(row: dict[str, Any], fmt: str, data: DataConfig) -> dict[str, Any]:
         elif isinstance(prompt, list):
             messages = [_turn(t, "openai", {}) for t in prompt]
         else:
-            raise InvalidInput("prompt must be text or a list of messages")
+            raise InvalidInput(_t("prompt must be text or a list of messages"))
         return _pair(
             messages,
             row.get(cols.get("chosen", "chosen")),
             row.get(cols.get("rejected", "rejected")),
         )
-    raise InvalidInput(f"unknown data format {fmt!r}")
+    raise InvalidInput(_t("unknown data format {fmt!r}", fmt=fmt))
 
 
 def _pair(prompt: list[Message], chosen: Any, rejected: Any) -> dict[str, Any]:
@@ -161,7 +177,9 @@ def _pair(prompt: list[Message], chosen: Any, rejected: Any) -> dict[str, Any]:
         if isinstance(value, list) and value and isinstance(value[-1], dict):
             value = value[-1].get("content")
         if not isinstance(value, str) or not value:
-            raise InvalidInput(f"{name} must be a non-empty answer", f"got {value!r}")
+            raise InvalidInput(
+                _t("{name} must be a non-empty answer", name=name), _t("got {value!r}", value=value)
+            )
         return [_msg("assistant", value)]
 
     return {
@@ -180,7 +198,7 @@ def _answer(value: Any, fmt: str, tags: dict[str, str]) -> Any:
 
 def _turn(turn: Any, fmt: str, tags: dict[str, str]) -> Message:
     if not isinstance(turn, dict):
-        raise InvalidInput("each turn must be an object", f"got {turn!r}")
+        raise InvalidInput(_t("each turn must be an object"), _t("got {turn!r}", turn=turn))
     if fmt == "openai" and not tags:
         role_tag, content_tag, names = "role", "content", {}
     else:
@@ -197,9 +215,15 @@ def _turn(turn: Any, fmt: str, tags: dict[str, str]) -> Message:
     role = names.get(role, role)
     if role not in _ROLES:
         raise InvalidInput(
-            f"turn role {turn.get(role_tag)!r} (key {role_tag!r}) is unknown",
-            "Map it with tags (role_tag, user_tag, assistant_tag, system_tag) in "
-            "dataset_info.json.",
+            _t(
+                "turn role {role!r} (key {role_tag!r}) is unknown",
+                role=turn.get(role_tag),
+                role_tag=role_tag,
+            ),
+            _t(
+                "Map it with tags (role_tag, user_tag, assistant_tag, "
+                "system_tag) in dataset_info.json."
+            ),
         )
     return _msg(str(role), turn.get(content_tag))
 
@@ -211,7 +235,9 @@ def _system(row: dict[str, Any], column: str) -> list[Message]:
 
 def _msg(role: str, content: Any) -> Message:
     if not isinstance(content, str):
-        raise InvalidInput(f"a {role} turn must be text", f"got {content!r}")
+        raise InvalidInput(
+            _t("a {role} turn must be text", role=role), _t("got {content!r}", content=content)
+        )
     return {"role": role, "content": content}
 
 
@@ -219,8 +245,8 @@ def _field(row: dict[str, Any], column: str) -> str:
     value = row.get(column)
     if not isinstance(value, str) or not value:
         raise InvalidInput(
-            f"column {column!r} is missing or empty",
-            f"The record has {sorted(row)}; map the columns in data.columns.",
+            _t("column {column!r} is missing or empty", column=column),
+            _t("The record has {columns}; map the columns in data.columns.", columns=sorted(row)),
         )
     return value
 
@@ -242,20 +268,25 @@ def load_prompt_set(path: Path, max_samples: int | None = None) -> list[dict[str
                 elif isinstance(prompt, list) and prompt:
                     messages = [_turn(t, "openai", {}) for t in prompt]
                 else:
-                    raise InvalidInput("prompt must be text or a list of messages")
+                    raise InvalidInput(_t("prompt must be text or a list of messages"))
                 expected = row["expected"]
             else:
                 fmt = detect(row)
                 if fmt not in ("alpaca", "sharegpt", "openai"):
                     raise InvalidInput(
-                        f"a {fmt} record is not a prompt",
-                        "Give prompt + expected, or alpaca / sharegpt / OpenAI messages records.",
+                        _t("a {fmt} record is not a prompt", fmt=fmt),
+                        _t(
+                            "Give prompt + expected, or alpaca / sharegpt / OpenAI "
+                            "messages records."
+                        ),
                     )
                 turns = convert(row, fmt, DataConfig(path=str(path), format=fmt))["messages"]
                 messages, expected = turns[:-1], turns[-1]["content"]
         except InvalidInput as exc:
-            raise InvalidInput(f"{path.name} record {i}: {exc.error}", exc.detail) from None
+            raise InvalidInput(
+                _t("{name} record {i}: {error}", name=path.name, i=i, error=exc.error), exc.detail
+            ) from None
         if not isinstance(expected, str):
-            raise InvalidInput(f"{path.name} record {i}: expected must be text")
+            raise InvalidInput(_t("{name} record {i}: expected must be text", name=path.name, i=i))
         out.append({"messages": messages, "expected": expected, "row": row})
     return out

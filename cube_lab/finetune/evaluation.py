@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CubeError, InvalidInput
+from ..locale.messages import _t
 from ..training import metrics as job_metrics
 from .data import load_prompt_set, load_records
 from .evaluation_config import EvaluationConfig
@@ -58,8 +59,8 @@ def _ids_and_labels(tokenizer: Any, record: dict[str, Any]) -> tuple[list[int], 
         rows = tokenize(tokenizer, record["messages"])
         return rows["input_ids"], rows["labels"]
     raise InvalidInput(
-        "data: preference pairs have no perplexity",
-        "Give plain text or conversations (alpaca, sharegpt, OpenAI messages) as data.",
+        _t("data: preference pairs have no perplexity"),
+        _t("Give plain text or conversations (alpaca, sharegpt, OpenAI messages) as data."),
     )
 
 
@@ -82,7 +83,7 @@ def perplexity(
         if i % 50 == 0 or i == len(records):
             print(f"{label}: perplexity {i}/{len(records)} records", flush=True)
     if not counted:
-        raise InvalidInput("data: no record has a token to predict within cutoff_len")
+        raise InvalidInput(_t("data: no record has a token to predict within cutoff_len"))
     loss = total / counted
     return {"loss": loss, "perplexity": math.exp(min(loss, 700.0)), "tokens": float(counted)}
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from .config import FinetuneConfig, is_kind, resolve_model_path, user_path
 
 # LLaMA-Factory key -> FinetuneConfig field (same meaning)
@@ -83,20 +84,27 @@ def from_llamafactory(data: dict[str, Any], base_dir: Path | None = None) -> Fin
     unsupported = sorted(set(data) - known)
     if unsupported:
         raise InvalidInput(
-            f"LLaMA-Factory keys cube-lab does not support yet: {unsupported}",
-            "Remove them to run this config here (they would change what is trained: "
-            f"cube-lab will not ignore them). Supported: {', '.join(sorted(known))}.",
+            _t(
+                "LLaMA-Factory keys cube-lab does not support yet: {unsupported}",
+                unsupported=unsupported,
+            ),
+            _t(
+                "Remove them to run this config here (they would change what "
+                "is trained: cube-lab will not ignore them). Supported: "
+                "{known}.",
+                known=", ".join(sorted(known)),
+            ),
         )
     if data.get("trust_remote_code"):
         raise InvalidInput(
-            "trust_remote_code: true is not supported",
-            "cube-lab fine-tunes models whose code ships with transformers; remove the key.",
+            _t("trust_remote_code: true is not supported"),
+            _t("cube-lab fine-tunes models whose code ships with transformers; remove the key."),
         )
     if data.get("do_train") is False:
-        raise InvalidInput("do_train: false asks for no training", "Set do_train: true.")
+        raise InvalidInput(_t("do_train: false asks for no training"), _t("Set do_train: true."))
     ours: dict[str, Any] = {ours: data[lf] for lf, ours in MAPPED.items() if lf in data}
     if "model" not in ours:
-        raise InvalidInput("model_name_or_path is required")
+        raise InvalidInput(_t("model_name_or_path is required"))
     if isinstance(ours["model"], str):  # checked first: the error a hub id gets says why
         resolve_model_path(ours["model"], base)
     lora = {ours: data[lf] for lf, ours in LORA.items() if lf in data}
@@ -119,12 +127,19 @@ def dataset_entry(
     ``dataset_dir``, default ``data``), or a file given directly. ``key``: the YAML key
     named in errors (``dataset`` or ``eval_dataset``)."""
     if not isinstance(dataset, str) or not dataset.strip():
-        raise InvalidInput(f"{key} is required", "Name an entry of dataset_info.json.")
+        raise InvalidInput(
+            _t("{key} is required", key=key), _t("Name an entry of dataset_info.json.")
+        )
     names = [n.strip() for n in dataset.split(",") if n.strip()]
     if len(names) > 1:
         raise InvalidInput(
-            f"{key}: {len(names)} datasets ({dataset}); this version takes one",
-            "Give one dataset name (merging several comes later).",
+            _t(
+                "{key}: {count} datasets ({dataset}); this version takes one",
+                key=key,
+                count=len(names),
+                dataset=dataset,
+            ),
+            _t("Give one dataset name (merging several comes later)."),
         )
     name = names[0]
     folder = user_path(str(dataset_dir or "data"), base, "dataset_dir")
@@ -133,38 +148,53 @@ def dataset_entry(
         if is_kind(folder / name, "file"):  # a file named directly
             return {"path": str(folder / name)}
         raise InvalidInput(
-            f"dataset_dir: {info_path} not found",
-            "Give dataset_dir: the folder holding dataset_info.json and the data files.",
+            _t("dataset_dir: {info_path} not found", info_path=info_path),
+            _t("Give dataset_dir: the folder holding dataset_info.json and the data files."),
         )
     try:
         info = json.loads(info_path.read_text())
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{info_path} is not valid JSON", str(exc)) from None
+        raise InvalidInput(
+            _t("{info_path} is not valid JSON", info_path=info_path), str(exc)
+        ) from None
     entry = info.get(name) if isinstance(info, dict) else None
     if not isinstance(entry, dict):
         raise InvalidInput(
-            f"dataset {name!r} is not in {info_path}",
-            f"Known: {', '.join(sorted(info)) if isinstance(info, dict) else 'none'}.",
+            _t("dataset {name!r} is not in {info_path}", name=name, info_path=info_path),
+            _t(
+                "Known: {known}.",
+                known=", ".join(sorted(info)) if isinstance(info, dict) else "none",
+            ),
         )
     for remote in ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name"):
         if entry.get(remote):
             raise InvalidInput(
-                f"dataset {name!r} is fetched from {remote}, and this machine is offline",
-                "Download the data and point file_name at the file.",
+                _t(
+                    "dataset {name!r} is fetched from {remote}, and this machine is offline",
+                    name=name,
+                    remote=remote,
+                ),
+                _t("Download the data and point file_name at the file."),
             )
     file_name = entry.get("file_name")
     if not isinstance(file_name, str):
-        raise InvalidInput(f"dataset {name!r} in {info_path.name} has no file_name")
+        raise InvalidInput(
+            _t("dataset {name!r} in {name2} has no file_name", name=name, name2=info_path.name)
+        )
     formatting = entry.get("formatting", "alpaca")
     if formatting not in ("alpaca", "sharegpt"):
         raise InvalidInput(
-            f"dataset {name!r}: formatting {formatting!r} is not supported",
-            "Use alpaca or sharegpt.",
+            _t(
+                "dataset {name!r}: formatting {formatting!r} is not supported",
+                name=name,
+                formatting=formatting,
+            ),
+            _t("Use alpaca or sharegpt."),
         )
     columns = entry.get("columns") or {}
     tags = entry.get("tags") or {}
     if not isinstance(columns, dict) or not isinstance(tags, dict):
-        raise InvalidInput(f"dataset {name!r}: columns and tags must be mappings")
+        raise InvalidInput(_t("dataset {name!r}: columns and tags must be mappings", name=name))
     fmt = formatting
     if formatting == "sharegpt":
         tags = {**_SHAREGPT_TAGS, **tags}

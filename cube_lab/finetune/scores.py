@@ -68,7 +68,8 @@ def load_scorer(path: str) -> Scorer:
         spec.loader.exec_module(module)
     except Exception as exc:  # the user's code: say where it failed
         raise InvalidInput(
-            _t("scorer_file: {path} failed to load", path=path), f"{type(exc).__name__}: {exc}"
+            _t("scorer_file: {path} failed to load", path=path),
+            _t("{kind}: {exc}", kind=type(exc).__name__, exc=exc),
         ) from None
     func = getattr(module, "score", None)
     if not callable(func):

@@ -37,11 +37,11 @@ def read_config_file(path: Path) -> Any:
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise InvalidInput(f"config file {str(path)!r} not found") from None
+        raise InvalidInput(_t("config file {path!r} not found", path=str(path))) from None
     try:
         return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise InvalidInput(f"{path.name} is not valid YAML/JSON", str(exc)) from None
+        raise InvalidInput(_t("{name} is not valid YAML/JSON", name=path.name), str(exc)) from None
 
 
 def check_before_launch(config: FinetuneConfig, *, local: bool = True) -> None:
@@ -83,10 +83,13 @@ def check_before_launch(config: FinetuneConfig, *, local: bool = True) -> None:
         has_template = False
     if "text" not in first and not has_template:
         raise InvalidInput(
-            f"the tokenizer of {config.base_ref or folder} has no chat template",
-            "Conversational data is rendered with the tokenizer's chat template: save one "
-            "with the tokenizer (tokenizer.chat_template = ...; save_pretrained), or use "
-            "plain text data.",
+            _t("the tokenizer of {model} has no chat template", model=config.base_ref or folder),
+            _t(
+                "Conversational data is rendered with the tokenizer's chat "
+                "template: save one with the tokenizer "
+                "(tokenizer.chat_template = ...; save_pretrained), or use "
+                "plain text data."
+            ),
         )
 
 
@@ -140,14 +143,21 @@ class FinetuneService:
         found = self.ws.registry.get_version(caller, project, name, version)
         if found.flavor not in ("transformers", "peft"):
             raise InvalidInput(
-                f"model {ref}: version {found.version} is a {found.flavor} model",
-                "Fine-tune a transformers model version (a Hugging Face folder).",
+                _t(
+                    "model {ref}: version {version} is a {flavor} model",
+                    ref=ref,
+                    version=found.version,
+                    flavor=found.flavor,
+                ),
+                _t("Fine-tune a transformers model version (a Hugging Face folder)."),
             )
         path = self.ws.registry.download(caller, project, name, found.version).path
         if not (path / "config.json").is_file():
             raise InvalidInput(
-                f"model {ref}: its files are not a Hugging Face folder (no config.json)",
-                "Register the folder saved with save_pretrained.",
+                _t(
+                    "model {ref}: its files are not a Hugging Face folder (no config.json)", ref=ref
+                ),
+                _t("Register the folder saved with save_pretrained."),
             )
         return f"{project}/{name}:{found.version}", str(path)
 
@@ -205,13 +215,19 @@ class FinetuneService:
 
         job = self.ws.training.get(caller, job_id)
         if job.status != "succeeded":
-            raise Conflict(f"job {job_id} has not succeeded ({job.status})")
+            raise Conflict(
+                _t("job {job_id} has not succeeded ({status})", job_id=job_id, status=job.status)
+            )
         folder = Path(job.output_dir) / "model"
         meta_path = folder / METADATA
         if not meta_path.is_file():
             raise InvalidInput(
-                f"job {job_id} saved no fine-tuned model ({meta_path} is missing)",
-                "Register the output of a job started by cube-lab finetune.",
+                _t(
+                    "job {job_id} saved no fine-tuned model ({meta_path} is missing)",
+                    job_id=job_id,
+                    meta_path=meta_path,
+                ),
+                _t("Register the output of a job started by cube-lab finetune."),
             )
         meta = json.loads(meta_path.read_text())
         is_lora = meta["finetuning_type"] == "lora"

@@ -204,9 +204,13 @@ def split(
     count = int(size) if size >= 1 else max(1, round(len(records) * size))
     if count >= len(records):
         raise InvalidInput(
-            f"val_size {size:g} holds out {count} of {len(records)} records, leaving none to "
-            "train on",
-            "Give a smaller share (0.1) or count.",
+            _t(
+                "val_size {size:g} holds out {count} of {total} records, leaving none to train on",
+                size=size,
+                count=count,
+                total=len(records),
+            ),
+            _t("Give a smaller share (0.1) or count."),
         )
     order = list(range(len(records)))
     random.Random(config.seed).shuffle(order)
@@ -232,9 +236,14 @@ def checkpoint_to_resume(config: FinetuneConfig, checkpoints: Path) -> str | Non
     ]
     if not found:
         raise InvalidInput(
-            f"resume_from_checkpoint: true, and {checkpoints} holds no checkpoint",
-            "A job saves checkpoints with save_steps; give the same output_dir as the job to "
-            "resume, or a checkpoint folder.",
+            _t(
+                "resume_from_checkpoint: true, and {checkpoints} holds no checkpoint",
+                checkpoints=checkpoints,
+            ),
+            _t(
+                "A job saves checkpoints with save_steps; give the same "
+                "output_dir as the job to resume, or a checkpoint folder."
+            ),
         )
     return str(max(found)[1])
 
@@ -243,27 +252,32 @@ def load_reward(path: str) -> Callable[..., list[float]]:
     """``reward(prompts, completions, **kw) -> list[float]`` from the user's Python file."""
     spec = importlib.util.spec_from_file_location("cube_finetune_reward", path)
     if spec is None or spec.loader is None:
-        raise InvalidInput(f"reward_file: {path} is not a Python file")
+        raise InvalidInput(_t("reward_file: {path} is not a Python file", path=path))
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # the user's code: say where it failed
         raise InvalidInput(
-            f"reward_file: {path} failed to load", f"{type(exc).__name__}: {exc}"
+            _t("reward_file: {path} failed to load", path=path),
+            _t("{kind}: {exc}", kind=type(exc).__name__, exc=exc),
         ) from None
     func = getattr(module, "reward", None)
     if not callable(func):
         raise InvalidInput(
-            f"reward_file: {path} has no function reward",
-            "Define def reward(prompts, completions, **kw) -> list[float].",
+            _t("reward_file: {path} has no function reward", path=path),
+            _t("Define def reward(prompts, completions, **kw) -> list[float]."),
         )
 
     def reward(prompts: list[Any], completions: list[Any], **kw: Any) -> list[float]:
         scores = func(prompts, completions, **kw)
         if not isinstance(scores, list | tuple) or len(scores) != len(completions):
             raise InvalidInput(
-                f"reward in {path} must return one number per completion",
-                f"got {type(scores).__name__} for {len(completions)} completions",
+                _t("reward in {path} must return one number per completion", path=path),
+                _t(
+                    "got {kind} for {count} completions",
+                    kind=type(scores).__name__,
+                    count=len(completions),
+                ),
             )
         return [float(x) for x in scores]
 
@@ -304,8 +318,11 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
 
     if config.model and ":" in config.model and not Path(config.model).exists():
         raise InvalidInput(
-            f"model {config.model!r} is a registered version that was not resolved",
-            "Launch through cube-lab finetune (or the REST API), which resolves it to its folder.",
+            _t("model {model!r} is a registered version that was not resolved", model=config.model),
+            _t(
+                "Launch through cube-lab finetune (or the REST API), which "
+                "resolves it to its folder."
+            ),
         )
     records = load_records(config.data)
     check_records(config.method, records[0], Path(config.data.path).name)
@@ -315,9 +332,11 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
     conversational = "text" not in records[0]
     if conversational and not tokenizer.chat_template:
         raise InvalidInput(
-            f"the tokenizer of {config.model} has no chat template",
-            "Save one with the tokenizer (tokenizer.chat_template = ...; save_pretrained), "
-            "or use plain text data.",
+            _t("the tokenizer of {model} has no chat template", model=config.model),
+            _t(
+                "Save one with the tokenizer (tokenizer.chat_template = ...; "
+                "save_pretrained), or use plain text data."
+            ),
         )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from . import current
 from .configs import read_config
 from .training import Job
@@ -32,7 +33,9 @@ def finetune(
     folder, else the current one). ``overrides`` replace fields, e.g. ``max_steps=20``.
     ``nproc`` processes (torchrun, DDP) on this machine."""
     if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
-        raise InvalidInput("nproc must be a whole number of at least 1", f"got {nproc!r}")
+        raise InvalidInput(
+            _t("nproc must be a whole number of at least 1"), _t("got {nproc!r}", nproc=nproc)
+        )
     data, folder = read_config(config, base_dir, "a fine-tune")
     return Job(current().start_finetune({**data, **overrides}, folder, project, nproc))
 

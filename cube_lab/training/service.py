@@ -783,10 +783,15 @@ class TrainingService:
             )
         except EmptyArtifact as exc:
             raise exc.with_hint(
-                f"Job {job.id} saved nothing there: a training script saves its model under "
-                f"${ENV_OUTPUT_DIR} (for this job {job.output_dir}), e.g. "
-                f"torch.save(model.state_dict(), os.path.join(os.environ['{ENV_OUTPUT_DIR}'], "
-                "'model.pt')), or register the path it did save to."
+                _t(
+                    "Job {job_id} saved nothing there: a training script saves its model under "
+                    "${env} (for this job {output_dir}), e.g. "
+                    "torch.save(model.state_dict(), os.path.join(os.environ['{env}'], "
+                    "'model.pt')), or register the path it did save to.",
+                    job_id=job.id,
+                    env=ENV_OUTPUT_DIR,
+                    output_dir=job.output_dir,
+                )
             ) from None
 
 
