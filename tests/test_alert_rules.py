@@ -458,3 +458,44 @@ def test_cli_add_list_test_deliveries_remove(
     assert main(["alerts", "remove", "hook"]) == 0
     assert main(["alerts", "remove", "hook"]) == 1
     assert "not found" in capsys.readouterr().err
+
+
+async def test_the_hub_form_of_cube_lab_alerts_goes_to_the_service(
+    api: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    hooks: Hooks,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Under the hub `cube-lab alerts` has no store: every subcommand goes to the service
+    (a real jupyter server with cube-lab), as alice, into her personal project."""
+    import asyncio
+
+    await api("alice", "GET", "whoami")  # the server is up
+    monkeypatch.setenv("CUBE_LAB_SERVICE_URL", f"http://localhost:{jp_http_port}{jp_base_url}")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "alice-secret")
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(jp_root_dir))
+    monkeypatch.delenv("CUBE_LAB_DATA_DIR", raising=False)
+
+    async def cli(*argv: str) -> tuple[int, str]:
+        code = await asyncio.to_thread(main, list(argv))
+        return code, capsys.readouterr().out
+
+    url = hooks.url + "/hub?token=HUB-SECRET"
+    code, out = await cli("alerts", "add", "hook", "--on", "job.failed", "--channel", "webhook",
+                          "--url", url)  # fmt: skip
+    assert code == 0 and "alert rule hook in project alice" in out, out
+    code, out = await cli("alerts", "list", "--json")
+    [listed] = json.loads(out)
+    assert listed["events"] == ["job.failed"] and "HUB-SECRET" not in out
+    code, out = await cli("alerts", "test", "hook")
+    assert code == 0 and "sent: status 200" in out
+    assert hooks.at("/hub")[0]["body"]["event"] == "rule.test"
+    code, out = await cli("alerts", "deliveries", "hook", "--json")
+    assert json.loads(out)[0]["ok"]
+    code, out = await cli("alerts", "remove", "hook")
+    assert code == 0 and "removed alert rule hook" in out
+    status, body = await api("alice", "GET", "projects/alice/alert-rules")
+    assert status == 200 and body["rules"] == []

@@ -4,7 +4,7 @@
 ``add NAME --on job.failed [--on run.* ...] --channel TYPE --url URL [--secret S]`` makes a
 rule; ``--channel-json '{...}'`` gives the whole channel instead (an e-mail one, say).
 Channel secrets are never printed. ``test`` sends a test message now and exits 1 when it did
-not arrive.
+not arrive. Under the hub the same commands go to the cube-lab service (``REMOTE``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ..serialize import to_jsonable
 from .args import print_json, print_table
 
 if TYPE_CHECKING:
+    from ..rest_client import ServiceClient
     from ..workspace import Workspace
 
 # CHANNEL_TYPES, written out: importing the channels (smtplib, email) costs every CLI call
@@ -53,8 +54,22 @@ def _channel(a: argparse.Namespace) -> dict[str, Any]:
     return channel
 
 
-def alerts_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    rules = to_jsonable(ws.alerts.list(caller, a.project))
+def _rule_body(a: argparse.Namespace) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": a.name,
+        "events": a.on or [],
+        "channel": _channel(a),
+        "enabled": not a.disabled,
+    }
+    if a.duration_s is not None:
+        data["duration_s"] = a.duration_s
+    return data
+
+
+# -- what the commands print, here and under the hub alike ---------------------------------
+
+
+def _show_rules(a: argparse.Namespace, rules: list[dict[str, Any]]) -> None:
     if a.json:
         print_json(rules)
         return
@@ -74,44 +89,34 @@ def alerts_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     )
 
 
-def alerts_add(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    data: dict[str, Any] = {
-        "name": a.name,
-        "events": a.on or [],
-        "channel": _channel(a),
-        "enabled": not a.disabled,
-    }
-    if a.duration_s is not None:
-        data["duration_s"] = a.duration_s
-    rule = ws.alerts.create(caller, a.project, data)
+def _show_added(a: argparse.Namespace, rule: dict[str, Any]) -> None:
     if a.json:
         print_json(rule)
-        return
-    print(f"alert rule {rule.name} in project {rule.project}: {', '.join(rule.events)}")
+    else:
+        print(
+            f"alert rule {rule['name']} in project {rule['project']}: {', '.join(rule['events'])}"
+        )
 
 
-def alerts_remove(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    ws.alerts.delete(caller, a.project, a.name)
+def _show_removed(a: argparse.Namespace) -> None:
     if a.json:
         print_json({"removed": a.name})
-        return
-    print(f"removed alert rule {a.name}")
+    else:
+        print(f"removed alert rule {a.name}")
 
 
-def alerts_test(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    found = ws.alerts.test(caller, a.project, a.name)
+def _show_test(a: argparse.Namespace, found: dict[str, Any]) -> None:
     if a.json:
         print_json(found)
-    elif found.ok:
-        print(f"sent: status {found.status}, {found.attempts} attempt(s)")
+    elif found["ok"]:
+        print(f"sent: status {found['status']}, {found['attempts']} attempt(s)")
     else:
-        print(f"not sent: {found.error} (status {found.status})")
-    if not found.ok:
+        print(f"not sent: {found['error']} (status {found['status']})")
+    if not found["ok"]:
         raise SystemExit(1)
 
 
-def alerts_deliveries(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    found = to_jsonable(ws.alerts.deliveries(caller, a.project, a.name, a.limit))
+def _show_deliveries(a: argparse.Namespace, found: list[dict[str, Any]]) -> None:
     if a.json:
         print_json(found)
         return
@@ -130,6 +135,72 @@ def alerts_deliveries(ws: Workspace, caller: Caller, a: argparse.Namespace) -> N
         ],
         ["AT", "EVENT", "OBJECT", "RESULT", "ATTEMPTS", "STATUS", "ERROR"],
     )
+
+
+# -- here: the workspace's alert rules ----------------------------------------------------
+
+
+def alerts_list(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    _show_rules(a, to_jsonable(ws.alerts.list(caller, a.project)))
+
+
+def alerts_add(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    _show_added(a, to_jsonable(ws.alerts.create(caller, a.project, _rule_body(a))))
+
+
+def alerts_remove(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    ws.alerts.delete(caller, a.project, a.name)
+    _show_removed(a)
+
+
+def alerts_test(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    _show_test(a, to_jsonable(ws.alerts.test(caller, a.project, a.name)))
+
+
+def alerts_deliveries(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    _show_deliveries(a, to_jsonable(ws.alerts.deliveries(caller, a.project, a.name, a.limit)))
+
+
+# -- under the hub: the cube-lab service's, over REST ---------------------------------------
+
+
+def _where(client: ServiceClient, a: argparse.Namespace, name: str | None = None) -> str:
+    from ..rest_client import segment
+    from .remote.common import project_of
+
+    base = f"projects/{segment(project_of(client, a))}/alert-rules"
+    return f"{base}/{segment(name)}" if name else base
+
+
+def remote_list(client: ServiceClient, a: argparse.Namespace) -> None:
+    _show_rules(a, client.get(_where(client, a))["rules"])
+
+
+def remote_add(client: ServiceClient, a: argparse.Namespace) -> None:
+    _show_added(a, client.post(_where(client, a), _rule_body(a)))
+
+
+def remote_remove(client: ServiceClient, a: argparse.Namespace) -> None:
+    client.delete(_where(client, a, a.name))
+    _show_removed(a)
+
+
+def remote_test(client: ServiceClient, a: argparse.Namespace) -> None:
+    _show_test(a, client.post(f"{_where(client, a, a.name)}/test"))
+
+
+def remote_deliveries(client: ServiceClient, a: argparse.Namespace) -> None:
+    found = client.get(f"{_where(client, a, a.name)}/deliveries", limit=a.limit)
+    _show_deliveries(a, found["deliveries"])
+
+
+REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {
+    "alerts_list": remote_list,
+    "alerts_add": remote_add,
+    "alerts_remove": remote_remove,
+    "alerts_test": remote_test,
+    "alerts_deliveries": remote_deliveries,
+}
 
 
 def add_commands(groups: Any, command: Callable[..., Any]) -> None:

@@ -109,6 +109,10 @@ def _remote(local: Any) -> Command | None:
         from ..kb import REMOTE as KB
 
         return KB.get(name)
+    if module == "cube_lab.cli.alerts":
+        from ..alerts import REMOTE as ALERTS
+
+        return ALERTS.get(name)
     if module not in LOCAL:
         return None
     return REMOTE.get(name)
