@@ -272,3 +272,18 @@ async def test_the_hub_form_merges_and_evaluates_at_the_service(
     assert code == 0, printed.err
     table = [line.split() for line in printed.out.splitlines() if line.startswith("metric ")]
     assert table == [["metric", "before", "after"]], printed.out
+
+
+def test_scorer_file_errors_say_what_to_write(tmp_path: Path) -> None:
+    from cube_lab.errors import InvalidInput
+    from cube_lab.finetune.scores import load_scorer
+
+    (tmp_path / "none.py").write_text("def reward(x):\n    return x\n")
+    with pytest.raises(InvalidInput, match=r"scorer_file: .* has no function score") as err:
+        load_scorer(str(tmp_path / "none.py"))
+    assert "def score(prediction, expected, **row) -> float" in err.value.detail
+    (tmp_path / "nan.py").write_text("def score(p, e, **row):\n    return float('nan')\n")
+    with pytest.raises(InvalidInput, match="must return a finite number"):
+        load_scorer(str(tmp_path / "nan.py"))("a", "b")
+    (tmp_path / "ok.py").write_text("def score(p, e, **row):\n    return float(p == e)\n")
+    assert load_scorer(str(tmp_path / "ok.py"))("a", "a", id=1) == 1.0

@@ -9,7 +9,6 @@ token of its own, so Chinese answers are scored too (as ``rouge-chinese`` does b
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..locale.messages import _t
+from .user_code import load_function
 
 _TOKEN = re.compile(
     r"[a-z0-9]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]"
@@ -60,23 +60,9 @@ def rouge_l(prediction: str, expected: str) -> float:
 def load_scorer(path: str) -> Scorer:
     """``score(prediction, expected, **row) -> float`` from the user's Python file; a result
     that is not a finite number fails with the row it came from."""
-    spec = importlib.util.spec_from_file_location("cube_eval_scorer", path)
-    if spec is None or spec.loader is None:
-        raise InvalidInput(_t("scorer_file: {path} is not a Python file", path=path))
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # the user's code: say where it failed
-        raise InvalidInput(
-            _t("scorer_file: {path} failed to load", path=path),
-            _t("{kind}: {exc}", kind=type(exc).__name__, exc=exc),
-        ) from None
-    func = getattr(module, "score", None)
-    if not callable(func):
-        raise InvalidInput(
-            _t("scorer_file: {path} has no function score", path=path),
-            _t("Define def score(prediction, expected, **row) -> float."),
-        )
+    func = load_function(
+        path, "scorer_file", "score", "score(prediction, expected, **row) -> float"
+    )
 
     def score(prediction: str, expected: str, **row: Any) -> float:
         value = func(prediction, expected, **row)

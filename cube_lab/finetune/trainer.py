@@ -35,6 +35,7 @@ from ..training import metrics
 from . import masking, samples
 from .config import FinetuneConfig, check_records
 from .data import load_records
+from .user_code import load_function
 
 METADATA = "cube_finetune.json"
 MODEL_DIR = "model"
@@ -250,23 +251,9 @@ def checkpoint_to_resume(config: FinetuneConfig, checkpoints: Path) -> str | Non
 
 def load_reward(path: str) -> Callable[..., list[float]]:
     """``reward(prompts, completions, **kw) -> list[float]`` from the user's Python file."""
-    spec = importlib.util.spec_from_file_location("cube_finetune_reward", path)
-    if spec is None or spec.loader is None:
-        raise InvalidInput(_t("reward_file: {path} is not a Python file", path=path))
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # the user's code: say where it failed
-        raise InvalidInput(
-            _t("reward_file: {path} failed to load", path=path),
-            _t("{kind}: {exc}", kind=type(exc).__name__, exc=exc),
-        ) from None
-    func = getattr(module, "reward", None)
-    if not callable(func):
-        raise InvalidInput(
-            _t("reward_file: {path} has no function reward", path=path),
-            _t("Define def reward(prompts, completions, **kw) -> list[float]."),
-        )
+    func = load_function(
+        path, "reward_file", "reward", "reward(prompts, completions, **kw) -> list[float]"
+    )
 
     def reward(prompts: list[Any], completions: list[Any], **kw: Any) -> list[float]:
         scores = func(prompts, completions, **kw)
