@@ -542,3 +542,48 @@ class AlertDelivery(Base):
     attempts: Mapped[int] = mapped_column(Integer)
     status: Mapped[int | None] = mapped_column(Integer, nullable=True)  # HTTP / SMTP code
     error: Mapped[str] = mapped_column(Text, default="")
+
+
+class ChatConversation(Base):
+    """A user's chat with a language model in a project (cube_lab/chat/): its target (a
+    deployment of the project, or an OpenAI-compatible URL), system prompt and sampling
+    parameters. An external target's API key is kept in ``api_key`` and never answered."""
+
+    __tablename__ = "chat_conversations"
+    __table_args__ = (Index("ix_chat_conversations_owner", "project_id", "owner"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    owner: Mapped[str] = mapped_column(String(255))
+    title: Mapped[str] = mapped_column(String(255), default="")
+    target: Mapped[dict[str, Any]] = mapped_column(default=dict)  # no api_key in here
+    api_key: Mapped[str | None] = mapped_column(Text, nullable=True)
+    system: Mapped[str] = mapped_column(Text, default="")
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ChatMessage(Base):
+    """One message of a conversation. A turn is a user message and its answers: regenerated
+    answers stay as alternatives (``active`` false), which preference export pairs up."""
+
+    __tablename__ = "chat_messages"
+    __table_args__ = (Index("ix_chat_messages_conversation", "conversation_id", "turn", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("chat_conversations.id", ondelete="CASCADE")
+    )
+    turn: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))  # user | assistant
+    content: Mapped[str] = mapped_column(Text, default="")
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    status: Mapped[str] = mapped_column(String(16), default="complete")  # | stopped | error
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    rating: Mapped[str | None] = mapped_column(String(8), nullable=True)  # up | down
+    edited: Mapped[str | None] = mapped_column(Text, nullable=True)
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    model: Mapped[str] = mapped_column(String(255), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
