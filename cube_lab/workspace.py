@@ -18,6 +18,7 @@ from .locale.messages import _t
 if TYPE_CHECKING:
     from .alerts.engine import AlertEngine
     from .alerts.rules import AlertRuleService
+    from .chat.service import ChatService
     from .kb.service import KnowledgeBaseService
     from .labeling.dataset_service import DatasetService
     from .labeling.service import LabelingService
@@ -158,6 +159,14 @@ class Workspace:
         from .alerts.rules import AlertRuleService
 
         return AlertRuleService(self.store, self.projects, self.alert_engine)
+
+    @functools.cached_property
+    def chat(self) -> ChatService:
+        from .chat.service import ChatService
+
+        return ChatService(
+            self.store, self.projects, self.serving, lambda: self.datasets, self.settings.data_dir
+        )
 
     def close(self) -> None:
         if self._alert_engine is not None:

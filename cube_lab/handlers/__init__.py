@@ -6,6 +6,7 @@ from typing import Any
 
 from . import (
     alerts,
+    chat,
     finetune,
     kb,
     kserve,
@@ -31,6 +32,7 @@ _DATASET = rf"/projects/{_SEG}/datasets/{_SEG}"
 _LABELING = rf"/projects/{_SEG}/labeling/{_SEG}"
 _KB = rf"/kb/{_SEG}/{_SEG}"
 _ALERT = rf"/projects/{_SEG}/alert-rules/{_SEG}"
+_CHAT = rf"/chat/conversations/{_SEG}"
 
 
 def routes() -> list[tuple[str, type[Any]]]:
@@ -125,5 +127,12 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_KB}/ingests/{_SEG}", kb.IngestHandler),
         (rf"{_KB}/search", kb.SearchHandler),
         (rf"{_KB}/evaluate", kb.EvaluateHandler),
+        ("/chat/targets", chat.ChatTargetsHandler),
+        ("/chat/conversations", chat.ConversationsHandler),
+        (_CHAT, chat.ConversationHandler),
+        (rf"{_CHAT}/messages", chat.MessagesHandler),
+        (rf"{_CHAT}/messages/{_SEG}/feedback", chat.FeedbackHandler),
+        (rf"{_CHAT}/messages/{_SEG}/activate", chat.ActivateHandler),
+        ("/chat/exports", chat.ExportsHandler),
     ]
     return [(API + pattern, handler) for pattern, handler in table]
