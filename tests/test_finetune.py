@@ -17,7 +17,7 @@ pytest.importorskip("peft")
 
 from cube_lab.cli import main
 from cube_lab.errors import InvalidInput
-from cube_lab.finetune import tiny
+from cube_lab.finetune import chat_templates, tiny
 from cube_lab.finetune.config import FinetuneConfig
 
 
@@ -202,6 +202,9 @@ def test_llamafactory_yaml_runs_as_a_training_job_and_registers_a_peft_adapter(
         model, tokenizer = FinetuneService(ws).load(me, version["project"], "tiny-chat")
     finally:
         ws.close()
+    # template: default (LLaMA-Factory's name) trained and saved with the adapter
+    assert tokenizer.chat_template == chat_templates.TEMPLATES["default"].source
+    assert version["params"]["template"] == "default"
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": "Say the pair 3 " + tiny.alpaca_rows()[3]["input"]}],
         add_generation_prompt=True,

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..locale.messages import _t
+from . import chat_templates
 
 METHODS = ("pt", "sft", "rm", "dpo", "grpo")
 PREFERENCE_METHODS = ("rm", "dpo")
@@ -63,7 +64,8 @@ class FinetuneConfig:
     double_quantization: bool = True
     # DeepSpeed ZeRO: a preset (zero2, zero3, *_offload) or a DeepSpeed JSON file (CUDA only)
     deepspeed: str | None = None
-    template: str | None = None  # recorded; the tokenizer's chat template is used
+    # a chat template by name (chat_templates.TEMPLATES); None or "auto": the tokenizer's
+    template: str | None = None
     # SFT on conversations: False trains on the assistant's turns only (LLaMA-Factory's default)
     train_on_prompt: bool = False
     cutoff_len: int = 1024
@@ -141,7 +143,7 @@ class FinetuneConfig:
             quantization_bit=_quantization(data.get("quantization_bit")),
             double_quantization=_bool(data.get("double_quantization", True), "double_quantization"),
             deepspeed=_deepspeed(data.get("deepspeed"), base),
-            template=_text(data.get("template"), "template"),
+            template=chat_templates.check(_text(data.get("template"), "template")),
             train_on_prompt=_bool(data.get("train_on_prompt", False), "train_on_prompt"),
             cutoff_len=_int(data.get("cutoff_len", 1024), "cutoff_len", 8, 1 << 20),
             learning_rate=_float(data.get("learning_rate", 1e-4), "learning_rate", 0.0, 1.0),
@@ -304,6 +306,8 @@ class FinetuneConfig:
                 if isinstance(self.lora.target, str)
                 else ",".join(self.lora.target),
             )
+        if chat_templates.is_named(self.template):
+            out["template"] = self.template
         if self.method == "dpo":
             out["beta"] = self.beta
         if self.val_size:

@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import CubeError, InvalidInput
 from ..locale.messages import _t
 from ..training import metrics as job_metrics
+from . import chat_templates
 from .data import load_prompt_set, load_records
 from .evaluation_config import EvaluationConfig
 from .masking import IGNORE, tokenize
@@ -99,7 +100,7 @@ def answer(model: Any, tokenizer: Any, messages: list[dict[str, Any]], max_new: 
         encoded = tokenizer("\n".join(str(m["content"]) for m in messages), return_tensors="pt")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     with torch.no_grad():
-        out = model.generate(**encoded, max_new_tokens=max_new, do_sample=False, pad_token_id=pad)
+        out = model.generate(**encoded, max_new_tokens=max_new, do_sample=False, pad_token_id=pad, eos_token_id=tokenizer.eos_token_id)
     new = out[0, encoded["input_ids"].shape[1] :]
     return str(tokenizer.decode(new, skip_special_tokens=True)).strip()
 
@@ -127,6 +128,7 @@ def run(config: EvaluationConfig, out_dir: Path) -> dict[str, Any]:
         label, started = entry["label"], time.monotonic()
         print(f"{label}: loading {entry['ref']}", flush=True)
         model, tokenizer = load(entry)
+        chat_templates.apply(tokenizer, config.template)
         found: dict[str, float] = {}
         if records:
             found.update(perplexity(model, tokenizer, records, config.cutoff_len, label))

@@ -9,6 +9,7 @@ metrics: [exact_match, rouge_l]
 scorer_file: score.py        # def score(prediction, expected, **row) -> float
 max_new_tokens: 64
 cutoff_len: 1024
+template: qwen               # a chat template by name for every model (default: each tokenizer's)
 ```
 
 Relative paths start at the config's folder. ``EvaluationConfig.models`` is filled by the
@@ -26,6 +27,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..locale.messages import _t
+from . import chat_templates
 from .config import DataConfig, _data, _int, _path, _text
 
 METRICS = ("exact_match", "rouge_l")
@@ -38,6 +40,7 @@ KEYS = {
     "scorer_file",
     "max_new_tokens",
     "cutoff_len",
+    "template",
     "max_samples",
     "project",
     "name",
@@ -55,6 +58,7 @@ class EvaluationConfig:
     scorer_file: str | None = None
     max_new_tokens: int = 64
     cutoff_len: int = 1024
+    template: str | None = None
     max_samples: int | None = None  # of each file, the first N
     project: str | None = None
     name: str | None = None
@@ -91,6 +95,7 @@ class EvaluationConfig:
             scorer_file=_path(raw.get("scorer_file"), "scorer_file", base_dir),
             max_new_tokens=_int(raw.get("max_new_tokens", 64), "max_new_tokens", 1, 4096),
             cutoff_len=_int(raw.get("cutoff_len", 1024), "cutoff_len", 8, 131072),
+            template=chat_templates.check(_text(raw.get("template"), "template")),
             max_samples=None
             if raw.get("max_samples") in (None, "")
             else _int(raw["max_samples"], "max_samples", 1, 10**9),

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..locale.messages import _t
-from . import masking
+from . import chat_templates, masking
 from .config import FinetuneConfig
 from .data import load_records
 
@@ -78,7 +78,7 @@ def preview(config: FinetuneConfig, n: int = 3) -> Preview:
         )
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(config.model)
+    tokenizer = chat_templates.apply(AutoTokenizer.from_pretrained(config.model), config.template)
     out = Preview()
     for record in load_records(config.data)[:n]:
         if "messages" in record:

@@ -70,6 +70,7 @@ def callback(tokenizer: Any, asked: list[Prompt], every: int, max_new: int, out:
                             max_new_tokens=max_new,
                             do_sample=False,
                             pad_token_id=tokenizer.pad_token_id,
+                            eos_token_id=tokenizer.eos_token_id,
                         )
                     new = generated[0, encoded["input_ids"].shape[1] :]
                     completion = " ".join(tokenizer.decode(new, skip_special_tokens=True).split())

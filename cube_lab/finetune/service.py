@@ -20,6 +20,7 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
 from ..locale.messages import _t
 from ..projects.service import personal_name
+from . import chat_templates
 from .config import FinetuneConfig, check_records
 from .data import load_prompt_set, load_records
 from .evaluation_config import EvaluationConfig
@@ -81,7 +82,7 @@ def check_before_launch(config: FinetuneConfig, *, local: bool = True) -> None:
         )
     except (OSError, ValueError):
         has_template = False
-    if "text" not in first and not has_template:
+    if "text" not in first and not (has_template or chat_templates.is_named(config.template)):
         raise InvalidInput(
             _t("the tokenizer of {model} has no chat template", model=config.base_ref or folder),
             _t(

@@ -32,7 +32,7 @@ from typing import Any
 from ..errors import CubeError, InvalidInput
 from ..locale.messages import _t
 from ..training import metrics
-from . import masking, samples
+from . import chat_templates, masking, samples
 from .config import FinetuneConfig, check_records
 from .data import load_records
 from .user_code import load_function
@@ -315,7 +315,7 @@ def train(config: FinetuneConfig) -> dict[str, Any]:
     check_records(config.method, records[0], Path(config.data.path).name)
     records, held = split(records, config)
     asked = samples.prompts(config.sample_prompts, held or records) if config.sample_every else []
-    tokenizer = AutoTokenizer.from_pretrained(config.model)
+    tokenizer = chat_templates.apply(AutoTokenizer.from_pretrained(config.model), config.template)
     conversational = "text" not in records[0]
     if conversational and not tokenizer.chat_template:
         raise InvalidInput(

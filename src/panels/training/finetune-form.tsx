@@ -27,7 +27,8 @@ import {
   METHODS,
   PRECISIONS,
   QUANTIZATIONS,
-  submitFinetune
+  submitFinetune,
+  TEMPLATES
 } from './finetune-logic';
 
 /** A registered base: its NAME:VERSION and its project. */
@@ -280,6 +281,15 @@ export function FinetuneForm(props: IFinetuneFormProps): JSX.Element {
             DATA_FORMATS.map(f => ({
               value: f,
               label: f === 'auto' ? trans.__('auto (detect)') : f
+            }))
+          )}
+        </Field>
+        <Field label={trans.__('Chat template')} name="template">
+          {select(
+            'template',
+            TEMPLATES.map(t => ({
+              value: t,
+              label: t === 'auto' ? trans.__("the tokenizer's") : t
             }))
           )}
         </Field>

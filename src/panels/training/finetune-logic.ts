@@ -16,11 +16,27 @@ export const DATA_FORMATS = [
   'preference',
   'text'
 ] as const;
+/** 'auto': the tokenizer's own; the rest: cube_lab/finetune/chat_templates.py's names. */
+export const TEMPLATES = [
+  'auto',
+  'alpaca',
+  'chatml',
+  'default',
+  'empty',
+  'gemma',
+  'llama2',
+  'llama3',
+  'mistral',
+  'phi',
+  'qwen',
+  'vicuna'
+] as const;
 export const PRECISIONS = ['fp32', 'bf16', 'fp16'] as const;
 export const QUANTIZATIONS = ['none', '4', '8'] as const;
 
 export type FinetuneMethod = (typeof METHODS)[number];
 export type DataFormat = (typeof DATA_FORMATS)[number];
+export type ChatTemplate = (typeof TEMPLATES)[number];
 export type Precision = (typeof PRECISIONS)[number];
 export type Quantization = (typeof QUANTIZATIONS)[number];
 
@@ -35,6 +51,8 @@ export interface IFinetuneForm {
   /** The data file, relative to the server root. */
   data: string;
   dataFormat: DataFormat;
+  /** The chat template conversations are rendered with. */
+  template: ChatTemplate;
   finetuningType: 'lora' | 'full';
   loraRank: string;
   loraAlpha: string;
@@ -64,6 +82,7 @@ export function emptyFinetuneForm(): IFinetuneForm {
     modelVersion: '',
     data: '',
     dataFormat: 'auto',
+    template: 'auto',
     finetuningType: 'lora',
     loraRank: '8',
     loraAlpha: '16',
@@ -186,6 +205,9 @@ export function finetuneToRequest(
     errors.data = dataError;
   }
   config.data = { path: data, format: form.dataFormat };
+  if (form.template !== 'auto') {
+    config.template = form.template;
+  }
   config.finetuning_type = form.finetuningType;
   if (form.finetuningType === 'lora') {
     const rank = wholeNumber(form.loraRank, 1, 4096);
@@ -300,4 +322,77 @@ export function baseVersions(
   return versions
     .filter(v => v.flavor === 'transformers' && !v.archived)
     .map(v => `${v.model}:${v.version}`);
+}
+
+/** `path` relative to `root` ('' when it is not under it). */
+function under(root: string, path: string): string {
+  const base = root.replace(/\/+$/, '') + '/';
+  return path.startsWith(base) ? path.slice(base.length) : '';
+}
+
+/**
+ * The form filled from a fine-tune job (its `--config-json`), for "Edit &
+ * launch"; null for a job that is no fine-tune. Paths outside the job's
+ * folder are left blank.
+ */
+export function finetuneJobToForm(job: TrainingJob): IFinetuneForm | null {
+  const args = job.spec.args;
+  const at = Array.isArray(args) ? args.indexOf('--config-json') : -1;
+  if (!Array.isArray(args) || at < 0 || typeof args[at + 1] !== 'string') {
+    return null;
+  }
+  let c: Record<string, any>;
+  try {
+    c = JSON.parse(args[at + 1] as string);
+  } catch {
+    return null;
+  }
+  const form = emptyFinetuneForm();
+  const text = (v: unknown, fallback: string) =>
+    v === null || v === undefined ? fallback : String(v);
+  const pick = <T extends string>(
+    v: unknown,
+    known: readonly T[],
+    fallback: T
+  ) => (known.includes(v as T) ? (v as T) : fallback);
+  const root = job.working_dir ?? '';
+  const ref = typeof c.base_ref === 'string' ? c.base_ref : '';
+  if (ref) {
+    const slash = ref.indexOf('/');
+    form.baseKind = 'registered';
+    form.modelVersion = ref.slice(slash + 1);
+  } else {
+    form.modelFolder = under(root, text(c.model, ''));
+  }
+  const data = c.data ?? {};
+  form.data = under(root, text(data.path, ''));
+  form.dataFormat = pick(data.format, DATA_FORMATS, 'auto');
+  form.method = pick(c.method, METHODS, 'sft');
+  form.template = pick(c.template, TEMPLATES, 'auto');
+  form.finetuningType = c.finetuning_type === 'full' ? 'full' : 'lora';
+  const lora = c.lora ?? {};
+  form.loraRank = text(lora.rank, form.loraRank);
+  form.loraAlpha = text(lora.alpha, form.loraAlpha);
+  form.loraTarget = Array.isArray(lora.target)
+    ? lora.target.join(', ')
+    : text(lora.target, form.loraTarget);
+  form.quantization = pick(
+    text(c.quantization_bit, 'none'),
+    QUANTIZATIONS,
+    'none'
+  );
+  form.precision = c.bf16 ? 'bf16' : c.fp16 ? 'fp16' : 'fp32';
+  form.cutoffLen = text(c.cutoff_len, form.cutoffLen);
+  form.batchSize = text(c.per_device_train_batch_size, form.batchSize);
+  form.gradientAccumulation = text(
+    c.gradient_accumulation_steps,
+    form.gradientAccumulation
+  );
+  form.learningRate = text(c.learning_rate, form.learningRate);
+  form.maxSteps = c.max_steps > 0 ? String(c.max_steps) : '';
+  form.epochs = text(c.num_train_epochs, form.epochs);
+  form.nproc = String(job.nproc_per_worker || 1);
+  form.name = text(c.name, '');
+  form.project = job.project;
+  return form;
 }

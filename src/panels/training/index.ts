@@ -30,6 +30,7 @@ import { trainingIcon } from '../../icons';
 import { CATEGORY, CommandIDs, ICubeSidebar, PanelRanks } from '../../tokens';
 import { LaunchFormView } from './form';
 import { FinetuneFormView } from './finetune-form';
+import { finetuneJobToForm, IFinetuneForm } from './finetune-logic';
 import { TrainingJobView } from './job';
 import {
   basename,
@@ -267,15 +268,19 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
     const finetuneForms = new WidgetTracker<MainAreaWidget<FinetuneFormView>>({
       namespace: 'cube-lab-finetune-form'
     });
-    /** The one "Fine-tune" tab. */
-    const finetune = () => {
+    /** The one "Fine-tune" tab, filled with `fill` when given. */
+    const finetune = (fill?: IFinetuneForm) => {
       const existing = openForm(finetuneForms);
       if (existing) {
+        if (fill) {
+          existing.content.fill(fill);
+        }
         shell.activateById(existing.id);
         return existing;
       }
       const content: FinetuneFormView = new FinetuneFormView({
         translator,
+        fill,
         launched: job => {
           openJob(job);
           widget.dispose();
@@ -315,7 +320,10 @@ export const trainingPlugin: JupyterFrontEndPlugin<void> = {
           jobId: id,
           translator,
           openJob,
-          editCopy: job => void launch(jobToForm(job)),
+          editCopy: job => {
+            const filled = finetuneJobToForm(job);
+            void (filled ? finetune(filled) : launch(jobToForm(job)));
+          },
           openModel: version =>
             void commands.execute(CommandIDs.openModelTab, {
               project: version.project,
