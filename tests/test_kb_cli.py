@@ -82,12 +82,12 @@ def test_kb_commands_in_this_process(cli: Any, ws: Any, tmp_path: Path) -> None:
     assert code == 0 and "(1 chunk(s))" in out
 
     # errors: a message on stderr and a non-zero exit
-    (tmp_path / "report.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "report.pptx").write_bytes(b"%PDF-1.4")
     for args, exit_code, message in (
         (("kb", "remove", "docs", "docs/shipping.txt"), 1, "has no source"),
         (("kb", "search", "docs", "x", "-k", "0"), 2, "k must be an integer from 1 to 100"),
         (("kb", "add", "docs", "nowhere"), 2, "does not exist"),
-        (("kb", "add", "docs", "report.pdf"), 2, "unsupported file type .pdf"),
+        (("kb", "add", "docs", "report.pptx"), 2, "unsupported file type .pptx"),
         (("kb", "create", "docs"), 1, "already exists"),
         (("kb", "show", "nothing"), 1, "knowledge base 'nothing' not found"),
         (("kb", "eval", "docs", "missing.jsonl"), 2, "does not exist"),
@@ -141,10 +141,10 @@ def test_kb_commands_through_a_server(
     left = str(len(DOCS) - 1)
     assert out.splitlines()[1].split()[:4] == ["alice", "docs", left, left]
 
-    (root / "report.pdf").write_bytes(b"%PDF-1.4")
+    (root / "report.pptx").write_bytes(b"%PDF-1.4")
     for args, exit_code, message in (
         (("kb", "search", "docs", "x", "-k", "500"), 2, "k must be an integer from 1 to 100"),
-        (("kb", "add", "docs", "report.pdf"), 2, "unsupported file type .pdf"),
+        (("kb", "add", "docs", "report.pptx"), 2, "unsupported file type .pptx"),
         (("kb", "add", "docs", "/"), 2, "outside your home"),
         (("kb", "show", "nothing"), 1, "knowledge base 'nothing' not found"),
     ):

@@ -1,5 +1,6 @@
-"""Knowledge bases without a model: each format parses, corrupt files say why, chunking by
-tokens and by headings, the BM25 index persists, and the metrics match hand computation."""
+"""Knowledge bases without a model: each format parses (PDFs made here with fpdf2, DOCX with
+python-docx), corrupt files say why, chunking by tokens, by headings and by pages, the BM25
+index persists, and the metrics match hand computation."""
 
 from __future__ import annotations
 
@@ -96,7 +97,10 @@ def test_each_format_parses(tmp_path: Path) -> None:
         ("bad.jsonl", b'{"text": "a"}\n{oops\n', "line 2 is not JSON"),
         ("bad.csv", b"text\nfine\n1,2\n", "row 2 has more cells"),
         ("bin.txt", b"a\x00b", "binary"),
-        ("doc.pdf", b"%PDF-1.4", "not supported yet"),
+        ("doc.pdf", b"%PDF-1.4", "not a readable PDF"),
+        ("fake.pdf", b"just text", "not a PDF"),
+        ("doc.docx", b"PK\x03\x04 broken zip", "not a readable DOCX"),
+        ("old.docx", b"\xd0\xcf\x11\xe0 a .doc renamed", "not a readable DOCX"),
         ("x.xyz", b"?", "unknown file type"),
     ],
 )
@@ -104,6 +108,93 @@ def test_corrupt_files_say_why(tmp_path: Path, name: str, data: bytes, says: str
     with pytest.raises(ParseError) as err:
         parse_file(write(tmp_path / name, data))
     assert says in err.value.error and name in err.value.error
+
+
+def make_pdf(pages: list[str]) -> bytes:
+    """A PDF with a text layer: one page per item (an empty item is a page without text)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=12)
+    for text in pages:
+        pdf.add_page()
+        if text:
+            pdf.multi_cell(0, 8, text)
+    return bytes(pdf.output())
+
+
+def make_docx(path: Path) -> Path:
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Handbook", 0)
+    d.add_paragraph("Welcome to the handbook.")
+    d.add_heading("Refunds", 1)
+    d.add_paragraph("Items may be returned within thirty days.")
+    d.add_heading("Cards", 2)
+    d.add_paragraph("Card refunds take five business days.")
+    table = d.add_table(rows=2, cols=2)
+    for (r, c), text in {
+        (0, 0): "code",
+        (0, 1): "meaning",
+        (1, 0): "R7",
+        (1, 1): "refunded",
+    }.items():
+        table.cell(r, c).text = text
+    d.add_heading("Shipping", 1)
+    d.add_paragraph("Parcels ship in two days.")
+    d.save(path)
+    return path
+
+
+def test_pdf_pages_and_docx_headings(tmp_path: Path) -> None:
+    pages = ["Tomatoes need sun and water.", "The pump fault ZQX4741 stalls it.", "", "The end."]
+    pdf = parse_file(write(tmp_path / "r.pdf", make_pdf(pages)), source="r.pdf")
+    assert pdf.kind == "pdf"
+    assert [(s.text, s.meta) for s in pdf.sections] == [
+        ("Tomatoes need sun and water.", {"page": 1}),
+        ("The pump fault ZQX4741 stalls it.", {"page": 2}),
+        ("The end.", {"page": 4}),  # page 3 has no text
+    ]
+    by_pages = chunk_document(pdf, "pages", 8, 2)
+    assert [(c.text, c.meta["page"], c.position) for c in by_pages] == [
+        ("Tomatoes need sun and water.", 1, 0),
+        ("The pump fault ZQX4741 stalls it.", 2, 1),
+        ("The end.", 4, 2),
+    ]
+    long = parse_file(write(tmp_path / "l.pdf", make_pdf([" ".join(f"w{i}" for i in range(20))])))
+    assert [c.meta["page"] for c in chunk_document(long, "pages", 8, 2)] == [1, 1, 1]
+    by_tokens = chunk_document(pdf, "tokens", 8, 2)  # each chunk: the page it starts on
+    assert [c.meta["page"] for c in by_tokens] == [1, 2]
+    assert by_tokens[1].text.startswith("pump fault ZQX4741")
+
+    docx_doc = parse_file(make_docx(tmp_path / "h.docx"), source="h.docx")
+    assert docx_doc.kind == "docx"
+    assert [(s.heading_path, s.text) for s in docx_doc.sections] == [
+        (("Handbook",), "Welcome to the handbook."),
+        (("Handbook", "Refunds"), "Items may be returned within thirty days."),
+        (("Handbook", "Refunds", "Cards"),
+         "Card refunds take five business days.\ncode | meaning\nR7 | refunded"),
+        (("Handbook", "Shipping"), "Parcels ship in two days."),
+    ]  # fmt: skip
+    chunks = chunk_document(docx_doc, "headings", 50, 5)
+    assert chunks[2].heading == "Handbook > Refunds > Cards"
+    # pages on a document without pages: by tokens
+    assert len(chunk_document(docx_doc, "pages", 50, 5)) == 1
+
+
+def test_pdf_without_text_layer_says_so(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.rect(10, 10, 50, 50)  # a drawing, no text: as a scan would be
+    with pytest.raises(ParseError) as err:
+        parse_file(write(tmp_path / "scan.pdf", bytes(pdf.output())))
+    assert "no text layer" in err.value.error and "OCR" in err.value.detail
+    truncated = make_pdf(["some text here"])[:200]
+    with pytest.raises(ParseError, match="not a readable PDF"):
+        parse_file(write(tmp_path / "cut.pdf", truncated))
 
 
 def test_chunking_by_tokens_and_by_headings(tmp_path: Path) -> None:

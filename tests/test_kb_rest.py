@@ -238,17 +238,17 @@ async def test_paths_outside_the_root_are_refused(
 
 
 async def test_bad_input_is_a_4xx_saying_what_to_do(api: Any, jp_root_dir: Path) -> None:
-    (jp_root_dir / "report.pdf").write_bytes(b"%PDF-1.4 not really")
+    (jp_root_dir / "report.pptx").write_bytes(b"%PDF-1.4 not really")
     (jp_root_dir / "note.md").write_text("# Note\n\nHello.")
     await _create(api)
     cases: list[tuple[str, str, Any, int, str]] = [
         ("POST", "kb", {"name": "docs"}, 409, "already exists"),
-        ("POST", "kb", {"name": "x", "chunking": "pages"}, 400, "unknown chunking"),
+        ("POST", "kb", {"name": "x", "chunking": "sentences"}, 400, "unknown chunking"),
         ("POST", "kb", {"name": "x", "size": 3}, 400, "unknown fields"),
         ("POST", "kb", {}, 400, "name is required"),
         ("POST", f"{KB}/sources", {}, 400, "nothing to add"),
         ("POST", f"{KB}/sources", {"paths": ["nowhere"]}, 400, "does not exist"),
-        ("POST", f"{KB}/sources", {"paths": ["report.pdf"]}, 400, "unsupported file type"),
+        ("POST", f"{KB}/sources", {"paths": ["report.pptx"]}, 400, "unsupported file type"),
         ("POST", f"{KB}/sources", {"paths": "note.md"}, 400, "must be a list"),
         (
             "POST",
@@ -279,7 +279,7 @@ async def test_bad_input_is_a_4xx_saying_what_to_do(api: Any, jp_root_dir: Path)
         status, answer = await api("alice", method, path, body)
         assert status == code and text in answer["error"], (path, body, answer)
         assert answer["detail"], (path, body, answer)  # says how to fix it
-    status, answer = await api("alice", "POST", f"{KB}/sources", {"paths": ["report.pdf"]})
+    status, answer = await api("alice", "POST", f"{KB}/sources", {"paths": ["report.pptx"]})
     assert "convert" in answer["detail"]
     status, view = await api("alice", "GET", KB)
     assert view["sources"] == 0  # nothing started for any of it
@@ -331,3 +331,27 @@ async def test_an_ingest_whose_process_is_gone_reads_interrupted(
     status, seen = await api("alice", "GET", f"{KB}/ingests/0123456789ab")
     assert (status, seen["status"]) == (200, "interrupted") and "add again" in seen["error"]
     assert "_process" not in seen
+
+
+async def test_pdf_uploaded_as_base64_keeps_its_pages(api: Any) -> None:
+    import base64
+
+    from test_kb_parse import make_pdf
+
+    await _create(api, chunking="pages")
+    pdf = make_pdf(["Cover page.", "Valve code VQ-5521 opens the drain."])
+    docs = [
+        {"name": "valves.pdf", "content_base64": base64.b64encode(pdf).decode()},
+        {"name": "cut.pdf", "content_base64": base64.b64encode(pdf[:120]).decode()},
+    ]
+    status, started = await api("alice", "POST", f"{KB}/sources", {"documents": docs})
+    assert status == 202, started
+    record = await _finished(api, f"{KB}/ingests/{started['id']}")
+    outcome = {f["source"]: (f["status"], f["chunks"]) for f in record["files"]}
+    assert outcome == {"upload:valves.pdf": ("added", 2), "upload:cut.pdf": ("failed", 0)}
+    status, answer = await api("alice", "POST", f"{KB}/search", {"query": "VQ-5521", "k": 1})
+    (hit,) = answer["hits"]
+    assert hit["source"] == "upload:valves.pdf" and hit["meta"] == {"page": 2}
+    bad = {"documents": [{"name": "x.pdf", "content_base64": "not base64!"}]}
+    status, answer = await api("alice", "POST", f"{KB}/sources", bad)
+    assert status == 400 and "not valid base64" in answer["error"]

@@ -131,7 +131,7 @@ def test_bad_input_and_tenancy(ws: Any, alice: Caller, bob: Caller, tmp_path: Pa
     ws.kb.create(alice, "docs")
     with pytest.raises(Conflict):
         ws.kb.create(alice, "docs")
-    for bad in ({"chunking_": "pages"}, {"chunk_size": 2}, {"overlap": 500}, {"model": "x"}):
+    for bad in ({"chunking_": "sentences"}, {"chunk_size": 2}, {"overlap": 500}, {"model": "x"}):
         with pytest.raises(InvalidInput):
             ws.kb.create(alice, "other", **bad)
     with pytest.raises(InvalidInput):
@@ -173,3 +173,39 @@ def test_rows_chunk_one_a_row(ws: Any, alice: Caller, tmp_path: Path) -> None:
     assert (result.status, result.chunks) == ("added", 2)
     (hit,) = ws.kb.query(alice, None, "faq", "parking", k=1, mode="keyword")
     assert hit["text"] == "Q: Parking?\nA: Behind the shop." and hit["meta"] == {"row": 2}
+
+
+def test_pdf_and_docx_ingest_a_corrupt_one_fails_alone(
+    ws: Any, alice: Caller, tmp_path: Path
+) -> None:
+    from test_kb_parse import make_docx, make_pdf
+
+    docs = tmp_path / "office"
+    docs.mkdir()
+    (docs / "manual.pdf").write_bytes(
+        make_pdf(["Setup: plug the unit in.", "Error ZQX9912 means the filter is clogged."])
+    )
+    make_docx(docs / "handbook.docx")
+    (docs / "broken.pdf").write_bytes(make_pdf(["cut short"])[:150])
+    (docs / "broken.docx").write_bytes(b"PK\x03\x04 not a document")
+    ws.kb.create(alice, "office", chunking_="pages", chunk_size=64, overlap=8)
+    report = ws.kb.add(alice, None, "office", [docs])
+    status = {Path(f.source).name: (f.status, f.chunks) for f in report.files}
+    assert status == {
+        "manual.pdf": ("added", 2),
+        "handbook.docx": ("added", 1),  # by pages without pages: by tokens, one short chunk
+        "broken.pdf": ("failed", 0),
+        "broken.docx": ("failed", 0),
+    }
+    errors = {Path(f.source).name: f.error for f in report.failed}
+    assert "not a readable PDF" in errors["broken.pdf"]
+    assert "not a readable DOCX" in errors["broken.docx"]
+    (hit,) = ws.kb.query(alice, None, "office", "ZQX9912", k=1, mode="keyword")
+    assert Path(hit["source"]).name == "manual.pdf" and hit["meta"] == {"page": 2}
+
+    ws.kb.create(alice, "sections", chunking_="headings", chunk_size=64, overlap=8)
+    ws.kb.add(alice, None, "sections", [docs / "handbook.docx"])
+    (hit,) = ws.kb.query(alice, None, "sections", "card refunds", k=1, mode="keyword")
+    assert hit["heading"] == "Handbook > Refunds > Cards"
+    again = ws.kb.add(alice, None, "office", [docs / "manual.pdf"])
+    assert [f.status for f in again.files] == ["unchanged"]

@@ -332,7 +332,7 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     )
     p = command(kb, "create", kb_create, "create a knowledge base")
     p.add_argument("name")
-    p.add_argument("--chunking", choices=["tokens", "headings"], help="default tokens")
+    p.add_argument("--chunking", choices=["tokens", "headings", "pages"], help="default tokens")
     p.add_argument("--chunk-size", dest="chunk_size", type=int, help="tokens (default 200)")
     p.add_argument("--overlap", type=int, help="tokens shared by neighbours (default 40)")
     p.add_argument("--model", help="embedding model (default the shipped MiniLM)")

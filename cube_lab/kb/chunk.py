@@ -1,10 +1,12 @@
-"""Sections to chunks: by tokens with overlap, or by headings (one chunk per Markdown/HTML
-section, split by tokens only where a section is longer than the chunk size). Rows (CSV /
-JSONL, question-answer pairs) stay one chunk each.
+"""Sections to chunks: by tokens with overlap, by headings (one chunk per Markdown/HTML/DOCX
+section, split by tokens only where a section is longer than the chunk size) or by pages (one
+chunk per PDF page, split likewise; a document without pages is chunked by tokens). Rows
+(CSV / JSONL, question-answer pairs) stay one chunk each.
 
 A token here is a run of non-space characters: close enough to a word-piece count for
 sizing chunks, and free of any tokenizer download. Each chunk keeps its source, its heading
-path and the section's metadata (row number, ...).
+path and the section's metadata (row number, PDF page, ...); a chunk by tokens takes those of
+the section it starts in.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from .parse import Document, Section
 
-STRATEGIES = ("tokens", "headings")
+STRATEGIES = ("tokens", "headings", "pages")
 _TOKEN = re.compile(r"\S+")
 
 
@@ -65,7 +67,8 @@ def chunk_document(
         raise ValueError(f"unknown chunking {strategy!r}; use one of {list(STRATEGIES)}")
     check_sizes(size, overlap)
     pieces: list[tuple[str, Section]] = []
-    if doc.kind == "rows" or strategy == "headings":
+    paged = any("page" in section.meta for section in doc.sections)
+    if doc.kind == "rows" or strategy == "headings" or (strategy == "pages" and paged):
         for section in doc.sections:
             pieces += [(t, section) for t in split_tokens(section.text, size, overlap)]
     else:

@@ -1,10 +1,11 @@
-"""Files to sections of text: plain text, Markdown, HTML, CSV / JSONL rows and notebooks.
+"""Files to sections of text: plain text, Markdown, HTML, CSV / JSONL rows, notebooks, PDF
+(its text layer) and DOCX.
 
-A section is a stretch of text under one heading path (Markdown/HTML headings, a notebook's
-Markdown headings) or one row of a table. ``parse_file`` raises ``ParseError`` saying what is
-wrong with the file; a caller ingesting many files catches it per file, so a corrupt file
-fails alone. PDF and DOCX are not parsed yet (their parsers, pypdf and python-docx, are not
-dependencies); such files get a ``ParseError`` that says so.
+A section is a stretch of text under one heading path (Markdown/HTML/DOCX headings, a
+notebook's Markdown headings), one page of a PDF (``meta["page"]``, from 1) or one row of a
+table. ``parse_file`` raises ``ParseError`` saying what is wrong with the file; a caller
+ingesting many files catches it per file, so a corrupt file fails alone. PDFs are read with
+pypdf and DOCX with python-docx (both in the ``kb`` extra), imported when such a file comes.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Any
 MARKDOWN = {".md", ".markdown"}
 HTML = {".html", ".htm"}
 TEXT = {".txt", ".text", ".rst", ".log"}
-SUFFIXES = MARKDOWN | HTML | TEXT | {".csv", ".jsonl", ".ipynb"}
-NOT_YET = {".pdf": "pypdf", ".docx": "python-docx"}
+BINARY = {".pdf", ".docx"}  # parsed from their bytes, not decoded as text
+SUFFIXES = MARKDOWN | HTML | TEXT | BINARY | {".csv", ".jsonl", ".ipynb"}
 TEXT_KEYS = ("text", "content", "body", "passage")
 QUESTION_KEYS = ("question", "q", "query", "prompt")
 ANSWER_KEYS = ("answer", "a", "response", "completion")
@@ -47,7 +48,7 @@ class Section:
 @dataclass(frozen=True)
 class Document:
     source: str
-    kind: str  # text | markdown | html | rows | notebook
+    kind: str  # text | markdown | html | rows | notebook | pdf | docx
     sections: list[Section]
 
 
@@ -59,11 +60,6 @@ def parse_file(path: Path, source: str | None = None) -> Document:
     """Parse one file by its suffix. ``source`` (default: the path) names it in metadata."""
     suffix = path.suffix.lower()
     name = source or str(path)
-    if suffix in NOT_YET:
-        raise ParseError(
-            f"{path.name}: {suffix} files are not supported yet",
-            f"Install {NOT_YET[suffix]} support (not in this release) or convert it to text.",
-        )
     if suffix not in SUFFIXES:
         raise ParseError(
             f"{path.name}: unknown file type {suffix or '(none)'}",
@@ -78,6 +74,10 @@ def parse_file(path: Path, source: str | None = None) -> Document:
 
 def parse_bytes(data: bytes, suffix: str, source: str) -> Document:
     label = Path(source).name
+    if suffix == ".pdf":
+        return Document(source, "pdf", pdf_sections(data, label))
+    if suffix == ".docx":
+        return Document(source, "docx", docx_sections(data, label))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -294,3 +294,141 @@ def notebook_sections(text: str, label: str = "") -> list[Section]:
         elif cell.get("cell_type") == "code":
             parts.append(f"```{language}\n{body.strip()}\n```")
     return markdown_sections("\n\n".join(parts))
+
+
+# -- PDF (the text layer) -------------------------------------------------------------------
+
+
+def pdf_sections(data: bytes, label: str = "") -> list[Section]:
+    """One section per page that has text (``meta["page"]`` from 1). A PDF that pypdf cannot
+    open, an encrypted one and one without any text layer (a scan) are ``ParseError``s."""
+    import logging
+
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import FileNotDecryptedError, PyPdfError
+    except ImportError as exc:  # pragma: no cover - an install without the kb extra
+        raise ParseError(
+            f"{label}: PDF support is not installed", "pip install 'cube-lab[kb]' (pypdf)."
+        ) from exc
+    if not data.lstrip()[:5].startswith(b"%PDF-"):
+        raise ParseError(
+            f"{label}: not a PDF (it does not start with %PDF-)", "Give the PDF file itself."
+        )
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its repair warnings are noise here
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise ParseError(
+                f"{label}: the PDF is encrypted with a password", "Save an unencrypted copy."
+            )
+        sections = []
+        for number, page in enumerate(reader.pages, start=1):
+            text = _tidy(page.extract_text() or "")
+            if text:
+                sections.append(Section(text, (), {"page": number}))
+        pages = len(reader.pages)
+    except ParseError:
+        raise
+    except FileNotDecryptedError as exc:
+        raise ParseError(
+            f"{label}: the PDF is encrypted with a password", "Save an unencrypted copy."
+        ) from exc
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ParseError(
+            f"{label}: not a readable PDF ({type(exc).__name__}: {exc})",
+            "The file is damaged or truncated; export it again.",
+        ) from exc
+    if pages and not sections:
+        raise ParseError(
+            f"{label}: the PDF has no text layer ({pages} page(s) of images?)",
+            "Run OCR on it first (e.g. ocrmypdf) or add a text version.",
+        )
+    return sections
+
+
+def _tidy(text: str) -> str:
+    """Trailing spaces off each line, runs of blank lines to one."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+# -- DOCX ----------------------------------------------------------------------------------
+
+_DOCX_HEADING = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
+
+
+def _docx_level(paragraph: Any) -> int | None:
+    """A heading paragraph's level (Title is 0, Heading N is N); None for body text."""
+    style = paragraph.style
+    for name in (getattr(style, "name", None), getattr(style, "style_id", None)):
+        if not name:
+            continue
+        if name.lower() == "title":
+            return 0
+        match = _DOCX_HEADING.fullmatch(name.strip())
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def docx_sections(data: bytes, label: str = "") -> list[Section]:
+    """Paragraphs and tables (rows as ``cell | cell`` lines) in document order, one section
+    per heading (Title, Heading 1-9 styles) with the path of headings above it."""
+    import zipfile
+
+    try:
+        import docx
+        from docx.opc.exceptions import PackageNotFoundError
+        from docx.table import Table
+    except ImportError as exc:  # pragma: no cover - an install without the kb extra
+        raise ParseError(
+            f"{label}: DOCX support is not installed", "pip install 'cube-lab[kb]' (python-docx)."
+        ) from exc
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks = list(document.iter_inner_content())
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise ParseError(
+            f"{label}: not a readable DOCX ({type(exc).__name__}: {exc})",
+            "Save it again as a Word document (.docx), not .doc or another format.",
+        ) from exc
+    except Exception as exc:  # lxml's errors for a broken document.xml, and the like
+        raise ParseError(
+            f"{label}: not a readable DOCX ({type(exc).__name__}: {exc})",
+            "The file is damaged; save it again from Word or LibreOffice.",
+        ) from exc
+    sections: list[Section] = []
+    path: list[tuple[int, str]] = []
+    lines: list[str] = []
+
+    def flush() -> None:
+        body = _tidy("\n".join(lines))
+        if body:
+            sections.append(Section(body, tuple(t for _, t in path)))
+        lines.clear()
+
+    for block in blocks:
+        if isinstance(block, Table):
+            for row in block.rows:
+                cells: list[str] = []
+                for cell in row.cells:  # a merged cell repeats: keep it once
+                    text = " ".join(cell.text.split())
+                    if not cells or cells[-1] != text:
+                        cells.append(text)
+                if any(cells):
+                    lines.append(" | ".join(cells))
+            continue
+        text = block.text.strip()
+        level = _docx_level(block)
+        if level is None:
+            lines.append(text)
+            continue
+        if not text:
+            continue
+        flush()
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, " ".join(text.split())))
+    flush()
+    return sections

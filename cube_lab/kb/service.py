@@ -21,6 +21,8 @@ documents (name + text) are kept in ``<kb folder>/uploads/`` and named ``upload:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
@@ -79,8 +81,8 @@ def _unsupported(path: Path) -> InvalidInput:
         _t("{name}: unsupported file type {value}", name=path.name, value=path.suffix or "(none)"),
         _t(
             (
-                "Supported: {value}; convert the file to one of them (e.g. save a PDF or DOCX"
-                " as text or Markdown)."
+                "Supported: {value}; convert the file to one of them (e.g. save a"
+                " presentation or spreadsheet as PDF or CSV)."
             ),
             value=", ".join(sorted(SUFFIXES)),
         ),
@@ -519,7 +521,8 @@ class KnowledgeBaseService:
     ) -> dict[str, Any]:
         """Check what to add now (a bad path or type is an error here, before anything
         starts), then add it in a thread; the ingest record (``ingest``) shows the progress.
-        ``documents``: ``{"name": "notes.md", "content": "..."}`` items kept as uploads."""
+        ``documents``: ``{"name": "notes.md", "content": "..."}`` items (or ``content_base64``
+        for a binary file such as a PDF or DOCX) kept as uploads."""
         folder, project_name = self._folder(caller, project, name)
         if not paths and not documents:
             raise InvalidInput(
@@ -616,12 +619,29 @@ class KnowledgeBaseService:
                 )
             if not supported(Path(upload_name)):
                 raise _unsupported(Path(upload_name))
-            if not isinstance(content, str):
+            encoded = doc.get("content_base64")
+            if encoded is not None and content is None:
+                if not isinstance(encoded, str):
+                    raise InvalidInput(
+                        _t("documents[{n}].content_base64 must be a string", n=n),
+                        _t("Send the file's bytes base64-encoded (e.g. a PDF or DOCX)."),
+                    )
+                try:
+                    data = base64.b64decode(encoded, validate=True)
+                except (binascii.Error, ValueError) as exc:
+                    raise InvalidInput(
+                        _t("documents[{n}].content_base64 is not valid base64", n=n), str(exc)
+                    ) from exc
+            elif isinstance(content, str):
+                data = content.encode()
+            else:
                 raise InvalidInput(
                     _t("documents[{n}].content must be text", n=n),
-                    _t("Send the file's text as a string."),
+                    _t(
+                        "Send the file's text as a string, or its bytes (a PDF, a DOCX) "
+                        "base64-encoded as content_base64."
+                    ),
                 )
-            data = content.encode()
             total += len(data)
             if total > MAX_UPLOAD_BYTES:
                 raise InvalidInput(

