@@ -65,7 +65,8 @@ TEMPLATES: dict[str, ChatTemplate] = {
     "llama3": ChatTemplate(
         _BOS + "{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
         "{{ m['content'] }}<|eot_id|>{% endfor %}"
-        "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}",
+        "{% if add_generation_prompt %}"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}",
         "<|eot_id|>",
     ),
     "llama2": ChatTemplate(

@@ -98,9 +98,12 @@ def answer(model: Any, tokenizer: Any, messages: list[dict[str, Any]], max_new: 
         encoded = tokenizer(text, return_tensors="pt", add_special_tokens=False)
     else:
         encoded = tokenizer("\n".join(str(m["content"]) for m in messages), return_tensors="pt")
+    eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     with torch.no_grad():
-        out = model.generate(**encoded, max_new_tokens=max_new, do_sample=False, pad_token_id=pad, eos_token_id=tokenizer.eos_token_id)
+        out = model.generate(
+            **encoded, max_new_tokens=max_new, do_sample=False, pad_token_id=pad, eos_token_id=eos
+        )
     new = out[0, encoded["input_ids"].shape[1] :]
     return str(tokenizer.decode(new, skip_special_tokens=True)).strip()
 
