@@ -172,6 +172,7 @@ def export(
         dataset = s.scalars(
             select(Dataset).where(Dataset.project_id == project_row.id, Dataset.name == name)
         ).first()
+        dataset_id = dataset.id if dataset is not None else None
         if dataset is not None and dataset.kind != "texts":
             raise InvalidInput(
                 _t(
@@ -193,7 +194,7 @@ def export(
             ),
         )
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    if dataset is None:
+    if dataset_id is None:
         # a new dataset's source is this first export (its items: the chosen answers)
         sources = staging_root / "chat-exports"
         sources.mkdir(parents=True, exist_ok=True)
@@ -203,8 +204,6 @@ def export(
             caller, name, source, project=project_name, kind="texts", text_field="chosen"
         )
         dataset_id = view.id
-    else:
-        dataset_id = dataset.id
 
     def write(folder: Path) -> str:
         (folder / FILE_NAME).write_text(text, encoding="utf-8")
