@@ -135,11 +135,11 @@ def _topological(pipeline: Pipeline) -> list[Node]:
     by_id = {n.id: n for n in pipeline.nodes}
     if len(by_id) != len(pipeline.nodes):
         dup = next(n for n in pipeline.nodes if sum(m.id == n.id for m in pipeline.nodes) > 1)
-        raise _node_error(dup, "its id is used by another node", "Node ids must be unique.")
+        raise _node_error(dup, _t("its id is used by another node"), _t("Node ids must be unique."))
     for node in pipeline.nodes:
         for up in node.upstream:
             if up not in by_id:
-                raise _node_error(node, f"it links from an unknown node {up!r}")
+                raise _node_error(node, _t("it links from an unknown node {up!r}", up=up))
     order: list[Node] = []
     placed: set[str] = set()
     while len(order) < len(pipeline.nodes):
@@ -195,27 +195,38 @@ def _resolve_refs(node: Node, text: str, where: str, known: set[str]) -> str:
         return text
     if len(re.findall(r"\{\{\s*params\.", text)) != len(_PARAM_REF.findall(text)):
         raise _node_error(
-            node, f"{where} has a malformed reference ({text!r})", "Write {{ params.NAME }}."
+            node,
+            _t("{where} has a malformed reference ({text!r})", where=where, text=text),
+            _t("Write {{{{ params.NAME }}}}."),
         )
     if re.search(r"\{\{\s*nodes\.", text):
         raise _node_error(
             node,
-            f"{where} uses a value published by another node ({text!r})",
-            "Node values are passed only in local runs; use a pipeline parameter or a file.",
+            _t("{where} uses a value published by another node ({text!r})", where=where, text=text),
+            _t("Node values are passed only in local runs; use a pipeline parameter or a file."),
         )
     for name in _PARAM_REF.findall(text):
         if name not in known:
-            raise _node_error(node, f"{where} refers to unknown pipeline parameter {name!r}")
+            raise _node_error(
+                node,
+                _t(
+                    "{where} refers to unknown pipeline parameter {name!r}",
+                    where=where,
+                    name=name,
+                ),
+            )
     return _PARAM_REF.sub(lambda m: _mark(m.group(1)), text)
 
 
 def _relative_file(node: Node, value: Any, where: str) -> PurePosixPath:
     if not isinstance(value, str) or not value.strip():
-        raise _node_error(node, f"no {where} given")
+        raise _node_error(node, _t("no {where} given", where=where))
     path = PurePosixPath(value.replace("\\", "/"))
     if path.is_absolute() or ".." in path.parts:
         raise _node_error(
-            node, f"{where} {value!r} leaves the pipeline's folder", "Use a relative path."
+            node,
+            _t("{where} {value!r} leaves the pipeline's folder", where=where, value=value),
+            _t("Use a relative path."),
         )
     return path
 
@@ -294,8 +305,8 @@ class _Planner:
         if builder is None:
             raise _node_error(
                 node,
-                f"node type {node.op!r} cannot be compiled to Kubeflow Pipelines",
-                f"KFP compilation supports: {', '.join(builders)}.",
+                _t("node type {op!r} cannot be compiled to Kubeflow Pipelines", op=node.op),
+                _t("KFP compilation supports: {value}.", value=", ".join(builders)),
             )
         task = TaskPlan(node, name, "", str(self.project_dir), [])
         self.environment(node, task)
@@ -330,7 +341,9 @@ class _Planner:
         values.update(node.cube.get("parameters") or {})
         for key, value in values.items():
             if isinstance(value, str):
-                value = _resolve_refs(node, value, f"notebook parameter {key!r}", self.known)
+                value = _resolve_refs(
+                    node, value, _t("notebook parameter {key!r}", key=key), self.known
+                )
             if isinstance(value, str) and _MARK_RE.search(value):
                 task.argv += ["-p", str(key), value]  # papermill reads the type from the text
             else:
@@ -342,7 +355,7 @@ class _Planner:
     def shell(self, node: Node, task: TaskPlan) -> None:
         command = node.params.get("command")
         if not isinstance(command, str) or not command.strip():
-            raise _node_error(node, "no command given")
+            raise _node_error(node, _t("no command given"))
         task.image = self.image(node)
         # Like local runs, the command is passed on as written: pipeline parameters reach it
         # as environment variables ($NAME), which the shell quotes safely.
@@ -351,9 +364,9 @@ class _Planner:
     def template(self, node: Node, task: TaskPlan) -> None:
         name = node.params.get("template")
         if not isinstance(name, str) or not name:
-            raise _node_error(node, "no job template chosen")
+            raise _node_error(node, _t("no job template chosen"))
         if self.catalog is None:
-            raise _node_error(node, "job template nodes need a template catalog")
+            raise _node_error(node, _t("job template nodes need a template catalog"))
         try:
             template = self.catalog.get(name)
         except CubeError as exc:
@@ -387,7 +400,9 @@ class _Planner:
         component = catalogs.catalogs().get(node.op)
         if component is None:
             raise _node_error(
-                node, f"component {node.op!r} is not in any component catalog", catalogs.HOW_TO_ADD
+                node,
+                _t("component {op!r} is not in any component catalog", op=node.op),
+                catalogs.HOW_TO_ADD,
             )
         by_id = {n.id: n for n in self.pipeline.nodes}
         ancestors = self.pipeline.upstream_closure({node.id})
@@ -399,9 +414,13 @@ class _Planner:
                 if parent is None or parent_id not in ancestors:
                     raise _node_error(
                         node,
-                        f"input {item.name!r} takes an output of {parent_id!r}, which "
-                        "is not a parent of this node",
-                        "Link the parent node to this one.",
+                        _t(
+                            "input {name!r} takes an output of {parent!r}, which is not a "
+                            "parent of this node",
+                            name=item.name,
+                            parent=parent_id,
+                        ),
+                        _t("Link the parent node to this one."),
                     )
                 source = catalogs.catalogs().get(parent.op)
                 option = str(value.get("option", ""))
@@ -409,8 +428,12 @@ class _Planner:
                 if out is None:
                     raise _node_error(
                         node,
-                        f"input {item.name!r}: node {parent.label!r} has no output "
-                        f"{option.removeprefix('output_')!r}",
+                        _t(
+                            "input {name!r}: node {label!r} has no output {output!r}",
+                            name=item.name,
+                            label=parent.label,
+                            output=option.removeprefix("output_"),
+                        ),
                     )
                 task.arguments[item.name] = ("output", self.names[parent_id], out.name)
             elif widget == "parameter":
@@ -426,10 +449,14 @@ class _Planner:
                     value = item.default
                 if value is None:
                     if not item.optional:
-                        raise _node_error(node, f"required input {item.name!r} has no value")
+                        raise _node_error(
+                            node, _t("required input {name!r} has no value", name=item.name)
+                        )
                     continue
                 if item.path:
-                    raise _node_error(node, f"input {item.name!r} needs a parent's output")
+                    raise _node_error(
+                        node, _t("input {name!r} needs a parent's output", name=item.name)
+                    )
                 if item.json_type in ("object", "array") and not isinstance(value, str):
                     value = json.dumps(value)
                 elif item.json_type == "string":
@@ -442,30 +469,41 @@ class _Planner:
     def _file_text(self, node: Node, value: Any, where: str) -> str:
         folder = self.pipeline.folder
         if folder is None:
-            raise _node_error(node, f"{where} reads a file, and the pipeline has no folder")
+            raise _node_error(
+                node, _t("{where} reads a file, and the pipeline has no folder", where=where)
+            )
         path = _relative_file(node, value, where)
         try:
             return (folder / path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise _node_error(node, f"{where}: cannot read {value!r}", str(exc)) from None
+            raise _node_error(
+                node, _t("{where}: cannot read {value!r}", where=where, value=value), str(exc)
+            ) from None
 
     def _template_values(self, node: Node, template: Any) -> dict[str, Any]:
         raw = node.params.get("parameters") or {}
         if not isinstance(raw, dict):
-            raise _node_error(node, "template parameters must be an object")
+            raise _node_error(node, _t("template parameters must be an object"))
         props = (template.parameters or {}).get("properties", {})
         stand_ins: dict[str, Any] = {}
         refs: dict[str, str] = {}
         for key, value in raw.items():
             if isinstance(value, str) and _ANY_REF.search(value):
-                refs[key] = _resolve_refs(node, value, f"template parameter {key!r}", self.known)
+                refs[key] = _resolve_refs(
+                    node, value, _t("template parameter {key!r}", key=key), self.known
+                )
                 kind = _json_type(props.get(key))
                 if kind == "boolean" or (kind in ("integer", "number")
                                          and not _PARAM_REF.fullmatch(value.strip())):  # fmt: skip
                     raise _node_error(
                         node,
-                        f"template parameter {key!r} ({kind}) cannot take {value!r} in KFP",
-                        "Only string parameters and whole-value number references compile.",
+                        _t(
+                            "template parameter {key!r} ({kind}) cannot take {value!r} in KFP",
+                            key=key,
+                            kind=kind,
+                            value=value,
+                        ),
+                        _t("Only string parameters and whole-value number references compile."),
                     )
                 # the default passes the schema's bounds; the value itself comes at run time
                 default = (props.get(key) or {}).get("default")
@@ -498,7 +536,9 @@ class _Planner:
         names = node.params.get("pipeline_parameters") or []
         for name in names:
             if name not in self.known:
-                raise _node_error(node, f"it uses unknown pipeline parameter {name!r}")
+                raise _node_error(
+                    node, _t("it uses unknown pipeline parameter {name!r}", name=name)
+                )
         return [str(n) for n in names]
 
     # -- environment, resources, settings -------------------------------------------------
@@ -511,7 +551,7 @@ class _Planner:
         for name, value in items:
             task.env.pop(name, None)
             task.runtime_env.pop(name, None)
-            value = _resolve_refs(node, value, f"env var {name!r}", self.known)
+            value = _resolve_refs(node, value, _t("env var {name!r}", name=name), self.known)
             if _MARK_RE.search(value):
                 task.runtime_env[name] = value
             else:
@@ -534,15 +574,25 @@ class _Planner:
         if value is None or value == "":
             return None
         if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise _node_error(node, f"{where} must be a number", f"got {value!r}")
+            raise _node_error(
+                node, _t("{where} must be a number", where=where), _t("got {value!r}", value=value)
+            )
         if isinstance(value, int | float):
             if value < 0:  # validation refuses it too; never drop it silently
-                raise _node_error(node, f"{where} must be greater than zero", f"got {value!r}")
+                raise _node_error(
+                    node,
+                    _t("{where} must be greater than zero", where=where),
+                    _t("got {value!r}", value=value),
+                )
             if value == 0:
                 return None  # Elyra writes 0 for "not set"
             return f"{value:g}{unit}"
         if value.strip().startswith("-"):
-            raise _node_error(node, f"{where} must be greater than zero", f"got {value!r}")
+            raise _node_error(
+                node,
+                _t("{where} must be greater than zero", where=where),
+                _t("got {value!r}", value=value),
+            )
         return value.strip() + (unit if value.strip().replace(".", "", 1).isdigit() else "")
 
     def accelerator(self, node: Node, task: TaskPlan) -> None:
@@ -668,7 +718,7 @@ def _catalog_component(task: TaskPlan) -> Any:
     try:
         return kfp.components.load_component_from_text(task.component_text)
     except Exception as exc:  # the SDK raises what its YAML and spec checks raise
-        raise _node_error(task.node, "KFP could not load the component", str(exc)) from None
+        raise _node_error(task.node, _t("KFP could not load the component"), str(exc)) from None
 
 
 def _catalog_arguments(task: TaskPlan, given: dict[str, Any], made: dict[str, Any]) -> Any:
@@ -747,7 +797,7 @@ def _pipeline_func(plan: PipelinePlan) -> Any:
                 made[task.name] = component(**arguments)
                 _configure(made[task.name], task)
             except ValueError as exc:  # the SDK's checks of quantities and names
-                raise _node_error(task.node, "KFP refused a setting", str(exc)) from None
+                raise _node_error(task.node, _t("KFP refused a setting"), str(exc)) from None
             made[task.name].after(*[made[u] for u in task.upstream])
 
     body.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
@@ -825,7 +875,10 @@ def submit(
     if unknown:
         raise InvalidInput(
             _t("unknown pipeline parameters: {value}", value=", ".join(unknown)),
-            _t("The pipeline takes: {value}.", value=", ".join(sorted(known)) or "no parameters"),
+            _t(
+                "The pipeline takes: {value}.",
+                value=", ".join(sorted(known)) or _t("no parameters"),
+            ),
         )
     client = kfp.Client(host=host)
     try:
