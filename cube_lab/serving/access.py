@@ -416,9 +416,15 @@ class Gate:
         if (self.allow or self.deny) and not self._address_ok(client):
             return Refusal(
                 403,
-                f"client address {client or 'unknown'} may not call deployment {self.deployment!r}",
-                "The deployment's allow/deny lists refuse it; its owner can change them "
-                "(Deployments panel > Access, or `cube-lab deployment access NAME`).",
+                _t(
+                    "client address {client} may not call deployment {deployment!r}",
+                    client=client or _t("unknown"),
+                    deployment=self.deployment,
+                ),
+                _t(
+                    "The deployment's allow/deny lists refuse it; its owner can change them "
+                    "(Deployments panel > Access, or `cube-lab deployment access NAME`)."
+                ),
             )
         passed = self._authenticate(headers, wall)
         if isinstance(passed, Refusal):
@@ -428,9 +434,14 @@ class Gate:
             if wait > 0:
                 return Refusal(
                     429,
-                    f"rate limit of deployment {self.deployment!r} reached "
-                    f"({self.rps:g} requests/s, bursts of {self.burst})",
-                    f"Retry in {wait:.3f} s.",
+                    _t(
+                        "rate limit of deployment {deployment!r} reached "
+                        "({rps:g} requests/s, bursts of {burst})",
+                        deployment=self.deployment,
+                        rps=self.rps,
+                        burst=self.burst,
+                    ),
+                    _t("Retry in {wait:.3f} s.", wait=wait),
                     [("Retry-After", str(max(1, math.ceil(wait))))],
                 )
         return passed
@@ -474,30 +485,37 @@ class Gate:
             return Passed(found.id)
         if self.auth == "none":
             return Passed(None)
-        how = (
+        how = _t(
             "Send it as `Authorization: Bearer <key>` (or `X-API-Key: <key>`). The deployment's "
             "owner creates keys in the Deployments panel (Access) or with "
-            f"`cube-lab deployment keys create {self.deployment} KEY-NAME`."
+            "`cube-lab deployment keys create {deployment} KEY-NAME`.",
+            deployment=self.deployment,
         )
         challenge = 'Bearer realm="cube-lab"'
         if key is None:
             return Refusal(
                 401,
-                f"deployment {self.deployment!r} needs an API key",
+                _t("deployment {deployment!r} needs an API key", deployment=self.deployment),
                 how,
                 [("WWW-Authenticate", challenge)],
             )
         if found is not None:
             return Refusal(
                 401,
-                f"the API key for deployment {self.deployment!r} has expired",
-                "Ask the deployment's owner for a new key. " + how,
+                _t(
+                    "the API key for deployment {deployment!r} has expired",
+                    deployment=self.deployment,
+                ),
+                _t("Ask the deployment's owner for a new key. {how}", how=how),
                 [("WWW-Authenticate", f'{challenge}, error="invalid_token"')],
             )
         return Refusal(
             401,
-            f"the API key is not valid for deployment {self.deployment!r}",
-            "It was revoked, or it belongs to another deployment. " + how,
+            _t(
+                "the API key is not valid for deployment {deployment!r}",
+                deployment=self.deployment,
+            ),
+            _t("It was revoked, or it belongs to another deployment. {how}", how=how),
             [("WWW-Authenticate", f'{challenge}, error="invalid_token"')],
         )
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..locale.messages import _t
 from .loaders import Predictor
 from .protocol import InferError, Tensor
 
@@ -98,7 +99,7 @@ class Batcher:
             ends = np.cumsum([p.rows for p in batch])[:-1]
             split = [(n, np.split(a, ends)) for n, a in outputs]
             if any(len(parts[-1]) != batch[-1].rows for _, parts in split):
-                raise InferError("the model's outputs do not have one row per input row")
+                raise InferError(_t("the model's outputs do not have one row per input row"))
         except Exception:
             self.calls -= 1
             for p in batch:  # find who is at fault: each on its own

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..locale.messages import _t
 from .protocol import InferError, Tensor, datatype_of, tensor_meta
 
 FLAVORS = ("sklearn", "pyfunc", "pytorch", "onnx", "transformers", "custom")
@@ -45,8 +46,8 @@ class Predictor:
         goes in as one BYTES tensor; a DataFrame only to predictors that take one."""
         if value.content_type == "pd":
             raise InferError(
-                f"a {self.platform} model does not take content_type 'pd'",
-                "Send tensors (no content_type, or 'np').",
+                _t("a {platform} model does not take content_type 'pd'", platform=self.platform),
+                _t("Send tensors (no content_type, or 'np')."),
             )
         name = self.inputs()[0]["name"] if self.inputs() else "input-0"
         array = np.empty(len(value.value), dtype=object)
@@ -70,8 +71,8 @@ def _mlmodel(path: Path) -> dict[str, Any]:
 def _single(inputs: list[Tensor], what: str) -> np.ndarray:
     if len(inputs) != 1:
         raise InferError(
-            f"{what} takes one input tensor, got {len(inputs)}",
-            "Send the feature rows as one 2-D tensor, e.g. shape [n_rows, n_features].",
+            _t("{what} takes one input tensor, got {n}", what=what, n=len(inputs)),
+            _t("Send the feature rows as one 2-D tensor, e.g. shape [n_rows, n_features]."),
         )
     return inputs[0][1]
 
@@ -107,15 +108,24 @@ class SklearnPredictor(Predictor):
         return self._run(value.value, wanted)
 
     def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
-        x = _single(inputs, "a scikit-learn model")
+        x = _single(inputs, _t("a scikit-learn model"))
         if x.ndim == 1:
             x = x.reshape(1, -1)
         if x.ndim != 2:
-            raise InferError(f"a scikit-learn model takes a 2-D input, got shape {list(x.shape)}")
+            raise InferError(
+                _t(
+                    "a scikit-learn model takes a 2-D input, got shape {shape}",
+                    shape=str(list(x.shape)),
+                )
+            )
         if self.n_features is not None and x.shape[1] != self.n_features:
             raise InferError(
-                f"the model expects {self.n_features} features per row, got {x.shape[1]}",
-                f"Send shape [n_rows, {self.n_features}].",
+                _t(
+                    "the model expects {n} features per row, got {got}",
+                    n=self.n_features,
+                    got=x.shape[1],
+                ),
+                _t("Send shape [n_rows, {n}].", n=self.n_features),
             )
         return self._run(x, wanted)
 
@@ -130,12 +140,15 @@ class SklearnPredictor(Predictor):
                     out.append(("predict_proba", np.asarray(fast.predict_proba(x))))
                 else:
                     raise InferError(
-                        f"unknown output {name!r}",
-                        f"Outputs: {', '.join(o['name'] for o in self.outputs())}.",
+                        _t("unknown output {name!r}", name=name),
+                        _t(
+                            "Outputs: {value}.",
+                            value=", ".join(o["name"] for o in self.outputs()),
+                        ),
                     )
             return out
         except (ValueError, TypeError) as exc:  # bad values for this model: the caller's fault
-            raise InferError(f"the model rejected the input: {exc}") from None
+            raise InferError(_t("the model rejected the input: {error}", error=str(exc))) from None
 
 
 def _predict_type(model: Any, n_features: int | None) -> str:
@@ -242,13 +255,13 @@ class TorchPredictor(Predictor):
         tensors = []
         for _, a in inputs:
             if a.dtype == object:
-                raise InferError("a PyTorch model takes numeric tensors, not BYTES")
+                raise InferError(_t("a PyTorch model takes numeric tensors, not BYTES"))
             tensors.append(torch.from_numpy(np.ascontiguousarray(a)))
         try:
             with torch.inference_mode():
                 result = self.model(*tensors)
         except (RuntimeError, TypeError, ValueError) as exc:
-            raise InferError(f"the model rejected the input: {exc}") from None
+            raise InferError(_t("the model rejected the input: {error}", error=str(exc))) from None
         results = result if isinstance(result, tuple | list) else (result,)
         return [(f"output-{i}", r.detach().cpu().numpy()) for i, r in enumerate(results)]
 
@@ -310,14 +323,14 @@ class OnnxPredictor(Predictor):
         try:
             results = self.session.run(wanted or None, feeds)
         except Exception as exc:  # onnxruntime raises its own exception types
-            raise InferError(f"the model rejected the input: {exc}") from None
+            raise InferError(_t("the model rejected the input: {error}", error=str(exc))) from None
         names = wanted or [o.name for o in self.session.get_outputs()]
         return list(zip(names, [np.asarray(r) for r in results], strict=True))
 
 
 def load_onnx(path: Path) -> Predictor:
     if importlib.util.find_spec("onnxruntime") is None:
-        raise LoadError("serving an ONNX model needs onnxruntime: pip install onnxruntime")
+        raise LoadError(_t("serving an ONNX model needs onnxruntime: pip install onnxruntime"))
     import onnxruntime
 
     file = path
@@ -347,7 +360,7 @@ class TextPipelinePredictor(Predictor):
     def infer(self, inputs: list[Tensor], wanted: list[str] | None = None) -> list[Tensor]:
         import json
 
-        texts = [str(t) for t in _single(inputs, "a text pipeline").reshape(-1)]
+        texts = [str(t) for t in _single(inputs, _t("a text pipeline")).reshape(-1)]
         results = self.pipeline(texts)
         return [("output", np.array([json.dumps(r) for r in results], dtype=object))]
 
@@ -357,7 +370,9 @@ class TextPipelinePredictor(Predictor):
 
 def load_transformers(path: Path) -> Predictor:
     if importlib.util.find_spec("transformers") is None:
-        raise LoadError("serving a transformers model needs transformers: pip install transformers")
+        raise LoadError(
+            _t("serving a transformers model needs transformers: pip install transformers")
+        )
     if (path / "MLmodel").is_file():
         import mlflow.transformers
 
@@ -398,7 +413,11 @@ def load_custom(path: Path, class_name: str = "Predictor") -> Predictor:
     file = path / "predictor.py" if path.is_dir() else path
     if not file.is_file():
         raise LoadError(
-            f"a custom predictor needs {file}: a class {class_name}(path) with predict()"
+            _t(
+                "a custom predictor needs {file}: a class {cls}(path) with predict()",
+                file=str(file),
+                cls=class_name,
+            )
         )
     module_name = f"cube_predictor_{abs(hash(str(file)))}"
     spec = importlib.util.spec_from_file_location(module_name, file)
@@ -409,13 +428,13 @@ def load_custom(path: Path, class_name: str = "Predictor") -> Predictor:
     spec.loader.exec_module(module)
     cls = getattr(module, class_name, None)
     if cls is None:
-        raise LoadError(f"{file} defines no class {class_name!r}")
+        raise LoadError(_t("{file} defines no class {cls!r}", file=str(file), cls=class_name))
     return CustomPredictor(cls(str(folder)))
 
 
 def load(path: Path, flavor: str, predictor_class: str = "Predictor") -> Predictor:
     if not path.exists():
-        raise LoadError(f"the model artifact {path} does not exist")
+        raise LoadError(_t("the model artifact {path} does not exist", path=str(path)))
     if flavor == "generic" and (path / "predictor.py").is_file():
         flavor = "custom"
     loaders = {
@@ -430,16 +449,25 @@ def load(path: Path, flavor: str, predictor_class: str = "Predictor") -> Predict
     loader = loaders.get(flavor)
     if loader is None:
         raise LoadError(
-            f"cannot serve flavor {flavor!r}: add a predictor.py with a class Predictor(path) "
-            "that has predict(inputs) to the artifact folder, or register a supported flavor "
-            f"({', '.join(FLAVORS)})"
+            _t(
+                "cannot serve flavor {flavor!r}: add a predictor.py with a class Predictor(path) "
+                "that has predict(inputs) to the artifact folder, or register a supported flavor "
+                "({value})",
+                flavor=flavor,
+                value=", ".join(FLAVORS),
+            )
         )
     try:
         return loader(path)
     except ImportError as exc:  # the flavor's library is not installed where the server runs
         package = _PACKAGES.get(flavor, exc.name or flavor)
         raise LoadError(
-            f"serving a {flavor} model needs {exc.name or package}: pip install {package}"
+            _t(
+                "serving a {flavor} model needs {module}: pip install {package}",
+                flavor=flavor,
+                module=exc.name or package,
+                package=package,
+            )
         ) from exc
 
 

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..locale import negotiate
+from ..locale.messages import _t, localize
 from . import backend_auth
 from .access import OPEN_PATHS, Gate, Refusal
 from .http import (
@@ -500,16 +502,21 @@ class Router:
             return self.forward(req)
         if path.startswith("/v1/"):
             return self._error(
-                req, 404, f"no route {req.method} {path}", f"Routes: {', '.join(OPENAI_PATHS)}."
+                req,
+                404,
+                _t("no route {method} {path}", method=req.method, path=path),
+                _t("Routes: {value}.", value=", ".join(OPENAI_PATHS)),
             )
-        return error_response(404, f"no route {req.method} {path}")
+        return self._error(req, 404, _t("no route {method} {path}", method=req.method, path=path))
 
     @staticmethod
     def _error(req: Request, status: int, error: str, detail: Any = None) -> Response:
         """The router's own refusal: OpenAI's error shape on the OpenAI routes, else cube-lab's
-        (``{"error", "detail"}``)."""
+        (``{"error", "detail"}``), its texts in the request's ``Accept-Language`` (English
+        without one); the OpenAI shape stays English, as OpenAI's clients expect."""
         if not req.path.startswith("/v1/"):
-            return error_response(status, error, detail)
+            locale = negotiate(req.headers.get("accept-language"))
+            return error_response(status, localize(error, locale), localize(detail, locale))
         kind, code = _OPENAI_TYPES.get(
             status, ("server_error" if status >= 500 else "invalid_request_error", None)
         )
@@ -557,12 +564,16 @@ class Router:
             return None, self._error(
                 req,
                 404,
-                f"version {wanted!r} of {self.name!r} is not deployed",
-                f"Deployed versions: {', '.join(served) or 'none'}.",
+                _t(
+                    "version {version!r} of {name!r} is not deployed",
+                    version=wanted,
+                    name=self.name,
+                ),
+                _t("Deployed versions: {value}.", value=", ".join(served) or _t("none")),
             )
         primary = self.primary
         if not primary:
-            return None, self._error(req, 503, "no model version is ready to serve")
+            return None, self._error(req, 503, _t("no model version is ready to serve"))
         if len(primary) == 1:
             return primary[0], None
         pick = random.random() * sum(g.weight for g in primary)
@@ -617,8 +628,11 @@ class Router:
                     resp = self._error(
                         req,
                         503,
-                        f"no model server of version {group.version} is answering",
-                        "See the deployment's log; `cube-lab deployments` shows its status.",
+                        _t(
+                            "no model server of version {version} is answering",
+                            version=group.version,
+                        ),
+                        _t("See the deployment's log; `cube-lab deployments` shows its status."),
                     )
                     break
                 tried.add(backend)

@@ -83,9 +83,18 @@ def choose(flavor: str, artifact: Path, asked: str, what: str) -> str:
         return "oip"
     if asked == "llm" and not llm_able:
         raise InvalidInput(
-            f"runtime llm serves a causal language model (a transformers folder) or a peft "
-            f"adapter; {what} is a {flavor} model"
-            + (" that is not a causal LM folder" if flavor == "transformers" else ""),
+            _t(
+                "runtime llm serves a causal language model (a transformers folder) or a peft "
+                "adapter; {what} is a transformers model that is not a causal LM folder",
+                what=what,
+            )
+            if flavor == "transformers"
+            else _t(
+                "runtime llm serves a causal language model (a transformers folder) or a peft "
+                "adapter; {what} is a {flavor} model",
+                what=what,
+                flavor=flavor,
+            ),
             _t("Leave runtime out to serve it with the OIP v2 server."),
         )
     return "llm" if llm_able else "oip"
