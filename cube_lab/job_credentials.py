@@ -133,19 +133,21 @@ class Issuer:
         """The claims of a token this issuer made, unchanged; else ``InvalidJobToken``."""
         parts = token.split(".")
         if len(parts) != 3 or parts[0] != PREFIX:
-            raise _refused("it is not a cube-lab job token")
+            raise _refused(_t("it is not a cube-lab job token"))
         signed = f"{parts[0]}.{parts[1]}"
         if not hmac.compare_digest(self._mac(signed).encode(), parts[2].encode("ascii", "replace")):
-            raise _refused("its signature does not match")
+            raise _refused(_t("its signature does not match"))
         try:
             payload: Any = json.loads(_unb64(parts[1]))
             claims = JobClaims(
                 str(payload["k"]), str(payload["i"]), str(payload["o"]), float(payload["t"])
             )
         except (ValueError, KeyError, TypeError) as exc:
-            raise _refused(f"its payload cannot be read ({type(exc).__name__})") from None
+            raise _refused(
+                _t("its payload cannot be read ({error})", error=type(exc).__name__)
+            ) from None
         if claims.kind not in KINDS:
-            raise _refused(f"it names an unknown kind of job {claims.kind!r}")
+            raise _refused(_t("it names an unknown kind of job {kind!r}", kind=claims.kind))
         return claims
 
 
@@ -160,8 +162,15 @@ def _refused(why: str) -> InvalidJobToken:
 
 
 def ended(claims: JobClaims) -> InvalidJobToken:
-    what = {"run": "pipeline run", "training": "training job", "tuning": "tuning experiment"}
-    return _refused(f"the {what.get(claims.kind, claims.kind)} {claims.id} is no longer active")
+    what = {
+        "run": _t("the pipeline run {id} is no longer active", id=claims.id),
+        "training": _t("the training job {id} is no longer active", id=claims.id),
+        "tuning": _t("the tuning experiment {id} is no longer active", id=claims.id),
+    }
+    return _refused(
+        what.get(claims.kind)
+        or _t("the {kind} {id} is no longer active", kind=claims.kind, id=claims.id)
+    )
 
 
 def active(store: Any, claims: JobClaims) -> bool:

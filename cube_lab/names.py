@@ -37,6 +37,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from .locale.messages import _t
+
 PLAIN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 ESCAPED = "x--"  # what an escaped slug starts with (a plain name cannot hold "--")
 HASHED = "---"  # between a shortened slug and its hash
@@ -65,14 +67,14 @@ def unescape(text: str) -> str:
         if c == "-":
             m = _HEX.match(text, i)
             if not m:
-                raise ValueError(f"not an escaped name: {text!r}")
+                raise ValueError(_t("not an escaped name: {text!r}", text=text))
             out.append(int(m.group(1), 16))
             i += 3
         elif ord(c) < 128 and ord(c) in _SAFE:
             out.append(ord(c))
             i += 1
         else:
-            raise ValueError(f"not an escaped name: {text!r}")
+            raise ValueError(_t("not an escaped name: {text!r}", text=text))
     return out.decode("utf-8", "surrogatepass")
 
 
@@ -82,9 +84,11 @@ def slug(name: str, max_len: int = FOLDER_MAX, *, letter_first: bool = False) ->
     ``letter_first``: the target wants a letter first (RFC 1035 names, OS accounts), so a
     plain name starting with a digit is escaped too (``2024-cv`` -> ``x--2024-2dcv``)."""
     if not isinstance(name, str) or not name:
-        raise ValueError("a name to escape must be a non-empty string")
+        raise ValueError(_t("a name to escape must be a non-empty string"))
     if max_len < 2 * HASH_LEN:
-        raise ValueError(f"names shorter than {2 * HASH_LEN} characters cannot stay distinct")
+        raise ValueError(
+            _t("names shorter than {n} characters cannot stay distinct", n=2 * HASH_LEN)
+        )
     plain = bool(PLAIN.match(name)) and not (letter_first and name[0].isdigit())
     full = name if plain else ESCAPED + escape(name)
     if len(full) <= max_len:
@@ -104,12 +108,12 @@ def unslug(text: str) -> str:
     """The name whose :func:`slug` is ``text``; ``ValueError`` for a shortened slug (its
     hash cannot be reversed) or text no slug looks like."""
     if is_hashed(text):
-        raise ValueError(f"{text!r} is a shortened name: its hash cannot be reversed")
+        raise ValueError(_t("{text!r} is a shortened name: its hash cannot be reversed", text=text))
     if text.startswith(ESCAPED):
         return unescape(text[len(ESCAPED) :])
     if PLAIN.match(text):
         return text
-    raise ValueError(f"not a slug: {text!r}")
+    raise ValueError(_t("not a slug: {text!r}", text=text))
 
 
 # -- the places a name goes --------------------------------------------------------------
@@ -141,7 +145,9 @@ def object_name(name: str, prefix: str, max_len: int = LABEL_MAX) -> str:
     ``cube-project-``), so distinct names keep distinct objects; with an empty prefix the
     slug starts with a letter (RFC 1035, as Services and namespaces want)."""
     if prefix and not re.match(r"^[a-z][a-z0-9-]*$", prefix):
-        raise ValueError(f"a Kubernetes name prefix must be lower case: {prefix!r}")
+        raise ValueError(
+            _t("a Kubernetes name prefix must be lower case: {prefix!r}", prefix=prefix)
+        )
     return prefix + slug(name, max_len - len(prefix), letter_first=not prefix)
 
 

@@ -46,11 +46,11 @@ class HubAPI:
                 except (ValueError, AttributeError):
                     message = exc.response.body.decode(errors="replace")[:200]
             if exc.code == 404:
-                raise NotFound(message or f"{path} not found") from None
+                raise NotFound(message or _t("{path} not found", path=path)) from None
             if exc.code == 409:
-                raise Conflict(message or f"{path} already exists") from None
+                raise Conflict(message or _t("{path} already exists", path=path)) from None
             if exc.code == 400:
-                raise InvalidInput(message or "the hub refused the request") from None
+                raise InvalidInput(message or _t("the hub refused the request")) from None
             raise HubError(
                 _t(
                     "the hub answered {code} to {method} {path}",

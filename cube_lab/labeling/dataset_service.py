@@ -325,11 +325,12 @@ class DatasetService:
                     project_name, name, row.version, Path(row.path), row.format, dataset.kind
                 )
         if not ref.path.exists():
-            what = f"version {ref.version}" if ref.version else "the source"
+            what = _t("version {version}", version=ref.version) if ref.version else _t("the source")
             raise NotFound(
                 _t("{what} of dataset {name!r} is missing on disk", what=what, name=name),
-                f"Looked for {ref.path}; "
-                + ("export the labels again." if ref.version else "restore it."),
+                _t("Looked for {path}; export the labels again.", path=str(ref.path))
+                if ref.version
+                else _t("Looked for {path}; restore it.", path=str(ref.path)),
             )
         return ref
 

@@ -103,13 +103,20 @@ def scan_images(folder: Path) -> list[ScannedItem]:
             continue
         items.append(ScannedItem(position, rel, checksum, size, width, height))
     if bad:
-        shown = "; ".join(bad[:_SHOW_BAD]) + (
-            f"; and {len(bad) - _SHOW_BAD} more" if len(bad) > _SHOW_BAD else ""
-        )
+        shown = "; ".join(bad[:_SHOW_BAD])
+        more = _t("; and {n} more", n=len(bad) - _SHOW_BAD) if len(bad) > _SHOW_BAD else ""
         raise InvalidInput(
-            f"{len(bad)} file(s) in {folder} are not readable images: {bad[0].split(':')[0]}"
-            + ("" if len(bad) == 1 else ", ..."),
-            _t("{shown}. Remove or replace them, then create the dataset again.", shown=shown),
+            _t(
+                "{n} file(s) in {folder} are not readable images: {first}",
+                n=len(bad),
+                folder=str(folder),
+                first=bad[0].split(":")[0] + ("" if len(bad) == 1 else ", ..."),
+            ),
+            _t(
+                "{shown}{more}. Remove or replace them, then create the dataset again.",
+                shown=shown,
+                more=more,
+            ),
         )
     return items
 

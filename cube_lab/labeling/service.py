@@ -415,8 +415,13 @@ class LabelingService:
             task = self._task(s, ctx, task_id, lock=True)
             if task.assignee != caller.username:
                 raise Forbidden(
-                    f"task {task_id} is not in your queue"
-                    + (f" (it is {task.assignee}'s)" if task.assignee else ""),
+                    _t(
+                        "task {id} is not in your queue (it is {assignee}'s)",
+                        id=task_id,
+                        assignee=task.assignee,
+                    )
+                    if task.assignee
+                    else _t("task {id} is not in your queue", id=task_id),
                     _t("POST .../next gives you your next task."),
                 )
             if task.status != "assigned":

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import InvalidInput
+from ..locale.messages import _t
 from ..pipelines.model import Node
 from ..pipelines.nodekinds import FileNodeKind, NodeCommand, NodeContext, Problem
 from . import spec as specs
@@ -48,13 +49,16 @@ class TuningKind(FileNodeKind):
         try:
             specs.parse(yaml.safe_load(path.read_text()), path.parent)
         except yaml.YAMLError as exc:
-            return [Problem(node.id, "filename", f"not valid YAML: {exc}", node.label)]
+            message = _t("not valid YAML: {error}", error=str(exc))
+            return [Problem(node.id, "filename", message, node.label)]
         except InvalidInput as exc:
-            return [Problem(node.id, "filename", f"{path.name}: {exc.error}", node.label)]
+            message = _t("{file}: {error}", file=path.name, error=exc.error)
+            return [Problem(node.id, "filename", message, node.label)]
         for key in ("max_trials", "concurrency"):
             value = node.params.get(key)
             if value not in (None, "") and (not isinstance(value, int) or value < 1):
-                return [Problem(node.id, key, f"{key} must be a whole number >= 1", node.label)]
+                message = _t("{what} must be a whole number of at least {low}", what=key, low=1)
+                return [Problem(node.id, key, message, node.label)]
         return []
 
     def command(self, node: Node, ctx: NodeContext) -> NodeCommand:
