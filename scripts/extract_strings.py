@@ -425,10 +425,33 @@ def _parse(source: str, name: str) -> Any:
             return pool.submit(ast.parse, source, name).result()
 
 
+def _schema_texts(schema: Any) -> list[Any]:
+    """The ``title`` and ``description`` string constants of a JSON schema written as a
+    Python expression (the literal dict of a node kind's ``schema``), wherever they sit."""
+    import ast
+
+    out = []
+    for node in ast.walk(schema):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=False):
+                if (
+                    isinstance(key, ast.Constant)
+                    and key.value in ("title", "description")
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str)
+                    and value.value.strip()
+                ):
+                    out.append(value)
+    return out
+
+
 def extract_node_kinds(package: Path, rel_root: Path) -> tuple[list[Message], list[str]]:
     """The ``display_name`` of every node kind class in the package (a class that sets both
     ``ops`` and ``display_name``): GET /cube-lab/api/pipelines/node-kinds hands them to the
-    palette, which translates them."""
+    palette, which translates them. With them the titles and descriptions of the kind's
+    ``schema`` (a plug-in kind's parameters: finetune, training, tuning), which the properties
+    panel's form shows through ``serverText``; the schema is a dict literal in the class or a
+    module-level name bound to one."""
     import ast
 
     messages: list[Message] = []
@@ -436,6 +459,17 @@ def extract_node_kinds(package: Path, rel_root: Path) -> tuple[list[Message], li
         if "__pycache__" in path.parts:
             continue
         tree = _parse(_read(path), str(path))
+        module_values: dict[str, ast.expr] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                if isinstance(stmt.targets[0], ast.Name):
+                    module_values[stmt.targets[0].id] = stmt.value
+            elif (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.value is not None
+            ):
+                module_values[stmt.target.id] = stmt.value
         for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
             values: dict[str, ast.expr] = {}
             for stmt in cls.body:
@@ -457,6 +491,11 @@ def extract_node_kinds(package: Path, rel_root: Path) -> tuple[list[Message], li
             if "ops" in values and isinstance(name, ast.Constant) and isinstance(name.value, str):
                 rel = path.relative_to(rel_root).as_posix()
                 messages.append(Message(name.value, where=[f"{rel}:{name.lineno}"]))
+                schema = values.get("schema")
+                if isinstance(schema, ast.Name):
+                    schema = module_values.get(schema.id)
+                for text in _schema_texts(schema) if schema is not None else ():
+                    messages.append(Message(text.value, where=[f"{rel}:{text.lineno}"]))
     return messages, []
 
 
