@@ -127,6 +127,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_KB}/ingests/{_SEG}", kb.IngestHandler),
         (rf"{_KB}/search", kb.SearchHandler),
         (rf"{_KB}/evaluate", kb.EvaluateHandler),
+        (rf"{_KB}/chat", kb.ChatHandler),
         ("/chat/targets", chat.ChatTargetsHandler),
         ("/chat/conversations", chat.ConversationsHandler),
         (_CHAT, chat.ConversationHandler),

@@ -1,5 +1,5 @@
 """Knowledge-base REST handlers: list, create, show, delete; sources (list, add files, folders
-or uploaded text as an ingest that runs on and is polled, remove); search; evaluate.
+or uploaded text as an ingest that runs on and is polled, remove); search; evaluate; chat.
 
 Paths a client gives resolve in the caller's root (or a folder shared with them) by the one
 containment rule, and files are read by it too (a link leading out is never read). Sources
@@ -15,7 +15,8 @@ from tornado import web
 
 from ..errors import InvalidInput
 from ..kb.service import UPLOAD
-from ..locale.messages import _t
+from ..locale import negotiate
+from ..locale.messages import _t, localize
 from ..serialize import to_jsonable
 from .base import CubeHandler
 
@@ -213,7 +214,30 @@ class EvaluateHandler(KnowledgeBaseHandler):
         self.reply(to_jsonable(scores))
 
 
+class ChatHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        """An answer from the knowledge base's passages with numbered citations
+        (``cube_lab.kb.chat.answer``)."""
+        from ..kb.chat import answer
+
+        body = self.json_body()
+        result = await self.call(
+            answer,
+            self.kb,
+            self.workspace.serving,
+            self.caller,
+            project,
+            name,
+            body,
+            name_source=self.source_name,
+        )
+        locale = negotiate(self.request.headers.get("Accept-Language"))
+        self.reply(localize(result, locale))
+
+
 __all__ = [
+    "ChatHandler",
     "EvaluateHandler",
     "IngestHandler",
     "IngestsHandler",

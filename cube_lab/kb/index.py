@@ -327,6 +327,15 @@ class KnowledgeIndex:
         best = best[np.argsort(-scores[best], kind="stable")]
         return [(int(ids[i]), float(scores[i])) for i in best]
 
+    def cosines(self, ids: Sequence[int], query: np.ndarray) -> list[float]:
+        """The exact cosine of each chunk ``ids`` with ``query`` (unit length)."""
+        q = np.asarray(query, dtype=np.float32).reshape(self.dim)
+        if not ids:
+            return []
+        with self._lock:
+            rows = np.asarray(self._matrix()[np.asarray(ids, dtype=np.int64)])
+        return [float(x) for x in rows @ q]
+
     def keyword_ids(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best BM25 matches of any of the query's words: (id, BM25), best first."""
         with self._lock:

@@ -467,6 +467,31 @@ class KnowledgeBaseService:
         hits = index.search(mode, k, text=text, vector=vector, weights=weights)
         return [asdict(h) for h in hits]
 
+    def retrieve(
+        self,
+        caller: Caller,
+        project: str | None,
+        name: str,
+        text: str,
+        *,
+        k: int,
+        mode: str,
+    ) -> list[dict[str, Any]]:
+        """``query``'s hits, each with ``cosine``: the exact cosine of the chunk with the
+        query (``None`` in keyword mode), whichever half of a hybrid search found it."""
+        folder, _ = self._folder(caller, project, name)
+        config = self._config(folder)
+        index = self._index(folder, config)
+        vector = None
+        if mode != "keyword":
+            vector = self.embedder(config["model"]).embed([text])[0]
+        hits = index.search(mode, k, text=text, vector=vector)
+        cosines = index.cosines([h.id for h in hits], vector) if vector is not None else []
+        return [
+            {**asdict(h), "cosine": cosines[n] if vector is not None else None}
+            for n, h in enumerate(hits)
+        ]
+
     def evaluate(
         self,
         caller: Caller,

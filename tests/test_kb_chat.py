@@ -1,0 +1,277 @@
+"""Chat with a knowledge base against a fake OpenAI-compatible server started here (a real HTTP
+server that records each request and cites the passage it was asked about): the retrieved
+passages are in the prompt as numbered blocks, the citations point at those chunks, a
+question nothing in the documents is close to gets "no answer" without the model being
+called, a custom template and history are filled in, and failures are 4xx JSON (unknown
+deployment 404, unreachable or failing model server 424, bob 404)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_kb_service import DOCS, make_docs
+
+from cube_lab.errors import InvalidInput, NotFound
+from cube_lab.identity import Caller
+from cube_lab.kb import chat
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+KB = "kb/alice/docs"
+REFUND = "How do I get my money back for something I bought?"
+OFF_TOPIC = "Who won the football world cup in 1998?"
+
+
+class FakeOpenAI:
+    """``POST /v1/chat/completions``: records the request; answers citing the block of the
+    prompt that holds ``cite`` (``[n]`` of the first block containing it), or fails with
+    ``fail`` (a status) when set."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.cite = "reimbursement"
+        self.fail: int | None = None
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(
+                    {
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": body,
+                    }
+                )
+                if fake.fail:
+                    self._send(fake.fail, {"error": {"message": "the model fell over"}})
+                    return
+                prompt = body["messages"][-1]["content"]
+                starts = list(re.finditer(r"(?m)^\[(\d+)\] \(", prompt))
+                ends = [m.start() for m in starts[1:]] + [len(prompt)]
+                number = next(
+                    (
+                        m.group(1)
+                        for m, end in zip(starts, ends, strict=True)
+                        if fake.cite in prompt[m.start() : end]
+                    ),
+                    None,
+                )
+                text = f"Return it within thirty days [{number}]." if number else "I do not know."
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-1",
+                        "object": "chat.completion",
+                        "created": 1,
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": text},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58},
+                    },
+                )
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def target(self) -> dict[str, str]:
+        return {"base_url": self.url, "model": "fake-model", "api_key": "sk-fake"}
+
+    def prompt(self, n: int = -1) -> str:
+        return str(self.requests[n]["body"]["messages"][-1]["content"])
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_answer_cites_the_chunks_it_was_given(
+    ws: Any, alice: Caller, bob: Caller, tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    ws.kb.create(alice, "docs", chunking_="headings", chunk_size=64, overlap=8)
+    ws.kb.add(alice, None, "docs", [make_docs(tmp_path / "docs")])
+    body = {"query": REFUND, "target": fake.target(), "k": 3}
+    result = chat.answer(ws.kb, ws.serving, alice, None, "docs", body)
+
+    (request,) = fake.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["authorization"] == "Bearer sk-fake"
+    assert request["body"]["model"] == "fake-model"
+    prompt = fake.prompt()
+    assert prompt.endswith(f"Question: {REFUND}\nAnswer:")  # the default template
+    given = result["citations"]
+    assert 1 <= len(given) <= 3 and result["answered"] is True
+    # each passage given is in the prompt as its numbered block, with its source
+    for c in given:
+        assert f"[{c['number']}] ({c['source']}" in prompt and c["text"] in prompt
+    refund = next(c for c in given if c["name"] == "refund.md")
+    assert result["cited"] == [refund["number"]]
+    assert result["answer"] == f"Return it within thirty days [{refund['number']}]."
+    assert refund["cited"] is True and all(not c["cited"] for c in given if c is not refund)
+    # the citation is the chunk retrieval finds: same id, text, heading
+    (top,) = ws.kb.query(alice, None, "docs", "refund policy reimbursement", k=1, mode="keyword")
+    assert (refund["chunk_id"], refund["text"], refund["heading"]) == (
+        top["id"],
+        top["text"],
+        "Returns",
+    )
+    assert refund["cosine"] >= chat.DEFAULT_THRESHOLD and refund["page"] is None
+    assert result["usage"]["total_tokens"] == 58 and result["target"]["model"] == "fake-model"
+
+    # nothing close enough: no answer, and the model is not asked
+    nothing = chat.answer(
+        ws.kb, ws.serving, alice, None, "docs", {"query": OFF_TOPIC, "target": fake.target()}
+    )
+    assert nothing["answered"] is False and nothing["citations"] == []
+    assert nothing["answer"] == "No answer in the documents." and nothing["retrieved"] > 0
+    assert len(fake.requests) == 1
+    # a threshold of -1 lets everything through: the model is asked
+    loose = {"query": OFF_TOPIC, "target": fake.target(), "threshold": -1, "k": 2}
+    assert len(chat.answer(ws.kb, ws.serving, alice, None, "docs", loose)["citations"]) == 2
+    assert len(fake.requests) == 2
+
+    # tenancy: bob sees no knowledge base of alice's
+    with pytest.raises(NotFound):
+        chat.answer(ws.kb, ws.serving, bob, "alice", "docs", body)
+    assert len(fake.requests) == 2
+
+
+def test_template_history_and_keyword_mode(
+    ws: Any, alice: Caller, tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    ws.kb.create(alice, "docs", chunking_="headings", chunk_size=64, overlap=8)
+    ws.kb.add(alice, None, "docs", [make_docs(tmp_path / "docs")])
+    history = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello! {query} stays as written."},
+    ]
+    body = {
+        "query": "refund policy",
+        "target": fake.target(),
+        "template": "CONTEXT<{knowledge}> HISTORY<{history}> Q<{query}> {other}",
+        "history": history,
+        "system": "You are terse.",
+        "mode": "keyword",
+        "k": 1,
+        "params": {"temperature": 0, "max_tokens": 40},
+    }
+    result = chat.answer(ws.kb, ws.serving, alice, None, "docs", body)
+    (citation,) = result["citations"]
+    assert citation["name"] == "refund.md" and result["mode"] == "keyword"
+    sent = fake.requests[-1]["body"]
+    assert sent["messages"][0] == {"role": "system", "content": "You are terse."}
+    assert (sent["temperature"], sent["max_tokens"]) == (0, 40)
+    assert fake.prompt() == (
+        f"CONTEXT<[1] ({citation['source']}, Returns)\n{DOCS['refund.md'].split(chr(10), 2)[2]}> "
+        "HISTORY<User: Hi\nAssistant: Hello! {query} stays as written.> "
+        "Q<refund policy> {other}"
+    )
+
+    for bad, says in (
+        ({"template": "no placeholders"}, "has no {knowledge}, {query}"),
+        ({"history": [{"role": "tool", "content": "x"}]}, "history[0]"),
+        ({"threshold": 3, "mode": "hybrid"}, "cosine from -1 to 1"),
+        ({"threshold": "high"}, "threshold must be a number"),
+        ({"target": None}, "target is required"),
+        ({"target": {"base_url": "ftp://x", "model": "m"}}, "http(s) URL"),
+        ({"query": " "}, "query must be a non-empty string"),
+        ({"k": 0}, "k must be an integer"),
+        ({"colour": 1}, "unknown fields"),
+    ):
+        with pytest.raises(InvalidInput, match=re.escape(says)):
+            chat.answer(ws.kb, ws.serving, alice, None, "docs", {**body, **bad})
+
+
+async def test_chat_over_rest(api: Any, jp_fetch: Any, jp_root_dir: Path, fake: FakeOpenAI) -> None:
+    from test_kb_parse import make_pdf
+    from test_kb_rest import _create, _finished
+
+    make_docs(jp_root_dir / "docs")
+    (jp_root_dir / "docs" / "valves.pdf").write_bytes(
+        make_pdf(["Cover.", "Valve VQ-5521 gives a full reimbursement of the drain fee."])
+    )
+    await _create(api)
+    status, started = await api("alice", "POST", f"{KB}/sources", {"paths": ["docs"]})
+    assert status == 202, started
+    await _finished(api, f"{KB}/ingests/{started['id']}")
+
+    fake.cite = "VQ-5521"
+    body = {"query": "What does valve VQ-5521 reimburse?", "target": fake.target(), "k": 3}
+    status, result = await api("alice", "POST", f"{KB}/chat", body)
+    assert status == 200, result
+    (cited,) = [c for c in result["citations"] if c["cited"]]
+    assert (cited["source"], cited["page"]) == ("docs/valves.pdf", 2)  # relative to the root
+    assert "[" + str(cited["number"]) + "] (docs/valves.pdf, page 2)" in fake.prompt()
+    assert str(jp_root_dir) not in fake.prompt()  # the server's paths stay in the server
+
+    # no answer, in the reader's language; the model is not asked
+    asked = len(fake.requests)
+    resp = await jp_fetch(
+        "cube", "api", "v1", *f"{KB}/chat".split("/"),
+        method="POST",
+        body=json.dumps({"query": OFF_TOPIC, "target": fake.target()}),
+        headers={"Authorization": "token alice-secret", "Accept-Language": "zh-CN"},
+    )  # fmt: skip
+    nothing = json.loads(resp.body)
+    assert nothing["answered"] is False and nothing["answer"] == "文档中没有答案。"
+    assert len(fake.requests) == asked
+
+    cases: list[tuple[str, Any, int, str]] = [
+        ("alice", {"query": "x", "target": {"deployment": "nope"}}, 404, "not found"),
+        (
+            "alice",
+            {"query": "refund", "target": {"base_url": f"http://127.0.0.1:{closed_port()}/v1",
+                                           "model": "m"}},
+            424,
+            "cannot be reached",
+        ),
+        ("alice", {"query": "x", "template": "{query}", "target": fake.target()}, 400, "template"),
+        ("alice", {"query": "x"}, 400, "target is required"),
+        ("bob", {"query": "refund", "target": fake.target()}, 404, "not found"),
+    ]  # fmt: skip
+    for user, request, code, says in cases:
+        status, answer = await api(user, "POST", f"{KB}/chat", request)
+        assert status == code and says in answer["error"], (request, answer)
+        assert answer["detail"], answer
+    fake.fail = 500
+    status, answer = await api(
+        "alice", "POST", f"{KB}/chat", {"query": "refund", "target": fake.target()}
+    )
+    assert status == 424 and "answered 500" in answer["error"]
+    assert answer["detail"] == "the model fell over"
