@@ -7,6 +7,7 @@
 ``%cube_deploy NAME[:VERSION] [--replicas N] [--wait]``
 ``%cube_finetune CONFIG.yaml [--nproc N] [--set KEY=VALUE ...] [--preview N] [--wait]``
 ``%cube_register NAME PATH_OR_VARIABLE [--metric k=v ...] [--param k=v ...]``
+``%cube_chat DEPLOYMENT "message" [--system S] [--max-tokens N] [--temperature T]``
 (``%cube_dataset`` and ``%cube_label``, for data: magics_data.py)
 
 Each starts the work and displays the handle's live view (a text line where widgets cannot
@@ -166,6 +167,21 @@ def _deploy_parser() -> _Parser:
         values=("--canary", "--samples", "--namespace", "--storage-uri", "--min-replicas",
                 "--max-replicas", "--gpus", "--gpu-type", "--cpu", "--memory"),
     )  # fmt: skip
+    return p
+
+
+def _chat_parser() -> _Parser:
+    p = _parser("%cube_chat", "Ask an LLM deployment; its answer is printed as it streams.")
+    p.add_argument("deployment")
+    p.add_argument("message", nargs="+")
+    p.add_argument("--system")
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--stop", action="append")
+    p.add_argument("--model", help="another adapter of a multi-LoRA deployment")
+    p.add_argument("--project")
     return p
 
 
@@ -393,6 +409,39 @@ class CubeMagics(Magics):
         }
         deployment = serving.deploy(args.ref, **{k: v for k, v in given.items() if v is not None})
         _show(deployment, bool(args.wait))
+
+    @line_magic
+    @_cube_errors
+    def cube_chat(self, line: str) -> None:
+        """Ask an LLM deployment of the project and print the answer as it streams:
+        ``%cube_chat my-llm "Write a haiku about GPUs" --max-tokens 64`` (the SDK's
+        ``cl.deployments.get(NAME).chat(...)``)."""
+        tokens = shlex.split(line)
+        if len(tokens) < 2:
+            raise UsageError(
+                'usage: %cube_chat DEPLOYMENT "message" [--system S] [--max-tokens N] '
+                "[--temperature T] [--top-p P] [--seed N] [--stop S] [--model ADAPTER] "
+                "[--project P]"
+            )
+        args = _parse(_chat_parser(), tokens)
+        from .sdk import serving
+
+        deployment = serving.deployments.get(args.deployment, project=args.project)
+        messages = [{"role": "system", "content": args.system}] if args.system else []
+        messages.append({"role": "user", "content": " ".join(args.message)})
+        given = {
+            "max_tokens": args.max_tokens,
+            "temperature": args.temperature,
+            "top_p": args.top_p,
+            "seed": args.seed,
+            "stop": args.stop,
+            "model": args.model,
+        }
+        for piece in deployment.chat(
+            messages, stream=True, **{k: v for k, v in given.items() if v is not None}
+        ):
+            print(piece, end="", flush=True)
+        print()
 
 
 def _show(handle: Any, wait: bool) -> None:

@@ -70,7 +70,13 @@ def _metrics(text: bytes) -> dict[str, float]:
 
 
 async def test_chat_with_a_deployment_stream_stop_feedback_export_dpo(
-    api: Any, jp_root_dir: Path, jp_http_port: int, jp_base_url: str, jp_serverapp: Any
+    api: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    jp_serverapp: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     port, base = jp_http_port, jp_base_url
     tiny.build(jp_root_dir / "models" / "tiny", TEXTS)
@@ -248,6 +254,28 @@ async def test_chat_with_a_deployment_stream_stop_feedback_export_dpo(
         )
         assert status == 201 and again["version"] == 2 and again["pairs"] == 2, again
 
+        # the CLI, on the server's store and under the hub (through the service)
+        from cube_lab.cli import main
+
+        data_dir = jp_serverapp.web_app.settings[WORKSPACE].settings.data_dir
+        monkeypatch.setenv("CUBE_LAB_USER", "alice")
+        argv = ["--data-dir", str(data_dir), "chat", "export", "--project", "alice"]
+        argv += ["--dataset", "chat-prefs", "--conversation", str(cid), "--json"]
+        capsys.readouterr()
+        assert await asyncio.to_thread(main, argv) == 0
+        made = json.loads(capsys.readouterr().out)
+        assert (made["version"], made["pairs"]) == (3, 2), made
+        monkeypatch.setenv("CUBE_LAB_SERVICE_URL", f"http://localhost:{port}{base}")
+        monkeypatch.setenv("JUPYTERHUB_API_TOKEN", TOKENS["alice"])
+        assert await asyncio.to_thread(main, ["chat", "list", "--json"]) == 0
+        listed = json.loads(capsys.readouterr().out)
+        assert sorted(c["id"] for c in listed) == sorted([cid, plain["id"]])
+        assert await asyncio.to_thread(main, ["chat", "export", "--dataset", "chat-prefs"]) == 0
+        said = capsys.readouterr().out
+        assert "dataset chat-prefs:4 in project alice: 2 preference pair(s)" in said, said
+        monkeypatch.delenv("CUBE_LAB_SERVICE_URL")
+        monkeypatch.delenv("JUPYTERHUB_API_TOKEN")
+
         # the DPO fine-tune reads the version as it is: the same parse and loader the job uses
         ws = jp_serverapp.web_app.settings[WORKSPACE]
         from cube_lab.finetune.data import load_records
@@ -413,3 +441,34 @@ async def test_bad_input_and_an_unreachable_target(
         "alice", "POST", "chat/exports", {"dataset": "prefs", "conversation_ids": "1"}
     )
     assert status == 400, err
+
+
+from test_llm_deploy import local  # noqa: E402, F401 - the embedded SDK as alice
+
+
+def test_cube_chat_magic_prints_the_streamed_answer(
+    local: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import cube_lab as cl
+    from cube_lab.magics import CubeMagics
+
+    tiny.build(local / "tiny", TEXTS)
+    cl.models.register(local / "tiny", "tiny")
+    dep = cl.deploy("tiny:1")
+    expected = dep.chat(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello world"}],
+        max_tokens=6,
+        temperature=0,
+    )
+    magics = CubeMagics(shell=None)
+    capsys.readouterr()
+    magics.cube_chat('tiny "hello world" --system "Be brief." --max-tokens 6 --temperature 0')
+    assert capsys.readouterr().out == expected + "\n"
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="deployment 'nope' not found"):  # no traceback
+        magics.cube_chat("nope hi")
+    with pytest.raises(UsageError, match="usage"):
+        magics.cube_chat("tiny")
+    dep.stop()

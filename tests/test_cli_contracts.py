@@ -118,6 +118,8 @@ EXEMPT: dict[str, str] = {
     "finetune": "tests/test_finetune.py runs it with --json on a tiny model built there",
     "merge": "tests/test_finetune_merge_eval.py runs it with --json on a tiny adapter",
     "evaluate": "tests/test_finetune_merge_eval.py runs it with --json on a tiny adapter",
+    "chat list": "tests/test_chat_rest.py runs it with --json (here and under the hub)",
+    "chat export": "tests/test_chat_rest.py runs it with --json on feedback given over REST",
 }
 # Commands without --json: what they print is a text stream, meant to be read as it is.
 TEXT_COMMANDS = {

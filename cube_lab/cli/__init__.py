@@ -31,6 +31,7 @@ from ..locale.messages import env_locale, localize
 from ..workspace import Workspace
 from . import (
     alerts,
+    chat,
     finetune,
     kb,
     labeling,
@@ -60,6 +61,7 @@ CAPABILITIES = (
     finetune,
     kb,
     alerts,
+    chat,
 )
 
 

@@ -113,6 +113,10 @@ def _remote(local: Any) -> Command | None:
         from ..alerts import REMOTE as ALERTS
 
         return ALERTS.get(name)
+    if module == "cube_lab.cli.chat":
+        from ..chat import REMOTE as CHAT
+
+        return CHAT.get(name)
     if module not in LOCAL:
         return None
     return REMOTE.get(name)
