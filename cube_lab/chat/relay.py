@@ -60,6 +60,7 @@ async def relay(
         text: list[str] = []
         usage: dict[str, Any] | None = None
         status, error = "complete", None
+        cancelled = False
         try:
             if user is not None:
                 await emit({"type": "user", "message": to_jsonable(user)})
@@ -85,13 +86,15 @@ async def relay(
             status, error = "error", f"{exc.error}: {exc.detail}" if exc.detail else exc.error
         except (ClientGone, OSError, CubeError):
             status = "stopped"
-        except asyncio.CancelledError:
-            status = "stopped"
+        except asyncio.CancelledError:  # the server is going away: keep what came, then go
+            status, cancelled = "stopped", True
         finally:
             await upstream.close()
         saved = to_jsonable(
             await _thread(service.save_answer, caller, plan, "".join(text), status, usage, error)
         )
+        if cancelled:
+            raise asyncio.CancelledError()
         if status == "stopped":
             return saved
         try:
