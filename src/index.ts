@@ -11,6 +11,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator } from '@jupyterlab/translation';
 import { setUiTranslator } from './locale';
 
+import { chatPlugin } from './panels/chat';
 import { deploymentsPlugin } from './panels/deployments';
 import { linksPlugin } from './links';
 import { labelingPlugin } from './panels/labeling';
@@ -79,6 +80,7 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   trainingPlugin,
   tuningPlugin,
   deploymentsPlugin,
+  chatPlugin,
   labelingPlugin,
   linksPlugin
 ];

@@ -28,3 +28,4 @@ export * from './training';
 export * from './serving';
 export * from './tuning';
 export * from './labeling';
+export * from './chat';

@@ -155,6 +155,45 @@ export async function requestAPI<T = unknown>(
   init: Omit<RequestInit, 'body'> & { body?: BodyInit | object | null } = {},
   settings?: ServerConnection.ISettings
 ): Promise<T> {
+  const response = await fetchAPI(path, init, settings);
+  const data = await decodeBody(response);
+  if (!response.ok) {
+    throw errorFromResponse(
+      response.status,
+      response.statusText,
+      data,
+      response.url || apiUrl(path, serverSettings(settings))
+    );
+  }
+  return data as T;
+}
+
+/** A response's body as JSON (text when it is not JSON, `undefined` when empty). */
+export async function decodeBody(response: Response): Promise<unknown> {
+  const text = await response.text();
+  if (text.length === 0) {
+    return undefined;
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * Send a request to the cube-lab REST API and return the raw answer, whatever its
+ * status, its body unread (a stream of server-sent events, say): the transport of
+ * `requestAPI` (language header, JSON bodies, the hub's direct service session).
+ *
+ * @throws CubeApiError (status 0) when the server cannot be reached; an aborted
+ *   request (`init.signal`) throws the fetch's own abort error.
+ */
+export async function fetchAPI(
+  path = '',
+  init: Omit<RequestInit, 'body'> & { body?: BodyInit | object | null } = {},
+  settings?: ServerConnection.ISettings
+): Promise<Response> {
   const s = serverSettings(settings);
   const url = apiUrl(path, s);
   const { body, ...rest } = init;
@@ -184,6 +223,9 @@ export async function requestAPI<T = unknown>(
   try {
     response ??= await ServerConnection.makeRequest(url, request, s);
   } catch (reason) {
+    if (request.signal?.aborted) {
+      throw reason;
+    }
     const message =
       reason instanceof Error ? reason.message : String(reason ?? '');
     const trans = uiTrans();
@@ -194,21 +236,7 @@ export async function requestAPI<T = unknown>(
       url
     );
   }
-
-  const text = await response.text();
-  let data: unknown = undefined;
-  if (text.length > 0) {
-    try {
-      data = JSON.parse(text);
-    } catch {
-      data = text;
-    }
-  }
-
-  if (!response.ok) {
-    throw errorFromResponse(response.status, response.statusText, data, url);
-  }
-  return data as T;
+  return response;
 }
 
 /**
@@ -237,7 +265,10 @@ async function requestService(
       response.headers.has('WWW-Authenticate');
     noteServiceAnswer(!refused);
     return refused ? null : response;
-  } catch {
+  } catch (reason) {
+    if (request.signal?.aborted) {
+      throw reason; // stopped by the caller, not unreachable
+    }
     noteServiceAnswer(false); // unreachable: through the lab server instead
     return null;
   }

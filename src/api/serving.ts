@@ -40,6 +40,8 @@ export interface Deployment {
   /** The primary version. */
   version: number;
   backend: 'local' | 'kubernetes' | string;
+  /** What the replicas run: `llm` (OpenAI's API under /v1) or `oip` (older servers send none). */
+  runtime?: 'llm' | 'oip' | string;
   status: DeploymentStatus | string;
   replicas: number;
   /** Base URL: OIP v2 under /v2, plain JSON at /predict; null when not running. */

@@ -144,6 +144,11 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
               name: model,
               version
             }),
+          openChat: (p, deployment) =>
+            void commands.execute('cube-lab:open-chat', {
+              project: p,
+              deployment
+            }),
           changed: () => void panel.refresh(),
           close: () => widget.dispose()
         });

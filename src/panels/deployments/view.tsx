@@ -78,6 +78,7 @@ export class DeploymentView extends ReactWidget {
     this.name = options.name;
     this._trans = options.translator.load('cube_lab');
     this._openModel = options.openModel;
+    this._openChat = options.openChat ?? null;
     this._changed = options.changed;
     this._close = options.close ?? (() => this.dispose());
     this.title.label = options.name;
@@ -195,6 +196,16 @@ export class DeploymentView extends ReactWidget {
             >
               {trans.__('Open model')}
             </button>
+            {active && d.runtime === 'llm' && this._openChat ? (
+              <button
+                className="cube-Button"
+                name="chat"
+                onClick={() => this._openChat?.(d.project, d.name)}
+                title={trans.__('Chat with this language model')}
+              >
+                {trans.__('Chat')}
+              </button>
+            ) : null}
             {action === 'remove' ? (
               <button
                 className="cube-Button cube-DDanger"
@@ -563,6 +574,7 @@ export class DeploymentView extends ReactWidget {
   private _close: () => void;
   private _removed = false;
   private _openModel: (project: string, model: string, version: number) => void;
+  private _openChat: ((project: string, name: string) => void) | null;
   private _changed: () => void;
   private _poll: Poll;
   private _started = false;
@@ -590,6 +602,8 @@ export namespace DeploymentView {
     name: string;
     translator: ITranslator;
     openModel: (project: string, model: string, version: number) => void;
+    /** Open the Chat tab on this deployment (an LLM one). */
+    openChat?: (project: string, name: string) => void;
     /** The deployment changed here (the sidebar list should follow). */
     changed: () => void;
     /** Close the view's tab (default: dispose the view). */
