@@ -6,3 +6,4 @@ import './finetune.css';
 import './tuning.css';
 import './deployments.css';
 import './labeling.css';
+import './chat.css';

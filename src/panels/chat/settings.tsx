@@ -34,6 +34,7 @@ export function TargetPicker(props: {
     <div className="cube-ChatTarget">
       <Field label={props.label} name={props.name}>
         <select
+          className="cube-TField-input"
           name={props.name}
           value={form.choice}
           disabled={props.disabled}
@@ -56,6 +57,7 @@ export function TargetPicker(props: {
         <>
           <Field label={trans.__('Base URL')} name={`${props.name}-url`}>
             <input
+              className="cube-TField-input"
               name={`${props.name}-url`}
               type="url"
               placeholder="https://host/v1"
@@ -66,6 +68,7 @@ export function TargetPicker(props: {
           </Field>
           <Field label={trans.__('Model')} name={`${props.name}-model`}>
             <input
+              className="cube-TField-input"
               name={`${props.name}-model`}
               value={form.model}
               disabled={props.disabled}
@@ -82,6 +85,7 @@ export function TargetPicker(props: {
             }
           >
             <input
+              className="cube-TField-input"
               name={`${props.name}-key`}
               type="password"
               autoComplete="off"
@@ -125,6 +129,7 @@ export function ParamsFields(props: {
   ) => (
     <Field label={label} name={key} error={error(key)}>
       <input
+        className="cube-TField-input"
         name={key}
         type="number"
         step={step}
@@ -139,6 +144,7 @@ export function ParamsFields(props: {
     <div className="cube-ChatParams">
       <Field label={trans.__('System prompt')} name="system">
         <textarea
+          className="cube-TField-input"
           name="system"
           rows={2}
           placeholder={trans.__('e.g. You are a concise assistant.')}
