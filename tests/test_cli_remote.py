@@ -465,6 +465,51 @@ def test_kserve_through_the_service_with_its_cluster_credentials(
     assert cluster.run(deleted)
 
 
+def test_finetune_on_the_cluster_through_the_service(hub: devhub.DevHub, cluster: InThread) -> None:
+    """alice's `cube-lab finetune --backend kubernetes` asks the service, which submits the
+    PyTorchJob with its own credentials and follows it (the test plays the operator); a volume
+    that is not hers is refused before anything is submitted; bob does not see the job."""
+    pytest.importorskip("transformers")
+    from cube_lab.finetune import tiny
+
+    mine = home(hub, "alice")
+    tiny.build(mine / "ft" / "base", [json.dumps(r) for r in tiny.alpaca_rows()])
+    (mine / "ft" / "alpaca.json").write_text(json.dumps(tiny.alpaca_rows()))
+    config = {"model": "base", "data": "alpaca.json", "output_dir": "out", "name": "ft-hub"}
+    (mine / "ft" / "ft.yaml").write_text(yaml.safe_dump(config))
+    k8s = ("--backend", "kubernetes", "--image", "reg/llm:1", "--workers", "2")
+    theirs = cli(hub, "alice", "finetune", "ft/ft.yaml", *k8s, "--mount", f"claim-bob:{mine}")
+    assert theirs.returncode != 0 and "'claim-bob'" in theirs.stderr, theirs.stderr
+    refused = cli(hub, "alice", "finetune", "ft/ft.yaml", *k8s, "--namespace", "kube-system")
+    assert refused.returncode == 2 and "not available under the hub" in refused.stderr
+    answer: dict[str, subprocess.CompletedProcess[str]] = {}
+    argv = ("finetune", "ft/ft.yaml", *k8s, "--mount", f"claim-alice:{mine}", "--json")
+    waiting = threading.Thread(target=lambda: answer.update(done=cli(hub, "alice", *argv)))
+    waiting.start()
+    jobs = "kubeflow.org/v1/pytorchjobs"
+
+    async def operator_ran(km: Any) -> dict[str, Any] | None:
+        key = next((k for k in km.objects if k[0] == jobs and k[2] == "ft-hub"), None)
+        if key is None:
+            return None
+        url = f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/ft-hub"
+        done = [{"type": t, "status": "True", "reason": t} for t in ("Created", "Succeeded")]
+        assert (await km.patch(url, json={"status": {"conditions": done}})).status == 200
+        return dict(km.objects[key].raw)
+
+    deadline = time.monotonic() + 60
+    while (obj := cluster.run(operator_ran)) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert obj, answer
+    container = obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert container["command"][:3] == ["torchrun", "-m", "cube_lab.finetune.trainer"]
+    waiting.join(120)
+    job = json.loads(ok(answer["done"]))["job"]
+    assert job["status"] == "succeeded" and job["backend"] == "kubernetes", job
+    assert job["id"] in ok(cli(hub, "alice", "training", "list"))
+    assert job["id"] not in ok(cli(hub, "bob", "training", "list"))
+
+
 class _Answers(BaseHTTPRequestHandler):
     """A stand-in service: answers by the path's last segment, with what it was sent."""
 

@@ -141,3 +141,59 @@ async def test_submitted_to_kmock_and_followed_to_the_end(
     out, err = capsys.readouterr()
     assert "sft lora of" in out and "2 pod(s) x 4 process(es)" in out, out
     assert "succeeded" in err
+
+
+async def test_over_rest_with_the_servers_credentials_and_only_the_callers_volumes(
+    api: Any, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``POST /finetune/jobs`` with ``cluster``: the server submits the PyTorchJob with its
+    own credentials (as the hub's service does for a user's server, which holds none). Under
+    the hub a job mounts only its owner's claim or their project groups' claims, since the
+    service's credentials could mount any."""
+    from cube_lab import job_credentials
+
+    (jp_root_dir / "alpaca.json").write_text(json.dumps(tiny.alpaca_rows()))
+    tiny.build(jp_root_dir / "base", [json.dumps(r) for r in tiny.alpaca_rows()])
+    config = {"model": "base", "data": "alpaca.json", "output_dir": "saves/ft", "name": "ft-rest"}
+
+    def body(claim: str) -> dict[str, Any]:
+        mount = {"claim": claim, "mount_path": str(jp_root_dir)}
+        cluster = {"image": "reg/llm:1", "workers": 2, "mounts": [mount]}
+        return {"config": config, "nproc": 2, "cluster": cluster}
+
+    issuer = job_credentials.Issuer(b"s" * 32, "http://hub:8020")
+    async with api_server() as km:
+        monkeypatch.setenv("CUBE_LAB_K8S_HOST", str(km.url))
+        monkeypatch.setenv("CUBE_LAB_K8S_NAMESPACE", NS)
+        code, err = await api("alice", "POST", "finetune/jobs", {**body("x"), "cluster": [1]})
+        assert code == 400 and "cluster must be an object" in err["error"]
+        job_credentials.configure(issuer)
+        try:
+            code, err = await api("alice", "POST", "finetune/jobs", body("claim-bob"))
+            assert code == 403 and "'claim-bob'" in err["error"], err
+            assert "claim-alice" in err["detail"]
+            assert not [k for k in km.objects if k[2] == "ft-rest"]  # nothing submitted
+            code, job = await api("alice", "POST", "finetune/jobs", body("claim-alice"))
+        finally:
+            job_credentials.configure(None)
+        assert code == 201, job
+        assert job["backend"] == "kubernetes" and job["workers"] == 2
+        obj = km.objects[next(k for k in km.objects if k[2] == "ft-rest")].raw
+        check(obj)
+        pod = obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+        container = pod["containers"][0]
+        assert container["command"][:3] == ["torchrun", "-m", "cube_lab.finetune.trainer"]
+        trained = FinetuneConfig.from_json(container["command"][4])
+        assert trained.model == str(jp_root_dir / "base")
+        assert pod["volumes"][0]["persistentVolumeClaim"] == {"claimName": "claim-alice"}
+        env = {e["name"]: e for e in container.get("env", [])}
+        assert "CUBE_LAB_JOB_TOKEN" in env or any("TOKEN" in k for k in env), env
+        code, seen = await api("bob", "GET", f"training/jobs/{job['id']}")
+        assert code == 404
+        await set_status(km, "PyTorchJob", "ft-rest", conditions("Created", "Succeeded"))
+        for _ in range(200):  # followed to its end (and its watch closed)
+            code, seen = await api("alice", "GET", f"training/jobs/{job['id']}")
+            if seen["status"] == "succeeded":
+                break
+            await asyncio.sleep(0.05)
+        assert seen["status"] == "succeeded", seen

@@ -223,14 +223,26 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     from ..finetune.service import read_config_file
     from .remote import common
 
-    if a.dry_run or a.backend == "kubernetes":
+    flags = [("--dry-run", "dry_run"), ("--namespace", "namespace")]
+    flags += [("--kubeconfig", "kubeconfig"), ("--kube-context", "kube_context")]
+    given = [flag for flag, key in flags if getattr(a, key, None)]
+    if given:
         raise InvalidInput(
-            _t("cube-lab finetune --dry-run and --backend are not available under the hub yet"),
-            _t("Run the fine-tune on the hub's machines, or from a terminal with a kubeconfig."),
+            _t(
+                "cube-lab finetune {value} are not available under the hub",
+                value=" / ".join(given),
+            ),
+            _t(
+                "Leave them out: with --backend kubernetes the cube-lab service submits the "
+                "job to its namespace with its own cluster credentials."
+            ),
         )
     path = Path(a.config)
     folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
     body = {"config": read_config_file(path), "folder": folder, "nproc": a.nproc}
+    cluster = _cluster(a)
+    if cluster is not None:
+        body["cluster"] = cluster
     if a.estimate:
         from ..finetune.memory import table
 

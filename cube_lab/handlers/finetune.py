@@ -20,7 +20,7 @@ from ..finetune.service import FinetuneService
 from ..locale.messages import _t
 from .base import CubeHandler
 
-FIELDS = {"config", "folder", "project", "nproc"}
+FIELDS = {"config", "folder", "project", "nproc", "cluster"}
 
 
 class FinetuneJobsHandler(CubeHandler):
@@ -28,9 +28,23 @@ class FinetuneJobsHandler(CubeHandler):
     async def post(self) -> None:
         parsed, nproc, folder = await self.parsed()
         service = FinetuneService(self.workspace)
-        job = await self.call(service.prepare, self.caller, parsed, nproc=nproc, cwd=folder)
+        cluster = self.cluster_placement()
+        job = await self.call(
+            service.prepare, self.caller, parsed, nproc=nproc, cwd=folder, cluster=cluster
+        )
         job_id = await self.workspace.training.launch(job)
         self.reply(await self.call(self.workspace.training.get, self.caller, job_id), 201)
+
+    def cluster_placement(self) -> dict[str, Any] | None:
+        """``cluster``: on Kubernetes, with this server's cluster credentials (the placement
+        keys of ``cube_lab.finetune.cluster``); absent: on this machine."""
+        cluster = self.json_body().get("cluster")
+        if cluster is not None and not isinstance(cluster, dict):
+            raise InvalidInput(
+                _t("cluster must be an object (image, workers, resources, mounts...)"),
+                _t("got {value!r}", value=cluster),
+            )
+        return cluster or None
 
     async def parsed(self) -> tuple[Any, int, Path]:
         """The checked config (its paths under the server root), nproc and its folder."""
@@ -48,7 +62,8 @@ class FinetuneJobsHandler(CubeHandler):
             config = {**config, "project": body["project"]}
         folder = containment.resolve(self.root_dir, body.get("folder") or ".", what="folder")
         service = FinetuneService(self.workspace)
-        parsed = await self.call(service.parse, self.caller, config, folder)
+        local = self.cluster_placement() is None
+        parsed = await self.call(service.parse, self.caller, config, folder, local=local)
         # a registered base or dataset is the store's; the rest must be under the root
         if parsed.base_ref is None:
             containment.resolve(self.root_dir, parsed.model, what="model")

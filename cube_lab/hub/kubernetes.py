@@ -42,7 +42,7 @@ from kubespawner import KubeSpawner
 
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER
 from ..errors import InvalidInput
-from ..k8s.names import identity_name
+from ..k8s.names import identity_name, project_claim, user_claim
 from ..locale.messages import _t
 from ..names import folder_name
 from . import policy
@@ -92,10 +92,6 @@ def k8s_name(value: str, prefix: str = "") -> str:
     if not value:
         raise InvalidInput(_t("cannot make a Kubernetes name from an empty name"))
     return identity_name(value, prefix)
-
-
-def project_claim(group: str) -> str:
-    return k8s_name(group, "cube-project-")
 
 
 def project_namespace(group: str) -> str:
@@ -339,12 +335,12 @@ def configure_kubernetes(c: Any, settings: HubSettings) -> None:
     k.profile_list = lambda spawner: spawner.cube_profile_list()
     # the user's own volume at /mnt/<username>, created on first start
     k.storage_pvc_ensure = True
-    k.pvc_name_template = "claim-{user_server}"
+    k.pvc_name_template = user_claim("{user_server}")
     k.storage_capacity = kube.user_storage_size
     if kube.user_storage_class:
         k.storage_class = kube.user_storage_class
     k.volumes = [
-        {"name": "user-volume", "persistentVolumeClaim": {"claimName": "claim-{user_server}"}}
+        {"name": "user-volume", "persistentVolumeClaim": {"claimName": user_claim("{user_server}")}}
     ]
     k.volume_mounts = [{"name": "user-volume", "mountPath": "/mnt/{username}"}]
     k.notebook_dir = "/mnt/{username}"

@@ -38,3 +38,14 @@ def user_label(name: str) -> str:
 def identity_name(name: str, prefix: str, max_len: int = MAX_LABEL) -> str:
     """An object name for a user or group (``prefix`` + its slug, at most ``max_len``)."""
     return object_name(name, prefix, max_len)
+
+
+def user_claim(username: str) -> str:
+    """The volume claim of a user's home under the hub (KubeSpawner's ``claim-{user_server}``
+    for the default server of a hub user name, which cube-lab keeps safe)."""
+    return f"claim-{username}"
+
+
+def project_claim(group: str) -> str:
+    """The shared volume claim of a project group."""
+    return identity_name(group, "cube-project-")

@@ -41,7 +41,7 @@ from .. import accounts, containment, job_credentials
 from ..alerts import events
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..datasets import ENV_DATASET
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller
 from ..k8s import ClusterConfig, k8s_name, require
 from ..k8s.names import user_label
@@ -144,6 +144,28 @@ class MetricsView:
 
 def _new_job_id() -> str:
     return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def check_claims(caller: Caller, spec: JobSpec) -> None:
+    """Under the hub the service's own credentials create the pods, so a job mounts only the
+    volumes its owner has anyway: their home's claim and their project groups' claims (an
+    admin any). Elsewhere the caller's own credentials decide."""
+    if job_credentials.issuer() is None or caller.admin:
+        return
+    from ..k8s.names import project_claim, user_claim
+
+    allowed = {user_claim(caller.username), *(project_claim(g) for g in caller.groups)}
+    for mount in spec.mounts:
+        if mount.claim not in allowed:
+            raise Forbidden(
+                _t("the job may not mount the volume claim {claim!r}", claim=mount.claim),
+                _t(
+                    "Under the hub a job mounts your own volume ({mine}) or a volume of your "
+                    "project groups ({groups}).",
+                    mine=user_claim(caller.username),
+                    groups=", ".join(sorted(project_claim(g) for g in caller.groups)) or "-",
+                ),
+            )
 
 
 class TrainingService:
@@ -307,6 +329,7 @@ class TrainingService:
         unique: bool = False,
     ) -> ClusterJob:
         require()  # a clear error if the extra is missing; and the slow import off the loop
+        check_claims(caller, spec)
         config = cluster or self.cluster
         job_id = _new_job_id()
         display = spec.name or Path(spec.argv()[0]).stem

@@ -10,7 +10,10 @@ import {
   IFinetuneForm
 } from '../panels/training/finetune-logic';
 
-function jobOf(config: Record<string, unknown>, root = '/srv/lab'): TrainingJob {
+function jobOf(
+  config: Record<string, unknown>,
+  root = '/srv/lab'
+): TrainingJob {
   return {
     id: 'j1',
     name: 'finetune-sft',
