@@ -60,23 +60,18 @@ def turn_pairs(answers: list[ChatMessage], counts: Counts) -> list[tuple[str, st
             for other in answers:
                 if other.id != up.id and other.rating != "up" and other.content:
                     pairs.append((up.edited or up.content, other.content))
-    else:
+    stopped = False
+    if not ups:
         active = next((a for a in answers if a.active), None)
         for down in answers:
-            if down.rating != "down" or not down.content:
+            if down.rating != "down" or not down.content or active is None or active.id == down.id:
                 continue
-            if (
-                active is not None
-                and active.id != down.id
-                and active.status == "complete"
-                and active.rating != "down"
-                and active.content
-            ):
+            if active.status != "complete":
+                stopped = True  # the answer kept instead is a stopped one: never chosen
+            elif active.rating != "down" and active.content:
                 pairs.append((active.edited or active.content, down.content))
-            elif active is not None and active.status != "complete":
-                counts.skipped["stopped"] += 1
     if not pairs:
-        if any(a.status != "complete" for a in answers) and not usable:
+        if stopped or (any(a.status != "complete" for a in answers) and not usable):
             counts.skipped["stopped"] += 1
         else:
             counts.skipped["no_preference"] += 1
