@@ -72,3 +72,33 @@ def test_a_version_folder_gives_its_only_data_file_or_the_one_named(tmp_path: Pa
     (tmp_path / "secret.json").write_text("{}")
     with pytest.raises(InvalidInput, match="is not a file of dataset d:1"):
         _data_file(folder, "../secret.json", "d:1")
+
+
+async def test_the_forms_preview_over_rest_reads_a_registered_dataset(
+    api: Any, jp_root_dir: Path
+) -> None:
+    """``POST /finetune/preview`` (the form's "Preview data"): the first records of a
+    registered dataset through the named chat template, the answers marked trained."""
+    rows = tiny.alpaca_rows()
+    (jp_root_dir / "chats.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    tiny.build(jp_root_dir / "base", [json.dumps(r) for r in rows])
+    made = {"name": "chats", "path": "chats.jsonl", "kind": "texts", "text_field": "instruction"}
+    code, answer = await api("alice", "POST", "datasets", made)
+    assert code == 201, answer
+    config = {"model": "base", "data": {"dataset": "chats"}, "template": "chatml"}
+    code, shown = await api("alice", "POST", "finetune/preview", {"config": config, "n": 2})
+    assert code == 200, shown
+    assert len(shown["records"]) == 2
+    first = shown["records"][0]
+    assert first["text"].startswith("<|im_start|>user\n")
+    trained = "".join(s["text"] for s in first["segments"] if s["trained"])
+    assert trained == rows[0]["output"] + "<|im_end|>\n"
+    assert 0 < first["trained_tokens"] < first["tokens"]
+
+    code, err = await api("alice", "POST", "finetune/preview", {"config": config, "n": 0})
+    assert code == 400 and "n must be a whole number" in err["error"]
+    dpo = {**config, "method": "dpo", "data": {"dataset": "chats", "format": "alpaca"}}
+    code, err = await api("alice", "POST", "finetune/preview", {"config": dpo})
+    assert code == 400, err
+    code, err = await api("bob", "POST", "finetune/preview", {"config": config})
+    assert code == 404 and "chats" in err["error"], err

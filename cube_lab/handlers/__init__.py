@@ -77,6 +77,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_JOB}/register", training.RegisterHandler),
         ("/finetune/jobs", finetune.FinetuneJobsHandler),
         ("/finetune/estimate", finetune.EstimateHandler),
+        ("/finetune/preview", finetune.PreviewHandler),
         ("/finetune/merge", finetune.MergeHandler),
         ("/finetune/evaluations", finetune.EvaluationsHandler),
         (rf"/finetune/evaluations/{_SEG}", finetune.EvaluationHandler),

@@ -24,6 +24,8 @@ FIELDS = {"config", "folder", "project", "nproc", "cluster"}
 
 
 class FinetuneJobsHandler(CubeHandler):
+    fields = FIELDS  # of the body
+
     @web.authenticated
     async def post(self) -> None:
         parsed, nproc, folder = await self.parsed()
@@ -49,7 +51,7 @@ class FinetuneJobsHandler(CubeHandler):
     async def parsed(self) -> tuple[Any, int, Path]:
         """The checked config (its paths under the server root), nproc and its folder."""
         body = self.json_body()
-        _known(body, FIELDS)
+        _known(body, self.fields)
         config = body.get("config")
         if not isinstance(config, dict):
             raise InvalidInput(_t("config must be an object (a fine-tune or LLaMA-Factory config)"))
@@ -93,6 +95,22 @@ class EstimateHandler(FinetuneJobsHandler):
 
         parsed, _, _ = await self.parsed()
         self.reply(await self.call(estimate, parsed))
+
+
+class PreviewHandler(FinetuneJobsHandler):
+    """``POST /finetune/preview``: the body of ``/finetune/jobs`` and ``n`` (default 3); the
+    first records as the model reads them, the trained part marked
+    (``cube_lab.finetune.records_preview``): ``{"records": [{"text", "segments", ...}]}``."""
+
+    fields = FIELDS | {"n"}
+
+    @web.authenticated
+    async def post(self) -> None:
+        from ..finetune.records_preview import preview
+
+        parsed, _, _ = await self.parsed()
+        n = self.json_body().get("n", 3)
+        self.reply({"records": list(await self.call(preview, parsed, n))})
 
 
 class MergeHandler(CubeHandler):

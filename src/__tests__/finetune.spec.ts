@@ -4,6 +4,7 @@
  */
 import type { TrainingJob } from '../api';
 import {
+  datasetRefs,
   emptyFinetuneForm,
   finetuneJobToForm,
   finetuneToRequest,
@@ -53,6 +54,42 @@ describe('finetuneToRequest', () => {
     expect(finetuneToRequest(form).request?.config.template).toBeUndefined();
     const named = finetuneToRequest({ ...form, template: 'qwen' });
     expect(named.request?.config.template).toBe('qwen');
+  });
+});
+
+describe('the data from a registered dataset', () => {
+  it('sends data.dataset, and fills it back from the recorded reference', () => {
+    const form: IFinetuneForm = {
+      ...emptyFinetuneForm(),
+      modelFolder: 'models/base',
+      dataKind: 'dataset',
+      dataset: 'chats:2'
+    };
+    const sent = finetuneToRequest(form).request!;
+    expect(sent.config.data).toEqual({ dataset: 'chats:2', format: 'auto' });
+    const recorded = {
+      ...sent.config,
+      model: '/srv/lab/models/base',
+      data: { path: '/data/datasets/chats/2/export.jsonl', format: 'auto' },
+      dataset_ref: 'team/chats:2'
+    };
+    const filled = finetuneJobToForm(jobOf(recorded))!;
+    expect([filled.dataKind, filled.dataset, filled.data]).toEqual([
+      'dataset',
+      'chats:2',
+      ''
+    ]);
+    expect(finetuneToRequest({ ...form, dataset: '' }).errors.dataset).toBe(
+      'Pick a registered dataset, or give a file.'
+    );
+  });
+
+  it('offers text datasets and their versions, not image datasets', () => {
+    const refs = datasetRefs([
+      { name: 'chats', project: 'team', kind: 'texts', versions: [{ version: 1 }] },
+      { name: 'photos', project: 'team', kind: 'images', versions: [] }
+    ]);
+    expect(refs.map(r => r.ref)).toEqual(['chats', 'chats:1']);
   });
 });
 

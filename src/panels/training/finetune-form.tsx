@@ -12,11 +12,12 @@ import * as React from 'react';
 import { ErrorBox } from '../errorbox';
 import { Field } from '../field';
 import { FormPage, FormState, IFormProps } from '../formpage';
-import { listModels, listVersions, TrainingJob } from '../../api';
+import { listDatasets, listModels, listVersions, TrainingJob } from '../../api';
 import { formatBytes } from '../../format';
 import {
   baseVersions,
   DATA_FORMATS,
+  datasetRefs,
   emptyFinetuneForm,
   ESTIMATE_PARTS,
   estimateFinetune,
@@ -24,8 +25,10 @@ import {
   finetuneToRequest,
   IFinetuneEstimate,
   IFinetuneForm,
+  IPreviewRecord,
   METHODS,
   PRECISIONS,
+  previewFinetune,
   QUANTIZATIONS,
   submitFinetune,
   TEMPLATES
@@ -51,6 +54,7 @@ export class FinetuneFormView extends FormPage {
       'Fine-tune a language model with LoRA or in full'
     );
     void this._loadBases();
+    void this._loadDatasets();
   }
 
   /** What the form holds now. */
@@ -80,22 +84,36 @@ export class FinetuneFormView extends FormPage {
         {...props}
         onChange={patch => {
           this._estimate = null;
+          this._preview = null;
           props.onChange(patch);
         }}
         action={this._action}
         bases={this._bases}
+        datasets={this._datasets}
         estimate={this._estimate}
         onEstimate={() => void this._run('estimate')}
+        preview={this._preview}
+        onPreview={() => void this._run('preview')}
       />
     );
   }
 
-  private async _run(action: 'start' | 'estimate'): Promise<void> {
+  private async _run(action: Action): Promise<void> {
     this._action = action;
     this._estimate = null;
+    this._preview = null;
     if (action === 'start') {
       await this.submit(this._state, finetuneToRequest, submitFinetune, job =>
         this._launched(job)
+      );
+    } else if (action === 'preview') {
+      await this.submit(
+        this._state,
+        finetuneToRequest,
+        body => previewFinetune(body),
+        found => {
+          this._preview = found.records;
+        }
       );
     } else {
       await this.submit(
@@ -106,6 +124,16 @@ export class FinetuneFormView extends FormPage {
           this._estimate = found;
         }
       );
+    }
+  }
+
+  /** The registered text datasets and their versions, for the data picker. */
+  private async _loadDatasets(): Promise<void> {
+    try {
+      this._datasets = datasetRefs((await listDatasets()).datasets);
+      this.update();
+    } catch {
+      // no datasets: a file is given
     }
   }
 
@@ -134,7 +162,9 @@ export class FinetuneFormView extends FormPage {
   private _state: FormState<IFinetuneForm, FinetuneField>;
   private _bases: IBase[] = [];
   private _estimate: IFinetuneEstimate | null = null;
-  private _action: 'start' | 'estimate' = 'start';
+  private _datasets: { ref: string; project: string }[] = [];
+  private _preview: IPreviewRecord[] | null = null;
+  private _action: Action = 'start';
 }
 
 export namespace FinetuneFormView {
@@ -154,11 +184,17 @@ export interface IFinetuneFormProps extends IFormProps<
   FinetuneField
 > {
   /** Which button the form is busy with. */
-  action: 'start' | 'estimate';
+  action: Action;
   bases: IBase[];
+  /** The registered datasets (NAME or NAME:VERSION) the data can come from. */
+  datasets: { ref: string; project: string }[];
   estimate: IFinetuneEstimate | null;
   onEstimate: () => void;
+  preview: IPreviewRecord[] | null;
+  onPreview: () => void;
 }
+
+type Action = 'start' | 'estimate' | 'preview';
 
 export function FinetuneForm(props: IFinetuneFormProps): JSX.Element {
   const { form, errors, trans } = props;
@@ -199,7 +235,7 @@ export function FinetuneForm(props: IFinetuneFormProps): JSX.Element {
     </select>
   );
   const lora = form.finetuningType === 'lora';
-  const busy = (action: 'start' | 'estimate', text: string) =>
+  const busy = (action: Action, text: string) =>
     props.busy && props.action === action ? (
       <span className="cube-TBusy">
         <span className="cube-Spinner" /> {text}
@@ -268,12 +304,51 @@ export function FinetuneForm(props: IFinetuneFormProps): JSX.Element {
       </Field>
       <div className="cube-FinetuneData">
         <Field
-          label={trans.__('Data file')}
-          name="data"
-          error={errors.data}
-          hint={trans.__('Relative to the server root.')}
+          label={trans.__('Data')}
+          name={form.dataKind === 'dataset' ? 'dataset' : 'data'}
+          error={errors.dataset || errors.data}
+          hint={
+            form.dataKind === 'file'
+              ? trans.__('A file relative to the server root.')
+              : undefined
+          }
         >
-          {input('data', { placeholder: 'data/train.jsonl' })}
+          <span className="cube-FinetuneBase">
+            <select
+              className="cube-TField-input"
+              name="dataSource"
+              aria-label={trans.__('Data source')}
+              value={form.dataKind === 'dataset' ? form.dataset : ''}
+              disabled={props.busy}
+              onChange={e => {
+                const picked = props.datasets.find(
+                  d => d.ref === e.target.value
+                );
+                props.onChange(
+                  picked
+                    ? {
+                        dataKind: 'dataset',
+                        dataset: picked.ref,
+                        project: picked.project
+                      }
+                    : { dataKind: 'file', dataset: '' }
+                );
+              }}
+            >
+              <option value="">{trans.__('A file…')}</option>
+              {props.datasets.map(d => (
+                <option key={`${d.project}/${d.ref}`} value={d.ref}>
+                  {trans.__('dataset %1', d.ref)}
+                </option>
+              ))}
+            </select>
+            {form.dataKind === 'file'
+              ? input('data', {
+                  placeholder: 'data/train.jsonl',
+                  'aria-label': trans.__('Data file')
+                })
+              : null}
+          </span>
         </Field>
         <Field label={trans.__('Format')} name="dataFormat">
           {select(
@@ -419,6 +494,9 @@ export function FinetuneForm(props: IFinetuneFormProps): JSX.Element {
         </Field>
       </div>
       {props.submitError ? <ErrorBox error={props.submitError} /> : null}
+      {props.preview ? (
+        <PreviewView records={props.preview} trans={trans} />
+      ) : null}
       {props.estimate ? (
         <EstimateView
           estimate={props.estimate}
@@ -446,6 +524,17 @@ export function FinetuneForm(props: IFinetuneFormProps): JSX.Element {
         <button
           type="button"
           className="cube-Button"
+          onClick={props.onPreview}
+          disabled={props.busy}
+          title={trans.__(
+            'Show the first records as the model reads them, the trained tokens marked'
+          )}
+        >
+          {busy('preview', trans.__('Rendering…')) ?? trans.__('Preview data')}
+        </button>
+        <button
+          type="button"
+          className="cube-Button"
           onClick={props.onCancel}
           disabled={props.busy}
         >
@@ -453,6 +542,44 @@ export function FinetuneForm(props: IFinetuneFormProps): JSX.Element {
         </button>
       </div>
     </form>
+  );
+}
+
+/** The first records through the chat template, the trained text marked. */
+function PreviewView(props: {
+  records: IPreviewRecord[];
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { records, trans } = props;
+  return (
+    <section
+      className="cube-FinetunePreview"
+      aria-label={trans.__('Data preview')}
+    >
+      <div className="cube-TField-hint">
+        {trans.__(
+          'Marked text is trained on; the rest is context the model reads.'
+        )}
+      </div>
+      {records.length ? null : <p>{trans.__('The data has no records.')}</p>}
+      {records.map((record, i) => (
+        <figure key={i} className="cube-FinetunePreview-record">
+          <figcaption>
+            {trans.__(
+              'Record %1: %2 of %3 tokens trained',
+              i + 1,
+              record.trained_tokens,
+              record.tokens
+            )}
+          </figcaption>
+          <pre>
+            {record.segments.map((s, j) =>
+              s.trained ? <mark key={j}>{s.text}</mark> : s.text
+            )}
+          </pre>
+        </figure>
+      ))}
+    </section>
   );
 }
 

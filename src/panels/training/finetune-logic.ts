@@ -48,8 +48,12 @@ export interface IFinetuneForm {
   baseKind: 'folder' | 'registered';
   modelFolder: string;
   modelVersion: string;
+  /** 'file': `data` is the data; 'dataset': `dataset` (a registered dataset). */
+  dataKind: 'file' | 'dataset';
   /** The data file, relative to the server root. */
   data: string;
+  /** A registered dataset: NAME (its source) or NAME:VERSION. */
+  dataset: string;
   dataFormat: DataFormat;
   /** The chat template conversations are rendered with. */
   template: ChatTemplate;
@@ -80,7 +84,9 @@ export function emptyFinetuneForm(): IFinetuneForm {
     baseKind: 'folder',
     modelFolder: '',
     modelVersion: '',
+    dataKind: 'file',
     data: '',
+    dataset: '',
     dataFormat: 'auto',
     template: 'auto',
     finetuningType: 'lora',
@@ -120,6 +126,14 @@ export interface IFinetuneEstimate {
   total_gib: number;
 }
 
+/** `POST /finetune/preview`: a record as the model reads it. */
+export interface IPreviewRecord {
+  text: string;
+  segments: { text: string; trained: boolean }[];
+  tokens: number;
+  trained_tokens: number;
+}
+
 /** The estimate's parts in the order they are shown. */
 export const ESTIMATE_PARTS = [
   'weights',
@@ -139,6 +153,16 @@ export function estimateFinetune(
   return requestAPI<IFinetuneEstimate>('finetune/estimate', {
     method: 'POST',
     body
+  });
+}
+
+export function previewFinetune(
+  body: IFinetuneRequest,
+  n = 3
+): Promise<{ records: IPreviewRecord[] }> {
+  return requestAPI<{ records: IPreviewRecord[] }>('finetune/preview', {
+    method: 'POST',
+    body: { ...body, n }
   });
 }
 
@@ -195,16 +219,23 @@ export function finetuneToRequest(
     }
     config.model = folder;
   }
-  const data = rootPath(form.data);
-  const dataError = pathError(
-    data,
-    trans.__('Give the data file (JSON, JSONL, CSV or Parquet).'),
-    trans
-  );
-  if (dataError) {
-    errors.data = dataError;
+  if (form.dataKind === 'dataset') {
+    if (!form.dataset) {
+      errors.dataset = trans.__('Pick a registered dataset, or give a file.');
+    }
+    config.data = { dataset: form.dataset, format: form.dataFormat };
+  } else {
+    const data = rootPath(form.data);
+    const dataError = pathError(
+      data,
+      trans.__('Give the data file (JSON, JSONL, CSV or Parquet).'),
+      trans
+    );
+    if (dataError) {
+      errors.data = dataError;
+    }
+    config.data = { path: data, format: form.dataFormat };
   }
-  config.data = { path: data, format: form.dataFormat };
   if (form.template !== 'auto') {
     config.template = form.template;
   }
@@ -310,6 +341,26 @@ export function finetuneToRequest(
   return { request, errors };
 }
 
+/** What the data picker offers: each text dataset (its source) and its versions. */
+export function datasetRefs(
+  datasets: {
+    name: string;
+    project: string;
+    kind: string;
+    versions?: { version: number }[];
+  }[]
+): { ref: string; project: string }[] {
+  return datasets
+    .filter(d => d.kind !== 'images')
+    .flatMap(d => [
+      { ref: d.name, project: d.project },
+      ...(d.versions ?? []).map(v => ({
+        ref: `${d.name}:${v.version}`,
+        project: d.project
+      }))
+    ]);
+}
+
 /** The NAME:VERSION of the registered transformers versions (a base model). */
 export function baseVersions(
   versions: {
@@ -365,7 +416,15 @@ export function finetuneJobToForm(job: TrainingJob): IFinetuneForm | null {
     form.modelFolder = under(root, text(c.model, ''));
   }
   const data = c.data ?? {};
-  form.data = under(root, text(data.path, ''));
+  const dataset = typeof c.dataset_ref === 'string' ? c.dataset_ref : '';
+  if (dataset) {
+    form.dataKind = 'dataset';
+    form.dataset = dataset
+      .slice(dataset.indexOf('/') + 1)
+      .replace(/:source$/, '');
+  } else {
+    form.data = under(root, text(data.path, ''));
+  }
   form.dataFormat = pick(data.format, DATA_FORMATS, 'auto');
   form.method = pick(c.method, METHODS, 'sft');
   form.template = pick(c.template, TEMPLATES, 'auto');
