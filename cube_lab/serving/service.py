@@ -1301,7 +1301,7 @@ class DeploymentService:
         adapter its base (a copy under os_accounts when it is the store's; a folder outside
         the store is read as the owner, with the owner's rights) with the adapter on it."""
         if base is None:
-            return llm.LLMPlan(path, model)
+            return llm.LLMPlan(path, model, embedding=llm.is_embedding_model(path))
         name, base_dir, in_store = base
         if in_store:
             base_dir = self._model_files(folder, version, base_dir, who, f"v{version}-base")

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..backend_auth import take_from_env
 from ..http import write_ready_file
@@ -38,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=DIR",
         help="a peft adapter of the base, served as NAME",
     )
+    p.add_argument(
+        "--embedding",
+        action="store_true",
+        help="an embedding model (sentence-transformers folder): serve POST /v1/embeddings",
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--ready-file", type=Path)
@@ -60,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.max_batch < 1:
         p.error("--max-batch must be at least 1")
     key = take_from_env()
+    if a.embedding:
+        if a.adapter:
+            p.error("--adapter goes with a generative model, not --embedding")
+        return _embedding(a.model, a.name, a.device, key, a.host, a.port, a.ready_file)
 
     from .engine import Engine, EngineError
     from .service import LLMService
@@ -80,7 +90,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-async def _serve(service: object, key: str, host: str, port: int, ready: Path | None) -> None:
+def _embedding(
+    model: Path, name: str | None, device: str | None, key: str, host: str, port: int,
+    ready: Path | None,
+) -> int:  # fmt: skip
+    from .embedding_api import EmbeddingService, make_embedding_app
+    from .embeddings import EmbeddingModel
+    from .engine import EngineError
+
+    try:
+        embedder = EmbeddingModel(model, device=device)
+    except EngineError as exc:
+        print(f"cube-lab LLM server: {exc}", file=sys.stderr, flush=True)
+        return 3
+    service = EmbeddingService(embedder, name or model.resolve().name)
+    asyncio.run(_serve(service, key, host, port, ready, make_embedding_app))
+    return 0
+
+
+async def _serve(
+    service: object, key: str, host: str, port: int, ready: Path | None, make: Any = None
+) -> None:
     from tornado.httpserver import HTTPServer
     from tornado.netutil import bind_sockets
 
@@ -88,7 +118,7 @@ async def _serve(service: object, key: str, host: str, port: int, ready: Path | 
 
     sockets = bind_sockets(port, host)
     bound = sockets[0].getsockname()[1]
-    server = HTTPServer(make_app(service, key), idle_connection_timeout=300)  # type: ignore[arg-type]
+    server = HTTPServer((make or make_app)(service, key), idle_connection_timeout=300)
     server.add_sockets(sockets)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -7,6 +7,9 @@ transformers engine). ``auto`` (the default) picks ``llm`` for
 - a ``transformers`` version stored as a plain Hugging Face folder whose ``config.json``
   names a causal LM architecture (``...ForCausalLM``, ``...LMHeadModel``), and
 - a ``peft`` version (a LoRA adapter): served on its base, under the adapter's model name;
+- an embedding model: a ``transformers`` folder saved by sentence-transformers
+  (``modules.json`` with a Pooling module) or a BERT-style encoder (a bare ``BertModel``,
+  ``XLMRobertaModel``...): served on ``POST /v1/embeddings``;
 
 and ``oip`` for everything else (a transformers *pipeline* saved by MLflow keeps the OIP
 server). Standard library only: the deployment service imports it at start-up.
@@ -26,6 +29,12 @@ from ...locale.messages import _t
 RUNTIMES = ("auto", "oip", "llm")
 MODULE = "cube_lab.serving.llm"
 _LM_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+# encoders whose bare model (``BertModel``...) embeds text when no sentence-transformers
+# configuration says otherwise (mean pooling, normalized)
+ENCODER_TYPES = frozenset(
+    {"bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "electra", "albert",
+     "camembert", "deberta", "deberta-v2", "modernbert", "nomic_bert", "new"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -35,9 +44,12 @@ class LLMPlan:
     model: Path
     name: str
     adapters: dict[str, Path] = field(default_factory=dict)
+    embedding: bool = False  # an embedding model: /v1/embeddings, no generation
 
     def argv(self, ready: Path) -> list[str]:
         argv = [sys.executable, "-m", MODULE, "--model", str(self.model), "--name", self.name]
+        if self.embedding:
+            argv.append("--embedding")
         for adapter, path in self.adapters.items():
             argv += ["--adapter", f"{adapter}={path}"]
         return [*argv, "--host", "127.0.0.1", "--port", "0", "--ready-file", str(ready)]
@@ -68,11 +80,41 @@ def is_causal_lm(path: Path) -> bool:
     return any(isinstance(n, str) and n.endswith(_LM_SUFFIXES) for n in names)
 
 
+def sentence_transformers_modules(path: Path) -> list[dict[str, object]] | None:
+    """The modules a sentence-transformers folder lists (``modules.json``), None elsewhere."""
+    try:
+        modules = json.loads((path / "modules.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+        return None
+    return modules
+
+
+def is_embedding_model(path: Path) -> bool:
+    """A sentence-transformers folder with a Pooling module, or a Hugging Face folder of a
+    bare BERT-style encoder (``BertModel``, ``XLMRobertaModel``...)."""
+    if not path.is_dir():
+        return False
+    modules = sentence_transformers_modules(path)
+    if modules is not None:
+        return any(str(m.get("type", "")).endswith(".Pooling") for m in modules)
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    names = config.get("architectures") or []
+    bare = any(isinstance(n, str) and n.endswith("Model") for n in names)
+    return bare and config.get("model_type") in ENCODER_TYPES
+
+
 def choose(flavor: str, artifact: Path, asked: str, what: str) -> str:
     """The runtime for a version of ``flavor`` stored at ``artifact``; ``what`` names it in
     errors (``tiny:2``)."""
     llm_able = flavor == "peft" or (
-        flavor == "transformers" and artifact.is_dir() and is_causal_lm(artifact)
+        flavor == "transformers"
+        and artifact.is_dir()
+        and (is_causal_lm(artifact) or is_embedding_model(artifact))
     )
     if asked == "oip":
         if flavor == "peft":

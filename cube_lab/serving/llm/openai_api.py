@@ -121,6 +121,23 @@ class Adapters(Base):
         self.json(201, model)
 
 
+class NoEmbeddings(Base):
+    """``POST /v1/embeddings`` on a generative model: refused in OpenAI's shape."""
+
+    def post(self) -> None:
+        body = load_body(self.request.body)
+        model = body.get("model")
+        if isinstance(model, str) and model:
+            self.service.adapter_of(model)  # an unknown model is a 404, as elsewhere
+        raise OpenAIError(
+            f"`{self.service.name}` is a text generation model: it answers "
+            "POST /v1/chat/completions and /v1/completions, not /v1/embeddings (deploy an "
+            "embedding model for those)",
+            "model",
+            code="model_not_supported",
+        )
+
+
 class Stats(Base):
     def get(self) -> None:
         stats = self.service.engine.stats.as_dict()
@@ -305,6 +322,7 @@ def make_app(service: LLMService, key: str = "") -> tornado.web.Application:
         (r"/v1/completions", Completions, args),
         (r"/v1/chat/completions", ChatCompletions, args),
         (r"/v1/adapters", Adapters, args),
+        (r"/v1/embeddings", NoEmbeddings, args),
         (r"/stats", Stats, args),
         (r"/metrics", Metrics, args),
         (r"/(?:health|v2/health/live|v2/health/ready)", Health, args),
