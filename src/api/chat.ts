@@ -48,6 +48,7 @@ export interface Conversation {
   target: ChatTarget;
   system: string;
   params: ChatParams;
+  owner?: string;
   created_at: string;
   updated_at: string;
   message_count: number;
@@ -115,6 +116,8 @@ export type ChatSend =
   | { regenerate: number; params?: ChatParams };
 
 export interface PreferenceExport {
+  /** The dataset's project. */
+  project?: string;
   dataset: string;
   version: number;
   ref: string;

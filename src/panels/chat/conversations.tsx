@@ -71,11 +71,11 @@ export function ConversationList(props: {
               <>
                 <button
                   className="cube-ChatList-open"
-                  title={c.title}
+                  title={c.title || trans.__('New chat')}
                   onClick={() => props.open(c)}
                 >
                   <span className="cube-ChatList-title jp-text-truncated">
-                    {c.title}
+                    {c.title || trans.__('New chat')}
                   </span>
                   <span className="cube-TMuted cube-ChatList-meta jp-text-truncated">
                     {targetLabel(c.target)}
@@ -84,7 +84,10 @@ export function ConversationList(props: {
                 <button
                   className="cube-ChatAction"
                   title={trans.__('Rename')}
-                  aria-label={trans.__('Rename %1', c.title)}
+                  aria-label={trans.__(
+                    'Rename %1',
+                    c.title || trans.__('New chat')
+                  )}
                   onClick={() => setRenaming({ id: c.id, title: c.title })}
                 >
                   ✎
@@ -92,7 +95,10 @@ export function ConversationList(props: {
                 <button
                   className="cube-ChatAction"
                   title={trans.__('Delete')}
-                  aria-label={trans.__('Delete %1', c.title)}
+                  aria-label={trans.__(
+                    'Delete %1',
+                    c.title || trans.__('New chat')
+                  )}
                   onClick={() => props.remove(c)}
                 >
                   ×

@@ -177,7 +177,7 @@ export class ChatView extends ReactWidget {
               </select>
             </label>
             <h2 className="cube-ChatHead-title jp-text-truncated">
-              {main.conversation?.title ?? trans.__('New chat')}
+              {main.conversation?.title || trans.__('New chat')}
             </h2>
             <div className="cube-ChatHead-actions">
               <button
@@ -429,7 +429,10 @@ export class ChatView extends ReactWidget {
   async removeConversation(c: Conversation): Promise<void> {
     const trans = this._trans;
     const answer = await showDialog({
-      title: trans.__('Delete the conversation %1?', c.title),
+      title: trans.__(
+        'Delete the conversation %1?',
+        c.title || trans.__('New chat')
+      ),
       body: trans.__(
         'Its messages and feedback are deleted; datasets exported from it stay.'
       ),
@@ -762,7 +765,7 @@ export class ChatView extends ReactWidget {
           <a
             className="cube-TLink"
             href={datasetVersionDownloadUrl(
-              this._project,
+              e.project ?? this._project,
               e.dataset,
               e.version
             )}
