@@ -1,8 +1,8 @@
-"""The preference pairs a turn's answers give (cube_lab/chat/export.py, docs/chat.md)."""
+"""The preference pairs a turn's answers give (cube_lab/chat/preferences.py, docs/chat.md)."""
 
 from __future__ import annotations
 
-from cube_lab.chat.export import Counts, build_records, turn_pairs
+from cube_lab.chat.preferences import Counts, build_records, turn_pairs
 from cube_lab.store.models import ChatConversation, ChatMessage
 
 

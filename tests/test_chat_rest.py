@@ -8,6 +8,7 @@ an unreachable target, tenancy and bad input."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ pytest.importorskip("transformers")
 
 from conftest import TOKENS  # noqa: E402
 
+from cube_lab.errors import InvalidInput  # noqa: E402
 from cube_lab.finetune import tiny  # noqa: E402
 from cube_lab.handlers.base import WORKSPACE  # noqa: E402
 from cube_lab.identity import Caller  # noqa: E402
@@ -276,6 +278,23 @@ async def test_chat_with_a_deployment_stream_stop_feedback_export_dpo(
         monkeypatch.delenv("CUBE_LAB_SERVICE_URL")
         monkeypatch.delenv("JUPYTERHUB_API_TOKEN")
 
+        # the SDK over REST (as under the hub): cl.chat
+        import cube_lab as cl
+        from cube_lab import sdk
+
+        await asyncio.to_thread(sdk.connect, f"http://localhost:{port}{base}", TOKENS["alice"])
+        try:
+            found = await asyncio.to_thread(cl.chat.conversations, "alice")
+            assert sorted(c["id"] for c in found) == sorted([cid, plain["id"]])
+            one = await asyncio.to_thread(cl.chat.get, cid)
+            assert len(one["messages"]) == 5
+            made = await asyncio.to_thread(
+                functools.partial(cl.chat.export, "chat-prefs", project="alice")
+            )
+            assert (made["version"], made["pairs"]) == (5, 2), made
+        finally:
+            sdk.disconnect()
+
         # the DPO fine-tune reads the version as it is: the same parse and loader the job uses
         ws = jp_serverapp.web_app.settings[WORKSPACE]
         from cube_lab.finetune.data import load_records
@@ -461,6 +480,10 @@ def test_cube_chat_magic_prints_the_streamed_answer(
         max_tokens=6,
         temperature=0,
     )
+    # the embedded SDK: cl.chat here is the in-process service (nothing to export yet)
+    assert cl.chat.conversations() == []
+    with pytest.raises(InvalidInput, match="no preference pairs"):
+        cl.chat.export("prefs")
     magics = CubeMagics(shell=None)
     capsys.readouterr()
     magics.cube_chat('tiny "hello world" --system "Be brief." --max-tokens 6 --temperature 0')

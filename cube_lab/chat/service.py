@@ -597,7 +597,7 @@ class ChatService:
     # -- preference export -------------------------------------------------------------
 
     def export(self, caller: Caller, body: dict[str, Any]) -> dict[str, Any]:
-        """Feedback as a new dataset version of preference pairs (``export.py``)."""
-        from .export import export
+        """Feedback as a new dataset version of preference pairs (``preferences.py``)."""
+        from .preferences import export
 
         return export(self, self._datasets(), caller, body, self.data_dir)
