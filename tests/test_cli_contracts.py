@@ -104,7 +104,7 @@ CASES: dict[str, str] = {
     **dict.fromkeys(
         [
             "kb create", "kb list", "kb show", "kb add", "kb remove", "kb search", "kb eval",
-            "kb delete",
+            "kb chat", "kb delete",
         ],
         "test_kb_commands",
     ),
@@ -727,6 +727,10 @@ def test_kb_commands(cli: Cli) -> None:
     hits = cli.json("kb", "search", "docs", "refunds", "--mode", "keyword")["hits"]
     assert hits[0]["source"] == question["source"]
     assert cli.json("kb", "eval", "docs", "q.jsonl", "--mode", "keyword")["recall_at_k"] == 1.0
+    # nothing in the documents is close: answered without asking the model (none listens)
+    off_topic = ["kb", "chat", "docs", "Who won the 1998 world cup?", "--model", "m"]
+    answer = cli.json(*off_topic, "--base-url", "http://127.0.0.1:9/v1")
+    assert answer["answered"] is False and answer["citations"] == []
     assert cli.json("kb", "remove", "docs", "docs/refunds.md")["removed_chunks"] == 1
     assert cli.json("kb", "delete", "docs") == {"deleted": "docs"}
     cli.covered("test_kb_commands")

@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 from test_kb_service import DOCS, make_docs
+from test_sdk import local, server  # noqa: F401  (fixtures)
 
 from cube_lab.errors import InvalidInput, NotFound
 from cube_lab.identity import Caller
-from cube_lab.kb import chat
+from cube_lab.kb import rag
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -56,7 +57,7 @@ class FakeOpenAI:
                     self._send(fake.fail, {"error": {"message": "the model fell over"}})
                     return
                 prompt = body["messages"][-1]["content"]
-                starts = list(re.finditer(r"(?m)^\[(\d+)\] \(", prompt))
+                starts = list(re.finditer(r"\[(\d+)\] \(", prompt))
                 ends = [m.start() for m in starts[1:]] + [len(prompt)]
                 number = next(
                     (
@@ -109,10 +110,10 @@ class FakeOpenAI:
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
+    running = FakeOpenAI()
+    yield running
+    running.server.shutdown()
+    running.server.server_close()
 
 
 def closed_port() -> int:
@@ -127,7 +128,7 @@ def test_answer_cites_the_chunks_it_was_given(
     ws.kb.create(alice, "docs", chunking_="headings", chunk_size=64, overlap=8)
     ws.kb.add(alice, None, "docs", [make_docs(tmp_path / "docs")])
     body = {"query": REFUND, "target": fake.target(), "k": 3}
-    result = chat.answer(ws.kb, ws.serving, alice, None, "docs", body)
+    result = rag.answer(ws.kb, ws.serving, alice, None, "docs", body)
 
     (request,) = fake.requests
     assert request["path"] == "/v1/chat/completions"
@@ -151,11 +152,11 @@ def test_answer_cites_the_chunks_it_was_given(
         top["text"],
         "Returns",
     )
-    assert refund["cosine"] >= chat.DEFAULT_THRESHOLD and refund["page"] is None
+    assert refund["cosine"] >= rag.DEFAULT_THRESHOLD and refund["page"] is None
     assert result["usage"]["total_tokens"] == 58 and result["target"]["model"] == "fake-model"
 
     # nothing close enough: no answer, and the model is not asked
-    nothing = chat.answer(
+    nothing = rag.answer(
         ws.kb, ws.serving, alice, None, "docs", {"query": OFF_TOPIC, "target": fake.target()}
     )
     assert nothing["answered"] is False and nothing["citations"] == []
@@ -163,12 +164,12 @@ def test_answer_cites_the_chunks_it_was_given(
     assert len(fake.requests) == 1
     # a threshold of -1 lets everything through: the model is asked
     loose = {"query": OFF_TOPIC, "target": fake.target(), "threshold": -1, "k": 2}
-    assert len(chat.answer(ws.kb, ws.serving, alice, None, "docs", loose)["citations"]) == 2
+    assert len(rag.answer(ws.kb, ws.serving, alice, None, "docs", loose)["citations"]) == 2
     assert len(fake.requests) == 2
 
     # tenancy: bob sees no knowledge base of alice's
     with pytest.raises(NotFound):
-        chat.answer(ws.kb, ws.serving, bob, "alice", "docs", body)
+        rag.answer(ws.kb, ws.serving, bob, "alice", "docs", body)
     assert len(fake.requests) == 2
 
 
@@ -191,7 +192,7 @@ def test_template_history_and_keyword_mode(
         "k": 1,
         "params": {"temperature": 0, "max_tokens": 40},
     }
-    result = chat.answer(ws.kb, ws.serving, alice, None, "docs", body)
+    result = rag.answer(ws.kb, ws.serving, alice, None, "docs", body)
     (citation,) = result["citations"]
     assert citation["name"] == "refund.md" and result["mode"] == "keyword"
     sent = fake.requests[-1]["body"]
@@ -215,7 +216,7 @@ def test_template_history_and_keyword_mode(
         ({"colour": 1}, "unknown fields"),
     ):
         with pytest.raises(InvalidInput, match=re.escape(says)):
-            chat.answer(ws.kb, ws.serving, alice, None, "docs", {**body, **bad})
+            rag.answer(ws.kb, ws.serving, alice, None, "docs", {**body, **bad})
 
 
 async def test_chat_over_rest(api: Any, jp_fetch: Any, jp_root_dir: Path, fake: FakeOpenAI) -> None:
@@ -275,3 +276,112 @@ async def test_chat_over_rest(api: Any, jp_fetch: Any, jp_root_dir: Path, fake: 
     )
     assert status == 424 and "answered 500" in answer["error"]
     assert answer["detail"] == "the model fell over"
+
+
+def _sdk_chat(root: Path, fake: FakeOpenAI) -> dict[str, Any]:
+    import cube_lab as cl
+
+    make_docs(root / "docs")
+    kb = cl.kb.create("docs", chunking="headings", chunk_size=64, overlap=8)
+    kb.add("docs", wait=True)
+    answer = kb.chat(REFUND, base_url=fake.url, model="fake-model", api_key="sk-fake", k=2)
+    nothing = cl.kb.chat("docs", OFF_TOPIC, base_url=fake.url, model="fake-model")
+    with pytest.raises(cl.CubeError) as no_target:
+        kb.chat(REFUND)
+    with pytest.raises(cl.CubeError) as missing:
+        kb.chat(REFUND, deployment="nope")
+    kb.delete()
+    return {
+        "answer": answer["answer"],
+        "cited": [
+            (c["source"], c["heading"], c["text"]) for c in answer["citations"] if c["cited"]
+        ],
+        "given": len(answer["citations"]),
+        "nothing": [nothing["answered"], nothing["answer"]],
+        "errors": [
+            no_target.value.status,
+            missing.value.status,
+            "not found" in missing.value.error,
+        ],
+    }
+
+
+def test_sdk_and_cli_here_and_over_rest(
+    local: Path,  # noqa: F811  (the fixture of test_sdk)
+    server: tuple[str, Path],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+    fake: FakeOpenAI,
+) -> None:
+    from test_sdk import _connect, _same_everywhere
+
+    from cube_lab import sdk
+    from cube_lab.cli import main
+
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(local))
+    here = _sdk_chat(local, fake)
+    assert here["cited"] == [("docs/refund.md", "Returns", DOCS["refund.md"].split("\n", 2)[2])]
+    assert here["nothing"] == [False, "No answer in the documents."] and here["given"] >= 1
+    assert here["errors"] == [400, 404, True]
+    asked = len(fake.requests)
+    assert asked == 1
+    theirs = _sdk_chat(_connect(server, monkeypatch), fake)
+    _same_everywhere(here, theirs)
+    assert len(fake.requests) == 2
+
+    # the CLI under the hub ($CUBE_LAB_SERVICE_URL): a REST call, the same text printed
+    from server_util import TOKEN
+
+    url, root = server
+    monkeypatch.setenv("CUBE_LAB_SERVICE_URL", url)
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", TOKEN)
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(root))
+    monkeypatch.delenv("CUBE_LAB_USER")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    sdk.disconnect()
+    capsys.readouterr()
+    assert main(["kb", "create", "docs", "--chunking", "headings", "--chunk-size", "64"]) == 0
+    assert main(["kb", "add", "docs", "docs", "-q"]) == 0
+    (root / "t.txt").write_text("PASSAGES {knowledge}\nQ {query}")
+    capsys.readouterr()
+    args = ["kb", "chat", "docs", REFUND, "--base-url", fake.url, "--model", "fake-model"]
+    assert main([*args, "--template", "t.txt", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert fake.prompt().startswith("PASSAGES [1] (docs/")
+    assert fake.requests[-1]["headers"]["authorization"] == "Bearer sk-from-env"
+    lines = out.splitlines()
+    assert lines[0].startswith("Return it within thirty days [")
+    assert any(line.startswith("*[") and "docs/refund.md, Returns" in line for line in lines)
+    assert (
+        main(["kb", "chat", "docs", OFF_TOPIC, "--base-url", fake.url, "--model", "m", "--json"])
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["answered"] is False
+    assert main(["kb", "chat", "docs", REFUND]) == 2
+    assert "give --deployment or --base-url" in capsys.readouterr().err
+
+
+def test_cli_in_this_process(
+    ws: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, fake: FakeOpenAI
+) -> None:
+    from cube_lab.cli import main
+
+    monkeypatch.setenv("CUBE_LAB_USER", "alice")
+    monkeypatch.chdir(tmp_path)
+    make_docs(tmp_path / "docs")
+    assert main(["kb", "create", "docs", "--chunking", "headings", "--chunk-size", "64"]) == 0
+    assert main(["kb", "add", "docs", "docs", "-q"]) == 0
+    capsys.readouterr()
+    base = ["kb", "chat", "docs", REFUND, "--base-url", fake.url, "--model", "fake-model"]
+    assert main([*base, "--api-key", "sk-1", "--max-tokens", "30", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    (cited,) = [c for c in result["citations"] if c["cited"]]
+    assert Path(cited["source"]).name == "refund.md" and cited["heading"] == "Returns"
+    assert fake.requests[-1]["body"]["max_tokens"] == 30
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert main(["kb", "chat", "docs", OFF_TOPIC, "--base-url", fake.url, "--model", "m"]) == 0
+    assert capsys.readouterr().out.startswith("文档中没有答案。")
+    (tmp_path / "bad.txt").write_text("no placeholders")
+    assert main([*base, "--template", "bad.txt"]) == 2
+    assert main(["kb", "chat", "docs", REFUND, "--deployment", "nope"]) == 1
+    assert len(fake.requests) == 1

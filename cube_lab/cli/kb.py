@@ -1,15 +1,20 @@
-"""`cube-lab kb create|list|show|add|remove|search|eval|delete`: knowledge bases from a shell.
+"""`cube-lab kb create|list|show|add|remove|search|eval|chat|delete`: knowledge bases from a
+shell.
 
 Each command is a thin call of ``KnowledgeBaseService`` (in this process) or of the REST API
 (under the hub, ``REMOTE``), and prints the same text from the same JSON (``show_*``);
 ``--json`` prints the JSON. ``add`` starts an ingest and follows its progress on stderr; it
 exits 1 when a file failed (the others are added), 2 on bad input, as every command does.
+``chat`` asks a model (``--deployment`` or ``--base-url`` + ``--model``; the key from
+``--api-key`` or ``$OPENAI_API_KEY``) with the passages retrieved, and prints its answer and
+the numbered sources.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -18,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInput
 from ..identity import Caller
-from ..locale.messages import _t
+from ..locale.messages import _t, env_locale, localize
 from ..serialize import to_jsonable
 from .args import print_json
 
@@ -101,6 +106,63 @@ def show_scores(scores: Json) -> None:
         f"{scores['questions']} question(s): recall@{scores['k']} {scores['recall_at_k']:.3f}, "
         f"MRR {scores['mrr']:.3f}, nDCG@10 {scores['ndcg_at_10']:.3f}"
     )
+
+
+def show_answer(result: Json) -> None:
+    print(result["answer"])
+    if not result["answered"]:
+        print(f"  ({result.get('reason', '')})")
+        return
+    print()
+    for c in result["citations"]:
+        where = c["source"] + (f", page {c['page']}" if c.get("page") is not None else "")
+        where += f", {c['heading']}" if c.get("heading") else ""
+        mark = "*" if c["cited"] else " "
+        print(f"{mark}[{c['number']}] {where} (chunk {c['chunk_id']})")
+
+
+def chat_body(a: argparse.Namespace) -> Json:
+    """The request of ``kb chat`` from its options (the same here and under the hub)."""
+    if a.deployment and a.base_url:
+        raise InvalidInput(
+            _t("give --deployment or --base-url, not both"),
+            _t("--deployment NAME (an LLM deployment) or --base-url URL --model M"),
+        )
+    target: Json
+    if a.deployment:
+        target = {"deployment": a.deployment, **({"model": a.model} if a.model else {})}
+    elif a.base_url:
+        target = {"base_url": a.base_url, "model": a.model}
+        key = a.api_key or os.environ.get("OPENAI_API_KEY")
+        if key:
+            target["api_key"] = key
+    else:
+        raise InvalidInput(
+            _t("which model answers? give --deployment or --base-url"),
+            _t(
+                "--deployment NAME (an LLM deployment of the project) or --base-url URL "
+                "--model M (any OpenAI-compatible server; the key: --api-key or $OPENAI_API_KEY)"
+            ),
+        )
+    template = None
+    if a.template:
+        path = Path(a.template).expanduser()
+        try:
+            template = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(_t("cannot read the template {path}", path=path), str(exc)) from None
+    params = {"max_tokens": a.max_tokens, "temperature": a.temperature}
+    body = {
+        "query": a.query,
+        "target": target,
+        "k": a.k,
+        "mode": a.mode,
+        "threshold": a.threshold,
+        "template": template,
+        "system": a.system,
+        "params": {k: v for k, v in params.items() if v is not None} or None,
+    }
+    return {k: v for k, v in body.items() if v is not None}
 
 
 def finish_ingest(a: argparse.Namespace, record: Json) -> None:
@@ -213,6 +275,14 @@ def kb_eval(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     print_json(scores) if a.json else show_scores(scores)
 
 
+def kb_chat(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    from ..kb.rag import answer
+
+    result = answer(ws.kb, ws.serving, caller, a.project, a.name, chat_body(a))
+    result = localize(result, env_locale())
+    print_json(result) if a.json else show_answer(result)
+
+
 def kb_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     ws.kb.delete(caller, a.project, a.name)
     if a.json:
@@ -306,6 +376,11 @@ def remote_eval(client: ServiceClient, a: argparse.Namespace) -> None:
     print_json(scores) if a.json else show_scores(scores)
 
 
+def remote_chat(client: ServiceClient, a: argparse.Namespace) -> None:
+    result = client.post(f"{_where(client, a)}/chat", chat_body(a))
+    print_json(result) if a.json else show_answer(result)
+
+
 def remote_delete(client: ServiceClient, a: argparse.Namespace) -> None:
     client.delete(_where(client, a))
     if a.json:
@@ -322,6 +397,7 @@ REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {
     "kb_remove": remote_remove,
     "kb_search": remote_search,
     "kb_eval": remote_eval,
+    "kb_chat": remote_chat,
     "kb_delete": remote_delete,
 }
 
@@ -356,5 +432,21 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("questions", help=".json list or .jsonl of {question, source(s) | chunks}")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--mode", choices=MODES, default="hybrid")
+    p = command(kb, "chat", kb_chat, "ask a model with the passages that match, cited")
+    p.add_argument("name")
+    p.add_argument("query")
+    p.add_argument("--deployment", help="an LLM deployment of the project answers")
+    p.add_argument("--base-url", dest="base_url", help="or any OpenAI-compatible /v1 URL")
+    p.add_argument("--model", help="the model name (with --base-url; an adapter with a deployment)")
+    p.add_argument("--api-key", dest="api_key", help="with --base-url (default $OPENAI_API_KEY)")
+    p.add_argument("-k", type=int, default=5, help="passages to retrieve (default 5)")
+    p.add_argument("--mode", choices=MODES, default="hybrid")
+    p.add_argument(
+        "--threshold", type=float, help="least cosine (BM25 score in keyword mode); default 0.25"
+    )
+    p.add_argument("--template", help="a prompt template file with {knowledge}, {history}, {query}")
+    p.add_argument("--system", help="a system message")
+    p.add_argument("--max-tokens", dest="max_tokens", type=int)
+    p.add_argument("--temperature", type=float)
     p = command(kb, "delete", kb_delete, "delete a knowledge base and its index")
     p.add_argument("name")

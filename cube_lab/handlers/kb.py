@@ -218,8 +218,8 @@ class ChatHandler(KnowledgeBaseHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
         """An answer from the knowledge base's passages with numbered citations
-        (``cube_lab.kb.chat.answer``)."""
-        from ..kb.chat import answer
+        (``cube_lab.kb.rag.answer``)."""
+        from ..kb.rag import answer
 
         body = self.json_body()
         result = await self.call(

@@ -3,8 +3,9 @@
 
 One concept per module: ``parse`` (files to sections), ``chunk`` (sections to chunks),
 ``embed`` (texts to unit vectors), ``index`` (the vector, keyword and hybrid index of one
-knowledge base), ``evaluate`` (recall@k, MRR, nDCG@10) and ``service`` (knowledge bases in
-projects). Nothing here imports torch until an embedding is asked for.
+knowledge base), ``evaluate`` (recall@k, MRR, nDCG@10), ``service`` (knowledge bases in
+projects) and ``rag`` (chat: answers from the passages, cited). Nothing here imports torch
+until an embedding is asked for.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-# ``cl.kb.create/get/list/search``: the SDK's (cube_lab.sdk.kb), in this package so that
+# ``cl.kb.create/get/list/search/chat``: the SDK's (cube_lab.sdk.kb), in this package so that
 # ``cl.kb`` stays this package once its modules are imported
 
 
@@ -45,3 +46,12 @@ def search(
     from ..sdk import kb
 
     return kb.search(name, query, k, mode, project)
+
+
+def chat(name: str, query: str, project: str | None = None, **options: Any) -> dict[str, Any]:
+    """``cl.kb.chat(name, query, deployment="my-llm")`` (or ``base_url=..., model=...,
+    api_key=...``): the model's answer from the passages retrieved, with numbered citations
+    (see ``KnowledgeBase.chat``)."""
+    from ..sdk import kb
+
+    return kb.get(name, project).chat(query, **options)

@@ -1,7 +1,8 @@
 """``cl.kb``: knowledge bases from a notebook. ``cl.kb.create(name)`` and ``cl.kb.get(name)``
 give a ``KnowledgeBase`` handle: ``.add(paths)`` starts an ingest (an ``Ingest`` handle;
 ``.wait()`` blocks until it ends), ``.search(query)`` ranks chunks, ``.sources()``,
-``.remove(source)``, ``.evaluate(questions)``, ``.delete()``.
+``.remove(source)``, ``.evaluate(questions)``, ``.chat(question, deployment=...)`` (an
+answer from the passages, cited), ``.delete()``.
 
 One implementation, two ways to reach it: in this process ``KnowledgeBaseService`` is called
 (the embedded shape), over REST (under the hub, or after ``cl.connect``) the API of
@@ -128,6 +129,16 @@ class _Local:
         )  # fmt: skip
         return self._json(scores)
 
+    def chat(self, project: str, name: str, body: Json) -> Json:
+        from ..kb.rag import answer
+        from ..locale.messages import localize
+        from .view_locale import view_locale
+
+        result = answer(
+            self.kb, self.t.ws.serving, self.caller, project, name, body, name_source=self.name
+        )
+        return localize(result, view_locale())
+
 
 class _Rest:
     """The REST API (``/cube/api/v1/kb``) as the token's user."""
@@ -182,6 +193,9 @@ class _Rest:
     def evaluate(self, project: str, name: str, body: Json) -> Json:
         body = {**body, "questions": _map_sources(body["questions"], self._source)}
         return self.client.post(f"{self._where(project, name)}/evaluate", body)
+
+    def chat(self, project: str, name: str, body: Json) -> Json:
+        return self.client.post(f"{self._where(project, name)}/chat", body)
 
 
 def _document(name: str, content: str | bytes) -> Json:
@@ -324,6 +338,56 @@ class KnowledgeBase:
         """recall@k, MRR, nDCG@10 (and per question) of ``[{question, source(s) | chunks}]``."""
         body = {"questions": questions, "k": k, "mode": mode}
         return _api().evaluate(self.project, self.name, body)
+
+    def chat(
+        self,
+        query: str,
+        *,
+        deployment: str | None = None,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        history: builtins.list[Json] | None = None,
+        k: int = 5,
+        mode: str = "hybrid",
+        threshold: float | None = None,
+        template: str | None = None,
+        system: str | None = None,
+        **params: Any,
+    ) -> Json:
+        """Ask a model with the passages that match ``query``: an LLM ``deployment`` of the
+        project, or any OpenAI-compatible ``base_url`` + ``model`` (+ ``api_key``, default
+        ``$OPENAI_API_KEY``). ``template`` holds ``{knowledge}``, ``{history}``, ``{query}``;
+        ``params``: ``temperature``, ``max_tokens``, ``top_p``, ``seed``, ``stop``. Returns
+        ``answer``, ``answered`` (False: nothing passed ``threshold``, the model was not
+        asked), ``citations`` ([n] -> chunk id, source, page, heading, text) and ``cited``."""
+        target: Json
+        if deployment is not None:
+            target = {"deployment": deployment, **({"model": model} if model else {})}
+        elif base_url is not None:
+            target = {"base_url": base_url, "model": model}
+            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if key:
+                target["api_key"] = key
+        else:
+            raise InvalidInput(
+                _t("which model answers? give deployment or base_url"),
+                _t('e.g. kb.chat("...", deployment="my-llm")'),
+            )
+        body = {
+            "query": query,
+            "target": target,
+            "history": history,
+            "k": k,
+            "mode": mode,
+            "threshold": threshold,
+            "template": template,
+            "system": system,
+            "params": params or None,
+        }
+        return _api().chat(
+            self.project, self.name, {k: v for k, v in body.items() if v is not None}
+        )
 
     def delete(self) -> None:
         _api().delete(self.project, self.name)

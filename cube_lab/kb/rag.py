@@ -225,7 +225,6 @@ def _complete(
     """The answer's text and usage, through the official openai client; a failure of the
     model server is a ``TargetFailed`` (424) saying what it answered."""
     try:
-        import httpx
         import openai
     except ImportError as exc:  # pragma: no cover - an install without the kb extra
         raise InvalidInput(
@@ -236,7 +235,7 @@ def _complete(
         api_key=api_key or "none",
         default_headers=headers,
         max_retries=0,
-        timeout=httpx.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+        timeout=openai.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
     )
     try:
         with client:
