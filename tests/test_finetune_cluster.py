@@ -67,9 +67,19 @@ def test_dry_run_gives_manifests_the_crds_accept(home: Path, capsys: Any) -> Non
     assert config.deepspeed == "zero3_offload" and config.model == str(home / "base")
     assert config.output_dir == str(home / "saves" / "ft")
 
-    code = main(["finetune", str(path), *CLUSTER, *mount, "--kind", "trainjob", "--dry-run",
-                 "--namespace", NS])  # fmt: skip
-    # a TrainJob's volumes are its ClusterTrainingRuntime's: the files cannot be checked
+    # a TrainJob: the volume patches the runtime's trainer pods; gang scheduling is the runtime's
+    trainjob = [*CLUSTER, "--mount", f"home-alice:{home}", "--kind", "trainjob", "--dry-run"]
+    assert main(["finetune", str(path), *trainjob, "--namespace", NS]) == 0
+    (doc,) = yaml.safe_load_all(capsys.readouterr().out)
+    check(doc)
+    assert doc["kind"] == "TrainJob" and doc["spec"]["trainer"]["numNodes"] == 2
+    assert doc["spec"]["trainer"]["command"][:3] == ["torchrun", "-m", "cube_lab.finetune.trainer"]
+    (patch,) = doc["spec"]["runtimePatches"]
+    (node,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]["spec"]
+    assert pod["volumes"][0]["persistentVolumeClaim"] == {"claimName": "home-alice"}
+    assert pod["containers"][0]["volumeMounts"][0]["mountPath"] == str(home)
+    code = main(["finetune", str(path), *trainjob, "--gang", "--namespace", NS])
     assert code == 2 and "ClusterTrainingRuntime" in capsys.readouterr().err
 
 

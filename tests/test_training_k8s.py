@@ -88,13 +88,24 @@ FULL = {
 )
 def test_manifests_match_the_crds(framework: str, kind: str | None, expect: str) -> None:
     extra = {"nproc_per_worker": 1} if framework == "tensorflow" else {}
-    if kind == "trainjob":  # pod-level options live in the runtime
-        extra |= {"gang": False, "shm_size": None, "rdma": False, "mounts": []}
+    if kind == "trainjob":  # gang scheduling and RDMA live in the runtime
+        extra |= {"gang": False, "rdma": False}
     s = spec(framework=framework, **(FULL | extra))
     for doc in kubernetes.manifests(s, "My Job_1", kind=kind):
         check(doc)
     (doc,) = kubernetes.manifests(s, "My Job_1", kind=kind)
     assert doc["kind"] == expect and doc["metadata"]["name"] == "my-job-1"
+    if kind == "trainjob":  # the volumes patch the trainer's pods, as the CRD takes them
+        (patch,) = doc["spec"]["runtimePatches"]
+        (node,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+        pod = node["template"]["spec"]["template"]["spec"]
+        assert pod["volumes"][0] == {
+            "name": "data-0",
+            "persistentVolumeClaim": {"claimName": "datasets"},
+        }
+        assert pod["volumes"][1]["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
+        mounts = pod["containers"][0]["volumeMounts"]
+        assert [m["mountPath"] for m in mounts] == ["/data", "/dev/shm"]
     # minimal specs validate too
     for d in kubernetes.manifests(spec(framework=framework), "m", kind=kind):
         check(d)

@@ -6,7 +6,8 @@
 - Volcano gang scheduling: ``schedulerName: volcano`` on the pods and the operator's
   ``runPolicy.schedulingPolicy`` (the operator creates the PodGroup with ``minAvailable``
   and the queue). ``podgroup`` builds a PodGroup by hand for pods nobody else groups.
-  A TrainJob takes gang scheduling, volumes and RDMA from its ClusterTrainingRuntime.
+  A TrainJob takes gang scheduling and RDMA from its ClusterTrainingRuntime; its volumes
+  (``mounts``, ``shm_size``) go into a ``runtimePatches`` entry for the trainer's pods.
 - ``shm_size``: a memory-backed ``emptyDir`` at /dev/shm; ``rdma``: an RDMA device
   resource plus ``IPC_LOCK`` so NCCL can register memory.
 """
@@ -257,16 +258,7 @@ def _trainjob(spec: JobSpec, meta: dict[str, Any]) -> list[dict[str, Any]]:
             _t("a TrainJob runs pytorch or deepspeed, not {framework}", framework=spec.framework),
             _t("Use kind tfjob or mpijob for the others."),
         )
-    pod_level = [
-        n
-        for n, on in (
-            ("gang", spec.gang),
-            ("shm_size", spec.shm_size),
-            ("rdma", spec.rdma),
-            ("mounts", spec.mounts),
-        )
-        if on
-    ]
+    pod_level = [n for n, on in (("gang", spec.gang), ("rdma", spec.rdma)) if on]
     if pod_level:
         raise InvalidInput(
             _t(
@@ -275,8 +267,8 @@ def _trainjob(spec: JobSpec, meta: dict[str, Any]) -> list[dict[str, Any]]:
             ),
             _t(
                 (
-                    "Set them (podGroupPolicy, volumes) in the {runtime!r} runtime, or use a "
-                    "PyTorchJob."
+                    "Set them (podGroupPolicy, RDMA devices) in the {runtime!r} runtime, or "
+                    "use a PyTorchJob."
                 ),
                 runtime=runtime,
             ),
@@ -307,7 +299,21 @@ def _trainjob(spec: JobSpec, meta: dict[str, Any]) -> list[dict[str, Any]]:
     }
     if spec.timeout_s:
         body["spec"]["activeDeadlineSeconds"] = spec.timeout_s
+    volumes = _pod_spec(spec, container, None).get("volumes")
+    if volumes:
+        body["spec"]["runtimePatches"] = [_volumes_patch(volumes, container["volumeMounts"])]
     return [body]
+
+
+def _volumes_patch(volumes: list[Any], mounts: list[Any]) -> dict[str, Any]:
+    """A TrainJob's volumes (claims, /dev/shm): a runtime patch of the trainer's pods, the
+    replicated job and container both named ``node`` in Kubeflow Trainer's torch runtimes."""
+    pod = {"volumes": volumes, "containers": [{"name": "node", "volumeMounts": mounts}]}
+    node = {"name": "node", "template": {"spec": {"template": {"spec": pod}}}}
+    return {
+        "manager": "cube-lab.io/training",
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node]}}},
+    }
 
 
 def podgroup(spec: JobSpec, name: str, namespace: str = "default") -> dict[str, Any]:

@@ -213,7 +213,24 @@ test.describe('cube-lab fine-tune form', () => {
     }
     await form.locator('.cube-TForm-actions').scrollIntoViewIfNeeded();
     await lightAndDark(page, 'finetune-estimate', { ready: estimate });
+    // The preview: the first records through the chat template, answers marked.
+    await form.locator('select[name="template"]').selectOption('chatml');
+    await form.getByRole('button', { name: 'Preview data' }).click();
+    const preview = form.getByRole('region', { name: 'Data preview' });
+    await expect(preview.locator('figure')).toHaveCount(3, { timeout: 60_000 });
+    await expect(preview.locator('figcaption').first()).toContainText(
+      /Record 1: \d+ of \d+ tokens trained/
+    );
+    await expect(preview.locator('pre').first()).toContainText('<|im_start|>user');
+    await expect(preview.locator('mark').first()).toBeVisible();
+    await preview.scrollIntoViewIfNeeded();
+    await lightAndDark(page, 'finetune-preview', { ready: preview });
+    await form.locator('select[name="template"]').selectOption('auto');
+    await expect(preview).toHaveCount(0);
+
     // A change to the form drops the estimate it no longer matches.
+    await form.getByRole('button', { name: 'Estimate memory' }).click();
+    await expect(estimate).toContainText('per process');
     await form.locator('input[name="cutoffLen"]').fill('64');
     await expect(estimate).toHaveCount(0);
     await form.locator('input[name="cutoffLen"]').fill('128');
@@ -293,7 +310,7 @@ test.describe('cube-lab fine-tune form in Chinese', () => {
     await tinyModel(page, tmpPath);
     const form = await openFinetune(page);
     await fill(form, tmpPath, 'tiny-zh');
-    await expect(form.locator('[data-field="data"]')).toContainText('数据文件');
+    await expect(form.locator('[data-field="data"]')).toContainText('数据');
     await form.locator('button[type="button"]').first().click();
     const estimate = form.locator('.cube-FinetuneEstimate');
     await expect(estimate).toContainText('每个进程', { timeout: 90_000 });
