@@ -385,3 +385,58 @@ def test_cli_in_this_process(
     assert main([*base, "--template", "bad.txt"]) == 2
     assert main(["kb", "chat", "docs", REFUND, "--deployment", "nope"]) == 1
     assert len(fake.requests) == 1
+
+
+async def test_chat_through_a_tiny_llm_deployment(
+    api: Any, jp_fetch: Any, jp_root_dir: Path
+) -> None:
+    """A real LLM deployment of the project (a tiny random Llama built here, behind its router
+    with auth required): the lab server reaches it with the deployment's own token; more
+    passages make a longer prompt; a stopped deployment is a 409."""
+    pytest.importorskip("transformers")
+    from test_kb_rest import _create, _finished
+    from test_llm_deploy import TEXTS
+
+    from cube_lab.finetune import tiny
+
+    tiny.build(jp_root_dir / "models" / "tiny", TEXTS)
+    status, _ = await api("alice", "POST", "models", {"name": "tiny", "path": "models/tiny"})
+    assert status == 201
+    make_docs(jp_root_dir / "docs")
+    await _create(api)
+    status, started = await api("alice", "POST", f"{KB}/sources", {"paths": ["docs"]})
+    await _finished(api, f"{KB}/ingests/{started['id']}")
+    status, dep = await api("alice", "POST", "deployments", {"model": "tiny:1", "auth": "required"})
+    assert status == 201 and dep["status"] == "running", dep
+    try:
+        body = {
+            "query": "fault ZQX4741 pump",
+            "target": {"deployment": "tiny"},
+            "mode": "keyword",
+            "template": "{knowledge}\nQ: {query}\nA:",
+            "params": {"max_tokens": 4, "temperature": 0},
+        }
+        usage = []
+        for k in (1, 2):  # the first answer warms the engine: more than api()'s 20 s may pass
+            resp = await jp_fetch(
+                "cube", "api", "v1", *f"{KB}/chat".split("/"),
+                method="POST",
+                body=json.dumps({**body, "k": k}),
+                headers={"Authorization": "token alice-secret"},
+                request_timeout=180,
+            )  # fmt: skip
+            result = json.loads(resp.body)
+            assert result["answered"] is True and len(result["citations"]) == k
+            assert result["target"] == {"deployment": "tiny", "model": "tiny"}
+            assert result["citations"][0]["source"] == "docs/codes2.txt"
+            assert isinstance(result["answer"], str)
+            assert result["usage"]["completion_tokens"] <= 4
+            usage.append(result["usage"]["prompt_tokens"])
+        assert usage[1] > usage[0] > 10  # the second passage went into the prompt
+        status, refused = await api("bob", "POST", f"{KB}/chat", body)
+        assert status == 404
+    finally:
+        status, stopped = await api("alice", "DELETE", "projects/alice/deployments/tiny")
+    assert stopped["status"] == "stopped"
+    status, refused = await api("alice", "POST", f"{KB}/chat", body)
+    assert status == 409 and "not running" in refused["error"], refused
