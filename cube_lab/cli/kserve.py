@@ -2,6 +2,7 @@
 
 cube-lab deploy iris:3 --backend kubernetes [--namespace ml] [--gpus 1] [--wait 300]
 cube-lab deploy iris:4 --name iris --canary 10 --backend kubernetes
+cube-lab deploy my-llm:2 --backend kubernetes --gpus 1 [--engine vllm --image IMAGE]
 cube-lab deployment promote|rollback iris --backend kubernetes
 cube-lab deployments --backend kubernetes
 cube-lab undeploy iris --backend kubernetes
@@ -51,6 +52,12 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         memory=a.memory,
         gpus=a.gpus,
         gpu_type=a.gpu_type or "nvidia-gpu",
+        gpu_memory_mib=a.gpu_memory_mib,
+        gpu_cores_percent=a.gpu_cores,
+        runtime=a.runtime,
+        engine=a.engine,
+        llm_backend=a.llm_backend,
+        image=a.image,
     )
     if a.dry_run:
         if a.json:
@@ -80,7 +87,9 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             on_progress=show,
             wait_s=a.wait,
             cpu=float(a.cpu) * replicas if a.cpu else None,
-            accelerators=accelerators.resources_for(gpu_type, a.gpus * replicas)
+            accelerators=accelerators.resources_for(
+                gpu_type, a.gpus * replicas, a.gpu_memory_mib, a.gpu_cores
+            )
             if a.gpus
             else None,
         )

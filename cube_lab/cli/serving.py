@@ -155,6 +155,18 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         return
     if a.dry_run:
         raise InvalidInput(_t("--dry-run goes with --backend kubernetes"))
+    cluster_only = [
+        flag
+        for flag, key in (("--engine", "engine"), ("--llm-backend", "llm_backend"),
+                          ("--image", "image"), ("--gpu-memory-mib", "gpu_memory_mib"),
+                          ("--gpu-cores", "gpu_cores"))
+        if getattr(a, key, None) is not None
+    ]  # fmt: skip
+    if cluster_only:
+        raise InvalidInput(
+            _t("{value} go with --backend kubernetes", value=", ".join(cluster_only)),
+            _t("Here the LLM runtime is cube-lab's transformers engine."),
+        )
     name = a.name or split_ref(a.ref)[0]
     if a.switch:
         view = ws.serving.switch(caller, name, split_ref(a.ref)[1], project=a.project)
@@ -341,6 +353,16 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("--gpu-type", help="accelerator table key (default nvidia-gpu)")
     p.add_argument("--cpu", help="CPU per replica (kubernetes), e.g. 2")
     p.add_argument("--memory", help="memory per replica (kubernetes), e.g. 4Gi")
+    p.add_argument("--gpu-memory-mib", type=int,
+                   help="kubernetes: device memory per GPU share, MiB (hami-vgpu)")  # fmt: skip
+    p.add_argument("--gpu-cores", type=int, metavar="PERCENT",
+                   help="kubernetes: compute per GPU share, percent (hami-vgpu)")  # fmt: skip
+    p.add_argument("--engine", choices=["huggingface", "vllm"],
+                   help="kubernetes, an LLM: KServe's Hugging Face runtime (default) or a vLLM "
+                        "container (--image)")  # fmt: skip
+    p.add_argument("--llm-backend", choices=["vllm", "huggingface"],
+                   help="kubernetes: the Hugging Face runtime's backend (vllm)")  # fmt: skip
+    p.add_argument("--image", help="kubernetes, --engine vllm: the vLLM image")
     p = command(groups, "deployments", deployments_list, "list deployments")
     _cluster_args(p)
     p = command(groups, "undeploy", undeploy, "stop a deployment")

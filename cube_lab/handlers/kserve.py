@@ -14,7 +14,8 @@ from ..serving import kserve_service
 from .base import CubeHandler
 
 _DEPLOY_FIELDS = ("model", "name", "project", "replicas", "max_replicas", "canary", "cpu")
-_DEPLOY_FIELDS += ("memory", "gpus", "gpu_type")
+_DEPLOY_FIELDS += ("memory", "gpus", "gpu_type", "gpu_memory_mib", "gpu_cores_percent")
+_DEPLOY_FIELDS += ("runtime", "engine", "llm_backend", "image")
 
 
 class KServeHandler(CubeHandler):

@@ -50,6 +50,8 @@ def inference_service(
     gpu_type: str = "nvidia-gpu",
     runtime: str | None = None,
     labels: dict[str, str] | None = None,
+    gpu_memory_mib: int | None = None,
+    gpu_cores_percent: int | None = None,
 ) -> dict[str, Any]:
     model_format = MODEL_FORMATS.get(flavor)
     if model_format is None:
@@ -63,6 +65,22 @@ def inference_service(
                 value=", ".join(MODEL_FORMATS),
             ),
         )
+    model: dict[str, Any] = {
+        "modelFormat": {"name": model_format},
+        "protocolVersion": "v2",
+        "storageUri": storage_uri,
+    }
+    if runtime:
+        model["runtime"] = runtime
+    resources = container_resources(cpu, memory, gpus, gpu_type, gpu_memory_mib, gpu_cores_percent)
+    if resources:
+        model["resources"] = resources
+    predictor = predictor_spec(min_replicas, max_replicas, canary_percent, gpus, gpu_type)
+    predictor["model"] = model
+    return wrap(name, namespace, labels, predictor)
+
+
+def check_shape(min_replicas: int, max_replicas: int | None, canary_percent: int | None) -> None:
     if min_replicas < 0 or (max_replicas is not None and max_replicas < max(min_replicas, 1)):
         raise InvalidInput(
             _t("replicas: need 0 <= min_replicas <= max_replicas (and max_replicas >= 1)"),
@@ -77,23 +95,47 @@ def inference_service(
             _t("canary percent must be from 0 to 100"),
             _t("got {canary_percent}", canary_percent=canary_percent),
         )
+
+
+def container_resources(
+    cpu: str | None,
+    memory: str | None,
+    gpus: int,
+    gpu_type: str,
+    gpu_memory_mib: int | None = None,
+    gpu_cores_percent: int | None = None,
+) -> dict[str, Any]:
+    """A container's ``resources``: CPU and memory (limits = requests), accelerators from the
+    table (``nvidia.com/gpu``, HAMi's ``nvidia.com/gpumem``/``gpucores`` shares, MIG slices
+    such as ``nvidia.com/mig-1g.10gb``...) as limits."""
     limits: dict[str, str] = {}
     requests: dict[str, str] = {}
     for key, value in (("cpu", cpu), ("memory", memory)):
         if value:
             limits[key] = requests[key] = str(value)
     if gpus:
-        limits.update(accelerators.resources_for(gpu_type, gpus))
-    model: dict[str, Any] = {
-        "modelFormat": {"name": model_format},
-        "protocolVersion": "v2",
-        "storageUri": storage_uri,
-    }
-    if runtime:
-        model["runtime"] = runtime
-    if limits:
-        model["resources"] = {"limits": limits, **({"requests": requests} if requests else {})}
-    predictor: dict[str, Any] = {"minReplicas": min_replicas, "model": model}
+        limits.update(accelerators.resources_for(gpu_type, gpus, gpu_memory_mib, gpu_cores_percent))
+    elif gpu_memory_mib is not None or gpu_cores_percent is not None:
+        raise InvalidInput(
+            _t("a GPU memory or cores share goes with gpus"),
+            _t("e.g. gpus 1, gpu_type hami-vgpu, gpu_memory_mib 8192"),
+        )
+    if not limits:
+        return {}
+    return {"limits": limits, **({"requests": requests} if requests else {})}
+
+
+def predictor_spec(
+    min_replicas: int,
+    max_replicas: int | None,
+    canary_percent: int | None,
+    gpus: int,
+    gpu_type: str,
+) -> dict[str, Any]:
+    """The predictor's replica range, canary share and the accelerator's placement (node
+    selector, tolerations, scheduler)."""
+    check_shape(min_replicas, max_replicas, canary_percent)
+    predictor: dict[str, Any] = {"minReplicas": min_replicas}
     if max_replicas is not None:
         predictor["maxReplicas"] = max_replicas
     if canary_percent is not None:
@@ -106,6 +148,12 @@ def inference_service(
             predictor["tolerations"] = [t.to_k8s() for t in acc.tolerations]
         if acc.scheduler:
             predictor["schedulerName"] = acc.scheduler
+    return predictor
+
+
+def wrap(
+    name: str, namespace: str, labels: dict[str, str] | None, predictor: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "InferenceService",

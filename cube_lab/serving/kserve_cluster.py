@@ -20,6 +20,7 @@ from .. import quota
 from ..errors import Conflict, CubeError, InvalidInput
 from ..k8s import ClusterConfig, Kube, Resource
 from ..locale.messages import _t
+from .kserve_llm import storage_uri_of
 
 ISVC = Resource("serving.kserve.io", "v1beta1", "inferenceservices", "InferenceService")
 MANAGED = "app.kubernetes.io/managed-by=cube-lab"
@@ -55,7 +56,7 @@ def progress(obj: dict[str, Any]) -> ClusterServing:
         meta.get("name", ""),
         meta.get("namespace", ""),
         url=status.get("url") or (status.get("address") or {}).get("url"),
-        storage_uri=(predictor.get("model") or {}).get("storageUri"),
+        storage_uri=storage_uri_of(predictor),
         canary_percent=predictor.get("canaryTrafficPercent"),
         traffic=list(component.get("traffic") or []),
     )
@@ -150,6 +151,10 @@ async def apply(
             predictor = manifest["spec"]["predictor"]
             # a missing canaryTrafficPercent is sent as null: the merge patch removes the old one
             canary = {"canaryTrafficPercent": predictor.get("canaryTrafficPercent")}
+            # the merge patch keeps keys it is not given: a move between the model shape and
+            # a container (vLLM) one drops the other
+            canary["model"] = predictor.get("model")
+            canary["containers"] = predictor.get("containers")
             patch = {
                 "metadata": {"labels": meta.get("labels", {})},
                 "spec": {"predictor": {**predictor, **canary}},

@@ -55,10 +55,30 @@ async def deploy(
     memory: str | None = None,
     gpus: int = 0,
     gpu_type: str = "nvidia-gpu",
+    gpu_memory_mib: int | None = None,
+    gpu_cores_percent: int | None = None,
+    runtime: str | None = None,
+    engine: str | None = None,
+    llm_backend: str | None = None,
+    image: str | None = None,
 ) -> dict[str, Any]:
     """Submit (or roll forward) the InferenceService of ``MODEL[:VERSION]``; answers at once
-    with what the cluster says (``GET`` follows it to ``ready``)."""
+    with what the cluster says (``GET`` follows it to ``ready``). An LLM (``runtime`` auto or
+    llm) gets the OpenAI-compatible shape of ``kserve_llm`` (``engine``, ``llm_backend``,
+    ``image``)."""
     require()
+    for key, value in (("runtime", runtime), ("engine", engine), ("llm_backend", llm_backend),
+                       ("image", image)):  # fmt: skip
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(
+                _t("{key} must be a string", key=key), _t("got {value!r}", value=value)
+            )
+    for key, value in (("gpu_memory_mib", gpu_memory_mib),
+                       ("gpu_cores_percent", gpu_cores_percent)):  # fmt: skip
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidInput(
+                _t("{key} must be a whole number", key=key), _t("got {value!r}", value=value)
+            )
     if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 64:
         raise InvalidInput(
             _t("replicas must be a whole number from 0 to 64"),
@@ -97,6 +117,12 @@ async def deploy(
         memory=memory,
         gpus=gpus,
         gpu_type=gpu_type,
+        gpu_memory_mib=gpu_memory_mib,
+        gpu_cores_percent=gpu_cores_percent,
+        runtime=runtime,
+        engine=engine,
+        llm_backend=llm_backend,
+        image=image,
     )
     meta = doc["metadata"]
     label = meta["labels"][PROJECT_LABEL]
@@ -109,7 +135,11 @@ async def deploy(
         project=project_name,
         wait_s=0,
         cpu=float(cpu) * count if cpu else None,
-        accelerators=accelerators.resources_for(gpu_type, gpus * count) if gpus else None,
+        accelerators=accelerators.resources_for(
+            gpu_type, gpus * count, gpu_memory_mib, gpu_cores_percent
+        )
+        if gpus
+        else None,
     )
     return view(found, project_name)
 

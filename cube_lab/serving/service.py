@@ -432,33 +432,113 @@ class DeploymentService:
         name: str | None = None,
         project: str | None = None,
         storage_uri: str | None = None,
+        runtime: str | None = None,
+        engine: str | None = None,
+        llm_backend: str | None = None,
+        image: str | None = None,
         **options: Any,
     ) -> dict[str, Any]:
         """The KServe InferenceService for ``MODEL[:VERSION]`` (nothing is submitted).
 
         Without ``storage_uri`` the artifact is addressed on the ``cube-lab-artifacts`` volume
-        claim, the data dir's artifacts folder as the cluster shape mounts it."""
-        from . import kserve
+        claim, the data dir's artifacts folder as the cluster shape mounts it. ``runtime`` is
+        chosen as for local deployments: an LLM (a causal LM folder, a peft adapter on its
+        registered base, an embedding model) gets an OpenAI-compatible InferenceService
+        (``kserve_llm``: ``engine`` huggingface with ``llm_backend``, or vllm with ``image``),
+        anything else the classic one."""
+        from . import kserve, kserve_llm
 
         model, version_ref = _split(ref)
+        asked = llm.check_runtime(runtime)
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
             project_name = self.projects.resolve(s, caller, project).name
         version = self.registry.get_version(caller, project_name, model, version_ref)
-        if storage_uri is None:
-            path = self.registry.download(caller, project_name, model, version.version).path
-            relative = path.relative_to(self.settings.artifacts_dir).as_posix()
-            storage_uri = f"pvc://cube-lab-artifacts/{relative}"
-        return kserve.inference_service(
+        path = self.registry.download(caller, project_name, model, version.version).path
+        what = f"{model}:{version.version}"
+        labels = {
+            "cube-lab/project": kserve.k8s_name(project_name),
+            "cube-lab/model": kserve.k8s_name(model),
+            "cube-lab/version": str(version.version),
+        }
+        if llm.choose(version.flavor, path, asked, what) != "llm":
+            given = [k for k, v in (("engine", engine), ("llm_backend", llm_backend),
+                                    ("image", image)) if v]  # fmt: skip
+            if given:
+                raise InvalidInput(
+                    _t(
+                        "{value} go with an LLM deployment; {what} is served by the OIP runtime",
+                        value=", ".join(given),
+                        what=what,
+                    ),
+                    _t(
+                        "Leave them out, or deploy a causal LM, a peft adapter or an "
+                        "embedding model."
+                    ),
+                )
+            if storage_uri is None:
+                storage_uri = self._claim_uri(path)
+            return kserve.inference_service(
+                name or model, version.flavor, storage_uri, labels=labels, **options
+            )
+        art = self._cluster_artifacts(caller, project_name, model, version, path, storage_uri)
+        return kserve_llm.llm_inference_service(
             name or model,
-            version.flavor,
-            storage_uri,
-            labels={
-                "cube-lab/project": kserve.k8s_name(project_name),
-                "cube-lab/model": kserve.k8s_name(model),
-                "cube-lab/version": str(version.version),
-            },
+            art,
+            engine=engine,
+            llm_backend=llm_backend,
+            image=image,
+            labels=labels,
             **options,
+        )
+
+    def _claim_uri(self, path: Path) -> str:
+        relative = path.relative_to(self.settings.artifacts_dir).as_posix()
+        return f"pvc://cube-lab-artifacts/{relative}"
+
+    def _cluster_artifacts(
+        self,
+        caller: Caller,
+        project: str,
+        model: str,
+        version: Any,
+        path: Path,
+        storage_uri: str | None,
+    ) -> Any:
+        """What an LLM InferenceService mounts: the model's folder; for an adapter, its
+        registered base's folder and its own, each from its own URI."""
+        from . import kserve_llm
+
+        what = f"{model}:{version.version}"
+        base = self._llm_base(caller, project, model, version, path)
+        if base is None:
+            return kserve_llm.LLMArtifacts(
+                model,
+                storage_uri or self._claim_uri(path),
+                embedding=llm.is_embedding_model(path),
+            )
+        base_name, base_dir, in_store = base
+        if not in_store:
+            raise InvalidInput(
+                _t(
+                    "the base of adapter {what} is a folder outside the registry ({value}): "
+                    "the cluster cannot reach it",
+                    what=what,
+                    value=str(base_dir),
+                ),
+                _t("Register the base and record it as the adapter's base_ref."),
+            )
+        if storage_uri is not None:
+            raise InvalidInput(
+                _t("storage_uri cannot address adapter {what} and its base at once", what=what),
+                _t("Leave it out: both are mounted from the cube-lab-artifacts claim."),
+            )
+        return kserve_llm.LLMArtifacts.with_adapter(
+            llm.base_name(base_name, model),
+            self._claim_uri(base_dir),
+            model,
+            self._claim_uri(path),
+            kserve_llm.lora_rank(path),
         )
 
     def _spawn_router(

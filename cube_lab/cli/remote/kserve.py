@@ -51,6 +51,12 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
         "memory": a.memory,
         "gpus": a.gpus or None,
         "gpu_type": a.gpu_type,
+        "gpu_memory_mib": getattr(a, "gpu_memory_mib", None),
+        "gpu_cores_percent": getattr(a, "gpu_cores", None),
+        "runtime": getattr(a, "runtime", None),
+        "engine": getattr(a, "engine", None),
+        "llm_backend": getattr(a, "llm_backend", None),
+        "image": getattr(a, "image", None),
     }
     started = time.monotonic()
     got = client.post(WHERE, {k: v for k, v in body.items() if v is not None})
