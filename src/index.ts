@@ -13,6 +13,7 @@ import { setUiTranslator } from './locale';
 
 import { chatPlugin } from './panels/chat';
 import { deploymentsPlugin } from './panels/deployments';
+import { kbPlugin } from './panels/kb';
 import { linksPlugin } from './links';
 import { labelingPlugin } from './panels/labeling';
 import { modelsPlugin } from './panels/models';
@@ -82,6 +83,7 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   deploymentsPlugin,
   chatPlugin,
   labelingPlugin,
+  kbPlugin,
   linksPlugin
 ];
 

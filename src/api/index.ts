@@ -29,3 +29,4 @@ export * from './serving';
 export * from './tuning';
 export * from './labeling';
 export * from './chat';
+export * from './kb';

@@ -1,0 +1,277 @@
+/**
+ * Knowledge bases (cube_lab/handlers/kb.py, docs/kb.md): list, create, show
+ * and delete; sources (add files, folders or uploaded text as an ingest the
+ * server runs on and the client polls; remove); search with scores; and chat
+ * with numbered citations.
+ */
+import { ServerConnection } from '@jupyterlab/services';
+
+import type { ChatParams, ChatTarget } from './chat';
+import { encodePath, queryString, requestAPI } from './request';
+
+export type KbChunking = 'tokens' | 'headings' | 'pages';
+export type KbMode = 'vector' | 'keyword' | 'bm25' | 'hybrid';
+
+export interface KnowledgeBase {
+  project: string;
+  name: string;
+  owner: string;
+  created_at: string;
+  chunking: KbChunking;
+  chunk_size: number;
+  overlap: number;
+  /** The embedding model. */
+  model: string;
+  sources: number;
+  chunks: number;
+}
+
+export interface NewKnowledgeBase {
+  name: string;
+  project?: string;
+  chunking?: KbChunking;
+  chunk_size?: number;
+  overlap?: number;
+  model?: string;
+}
+
+/** A source as GET .../sources lists it (relative to the root, or upload:NAME). */
+export interface KbSource {
+  source: string;
+  sha256: string;
+  kind: string;
+  chunks: number;
+  added_at: string;
+}
+
+export type KbIngestStatus =
+  'queued' | 'running' | 'succeeded' | 'failed' | 'interrupted';
+
+export interface KbIngestFile {
+  source: string;
+  status: 'added' | 'replaced' | 'unchanged' | 'failed';
+  chunks: number;
+  error?: string;
+  detail?: string;
+}
+
+export interface KbIngest {
+  id: string;
+  project: string;
+  kb: string;
+  status: KbIngestStatus;
+  files_total: number;
+  files_done: number;
+  /** Chunks added so far. */
+  chunks: number;
+  /** Files that failed (each alone; the others go on). */
+  failed: number;
+  files: KbIngestFile[];
+  /** Why the whole ingest failed. */
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+/** An uploaded document: its text, or its bytes base64-encoded. */
+export interface KbDocument {
+  name: string;
+  content?: string;
+  content_base64?: string;
+}
+
+export interface KbHit {
+  /** The chunk's id. */
+  id: number;
+  text: string;
+  source: string;
+  /** Its place in its source, from 0. */
+  position: number;
+  heading: string;
+  meta: Record<string, unknown>;
+  /** The mode's score: cosine (vector), BM25 (keyword) or fused (hybrid). */
+  score: number;
+  vector_score: number | null;
+  keyword_score: number | null;
+  vector_rank: number | null;
+  keyword_rank: number | null;
+}
+
+export interface KbSearchResult {
+  query: string;
+  mode: KbMode;
+  k: number;
+  hits: KbHit[];
+}
+
+export interface KbChatRequest {
+  query: string;
+  target: ChatTarget;
+  history?: { role: 'user' | 'assistant'; content: string }[];
+  k?: number;
+  mode?: KbMode;
+  threshold?: number;
+  template?: string;
+  system?: string;
+  params?: ChatParams;
+}
+
+export interface KbCitation {
+  number: number;
+  chunk_id: number;
+  source: string;
+  name: string;
+  position: number;
+  page: number | null;
+  heading: string;
+  text: string;
+  score: number;
+  cosine: number | null;
+  cited: boolean;
+}
+
+export interface KbChatAnswer {
+  /** False when no passage passed the threshold (the model was not asked). */
+  answered: boolean;
+  answer: string;
+  reason?: string;
+  query: string;
+  mode: KbMode;
+  k: number;
+  threshold: number;
+  retrieved: number;
+  target: Record<string, string>;
+  cited: number[];
+  citations: KbCitation[];
+  usage: Record<string, number> | null;
+}
+
+const KB = 'kb';
+
+export function listKnowledgeBases(
+  project?: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ knowledge_bases: KnowledgeBase[] }>(
+    KB + queryString({ project }),
+    {},
+    settings
+  );
+}
+
+export function createKnowledgeBase(
+  body: NewKnowledgeBase,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<KnowledgeBase>(KB, { method: 'POST', body }, settings);
+}
+
+export function getKnowledgeBase(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<KnowledgeBase>(encodePath(KB, project, name), {}, settings);
+}
+
+export function deleteKnowledgeBase(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<void>(
+    encodePath(KB, project, name),
+    { method: 'DELETE' },
+    settings
+  );
+}
+
+export function listKbSources(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ sources: KbSource[] }>(
+    encodePath(KB, project, name, 'sources'),
+    {},
+    settings
+  );
+}
+
+/** Start an ingest of files / folders under the root and uploaded documents (202). */
+export function addKbSources(
+  project: string,
+  name: string,
+  body: { paths?: string[]; documents?: KbDocument[] },
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<KbIngest>(
+    encodePath(KB, project, name, 'sources'),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function removeKbSource(
+  project: string,
+  name: string,
+  source: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ source: string; removed_chunks: number }>(
+    encodePath(KB, project, name, 'sources') + queryString({ source }),
+    { method: 'DELETE' },
+    settings
+  );
+}
+
+export function listKbIngests(
+  project: string,
+  name: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<{ ingests: KbIngest[] }>(
+    encodePath(KB, project, name, 'ingests'),
+    {},
+    settings
+  );
+}
+
+export function getKbIngest(
+  project: string,
+  name: string,
+  id: string,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<KbIngest>(
+    encodePath(KB, project, name, 'ingests', id),
+    {},
+    settings
+  );
+}
+
+export function searchKnowledgeBase(
+  project: string,
+  name: string,
+  body: { query: string; k?: number; mode?: KbMode },
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<KbSearchResult>(
+    encodePath(KB, project, name, 'search'),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+export function chatKnowledgeBase(
+  project: string,
+  name: string,
+  body: KbChatRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<KbChatAnswer>(
+    encodePath(KB, project, name, 'chat'),
+    { method: 'POST', body },
+    settings
+  );
+}
