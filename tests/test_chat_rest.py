@@ -73,6 +73,7 @@ def _metrics(text: bytes) -> dict[str, float]:
 
 async def test_chat_with_a_deployment_stream_stop_feedback_export_dpo(
     api: Any,
+    jp_fetch: Any,
     jp_root_dir: Path,
     jp_http_port: int,
     jp_base_url: str,
@@ -84,8 +85,14 @@ async def test_chat_with_a_deployment_stream_stop_feedback_export_dpo(
     tiny.build(jp_root_dir / "models" / "tiny", TEXTS)
     status, _ = await api("alice", "POST", "models", {"name": "tiny", "path": "models/tiny"})
     assert status == 201
-    status, dep = await api("alice", "POST", "deployments", {"model": "tiny:1", "auth": "required"})
-    assert status == 201 and dep["runtime"] == "llm", dep
+    # loading the model may take longer than jp_fetch's 20 s on a busy machine
+    resp = await jp_fetch(
+        "cube", "api", "v1", "deployments",
+        method="POST", body=json.dumps({"model": "tiny:1", "auth": "required"}),
+        headers={"Authorization": f"token {TOKENS['alice']}"}, request_timeout=300,
+    )  # fmt: skip
+    dep = json.loads(resp.body)
+    assert resp.code == 201 and dep["runtime"] == "llm", dep
     endpoint = dep["endpoint"]
     try:
         # the picker's list: the running LLM deployment, its /v1/models names
@@ -384,7 +391,7 @@ async def test_chat_with_a_deployment_stream_stop_feedback_export_dpo(
 
 
 async def test_bad_input_and_an_unreachable_target(
-    api: Any, jp_http_port: int, jp_base_url: str
+    api: Any, jp_http_port: int, jp_base_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bad = [
         ({"project": "alice"}, "target is required"),
@@ -427,6 +434,27 @@ async def test_bad_input_and_an_unreachable_target(
     ), err
     status, got = await api("alice", "GET", f"{CONV}/{cid}")
     assert got["messages"] == [] and got["target"]["api_key"] == "***"
+
+    # a server that takes the connection and never answers: a 424 after the wait, not a hang
+    import socket
+
+    from cube_lab.chat import upstream
+
+    monkeypatch.setattr(upstream, "HEADERS_TIMEOUT_S", 0.5)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)
+    try:
+        quiet = {"base_url": f"http://127.0.0.1:{silent.getsockname()[1]}/v1", "model": "m"}
+        status, mute = await api("alice", "POST", CONV, {"target": quiet})
+        assert status == 201
+        status, _, err = await _stream(jp_http_port, jp_base_url, mute["id"], {"content": "hi"})
+        assert status == 424 and "did not answer within 0.5 s" in err["error"], err
+        # the conversation is free again for the next send (which fails the same way)
+        status, _, err = await _stream(jp_http_port, jp_base_url, mute["id"], {"content": "hi"})
+        assert status == 424, err
+    finally:
+        silent.close()
 
     for body, words in [
         ({}, "content must be a non-empty string"),

@@ -4,8 +4,8 @@
 (4xx / 5xx, in OpenAI's shape or not), a refused connection, a name that does not resolve
 or a timeout is raised then as ``TargetFailed`` (a 424 with the server's own words), before
 anything was sent to the browser. ``events()`` then yields the parsed ``data:`` events
-(``[DONE]`` ends them). ``close()`` before the end drops the connection, so the server sees
-its client go (cube-lab's LLM engine then cancels the sequence).
+(``[DONE]`` ends them). ``close()`` before the end drops the connection at once, so the
+server sees its client go (cube-lab's LLM engine then cancels the sequence).
 """
 
 from __future__ import annotations
@@ -16,12 +16,16 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.httpclient import HTTPClientError, HTTPRequest
+from tornado.iostream import IOStream
+from tornado.simple_httpclient import SimpleAsyncHTTPClient
+from tornado.tcpclient import TCPClient
 
 from ..errors import CubeError
 from ..locale.messages import _t
 
 CONNECT_TIMEOUT_S = 10.0
+HEADERS_TIMEOUT_S = 120.0  # from the request to the answer's headers (a queue, a cold model)
 ANSWER_TIMEOUT_S = 900.0
 
 
@@ -34,6 +38,19 @@ class TargetFailed(CubeError):
 
 class _Closed(Exception):
     """Raised inside tornado's streaming callback to drop the connection."""
+
+
+class _Tracked(TCPClient):
+    """A TCP client that keeps the streams it opened, so a stop can close them at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams: list[IOStream] = []
+
+    async def connect(self, *args: Any, **kwargs: Any) -> IOStream:  # type: ignore[override]
+        stream = await super().connect(*args, **kwargs)
+        self.streams.append(stream)
+        return stream
 
 
 class Upstream:
@@ -49,9 +66,12 @@ class Upstream:
         self._headers_seen: asyncio.Event = asyncio.Event()
         self._closed = False
         self._task: asyncio.Task[None] | None = None
+        self._tcp = _Tracked()
 
     async def open(self) -> None:
-        client = AsyncHTTPClient(force_instance=True)
+        client = SimpleAsyncHTTPClient(force_instance=True)
+        client.tcp_client.close()
+        client.tcp_client = self._tcp  # its connections are ours to close on a stop
         request = HTTPRequest(
             self.url,
             method="POST",
@@ -72,13 +92,27 @@ class Upstream:
             except _Closed:
                 self._queue.put_nowait(None)
             except (OSError, HTTPClientError, ValueError) as exc:
-                self._queue.put_nowait(exc)
+                self._queue.put_nowait(None if self._closed else exc)
             finally:
+                self._drop()
                 client.close()
                 self._headers_seen.set()
 
         self._task = asyncio.create_task(run())
-        await self._headers_seen.wait()
+        try:
+            await asyncio.wait_for(self._headers_seen.wait(), HEADERS_TIMEOUT_S)
+        except TimeoutError:
+            self._closed = True
+            self._drop()
+            self._task.cancel()
+            where = self.url.rsplit("/chat/completions", 1)[0]
+            raise TargetFailed(
+                _t(
+                    "the model server at {url} did not answer within {seconds:g} s",
+                    url=where,
+                    seconds=HEADERS_TIMEOUT_S,
+                )
+            ) from None
         if self.status is None or self.status >= 400:
             await self._task  # an error answer: read it whole (it is small)
             raise self._failure()
@@ -173,12 +207,17 @@ class Upstream:
             if item.get("done") is True:
                 return
 
+    def _drop(self) -> None:
+        for stream in self._tcp.streams:
+            stream.close()
+        self._tcp.streams.clear()
+
     async def close(self) -> None:
-        """Drop the connection now (a stop): the next piece the server sends ends the
-        fetch, and the server sees its client gone."""
+        """Drop the connection now (a stop): the server sees its client gone."""
         self._closed = True
+        self._drop()
         if self._task is not None and not self._task.done():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._task), 5)
-            if not self._task.done():  # nothing arrived for 5 s: stop waiting for it
+            if not self._task.done():
                 self._task.cancel()
