@@ -7,7 +7,6 @@
  */
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { MimeModel } from '@jupyterlab/rendermime';
-import { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 const MIME = 'text/markdown';
@@ -34,7 +33,10 @@ export function Markdown(props: {
     }
     const r = rendermime.createRenderer(MIME);
     r.addClass('cube-ChatMarkdown');
-    Widget.attach(r, host.current);
+    // the node is placed by hand, not attached as a Lumino widget: React may take
+    // the host out of the page before this effect's cleanup runs, and detaching a
+    // widget whose node is no longer in the page throws
+    host.current.appendChild(r.node);
     renderer.current = r;
     return () => {
       const p = pending.current;
@@ -43,9 +45,7 @@ export function Markdown(props: {
         p.timer = null;
       }
       renderer.current = null;
-      if (r.isAttached) {
-        Widget.detach(r);
-      }
+      r.node.remove();
       r.dispose();
     };
   }, [rendermime]);

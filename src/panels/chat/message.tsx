@@ -11,6 +11,25 @@ import * as React from 'react';
 import type { ChatMessage, ChatRating } from '../../api';
 import { Markdown } from './markdown';
 
+/** A thumb (up; `down` turns it over), drawn on a 24 x 24 grid in the text's colour. */
+function Thumb(props: { down?: boolean }): JSX.Element {
+  return (
+    <svg
+      className="cube-ChatThumb"
+      viewBox="0 0 24 24"
+      width="14"
+      height="14"
+      aria-hidden="true"
+    >
+      <path
+        fill="currentColor"
+        transform={props.down ? 'rotate(180 12 12)' : undefined}
+        d="M2 10h4v11H2zM8 10l4-8c1.5 0 2.5 1 2.5 2.5L14 9h6a2 2 0 0 1 2 2.2l-1.4 7.6A2.5 2.5 0 0 1 18.1 21H8z"
+      />
+    </svg>
+  );
+}
+
 export function UserMessage(props: {
   text: string;
   trans: TranslationBundle;
@@ -61,7 +80,7 @@ export function AnswerMessage(props: {
   const { message: m, trans, answers } = props;
   const [editing, setEditing] = React.useState<string | null>(null);
   const index = answers.findIndex(a => a.id === m.id);
-  const rateButton = (rating: 'up' | 'down', label: string, glyph: string) => (
+  const rateButton = (rating: 'up' | 'down', label: string) => (
     <button
       className={`cube-ChatAction${m.rating === rating ? ' cube-mod-on' : ''}`}
       aria-pressed={m.rating === rating}
@@ -71,7 +90,7 @@ export function AnswerMessage(props: {
       disabled={props.busy}
       onClick={() => props.rate(m.rating === rating ? null : rating)}
     >
-      {glyph}
+      <Thumb down={rating === 'down'} />
     </button>
   );
   return (
@@ -141,8 +160,8 @@ export function AnswerMessage(props: {
       ) : null}
       {m.error ? <div className="cube-TField-error">{m.error}</div> : null}
       <div className="cube-ChatMsg-actions">
-        {rateButton('up', trans.__('Good answer'), '👍')}
-        {rateButton('down', trans.__('Bad answer'), '👎')}
+        {rateButton('up', trans.__('Good answer'))}
+        {rateButton('down', trans.__('Bad answer'))}
         <button
           className="cube-ChatAction"
           data-action="edit"

@@ -1,0 +1,381 @@
+/**
+ * The Chat tab against the real server: a tiny random-init Llama
+ * (cube_lab.finetune.tiny, built here: nothing is downloaded) registered and
+ * deployed as an LLM; the Chat tab, opened from the deployment's view, streams
+ * its answers (more than one delta each), stops one, regenerates one, takes a
+ * thumbs up and an edited answer, copies the conversation as code, and exports
+ * the feedback as preference data: a dataset version whose rows are prompt /
+ * chosen / rejected. The tab is pictured in the light and the dark theme, in
+ * compare mode, and in Chinese.
+ */
+import {
+  expect,
+  galata,
+  IJupyterLabPageFixture,
+  test
+} from '@jupyterlab/galata';
+import type { APIRequestContext, Locator } from '@playwright/test';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+
+import { lightAndDark } from './helpers';
+
+const API = '/cube/api/v1';
+const MODEL = 'chat-tiny';
+
+function python(): string {
+  const venv = path.resolve(__dirname, '..', '..', '.venv', 'bin', 'python');
+  return (
+    process.env.CUBE_LAB_PYTHON || (fs.existsSync(venv) ? venv : 'python3')
+  );
+}
+
+/** Build the tiny model under the server's root (ROOT/chat-llm/tiny). */
+function buildTiny(): string {
+  const tmp = process.env.CUBE_LAB_UI_TMP;
+  if (!tmp) {
+    throw new Error('CUBE_LAB_UI_TMP is not set (see playwright.config.js)');
+  }
+  const relative = 'chat-llm/tiny';
+  const target = path.join(tmp, 'root', relative);
+  if (!fs.existsSync(path.join(target, 'config.json'))) {
+    execFileSync(
+      python(),
+      [
+        '-c',
+        [
+          'import sys',
+          'from pathlib import Path',
+          'from cube_lab.finetune import tiny',
+          'texts = ["hello world, the quick brown fox jumps over the lazy dog",',
+          '         "numbers one two three four five six seven eight nine ten"] * 20',
+          'tiny.build(Path(sys.argv[1]), texts)'
+        ].join('\n'),
+        target
+      ],
+      { stdio: 'inherit', timeout: 120_000 }
+    );
+  }
+  return relative;
+}
+
+/** The LLM deployment of the tiny model (made once per server): its project. */
+async function deployTiny(
+  request: APIRequestContext,
+  base: string
+): Promise<string> {
+  const existing = await request.get(`${base}${API}/deployments`);
+  const running = ((await existing.json()).deployments ?? []).find(
+    (d: any) => d.name === MODEL && d.status === 'running'
+  );
+  if (running) {
+    return running.project;
+  }
+  const registered = await request.post(`${base}${API}/models`, {
+    data: { name: MODEL, path: buildTiny() }
+  });
+  expect(registered.ok(), await registered.text()).toBeTruthy();
+  const version = await registered.json();
+  const deploy = await request.post(`${base}${API}/deployments`, {
+    data: { model: `${MODEL}:${version.version}` },
+    timeout: 240_000
+  });
+  expect(deploy.status(), await deploy.text()).toBe(201);
+  const dep = await deploy.json();
+  expect(dep.runtime).toBe('llm');
+  return dep.project;
+}
+
+/** Record the most deltas any streaming answer showed (a streamed answer has several). */
+async function watchDeltas(page: IJupyterLabPageFixture): Promise<void> {
+  await page.evaluate(() => {
+    const w = window as any;
+    w.__chatMaxDeltas = 0;
+    const note = () => {
+      document
+        .querySelectorAll('.cube-ChatMsg[data-streaming="true"]')
+        .forEach(n => {
+          const d = Number(n.getAttribute('data-deltas') ?? 0);
+          w.__chatMaxDeltas = Math.max(w.__chatMaxDeltas, d);
+        });
+    };
+    new MutationObserver(note).observe(document.body, {
+      subtree: true,
+      childList: true,
+      attributes: true,
+      attributeFilter: ['data-deltas']
+    });
+  });
+}
+
+async function maxDeltas(page: IJupyterLabPageFixture): Promise<number> {
+  return page.evaluate(() => (window as any).__chatMaxDeltas as number);
+}
+
+/** Send `text` and wait for its answer to be saved. */
+async function send(
+  chat: Locator,
+  pane: Locator,
+  text: string
+): Promise<Locator> {
+  const before = await pane
+    .locator('.cube-ChatMsg-assistant[data-message]')
+    .count();
+  await chat.locator('textarea[name="message"]').fill(text);
+  await chat.locator('button[name="send"]').click();
+  const answers = pane.locator('.cube-ChatMsg-assistant[data-message]');
+  await expect(answers).toHaveCount(before + 1, { timeout: 120_000 });
+  await expect(pane.locator('[data-streaming="true"]')).toHaveCount(0, {
+    timeout: 60_000
+  });
+  return answers.last();
+}
+
+/** The page may open on the test folder before Galata creates it. */
+test.beforeEach(async ({ page }) => {
+  await page.addLocatorHandler(
+    page.getByRole('dialog', { name: /Directory not found|找不到目录/ }),
+    async d => {
+      await d.locator('.jp-Dialog-button').last().click();
+    }
+  );
+});
+
+test.describe('cube-lab chat', () => {
+  test.setTimeout(420_000);
+
+  test('streams, stops, regenerates, takes feedback and exports preference data', async ({
+    page,
+    request,
+    baseURL
+  }) => {
+    const base = baseURL!;
+    const project = await deployTiny(request, base);
+
+    // the deployment's view has a Chat button for an LLM deployment
+    await page.evaluate(
+      async ({ project, name }) => {
+        await (window as any).jupyterapp.commands.execute(
+          'cube-lab:open-deployment',
+          { project, name }
+        );
+      },
+      { project, name: MODEL }
+    );
+    const depView = page.locator(`.cube-DDetail[data-deployment="${MODEL}"]`);
+    await expect(depView).toBeVisible({ timeout: 30_000 });
+    await depView.locator('button[name="chat"]').click();
+
+    const chat = page.locator('.cube-ChatView');
+    await expect(chat).toBeVisible();
+    await expect(chat.locator('select[name="target"]')).toHaveValue(
+      `deployment:${MODEL}`,
+      { timeout: 15_000 }
+    );
+    await watchDeltas(page);
+    await chat.locator('textarea[name="system"]').fill('Be brief.');
+    await chat.locator('input[name="temperature"]').fill('1');
+    await chat.locator('input[name="max_tokens"]').fill('24');
+    // a bad parameter is said, and sending waits for it
+    await chat.locator('input[name="top_p"]').fill('3');
+    await expect(
+      chat.locator('[data-field="top_p"] [role="alert"]')
+    ).toBeVisible();
+    await chat.locator('textarea[name="message"]').fill('hello');
+    await expect(chat.locator('button[name="send"]')).toBeDisabled();
+    await chat.locator('input[name="top_p"]').fill('0.9');
+
+    const pane = chat.locator('.cube-ChatPane[data-pane="a"]');
+    const first = await send(chat, pane, 'hello world');
+    await expect(first).toHaveAttribute('data-status', 'complete');
+    expect(await maxDeltas(page)).toBeGreaterThan(1);
+    await expect(first.locator('.jp-RenderedMarkdown')).toBeVisible();
+    await expect(chat.locator('.cube-ChatList-item')).toHaveCount(1);
+    await expect(chat.locator('.cube-ChatList-item').first()).toContainText(
+      'hello world'
+    );
+
+    // Regenerate: a second answer of the turn, shown; the first kept
+    await chat.locator('button[name="regenerate"]').click();
+    await expect(pane.locator('[data-alternatives="2"]')).toBeVisible({
+      timeout: 120_000
+    });
+    await expect(pane.locator('[data-streaming="true"]')).toHaveCount(0, {
+      timeout: 60_000
+    });
+    await expect(pane.getByText('2 of 2')).toBeVisible();
+    const kept = pane.locator('.cube-ChatMsg-assistant[data-message]').last();
+    await kept.locator('[data-action="rate-up"]').click();
+    await expect(kept).toHaveAttribute('data-rating', 'up');
+
+    // a second turn: its answer edited
+    const second = await send(chat, pane, 'numbers one two');
+    await second.locator('[data-action="edit"]').click();
+    await second.locator('.cube-ChatEdit-text').fill('One, two, **three**.');
+    await second.getByRole('button', { name: 'Save the answer' }).click();
+    await expect(
+      second.locator('.cube-ChatTag', { hasText: 'edited' })
+    ).toBeVisible();
+    await expect(second.locator('.jp-RenderedMarkdown strong')).toHaveText(
+      'three'
+    );
+
+    // Stop: a long answer stopped early is kept as "stopped"
+    await chat.locator('input[name="max_tokens"]').fill('4000');
+    // the tiny model answers in a blink: Stop is clicked from the page at the first delta
+    await page.evaluate(() => {
+      const observer = new MutationObserver(() => {
+        const streaming = document.querySelector(
+          '.cube-ChatMsg[data-streaming="true"]'
+        );
+        const stop = document.querySelector<HTMLButtonElement>(
+          '.cube-ChatView button[name="stop"]'
+        );
+        if (
+          streaming &&
+          Number(streaming.getAttribute('data-deltas')) >= 1 &&
+          stop
+        ) {
+          observer.disconnect();
+          stop.click();
+        }
+      });
+      observer.observe(document.body, {
+        subtree: true,
+        childList: true,
+        attributes: true
+      });
+    });
+    await chat.locator('textarea[name="message"]').fill('the quick brown fox');
+    await chat.locator('button[name="send"]').click();
+    await expect(
+      pane.locator('.cube-ChatMsg-assistant[data-status="stopped"]')
+    ).toHaveCount(1, { timeout: 30_000 });
+    await chat.locator('input[name="max_tokens"]').fill('24');
+
+    // Copy as code
+    await chat.getByRole('button', { name: 'Copy as code' }).click();
+    await expect(chat.locator('.cube-ChatNotice')).toContainText(
+      'CUBE_LAB_DEPLOYMENT_KEY'
+    );
+    await lightAndDark(page, 'chat-panel', {
+      ready: chat.locator('.cube-ChatMsg').first()
+    });
+
+    // Export as preference data: 2 pairs (thumbs up over the regenerated one, the edit)
+    await chat
+      .getByRole('button', { name: 'Export as preference data' })
+      .click();
+    const dialog = page.locator('.jp-Dialog');
+    await dialog.locator('input[name="dataset"]').fill('chat-prefs');
+    await dialog.getByRole('button', { name: 'Export' }).click();
+    const exported = chat.locator('.cube-ChatExported');
+    await expect(exported).toHaveAttribute('data-ref', 'chat-prefs:1', {
+      timeout: 30_000
+    });
+    await expect(exported).toContainText(
+      '2 preference pairs from 1 conversations'
+    );
+    await lightAndDark(page, 'chat-exported', { ready: exported });
+
+    const dataset = await request.get(
+      `${base}${API}/projects/${project}/datasets/chat-prefs`
+    );
+    expect(dataset.ok(), await dataset.text()).toBeTruthy();
+    const href = await exported
+      .getByRole('link', { name: 'Download preferences.jsonl' })
+      .getAttribute('href');
+    const file = await request.get(href!);
+    expect(file.ok()).toBeTruthy();
+    const rows = (await file.text())
+      .trim()
+      .split('\n')
+      .map(line => JSON.parse(line));
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row.prompt[0]).toEqual({ role: 'system', content: 'Be brief.' });
+      expect(typeof row.chosen).toBe('string');
+      expect(typeof row.rejected).toBe('string');
+    }
+    expect(rows.map(r => r.chosen)).toContain('One, two, **three**.');
+
+    // Compare: a second target beside the first, both answer the same prompt
+    await chat.getByRole('button', { name: 'Compare' }).click();
+    await expect(chat.locator('select[name="target-b"]')).toBeVisible();
+    await chat.locator('textarea[name="message"]').fill('hello world');
+    await chat.locator('button[name="send"]').click();
+    const paneB = chat.locator('.cube-ChatPane[data-pane="b"]');
+    await expect(
+      paneB.locator('.cube-ChatMsg-assistant[data-message]')
+    ).toHaveCount(1, { timeout: 120_000 });
+    await expect(chat.locator('[data-streaming="true"]')).toHaveCount(0, {
+      timeout: 60_000
+    });
+    await lightAndDark(page, 'chat-compare', { ready: paneB });
+    await chat.getByRole('button', { name: 'End compare' }).click();
+
+    // rename and delete a conversation
+    const item = chat.locator('.cube-ChatList-item').first();
+    await item.hover();
+    await item.getByRole('button', { name: /^Rename/ }).click();
+    await item.locator('input').fill('Renamed chat');
+    await item.locator('input').press('Enter');
+    await expect(
+      chat.locator('.cube-ChatList-item', { hasText: 'Renamed chat' })
+    ).toHaveCount(1);
+    const count = await chat.locator('.cube-ChatList-item').count();
+    const last = chat.locator('.cube-ChatList-item').last();
+    await last.hover();
+    await last.getByRole('button', { name: /^Delete/ }).click();
+    await page
+      .locator('.jp-Dialog')
+      .getByRole('button', { name: 'Delete' })
+      .click();
+    await expect(chat.locator('.cube-ChatList-item')).toHaveCount(count - 1);
+  });
+});
+
+test.describe('cube-lab chat in Chinese', () => {
+  test.setTimeout(300_000);
+  test.use({
+    mockSettings: {
+      ...galata.DEFAULT_SETTINGS,
+      '@jupyterlab/translation-extension:plugin': { locale: 'zh_CN' }
+    },
+    waitForApplication: async ({}, use) => {
+      await use(async (page, helpers) => {
+        await page.locator('#jupyterlab-splash').waitFor({ state: 'detached' });
+        await helpers.waitForCondition(() =>
+          helpers.activity.isTabActive('启动页')
+        );
+      });
+    }
+  });
+
+  test('the Chat tab speaks Chinese', async ({ page, request, baseURL }) => {
+    const project = await deployTiny(request, baseURL!);
+    await page.evaluate(
+      async ({ project, deployment }) => {
+        await (window as any).jupyterapp.commands.execute(
+          'cube-lab:open-chat',
+          {
+            project,
+            deployment
+          }
+        );
+      },
+      { project, deployment: MODEL }
+    );
+    const chat = page.locator('.cube-ChatView');
+    await expect(chat.getByRole('button', { name: '新对话' })).toBeVisible();
+    await chat.locator('input[name="max_tokens"]').fill('24');
+    const pane = chat.locator('.cube-ChatPane[data-pane="a"]');
+    const answer = await send(chat, pane, '你好');
+    await answer.locator('[data-action="rate-down"]').click();
+    await expect(answer).toHaveAttribute('data-rating', 'down');
+    await lightAndDark(page, 'zh-chat-panel', {
+      ready: chat.locator('.cube-ChatMsg').first()
+    });
+  });
+});
