@@ -52,7 +52,25 @@ def test_the_runtime_is_chosen_by_the_folder(tmp_path: Path) -> None:
     assert llm.choose("transformers", bare, "auto", "m:1") == "oip"
 
 
-async def test_embeddings_through_the_router_with_openai(api: Any, jp_root_dir: Path) -> None:
+async def deploy(jp_fetch: Any, body: dict[str, Any]) -> tuple[int, Any]:
+    """POST deployments as alice, waiting as long as a cold start of torch takes on a busy
+    machine (the ``api`` fixture's client gives up after 20 s)."""
+    from conftest import TOKENS
+
+    resp = await jp_fetch(
+        "cube", "api", "v1", "deployments",
+        method="POST",
+        headers={"Authorization": f"token {TOKENS['alice']}"},
+        body=json.dumps(body),
+        raise_error=False,
+        request_timeout=300,
+    )  # fmt: skip
+    return resp.code, json.loads(resp.body)
+
+
+async def test_embeddings_through_the_router_with_openai(
+    api: Any, jp_fetch: Any, jp_root_dir: Path
+) -> None:
     shutil.copytree(minilm.get_model_path(), jp_root_dir / "models" / "minilm")
     tiny.build(jp_root_dir / "models" / "tiny", ["hello world, the quick brown fox"] * 8)
     for name in ("minilm", "tiny"):
@@ -60,13 +78,11 @@ async def test_embeddings_through_the_router_with_openai(api: Any, jp_root_dir: 
             "alice", "POST", "models", {"name": name, "path": f"models/{name}"}
         )
         assert status == 201 and version["flavor"] == "transformers", version
-    status, dep = await api("alice", "POST", "deployments", {"model": "minilm:1", "auth": "none"})
+    status, dep = await deploy(jp_fetch, {"model": "minilm:1", "auth": "none"})
     assert status == 201, dep
     assert dep["runtime"] == "llm" and dep["status"] == "running"
     try:
-        status, chat_dep = await api(
-            "alice", "POST", "deployments", {"model": "tiny:1", "auth": "none"}
-        )
+        status, chat_dep = await deploy(jp_fetch, {"model": "tiny:1", "auth": "none"})
         assert status == 201, chat_dep
         client = openai.OpenAI(base_url=f"{dep['endpoint']}/v1", api_key="any", max_retries=0)
         assert [m.id for m in client.models.list().data] == ["minilm"]
