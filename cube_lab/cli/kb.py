@@ -121,6 +121,31 @@ def show_answer(result: Json) -> None:
         print(f"{mark}[{c['number']}] {where} (chunk {c['chunk_id']})")
 
 
+def filters_of(a: argparse.Namespace) -> Json | None:
+    """``--source GLOB`` (repeatable), ``--page N`` or ``--page A-B``, ``--heading GLOB``."""
+    filters: Json = {}
+    if a.source:
+        filters["source"] = a.source
+    if a.page:
+        low, dash, high = a.page.partition("-")
+        try:
+            if dash:
+                filters["page"] = {
+                    **({"from": int(low)} if low else {}),
+                    **({"to": int(high)} if high else {}),
+                }
+            else:
+                filters["page"] = int(low)
+        except ValueError:
+            raise InvalidInput(
+                _t("--page takes a number or a range, not {value!r}", value=a.page),
+                _t("e.g. --page 3, --page 2-5 or --page 4-"),
+            ) from None
+    if a.heading:
+        filters["heading"] = a.heading
+    return filters or None
+
+
 def chat_body(a: argparse.Namespace) -> Json:
     """The request of ``kb chat`` from its options (the same here and under the hub)."""
     if a.deployment and a.base_url:
@@ -161,6 +186,7 @@ def chat_body(a: argparse.Namespace) -> Json:
         "template": template,
         "system": a.system,
         "params": {k: v for k, v in params.items() if v is not None} or None,
+        "filters": filters_of(a),
     }
     return {k: v for k, v in body.items() if v is not None}
 
@@ -264,7 +290,8 @@ def kb_remove(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def kb_search(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    hits = ws.kb.query(caller, a.project, a.name, a.query, k=a.k, mode=a.mode)
+    filters = filters_of(a)
+    hits = ws.kb.query(caller, a.project, a.name, a.query, k=a.k, mode=a.mode, filters=filters)
     answer = {"query": a.query, "mode": a.mode, "k": a.k, "hits": hits}
     print_json(answer) if a.json else show_hits(answer)
 
@@ -356,7 +383,10 @@ def remote_remove(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def remote_search(client: ServiceClient, a: argparse.Namespace) -> None:
-    body = {"query": a.query, "k": a.k, "mode": a.mode}
+    body: Json = {"query": a.query, "k": a.k, "mode": a.mode}
+    filters = filters_of(a)
+    if filters:
+        body["filters"] = filters
     answer = client.post(f"{_where(client, a)}/search", body)
     print_json(answer) if a.json else show_hits(answer)
 
@@ -402,6 +432,14 @@ REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {
 }
 
 
+def add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--source", action="append", metavar="GLOB", help="only sources that match (repeatable)"
+    )
+    p.add_argument("--page", help="only PDF page N, or pages A-B")
+    p.add_argument("--heading", metavar="GLOB", help="only chunks under a matching heading")
+
+
 def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     kb = groups.add_parser("kb", help="knowledge bases: documents to search").add_subparsers(
         dest="command", required=True
@@ -427,6 +465,7 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("query")
     p.add_argument("-k", type=int, default=5, help="how many chunks (1-100, default 5)")
     p.add_argument("--mode", choices=MODES, default="hybrid")
+    add_filters(p)
     p = command(kb, "eval", kb_eval, "recall@k, MRR and nDCG@10 of a question set")
     p.add_argument("name")
     p.add_argument("questions", help=".json list or .jsonl of {question, source(s) | chunks}")
@@ -448,5 +487,6 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("--system", help="a system message")
     p.add_argument("--max-tokens", dest="max_tokens", type=int)
     p.add_argument("--temperature", type=float)
+    add_filters(p)
     p = command(kb, "delete", kb_delete, "delete a knowledge base and its index")
     p.add_argument("name")

@@ -173,12 +173,23 @@ class SearchHandler(KnowledgeBaseHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
         body = self.json_body()
-        _check_fields(body, {"query", "k", "mode"}, ("query",))
+        _check_fields(body, {"query", "k", "mode", "filters"}, ("query",))
         k, mode = _k(body.get("k"), 5), body.get("mode") or "hybrid"
         hits = await self.call(
-            self.kb.query, self.caller, project, name, body.get("query"), k=k, mode=mode
+            self.kb.query,
+            self.caller,
+            project,
+            name,
+            body.get("query"),
+            k=k,
+            mode=mode,
+            filters=body.get("filters"),
+            name_source=self.source_name,
         )
-        self.reply({"query": body["query"], "mode": mode, "k": k, "hits": self.with_sources(hits)})
+        answer = {"query": body["query"], "mode": mode, "k": k, "hits": self.with_sources(hits)}
+        if body.get("filters"):
+            answer["filters"] = body["filters"]
+        self.reply(answer)
 
 
 class EvaluateHandler(KnowledgeBaseHandler):

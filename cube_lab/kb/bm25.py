@@ -141,8 +141,11 @@ class KeywordIndex:
         for n in old:
             (self.folder / f"seg-{n}.npz").unlink(missing_ok=True)
 
-    def search(self, query: str, k: int, alive: np.ndarray) -> list[tuple[int, float]]:
-        """The ``k`` best live chunks for any of the query's words: (id, BM25), best first."""
+    def search(
+        self, query: str, k: int, alive: np.ndarray, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best live chunks for any of the query's words: (id, BM25), best first;
+        with ``allowed`` (a mask of rows) only those (the statistics stay the whole index's)."""
         words = dict.fromkeys(tokens(query))
         ids = [self.terms[w] for w in words if w in self.terms]
         live = int(alive.sum())
@@ -162,6 +165,8 @@ class KeywordIndex:
             norm = K1 * (1.0 - B + B * doclen[docs].astype(np.float32) / avgdl)
             scores[docs] += np.float32(idf) * tf * (K1 + 1.0) / (tf + norm)
         scores[~alive] = 0.0
+        if allowed is not None:
+            scores[~allowed[: len(scores)]] = 0.0
         found = np.flatnonzero(scores > 0)
         if len(found) > k:
             found = found[np.argpartition(-scores[found], k - 1)[:k]]

@@ -308,19 +308,29 @@ class KnowledgeIndex:
 
     # -- searching -----------------------------------------------------------------------
 
-    def vector_ids(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The ``k`` live chunks nearest ``query`` (unit length): (id, cosine), best first."""
+    def vector_ids(
+        self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` live chunks nearest ``query`` (unit length): (id, cosine), best first;
+        with ``allowed`` (a mask of rows) only those: the graph's candidates that pass, or an
+        exact scan of the allowed rows when they are few or the graph gave too few."""
         q = np.asarray(query, dtype=np.float32).reshape(self.dim)
         with self._lock:
             matrix = self._matrix()
             live = len(self)
             if live == 0 or k <= 0:
                 return []
+            mask = self._alive if allowed is None else self._alive & allowed[: len(self._alive)]
+            ids = np.zeros(0, dtype=np.int64)
             if self._hnsw is not None and live >= EXACT_BELOW:
-                found = self._hnsw.search(q, min(live, max(4 * k, 40)))
-                ids = np.asarray(found.keys, dtype=np.int64)
-            else:
-                ids = np.flatnonzero(self._alive)
+                wanted = max(4 * k, 40) * (1 if allowed is None else 4)
+                if allowed is None or int(mask.sum()) >= EXACT_BELOW:
+                    found = self._hnsw.search(q, min(live, wanted))
+                    ids = np.asarray(found.keys, dtype=np.int64)
+                    if allowed is not None:
+                        ids = ids[mask[ids]]
+            if len(ids) < k:
+                ids = np.flatnonzero(mask)
             scores = np.asarray(matrix[ids]) @ q if len(ids) else np.zeros(0, np.float32)
         top = min(k, len(ids))
         best = np.argpartition(-scores, top - 1)[:top] if top < len(ids) else np.arange(len(ids))
@@ -336,10 +346,50 @@ class KnowledgeIndex:
             rows = np.asarray(self._matrix()[np.asarray(ids, dtype=np.int64)])
         return [float(x) for x in rows @ q]
 
-    def keyword_ids(self, query: str, k: int) -> list[tuple[int, float]]:
+    def keyword_ids(
+        self, query: str, k: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
         """The ``k`` best BM25 matches of any of the query's words: (id, BM25), best first."""
         with self._lock:
-            return self._keywords.search(query, k, self._alive)
+            return self._keywords.search(query, k, self._alive, allowed)
+
+    def matching(
+        self,
+        sources: Sequence[str] | None = None,
+        pages: Sequence[int] | tuple[int | None, int | None] | None = None,
+        heading: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> np.ndarray:
+        """A mask of the rows whose chunk is from one of ``sources``, on one of ``pages`` (a
+        list, or a ``(from, to)`` range as a tuple), under a ``heading`` (a GLOB) and has
+        each ``meta`` key equal to its value."""
+        where, args = [], []
+        if sources is not None:
+            where.append(f"source IN ({','.join('?' * len(sources))})")
+            args += list(sources)
+        if isinstance(pages, tuple):
+            low, high = pages
+            if low is not None:
+                where.append("json_extract(meta, '$.page') >= ?")
+                args.append(low)
+            if high is not None:
+                where.append("json_extract(meta, '$.page') <= ?")
+                args.append(high)
+        elif pages is not None:
+            where.append(f"json_extract(meta, '$.page') IN ({','.join('?' * len(pages))})")
+            args += list(pages)
+        if heading is not None:
+            where.append("heading GLOB ?")
+            args.append(heading)
+        for key, value in (meta or {}).items():
+            where.append("json_extract(meta, ?) = ?")
+            args += [f'$."{key}"', value]
+        sql = "SELECT id FROM chunks" + (" WHERE " + " AND ".join(where) if where else "")
+        with self._lock:
+            ids = np.fromiter((r[0] for r in self._db.execute(sql, args)), np.int64)
+            mask = np.zeros(self.rows, dtype=bool)
+        mask[ids[ids < len(mask)]] = True
+        return mask
 
     def chunks(self, ids: Iterable[int]) -> dict[int, tuple[str, str, int, str, dict[str, Any]]]:
         ids = list(ids)
@@ -363,9 +413,11 @@ class KnowledgeIndex:
         weights: tuple[float, float] = (1.0, 1.0),
         rrf_k: int = 60,
         depth: int | None = None,
+        allowed: np.ndarray | None = None,
     ) -> list[Hit]:
         """Search by ``mode`` (vector, keyword or hybrid). Hybrid fuses the top ``depth``
-        (default max(50, 4k)) of each ranking; ``weights`` are (vector, keyword)."""
+        (default max(50, 4k)) of each ranking; ``weights`` are (vector, keyword); ``allowed``
+        (a mask of rows, ``matching``) keeps the search to those chunks."""
         if mode not in MODES:
             raise ValueError(f"unknown search mode {mode!r}; use one of {list(MODES)}")
         depth = depth or max(50, 4 * k)
@@ -374,9 +426,9 @@ class KnowledgeIndex:
         if mode in ("vector", "hybrid"):
             if vector is None:
                 raise ValueError("vector search needs a query vector")
-            vec = self.vector_ids(vector, k if mode == "vector" else depth)
+            vec = self.vector_ids(vector, k if mode == "vector" else depth, allowed)
         if mode in ("keyword", "hybrid"):
-            kw = self.keyword_ids(text, k if mode == "keyword" else depth)
+            kw = self.keyword_ids(text, k if mode == "keyword" else depth, allowed)
         vrank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
         krank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
         if mode == "vector":

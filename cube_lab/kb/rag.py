@@ -30,7 +30,7 @@ from ..chat.upstream import TargetFailed
 from ..errors import Conflict, InvalidInput
 from ..identity import Caller
 from ..locale.messages import _t
-from .service import KnowledgeBaseService, check_k, search_mode
+from .service import KnowledgeBaseService, check_filters, check_k, search_mode
 
 DEFAULT_K = 5
 DEFAULT_THRESHOLD = 0.25  # cosine (MiniLM): unrelated text scores about -0.1 to 0.2
@@ -48,6 +48,7 @@ FIELDS = {
     "threshold",
     "template",
     "system",
+    "filters",
 }
 DEFAULT_TEMPLATE = """\
 Answer the question with the numbered passages from the knowledge base below. Use only what \
@@ -302,6 +303,7 @@ def answer(
     template = check_template(body.get("template"))
     system = check_text("system", body.get("system"))
     params = check_params(body.get("params"))
+    filters = check_filters(body.get("filters"))
     if body.get("target") is None:
         raise InvalidInput(
             _t("target is required: the model that answers"),
@@ -314,7 +316,9 @@ def answer(
     view = kb.get(caller, project, name)  # NotFound for another's or none
     base_url, headers, key, model, shown = _endpoint(serving, caller, view.project, target, api_key)
 
-    hits = kb.retrieve(caller, view.project, name, query, k=k, mode=mode)
+    hits = kb.retrieve(
+        caller, view.project, name, query, k=k, mode=mode, filters=filters, name_source=name_source
+    )
     score_of = "score" if mode == "keyword" else "cosine"
     given = [h for h in hits if h[score_of] is not None and h[score_of] >= threshold]
     result: dict[str, Any] = {

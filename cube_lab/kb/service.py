@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fnmatch
 import hashlib
 import json
 import os
@@ -87,6 +88,88 @@ def _unsupported(path: Path) -> InvalidInput:
             value=", ".join(sorted(SUFFIXES)),
         ),
     )
+
+
+FILTERS = ("source", "page", "heading", "meta")
+_FILTER_EXAMPLE = '{"source": "docs/*.pdf", "page": {"from": 2, "to": 5}, "heading": "Setup*"}'
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_filters(raw: object) -> dict[str, Any] | None:
+    """Metadata filters, all optional, all of them must hold: ``source`` (a glob or a list of
+    globs on the source as the caller names it), ``page`` (a number, a list of numbers or
+    ``{"from", "to"}``), ``heading`` (a glob on the heading path "A > B") and ``meta``
+    (``{key: value}`` equal in the chunk's metadata, e.g. a CSV column)."""
+    if raw is None or raw == {}:
+        return None
+    if not isinstance(raw, dict):
+        raise InvalidInput(
+            _t("filters must be an object"), _t("e.g. {value}", value=_FILTER_EXAMPLE)
+        )
+    unknown = sorted(set(raw) - set(FILTERS))
+    if unknown:
+        raise InvalidInput(
+            _t("unknown filters {unknown}", unknown=unknown),
+            _t("Known: {value}", value=", ".join(FILTERS)),
+        )
+    out: dict[str, Any] = {}
+    source = raw.get("source")
+    if source is not None:
+        globs = [source] if isinstance(source, str) else source
+        if (
+            not isinstance(globs, list)
+            or not globs
+            or not all(isinstance(g, str) and g for g in globs)
+        ):
+            raise InvalidInput(
+                _t("filters.source must be a glob or a list of globs"),
+                _t('e.g. "docs/*.pdf" or ["*.md", "upload:*"]'),
+            )
+        out["source"] = globs
+    page = raw.get("page")
+    if page is not None:
+        if _is_int(page):
+            out["pages"] = [page]
+        elif isinstance(page, list) and page and all(_is_int(p) for p in page):
+            out["pages"] = list(page)
+        elif (
+            isinstance(page, dict)
+            and page
+            and set(page) <= {"from", "to"}
+            and all(_is_int(v) for v in page.values())
+        ):
+            out["pages"] = (page.get("from"), page.get("to"))
+        else:
+            raise InvalidInput(
+                _t("filters.page must be a page number, a list of them or {{from, to}}"),
+                _t('e.g. 3, [1, 2] or {{"from": 2, "to": 5}}'),
+            )
+    heading = raw.get("heading")
+    if heading is not None:
+        if not isinstance(heading, str) or not heading:
+            raise InvalidInput(
+                _t("filters.heading must be a glob"), _t('e.g. "Install*" or "* > Refunds"')
+            )
+        out["heading"] = heading
+    meta = raw.get("meta")
+    if meta is not None:
+        if not isinstance(meta, dict) or not all(
+            isinstance(k, str)
+            and k
+            and '"' not in k
+            and isinstance(v, str | int | float)
+            and not isinstance(v, bool)
+            for k, v in meta.items()
+        ):
+            raise InvalidInput(
+                _t("filters.meta must map keys to a text or a number"),
+                _t('e.g. {{"topic": "faq"}} (a CSV column of the row)'),
+            )
+        out["meta"] = dict(meta)
+    return out
 
 
 @dataclass(frozen=True)
@@ -453,19 +536,50 @@ class KnowledgeBaseService:
         k: object = 5,
         mode: object = "hybrid",
         weights: tuple[float, float] = (1.0, 1.0),
+        filters: object = None,
+        name_source: Callable[[str], str] | None = None,
     ) -> list[dict[str, Any]]:
+        """The ``k`` best chunks; ``filters`` (``check_filters``) keep the search to the
+        chunks that match them, ``source`` globs matched against ``name_source(source)``
+        (how the caller names sources) or the stored name."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput(_t("query text is required"), _t('e.g. {{"query": "how do I ..."}}'))
         mode = search_mode(mode)
         k = check_k(k)
+        checked = check_filters(filters)
         folder, _ = self._folder(caller, project, name)
         config = self._config(folder)
         index = self._index(folder, config)
+        allowed = self._allowed(index, checked, name_source)
         vector = None
         if mode != "keyword":
             vector = self.embedder(config["model"]).embed([text])[0]
-        hits = index.search(mode, k, text=text, vector=vector, weights=weights)
+        hits = index.search(mode, k, text=text, vector=vector, weights=weights, allowed=allowed)
         return [asdict(h) for h in hits]
+
+    @staticmethod
+    def _allowed(
+        index: KnowledgeIndex,
+        filters: dict[str, Any] | None,
+        name_source: Callable[[str], str] | None,
+    ) -> Any:
+        if filters is None:
+            return None
+        sources = None
+        if "source" in filters:
+            named = name_source or (lambda s: s)
+            sources = [
+                s["source"]
+                for s in index.sources()
+                if any(
+                    fnmatch.fnmatchcase(named(s["source"]), g)
+                    or fnmatch.fnmatchcase(s["source"], g)
+                    for g in filters["source"]
+                )
+            ]
+        return index.matching(
+            sources, filters.get("pages"), filters.get("heading"), filters.get("meta")
+        )
 
     def retrieve(
         self,
@@ -476,16 +590,20 @@ class KnowledgeBaseService:
         *,
         k: int,
         mode: str,
+        filters: dict[str, Any] | None = None,
+        name_source: Callable[[str], str] | None = None,
     ) -> list[dict[str, Any]]:
         """``query``'s hits, each with ``cosine``: the exact cosine of the chunk with the
-        query (``None`` in keyword mode), whichever half of a hybrid search found it."""
+        query (``None`` in keyword mode), whichever half of a hybrid search found it;
+        ``filters`` as checked by ``check_filters``."""
         folder, _ = self._folder(caller, project, name)
         config = self._config(folder)
         index = self._index(folder, config)
+        allowed = self._allowed(index, filters, name_source)
         vector = None
         if mode != "keyword":
             vector = self.embedder(config["model"]).embed([text])[0]
-        hits = index.search(mode, k, text=text, vector=vector)
+        hits = index.search(mode, k, text=text, vector=vector, allowed=allowed)
         cosines = index.cosines([h.id for h in hits], vector) if vector is not None else []
         return [
             {**asdict(h), "cosine": cosines[n] if vector is not None else None}

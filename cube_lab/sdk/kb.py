@@ -118,7 +118,14 @@ class _Local:
 
     def search(self, project: str, name: str, body: Json) -> Json:
         hits = self.kb.query(
-            self.caller, project, name, body["query"], k=body["k"], mode=body["mode"]
+            self.caller,
+            project,
+            name,
+            body["query"],
+            k=body["k"],
+            mode=body["mode"],
+            filters=body.get("filters"),
+            name_source=self.name,
         )
         return {**body, "hits": self._named(hits)}
 
@@ -328,10 +335,16 @@ class KnowledgeBase:
         """Remove a source (as ``sources()`` names it) and its chunks; how many went."""
         return int(_api().remove(self.project, self.name, source)["removed_chunks"])
 
-    def search(self, query: str, k: int = 5, mode: str = "hybrid") -> builtins.list[Json]:
+    def search(
+        self, query: str, k: int = 5, mode: str = "hybrid", filters: Json | None = None
+    ) -> builtins.list[Json]:
         """The ``k`` best chunks for ``query`` (``vector``, ``keyword``/``bm25``, ``hybrid``):
-        text, source, position, heading, score and each half's score and rank."""
-        body = {"query": query, "k": k, "mode": mode}
+        text, source, position, heading, score and each half's score and rank. ``filters``:
+        ``{"source": "docs/*.pdf", "page": 3 | [1, 2] | {"from", "to"}, "heading": "A*",
+        "meta": {"topic": "faq"}}`` (all that are given must hold)."""
+        body: Json = {"query": query, "k": k, "mode": mode}
+        if filters:
+            body["filters"] = filters
         return builtins.list(_api().search(self.project, self.name, body)["hits"])
 
     def evaluate(self, questions: builtins.list[Json], k: int = 10, mode: str = "hybrid") -> Json:
@@ -353,6 +366,7 @@ class KnowledgeBase:
         threshold: float | None = None,
         template: str | None = None,
         system: str | None = None,
+        filters: Json | None = None,
         **params: Any,
     ) -> Json:
         """Ask a model with the passages that match ``query``: an LLM ``deployment`` of the
@@ -384,6 +398,7 @@ class KnowledgeBase:
             "template": template,
             "system": system,
             "params": params or None,
+            "filters": filters or None,
         }
         return _api().chat(
             self.project, self.name, {k: v for k, v in body.items() if v is not None}
