@@ -7,3 +7,4 @@ import './tuning.css';
 import './deployments.css';
 import './labeling.css';
 import './chat.css';
+import './kb.css';
