@@ -222,7 +222,8 @@ test.describe('cube-lab chat', () => {
     );
 
     // Stop: a long answer stopped early is kept as "stopped"
-    await chat.locator('input[name="max_tokens"]').fill('4000');
+    // the tiny model's context is 512 tokens
+    await chat.locator('input[name="max_tokens"]').fill('400');
     // the tiny model answers in a blink: Stop is clicked from the page at the first delta
     await page.evaluate(() => {
       const observer = new MutationObserver(() => {

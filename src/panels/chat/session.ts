@@ -235,7 +235,12 @@ export class ChatSession {
       }
       if (Object.keys(changes).length) {
         const changed = await updateConversation(current.id, changes);
-        this._conversation = { ...current, ...changed };
+        // the PATCH answer carries no messages (or `"messages": null`): keep ours
+        this._conversation = {
+          ...current,
+          ...changed,
+          messages: current.messages
+        };
         this._saved.emit(changed);
       }
       return current.id;
