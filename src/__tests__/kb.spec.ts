@@ -14,7 +14,9 @@ import {
   ingestProgressText,
   parsePaths,
   queryTerms,
-  sourceLabel
+  reflow,
+  sourceLabel,
+  splitSource
 } from '../panels/kb/logic';
 
 /** An English bundle: fills %1, %2... and picks the plural by n. */
@@ -33,12 +35,15 @@ const marked = (text: string, terms: string[]) =>
     .join('');
 
 describe('queryTerms', () => {
-  it('lower-cases, keeps each word once, longest first, drops one letter', () => {
-    expect(queryTerms('How do I index an Index? a b')).toEqual([
-      'index',
-      'how',
-      'an',
-      'do'
+  it('lower-cases, keeps each word once, longest first, drops one letter and common words', () => {
+    expect(queryTerms('How do I index an Index? a b refunds')).toEqual([
+      'refunds',
+      'index'
+    ]);
+    expect(queryTerms('how long until my refund is paid')).toEqual([
+      'refund',
+      'long',
+      'paid'
     ]);
   });
 
@@ -69,8 +74,8 @@ describe('highlight', () => {
   });
 
   it('prefers the longer term where two overlap', () => {
-    expect(marked('indexing in', queryTerms('in indexing'))).toBe(
-      '<indexing> <in>'
+    expect(marked('indexing index', queryTerms('index indexing'))).toBe(
+      '<indexing> <index>'
     );
   });
 
@@ -219,5 +224,22 @@ describe('paths and names', () => {
   it('names a source by its last segment', () => {
     expect(sourceLabel('docs/guide/intro.md')).toBe('intro.md');
     expect(sourceLabel('upload:notes.md')).toBe('notes.md');
+  });
+
+  it('cuts a source into its folder and its file', () => {
+    expect(splitSource('docs/guide/intro.md')).toEqual({
+      dir: 'docs/guide/',
+      file: 'intro.md'
+    });
+    expect(splitSource('upload:notes.md')).toEqual({
+      dir: '',
+      file: 'notes.md'
+    });
+  });
+
+  it("joins a paragraph's wrapped lines, keeps blank lines", () => {
+    expect(reflow('# Title\n\nline one\nline two\n\nnext  \n para\n')).toBe(
+      '# Title\n\nline one line two\n\nnext para'
+    );
   });
 });

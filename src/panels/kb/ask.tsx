@@ -186,7 +186,7 @@ export function AskBox(props: {
                       setShown(shown === c.number ? null : c.number)
                     }
                   >
-                    [{c.number}] {c.source}
+                    [{c.number}] {c.name || c.source}
                     {c.page !== null ? ` · ${trans.__('page %1', c.page)}` : ''}
                     {c.heading ? ` · ${c.heading}` : ''}
                   </button>

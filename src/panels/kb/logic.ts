@@ -15,16 +15,26 @@ export interface Segment {
 
 const CJK = /[\u3400-\u9fff\uf900-\ufaff]/u;
 
+/** Words too common to be worth marking in a chunk. */
+const STOPWORDS = new Set(
+  (
+    'a an and are as at be by can do does for from has have how i if in is it ' +
+    'its my of on or our so than that the their then there these this to until ' +
+    'was we were what when where which who why will with you your'
+  ).split(' ')
+);
+
 /**
  * The words of a query to highlight: lower-cased, each once, longest first
- * (so "index" wins over "in"); one-letter Latin words are left out, a single
- * CJK character is kept.
+ * (so "indexing" wins over "index"); one-letter Latin words and common
+ * English words ("is", "the", "how") are left out, a single CJK character is
+ * kept.
  */
 export function queryTerms(query: string): string[] {
   const words = query.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
   const kept = new Set<string>();
   for (const word of words) {
-    if (word.length > 1 || CJK.test(word)) {
+    if ((word.length > 1 || CJK.test(word)) && !STOPWORDS.has(word)) {
       kept.add(word);
     }
   }
@@ -239,4 +249,23 @@ export function sourceLabel(source: string): string {
     : source;
   const parts = bare.split('/');
   return parts[parts.length - 1] || bare;
+}
+
+/**
+ * A chunk's text for reading: the line breaks inside a paragraph (the
+ * source's wrapping) become spaces; blank lines between paragraphs stay.
+ */
+export function reflow(text: string): string {
+  return text.replace(/[ \t]*\n(?![ \t]*\n)(?<!\n[ \t]*\n)[ \t]*/g, ' ').trim();
+}
+
+/** A source path cut into its folder ("" for none) and its file name. */
+export function splitSource(source: string): { dir: string; file: string } {
+  const bare = source.startsWith('upload:')
+    ? source.slice('upload:'.length)
+    : source;
+  const cut = bare.lastIndexOf('/');
+  return cut < 0
+    ? { dir: '', file: bare }
+    : { dir: bare.slice(0, cut + 1), file: bare.slice(cut + 1) };
 }

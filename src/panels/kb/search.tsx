@@ -14,7 +14,14 @@ import {
   searchKnowledgeBase
 } from '../../api';
 import { ErrorBox } from '../errorbox';
-import { formatScore, highlight, hitScores, queryTerms } from './logic';
+import {
+  formatScore,
+  highlight,
+  hitScores,
+  queryTerms,
+  reflow,
+  splitSource
+} from './logic';
 
 export const MODES: KbMode[] = ['hybrid', 'vector', 'keyword'];
 
@@ -38,7 +45,7 @@ export function Highlighted(props: {
 }): JSX.Element {
   return (
     <>
-      {highlight(props.text, props.terms).map((s, n) =>
+      {highlight(reflow(props.text), props.terms).map((s, n) =>
         s.match ? (
           <mark key={n} className="cube-KbMark">
             {s.text}
@@ -149,12 +156,12 @@ export function RetrievalTest(props: {
         <>
           <p className="cube-KbSearch-summary">
             {trans._n(
-              '%1 chunk for “%2” (%3)',
-              '%1 chunks for “%2” (%3)',
+              '%1 chunk for “%2”',
+              '%1 chunks for “%2”',
               result.hits.length,
-              result.query,
-              modeLabel(result.mode, trans)
+              result.query
             )}
+            {` · ${modeLabel(result.mode, trans)}`}
             {ms !== null ? ` · ${Math.round(ms)} ms` : ''}
           </p>
           <ol className="cube-KbHits" aria-label={trans.__('Ranked chunks')}>
@@ -198,9 +205,7 @@ function HitCard(props: {
     <li className="cube-KbHit" data-rank={props.rank} data-source={hit.source}>
       <div className="cube-KbHit-head">
         <span className="cube-KbHit-rank">#{props.rank}</span>
-        <span className="cube-KbHit-source" title={hit.source}>
-          {hit.source}
-        </span>
+        <SourceName source={hit.source} className="cube-KbHit-source" />
         {hit.heading ? (
           <span className="cube-KbHit-heading" title={hit.heading}>
             {hit.heading}
@@ -222,5 +227,22 @@ function HitCard(props: {
         <Highlighted text={hit.text} terms={props.terms} />
       </div>
     </li>
+  );
+}
+
+/** A source as "folder/ file.md": the folder dimmed and cut first when short of room. */
+export function SourceName(props: {
+  source: string;
+  className?: string;
+}): JSX.Element {
+  const { dir, file } = splitSource(props.source);
+  return (
+    <span
+      className={`cube-KbSourceName ${props.className ?? ''}`}
+      title={props.source}
+    >
+      {dir ? <span className="cube-KbSourceName-dir">{dir}</span> : null}
+      <span className="cube-KbSourceName-file">{file}</span>
+    </span>
   );
 }

@@ -26,7 +26,7 @@ import { AskBox } from './ask';
 import { IngestProgress } from './ingest';
 import { ingestActive, parsePaths } from './logic';
 import { confirmRemoveSource } from './remove';
-import { RetrievalTest } from './search';
+import { RetrievalTest, SourceName } from './search';
 
 type ErrorInfo = { error: string; detail: string };
 
@@ -222,9 +222,7 @@ export class KnowledgeBaseView extends ReactWidget {
             className="jp-mod-styled cube-KbInput cube-KbAdd-paths"
             name="kb-paths"
             value={this._paths}
-            placeholder={trans.__(
-              'docs, notes/guide.md (under the server root)'
-            )}
+            placeholder="docs, notes/guide.md"
             aria-label={trans.__('Files or folders to add')}
             onChange={e => {
               this._paths = e.target.value;
@@ -240,6 +238,9 @@ export class KnowledgeBaseView extends ReactWidget {
           </button>
         </form>
         <div className="cube-KbAdd-more">
+          <span className="cube-Muted">
+            {trans.__('Files or folders under the server root;')}
+          </span>
           {this._selected ? (
             <button
               className="cube-TLink"
@@ -310,8 +311,8 @@ export class KnowledgeBaseView extends ReactWidget {
             <tbody>
               {this._sources.map(s => (
                 <tr key={s.source} data-source={s.source}>
-                  <td className="cube-KbSource-name" title={s.source}>
-                    {s.source}
+                  <td className="cube-KbSource-name">
+                    <SourceName source={s.source} />
                   </td>
                   <td>{s.kind}</td>
                   <td className="cube-num">{s.chunks}</td>
