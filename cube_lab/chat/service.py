@@ -25,6 +25,7 @@ from ..locale.messages import _t
 from ..projects import ProjectService
 from ..store import Store
 from ..store.models import ChatConversation, ChatMessage, Project
+from . import endpoint
 from .params import MASK, check_params, check_target, check_text, check_title
 
 if TYPE_CHECKING:
@@ -216,18 +217,13 @@ class ChatService:
             )
         return found
 
-    def _check_deployment(self, caller: Caller, project: str, target: dict[str, Any]) -> Any:
-        view = self.serving.get(caller, target["deployment"], project)
-        if view.runtime != "llm":
-            raise InvalidInput(
-                _t(
-                    "deployment {name!r} serves no language model (runtime {runtime})",
-                    name=view.name,
-                    runtime=view.runtime,
-                ),
-                _t("Chat with a deployment whose runtime is llm (GET /chat/targets lists them)."),
-            )
-        return view
+    def _check_target(self, caller: Caller, project: str, target: dict[str, Any]) -> None:
+        """A deployment that serves a language model (404 for another's), or a URL this
+        server may call."""
+        if "deployment" in target:
+            endpoint.llm_deployment(self.serving, caller, project, target["deployment"])
+        else:
+            endpoint.check_outbound(target["base_url"])
 
     # -- conversations -----------------------------------------------------------------
 
@@ -271,8 +267,7 @@ class ChatService:
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
             project_name = self.projects.resolve(s, caller, project).name
-        if "deployment" in target:
-            self._check_deployment(caller, project_name, target)
+        self._check_target(caller, project_name, target)
         with self.store.write() as s:
             project_row = self.projects.resolve(s, caller, project_name)
             row = ChatConversation(
@@ -312,8 +307,8 @@ class ChatService:
             row, project = self._conversation(s, caller, conversation_id)
             project_name, old_key = project.name, row.api_key
         if target is not None:
+            self._check_target(caller, project_name, target)
             if "deployment" in target:
-                self._check_deployment(caller, project_name, target)
                 key = None
             elif key == MASK:
                 key = old_key  # sent back as a view showed it: keep the stored one
@@ -454,25 +449,10 @@ class ChatService:
                 if answer is not None and _answer_text(answer):
                     history.append({"role": "assistant", "content": _answer_text(answer)})
             history.append({"role": "user", "content": question})
-        if "deployment" in target:
-            view = self._check_deployment(caller, project_name, target)
-            if view.status != "running" or not view.endpoint:
-                raise Conflict(
-                    _t(
-                        "deployment {name!r} is not running ({status})",
-                        name=view.name,
-                        status=view.status,
-                    ),
-                    _t("Start it again from the Models panel or with cube-lab deploy."),
-                )
-            token = self.serving.router_token(caller, view.name, project_name)
-            url = f"{view.endpoint}/v1/chat/completions"
-            headers = {"X-Cube-Token": token}
-            model = target.get("model") or view.model
-        else:
-            url = f"{target['base_url']}/chat/completions"
-            headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-            model = target["model"]
+        found = endpoint.resolve(self.serving, caller, project_name, target, api_key)
+        url, headers, model = f"{found.base_url}/chat/completions", found.headers, found.model
+        if found.api_key:
+            headers = {**headers, "Authorization": f"Bearer {found.api_key}"}
         payload = {
             "model": model,
             "messages": history,

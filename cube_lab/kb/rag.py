@@ -25,9 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..chat import endpoint
 from ..chat.params import check_params, check_target, check_text
 from ..chat.upstream import TargetFailed
-from ..errors import Conflict, InvalidInput
+from ..errors import InvalidInput
 from ..identity import Caller
 from ..locale.messages import _t
 from .service import KnowledgeBaseService, check_filters, check_k, search_mode
@@ -183,43 +184,8 @@ def cited_numbers(answer: str, given: int) -> list[int]:
     return out
 
 
-def _endpoint(
-    serving: Any, caller: Caller, project: str, target: dict[str, Any], api_key: str | None
-) -> tuple[str, dict[str, str], str | None, str, dict[str, Any]]:
-    """(base URL, headers, API key, model, the target as the answer shows it)."""
-    if "deployment" in target:
-        view = serving.get(caller, target["deployment"], project)  # NotFound: another's, none
-        if view.runtime != "llm":
-            raise InvalidInput(
-                _t(
-                    "deployment {name!r} serves no language model (runtime {runtime})",
-                    name=view.name,
-                    runtime=view.runtime,
-                ),
-                _t("Chat with a deployment whose runtime is llm (GET /chat/targets lists them)."),
-            )
-        if view.status != "running" or not view.endpoint:
-            raise Conflict(
-                _t(
-                    "deployment {name!r} is not running ({status})",
-                    name=view.name,
-                    status=view.status,
-                ),
-                _t("Start it again from the Models panel or with cube-lab deploy."),
-            )
-        token = serving.router_token(caller, view.name, project)
-        model = target.get("model") or view.model
-        shown = {"deployment": view.name, "model": model}
-        return f"{view.endpoint}/v1", {"X-Cube-Token": token}, None, model, shown
-    shown = {"base_url": target["base_url"], "model": target["model"]}
-    return target["base_url"], {}, api_key, target["model"], shown
-
-
 def _complete(
-    base_url: str,
-    headers: dict[str, str],
-    api_key: str | None,
-    model: str,
+    found: endpoint.Endpoint,
     messages: list[dict[str, str]],
     params: dict[str, Any],
 ) -> tuple[str, dict[str, Any] | None]:
@@ -231,17 +197,18 @@ def _complete(
         raise InvalidInput(
             _t("the openai client is not installed"), _t("pip install 'cube-lab[kb]'")
         ) from exc
+    base_url = found.base_url
     client = openai.OpenAI(
         base_url=base_url,
-        api_key=api_key or "none",
-        default_headers=headers,
+        api_key=found.api_key or "none",
+        default_headers=found.headers,
         max_retries=0,
         timeout=openai.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
     )
     try:
         with client:
             reply = client.chat.completions.create(
-                model=model, messages=messages, stream=False, **params
+                model=found.model, messages=messages, stream=False, **params
             )
     except openai.APIStatusError as exc:
         detail = ""
@@ -314,7 +281,7 @@ def answer(
         )
     target, api_key = check_target(body.get("target"))
     view = kb.get(caller, project, name)  # NotFound for another's or none
-    base_url, headers, key, model, shown = _endpoint(serving, caller, view.project, target, api_key)
+    found = endpoint.resolve(serving, caller, view.project, target, api_key)
 
     hits = kb.retrieve(
         caller, view.project, name, query, k=k, mode=mode, filters=filters, name_source=name_source
@@ -328,7 +295,7 @@ def answer(
         "mode": mode,
         "k": k,
         "threshold": threshold,
-        "target": shown,
+        "target": found.shown,
         "retrieved": len(hits),
     }
     if not given:
@@ -351,7 +318,7 @@ def answer(
     messages = ([{"role": "system", "content": system}] if system else []) + [
         {"role": "user", "content": prompt}
     ]
-    text, usage = _complete(base_url, headers, key, model, messages, params)
+    text, usage = _complete(found, messages, params)
     cited = cited_numbers(text, len(given))
     citations = [
         {
