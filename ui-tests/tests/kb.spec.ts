@@ -1,0 +1,283 @@
+/**
+ * The Knowledge bases panel against the real server: a knowledge base is
+ * created from the side panel, two Markdown documents (written through the
+ * contents API) are added by path and their ingest is watched to done (files
+ * 2 of 2), a retrieval test ranks the right chunk first with its scores and
+ * the query's words highlighted, and Ask answers through a fake
+ * OpenAI-compatible server started here with a numbered citation that shows
+ * the cited chunk. Pictured in the light and the dark theme, in English and
+ * in Chinese.
+ */
+import {
+  expect,
+  galata,
+  IJupyterLabPageFixture,
+  test
+} from '@jupyterlab/galata';
+import type { APIRequestContext, Locator } from '@playwright/test';
+import * as http from 'http';
+import type { AddressInfo } from 'net';
+
+import { lightAndDark, putText } from './helpers';
+
+const API = '/cube/api/v1';
+
+const REFUNDS = `# Refunds
+
+A refund is paid back to the original card within thirty days of the
+return. Store credit is offered for items bought in a sale. Keep the
+receipt: the zephyrine sticker on it is the proof of purchase.
+`;
+
+const SHIPPING = `# Shipping
+
+Parcels leave the warehouse every weekday before noon and arrive in two
+to four working days. Heavy furniture travels by freight and is booked
+for a delivery slot by phone.
+`;
+
+/** A fake OpenAI-compatible chat server: it cites the passage about thirty days. */
+async function fakeModel(): Promise<{ url: string; close: () => void }> {
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', chunk => (raw += chunk));
+    req.on('end', () => {
+      const body = JSON.parse(raw || '{}');
+      const prompt = (body.messages ?? [])
+        .map((m: { content: string }) => m.content)
+        .join('\n');
+      let cite = 1;
+      for (const m of prompt.matchAll(/\[(\d+)\]([^[]*)/g)) {
+        if (m[2].includes('thirty days')) {
+          cite = Number(m[1]);
+          break;
+        }
+      }
+      const content = `A refund is paid within thirty days of the return [${cite}].`;
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'chatcmpl-fake',
+          object: 'chat.completion',
+          created: Math.floor(Date.now() / 1000),
+          model: body.model ?? 'fake',
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content },
+              finish_reason: 'stop'
+            }
+          ],
+          usage: { prompt_tokens: 50, completion_tokens: 12, total_tokens: 62 }
+        })
+      );
+    });
+  });
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/v1`, close: () => server.close() };
+}
+
+async function removeKb(
+  request: APIRequestContext,
+  base: string,
+  name: string
+): Promise<void> {
+  const list = await request.get(`${base}${API}/kb`);
+  for (const kb of (await list.json()).knowledge_bases ?? []) {
+    if (kb.name === name) {
+      await request.delete(
+        `${base}${API}/kb/${encodeURIComponent(kb.project)}/${encodeURIComponent(name)}`
+      );
+    }
+  }
+}
+
+/** Create, add both documents, watch the ingest end; the open view. */
+async function createAndIngest(
+  page: IJupyterLabPageFixture,
+  name: string,
+  folder: string,
+  labels: { create: string; add: string; progress: RegExp }
+): Promise<Locator> {
+  // the cube-lab tabs come a moment after the launcher
+  await expect(
+    page.locator('.lm-TabBar-tab[data-id="cube-lab-kb-panel"]')
+  ).toBeVisible({ timeout: 30_000 });
+  await page.sidebar.openTab('cube-lab-kb-panel');
+  const panel = page.locator('.cube-KbPanel');
+  await panel.getByRole('button', { name: labels.create }).first().click();
+  const form = panel.locator('.cube-KbCreate');
+  await form.locator('input[name="kb-name"]').fill(name);
+  await form.locator('button[type="submit"]').click();
+
+  const view = page.locator('.cube-KbView');
+  await expect(view.locator('.cube-Header h2')).toHaveText(name, {
+    timeout: 15_000
+  });
+  await expect(panel.locator(`.cube-KbItem[data-kb="${name}"]`)).toBeVisible();
+
+  await view
+    .locator('input[name="kb-paths"]')
+    .fill(`${folder}/refunds.md, ${folder}/shipping.md`);
+  await view.getByRole('button', { name: labels.add, exact: true }).click();
+  const ingest = view.locator('.cube-KbIngest').first();
+  await expect(ingest).toBeVisible();
+  await expect(ingest).toHaveAttribute('data-status', 'succeeded', {
+    timeout: 120_000
+  });
+  await expect(ingest.locator('.cube-KbIngest-text')).toHaveText(
+    labels.progress
+  );
+  await expect(ingest.locator('.cube-KbIngest-file')).toHaveCount(2);
+  await expect(view.locator('.cube-KbSourceTable tbody tr')).toHaveCount(2);
+  return view;
+}
+
+async function retrievalTest(view: Locator, query: string): Promise<Locator> {
+  await view.locator('input[name="kb-query"]').fill(query);
+  await view.locator('.cube-KbSearch-form button[type="submit"]').click();
+  await expect(view.locator('.cube-KbSearch-summary')).toContainText(query, {
+    timeout: 30_000
+  });
+  const first = view.locator('.cube-KbHit').first();
+  await expect(first).toBeVisible({ timeout: 30_000 });
+  return first;
+}
+
+test.describe('cube-lab knowledge bases', () => {
+  test.setTimeout(240_000);
+
+  test('create, ingest two documents, retrieval test, ask with citations', async ({
+    page,
+    request,
+    baseURL,
+    tmpPath
+  }) => {
+    const base = baseURL!;
+    await removeKb(request, base, 'handbook');
+    await putText(request, base, `${tmpPath}/refunds.md`, REFUNDS);
+    await putText(request, base, `${tmpPath}/shipping.md`, SHIPPING);
+
+    // the empty panel, then the create form
+    await page.sidebar.openTab('cube-lab-kb-panel');
+    await expect(page.locator('.cube-KbPanel .cube-TEmpty')).toBeVisible({
+      timeout: 15_000
+    });
+
+    const view = await createAndIngest(page, 'handbook', tmpPath, {
+      create: 'New knowledge base',
+      add: 'Add',
+      progress: /2 of 2 files · \d+ chunks?/
+    });
+    await expect(
+      page.locator('.cube-KbItem[data-kb="handbook"] .cube-KbItem-meta')
+    ).toContainText('2 sources', { timeout: 15_000 });
+    await lightAndDark(page, 'kb-ingested');
+
+    // hybrid: the refunds chunk first, with fused, vector and keyword scores
+    const first = await retrievalTest(view, 'how long until my refund is paid');
+    await expect(first).toHaveAttribute('data-source', /refunds\.md$/);
+    await expect(first.locator('.cube-KbScore')).toHaveCount(3);
+    await expect(first.locator('.cube-KbScore-fused')).toBeVisible();
+    await expect(first.locator('mark.cube-KbMark').first()).toHaveText(
+      /refund/i
+    );
+
+    // keyword: a rare exact term finds its chunk, highlighted
+    await view.locator('select[name="kb-mode"]').selectOption('keyword');
+    const rare = await retrievalTest(view, 'zephyrine');
+    await expect(rare).toHaveAttribute('data-source', /refunds\.md$/);
+    await expect(rare.locator('mark.cube-KbMark')).toHaveText('zephyrine');
+    await view.locator('select[name="kb-mode"]').selectOption('hybrid');
+    await retrievalTest(view, 'how long until my refund is paid');
+    await lightAndDark(page, 'kb-retrieval-test');
+
+    // Ask through a fake OpenAI-compatible server: a numbered citation
+    const model = await fakeModel();
+    try {
+      const ask = view.locator('.cube-KbAsk');
+      await ask.locator('select[name="kb-target"]').selectOption('__url__');
+      await ask.locator('input[name="kb-base-url"]').fill(model.url);
+      await ask.locator('input[name="kb-model"]').fill('fake-model');
+      await ask
+        .locator('input[name="kb-question"]')
+        .fill('How long does a refund take?');
+      await ask.locator('button[type="submit"]').click();
+      const answer = ask.locator('.cube-KbAnswer');
+      await expect(answer).toHaveAttribute('data-answered', 'true', {
+        timeout: 30_000
+      });
+      const cite = answer.locator('.cube-KbCite').first();
+      await expect(cite).toBeVisible();
+      await cite.click();
+      await expect(answer.locator('.cube-KbCited')).toContainText(
+        'thirty days'
+      );
+      await expect(answer.locator('.cube-KbCited')).toContainText('refunds.md');
+      await ask.scrollIntoViewIfNeeded();
+      await lightAndDark(page, 'kb-ask');
+    } finally {
+      model.close();
+    }
+
+    // remove a source: its row goes
+    await view
+      .locator('.cube-KbSourceTable tr[data-source$="shipping.md"] button')
+      .click();
+    await page.locator('.jp-Dialog .jp-mod-warn').click();
+    await expect(view.locator('.cube-KbSourceTable tbody tr')).toHaveCount(1);
+
+    // delete from the panel, after the confirmation
+    await page
+      .locator('.cube-KbItem[data-kb="handbook"] .cube-KbItem-delete')
+      .click();
+    await expect(page.locator('.jp-Dialog')).toContainText('handbook');
+    await page.locator('.jp-Dialog .jp-mod-warn').click();
+    await expect(page.locator('.cube-KbItem[data-kb="handbook"]')).toHaveCount(
+      0
+    );
+  });
+});
+
+test.describe('cube-lab knowledge bases in Chinese', () => {
+  test.setTimeout(240_000);
+  test.use({
+    mockSettings: {
+      ...galata.DEFAULT_SETTINGS,
+      '@jupyterlab/translation-extension:plugin': { locale: 'zh_CN' }
+    },
+    waitForApplication: async ({}, use) => {
+      await use(async (page, helpers) => {
+        await page.locator('#jupyterlab-splash').waitFor({ state: 'detached' });
+        await helpers.waitForCondition(() =>
+          helpers.activity.isTabActive('启动页')
+        );
+      });
+    }
+  });
+
+  test('the panel and the view in Chinese', async ({
+    page,
+    request,
+    baseURL,
+    tmpPath
+  }) => {
+    const base = baseURL!;
+    await removeKb(request, base, 'handbook-zh');
+    await putText(request, base, `${tmpPath}/refunds.md`, REFUNDS);
+    await putText(request, base, `${tmpPath}/shipping.md`, SHIPPING);
+    const view = await createAndIngest(page, 'handbook-zh', tmpPath, {
+      create: '新建知识库',
+      add: '添加',
+      progress: /2\s*\/\s*2|共 2 个文件中的 2 个|2 个文件/
+    });
+    const first = await retrievalTest(view, 'how long until my refund is paid');
+    await expect(first).toHaveAttribute('data-source', /refunds\.md$/);
+    await expect(view.locator('.cube-KbSection-title').first()).toHaveText(
+      '来源'
+    );
+    await lightAndDark(page, 'zh-kb-view');
+    await removeKb(request, base, 'handbook-zh');
+  });
+});
