@@ -224,35 +224,51 @@ test.describe('cube-lab chat', () => {
     // Stop: a long answer stopped early is kept as "stopped"
     // the tiny model's context is 512 tokens
     await chat.locator('input[name="max_tokens"]').fill('400');
-    // the tiny model answers in a blink: Stop is clicked from the page at the first delta
-    await page.evaluate(() => {
-      const observer = new MutationObserver(() => {
-        const streaming = document.querySelector(
-          '.cube-ChatMsg[data-streaming="true"]'
-        );
-        const stop = document.querySelector<HTMLButtonElement>(
-          '.cube-ChatView button[name="stop"]'
-        );
-        if (
-          streaming &&
-          Number(streaming.getAttribute('data-deltas')) >= 1 &&
-          stop
-        ) {
-          observer.disconnect();
-          stop.click();
-        }
+    // the tiny model answers in a blink: Stop is clicked from the page at the first
+    // delta; a random model may end its answer (EOS) before that: up to 3 tries
+    const stopped = pane.locator(
+      '.cube-ChatMsg-assistant[data-status="stopped"]'
+    );
+    for (
+      let attempt = 0;
+      attempt < 3 && (await stopped.count()) === 0;
+      attempt++
+    ) {
+      const answers = await pane
+        .locator('.cube-ChatMsg-assistant[data-message]')
+        .count();
+      await page.evaluate(() => {
+        const observer = new MutationObserver(() => {
+          const streaming = document.querySelector(
+            '.cube-ChatMsg[data-streaming="true"]'
+          );
+          const stop = document.querySelector<HTMLButtonElement>(
+            '.cube-ChatView button[name="stop"]'
+          );
+          if (
+            streaming &&
+            Number(streaming.getAttribute('data-deltas')) >= 1 &&
+            stop
+          ) {
+            observer.disconnect();
+            stop.click();
+          }
+        });
+        observer.observe(document.body, {
+          subtree: true,
+          childList: true,
+          attributes: true
+        });
       });
-      observer.observe(document.body, {
-        subtree: true,
-        childList: true,
-        attributes: true
-      });
-    });
-    await chat.locator('textarea[name="message"]').fill('the quick brown fox');
-    await chat.locator('button[name="send"]').click();
-    await expect(
-      pane.locator('.cube-ChatMsg-assistant[data-status="stopped"]')
-    ).toHaveCount(1, { timeout: 30_000 });
+      await chat
+        .locator('textarea[name="message"]')
+        .fill('the quick brown fox');
+      await chat.locator('button[name="send"]').click();
+      await expect(
+        pane.locator('.cube-ChatMsg-assistant[data-message]')
+      ).toHaveCount(answers + 1, { timeout: 30_000 });
+    }
+    await expect(stopped).toHaveCount(1);
     await chat.locator('input[name="max_tokens"]').fill('24');
 
     // Copy as code
