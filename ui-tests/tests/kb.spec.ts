@@ -221,6 +221,24 @@ test.describe('cube-lab knowledge bases', () => {
       model.close();
     }
 
+    // a corrupt PDF fails alone, its error shown under its name
+    await putText(request, base, `${tmpPath}/broken.pdf`, 'not a PDF at all');
+    await view.locator('input[name="kb-paths"]').fill(`${tmpPath}/broken.pdf`);
+    await view.getByRole('button', { name: 'Add', exact: true }).click();
+    const failed = view.locator('.cube-KbIngest').first();
+    await expect(failed.locator('.cube-KbIngest-file')).toHaveClass(
+      /cube-mod-failed/,
+      { timeout: 60_000 }
+    );
+    await expect(failed).not.toHaveAttribute('data-status', /queued|running/);
+    await expect(failed.locator('.cube-KbIngest-text')).toContainText(
+      '1 failed'
+    );
+    await expect(failed.locator('.cube-KbIngest-fileError')).toBeVisible();
+    await expect(view.locator('.cube-KbSourceTable tbody tr')).toHaveCount(2);
+    await failed.scrollIntoViewIfNeeded();
+    await lightAndDark(page, 'kb-ingest-failed');
+
     // remove a source: its row goes
     await view
       .locator('.cube-KbSourceTable tr[data-source$="shipping.md"] button')

@@ -24,15 +24,21 @@ export function IngestProgress(props: {
   const { ingest, trans } = props;
   const active = ingestActive(ingest);
   const percent = ingestPercent(ingest);
+  // ended with some files failed: a warning, not a success
+  const tone =
+    ingest.status === 'succeeded' && ingest.failed > 0
+      ? 'partial'
+      : ingest.status;
   return (
     <div
       className="cube-KbIngest"
       data-status={ingest.status}
+      data-tone={tone}
       data-ingest={ingest.id}
       aria-live="polite"
     >
       <div className="cube-KbIngest-line">
-        <span className={`cube-KbStatus cube-KbStatus-${ingest.status}`}>
+        <span className={`cube-KbStatus cube-KbStatus-${tone}`}>
           {active ? <span className="cube-Spinner" /> : null}
           {ingestStatusText(ingest.status, trans)}
         </span>
