@@ -86,7 +86,12 @@ describe('the data from a registered dataset', () => {
 
   it('offers text datasets and their versions, not image datasets', () => {
     const refs = datasetRefs([
-      { name: 'chats', project: 'team', kind: 'texts', versions: [{ version: 1 }] },
+      {
+        name: 'chats',
+        project: 'team',
+        kind: 'texts',
+        versions: [{ version: 1 }]
+      },
       { name: 'photos', project: 'team', kind: 'images', versions: [] }
     ]);
     expect(refs.map(r => r.ref)).toEqual(['chats', 'chats:1']);

@@ -221,7 +221,9 @@ test.describe('cube-lab fine-tune form', () => {
     await expect(preview.locator('figcaption').first()).toContainText(
       /Record 1: \d+ of \d+ tokens trained/
     );
-    await expect(preview.locator('pre').first()).toContainText('<|im_start|>user');
+    await expect(preview.locator('pre').first()).toContainText(
+      '<|im_start|>user'
+    );
     await expect(preview.locator('mark').first()).toBeVisible();
     await preview.scrollIntoViewIfNeeded();
     await lightAndDark(page, 'finetune-preview', { ready: preview });
