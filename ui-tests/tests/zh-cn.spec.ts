@@ -17,7 +17,8 @@ const PANELS: [string, string, string][] = [
   ['cube-lab-training-panel', '训练', 'zh-training-panel'],
   ['cube-lab-tuning-panel', '超参搜索', 'zh-tuning-panel'],
   ['cube-lab-deployments-panel', '推理服务', 'zh-deployments-panel'],
-  ['cube-lab-labeling-panel', '标注', 'zh-labeling-panel']
+  ['cube-lab-labeling-panel', '标注', 'zh-labeling-panel'],
+  ['cube-lab-kb-panel', '知识库', 'zh-kb-panel']
 ];
 
 test.use({
