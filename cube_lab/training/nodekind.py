@@ -33,13 +33,18 @@ PARAMETERS_SCHEMA: dict[str, Any] = {
     "required": ["filename"],
     "properties": {
         "filename": {"type": "string", "title": "Training script", "format": "file"},
-        "framework": {"type": "string", "enum": list(FRAMEWORKS), "default": "pytorch"},
+        "framework": {
+            "type": "string",
+            "enum": list(FRAMEWORKS),
+            "default": "pytorch",
+            "title": "Framework",
+        },
         "arguments": {
             "type": "string",
             "title": "Arguments",
             "description": "The script's arguments, quoted as in a shell.",
         },
-        "workers": {"type": "integer", "minimum": 1, "default": 1},
+        "workers": {"type": "integer", "minimum": 1, "default": 1, "title": "Workers"},
         "nproc_per_worker": {
             "type": "integer",
             "minimum": 1,
@@ -51,6 +56,7 @@ PARAMETERS_SCHEMA: dict[str, Any] = {
             "type": "string",
             "enum": [a.key for a in accelerators.all_accelerators()],
             "default": "nvidia-gpu",
+            "title": "GPU type",
         },
     },
 }
