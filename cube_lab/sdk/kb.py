@@ -251,9 +251,39 @@ class Ingest:
     files = property(lambda self: builtins.list(self.data["files"]))
     failed = property(lambda self: [f for f in self.data["files"] if f["status"] == "failed"])
 
+    kind = "ingest"
+    live = property(lambda self: self.status in ACTIVE)
+    done = property(lambda self: not self.live)
+
     def refresh(self) -> Ingest:
         self.data = _api().ingest(self.project, self.kb, self.id)
         return self
+
+    def view_state(self) -> Json:
+        """What the notebook's live view shows: files done of total, each file's outcome."""
+        failed = self.failed
+        return {
+            "title": _t(
+                "Adding to knowledge base {project}/{name}", project=self.project, name=self.kb
+            ),
+            "status": self.status,
+            "error": self.data.get("error")
+            or (_t("{n} file(s) failed", n=len(failed)) if failed else None),
+            "progress": (self.files_done, self.files_total, "files"),
+            "columns": ["file", "status", "chunks", "error"],
+            "rows": [
+                [f["source"], f["status"], f.get("chunks", 0), f.get("error") or ""]
+                for f in self.files
+            ],
+        }
+
+    def view_parts(self) -> builtins.list[Any]:
+        return []
+
+    def _ipython_display_(self) -> None:
+        from . import views
+
+        views.show(self)
 
     def wait(self, timeout: float | None = None, poll: float = 0.2) -> Ingest:
         """Block until the ingest ends (``WaitTimeout`` after ``timeout`` seconds)."""

@@ -64,6 +64,9 @@ TEXT = {
     "sample": _t("Sample"),
     "tasks": _t("tasks"),
     "new": _t("New"),
+    "files": _t("files"),
+    "file": _t("File"),
+    "chunks": _t("Chunks"),
 }
 
 _STYLE = {
