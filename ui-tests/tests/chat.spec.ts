@@ -394,5 +394,10 @@ test.describe('cube-lab chat in Chinese', () => {
     await lightAndDark(page, 'zh-chat-panel', {
       ready: chat.locator('.cube-ChatMsg').first()
     });
+    // the last test of the file: the deployment goes (a deployment outlives its server)
+    const gone = await request.delete(
+      `${baseURL}${API}/projects/${project}/deployments/${MODEL}?forget=true`
+    );
+    expect(gone.status()).toBe(204);
   });
 });
