@@ -256,8 +256,11 @@ class LiveView:
             except CubeError as exc:  # the server went away: say so, try again later
                 self.footer.value = tr(_t("Cannot refresh: {error}", error=exc.error))
                 continue
+            # taken before the update: an end that comes during it (a stop from another
+            # thread) gets one more refresh and update, so the view never ends on a stale one
+            live = self.handle.live
             self.update()
-            if not self.handle.live:
+            if not live:
                 return
 
 
