@@ -350,6 +350,11 @@ test.describe('cube-lab chat', () => {
       .getByRole('button', { name: 'Delete' })
       .click();
     await expect(chat.locator('.cube-ChatList-item')).toHaveCount(count - 1);
+    // the exported dataset goes: the specs share one server (Labeling's empty state)
+    const dropped = await request.delete(
+      `${base}${API}/projects/${project}/datasets/chat-prefs`
+    );
+    expect(dropped.status(), await dropped.text()).toBe(204);
   });
 });
 

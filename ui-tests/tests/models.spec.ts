@@ -369,6 +369,7 @@ test.describe('cube-lab models', () => {
       'Training',
       'Tuning',
       'Deployments',
+      'Chat',
       'Labeling'
     ]);
     await cards.last().scrollIntoViewIfNeeded();
