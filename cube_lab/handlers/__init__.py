@@ -41,6 +41,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         ("/openapi.json", openapi.OpenAPIHandler),
         ("/whoami", projects.WhoAmIHandler),
         ("/metrics", metrics.PrometheusHandler),
+        ("/resources", metrics.ResourcesNowHandler),
         ("/projects", projects.ProjectsHandler),
         (rf"/projects/{_SEG}", projects.ProjectHandler),
         (rf"/projects/{_SEG}/members/{_SEG}", projects.ProjectMemberHandler),

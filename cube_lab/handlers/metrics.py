@@ -6,7 +6,7 @@ from __future__ import annotations
 from prometheus_client import CONTENT_TYPE_LATEST
 from tornado import web
 
-from ..monitoring import report
+from ..monitoring import live, report
 from .base import CubeHandler
 
 
@@ -27,3 +27,13 @@ class JobResourcesHandler(CubeHandler):
     @web.authenticated
     async def get(self, job_id: str) -> None:
         self.reply(await self.call(report.job_resources, self.workspace, self.caller, job_id))
+
+
+class ResourcesNowHandler(CubeHandler):
+    """What runs now for the caller (``?all=1``: everyone's, for an admin) and this server's
+    totals (``cube_lab.monitoring.live``)."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        everyone = self.query_bool("all")
+        self.reply(await self.call(live.resources_now, self.workspace, self.caller, everyone))
