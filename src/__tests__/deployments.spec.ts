@@ -11,11 +11,13 @@ import {
   canaryPercent,
   computeRates,
   defaultDeployForm,
+  defaultRuntime,
   endAction,
   exampleShape,
   findActive,
   histogramQuantile,
   isRemovable,
+  mayBeLlm,
   metadataInputs,
   parsePrometheus,
   parseRequestBody,
@@ -356,6 +358,57 @@ describe('planDeploy', () => {
     });
   });
 
+  it('sends the runtime when one is chosen, and no batching for an LLM', () => {
+    const auto = defaultDeployForm('tiny', 'transformers');
+    expect(auto.runtime).toBe('auto');
+    expect(planDeploy(auto, target, null).plan).toEqual({
+      kind: 'deploy',
+      request: { model: 'iris:2', project: 'alice', replicas: 1, name: 'tiny' }
+    });
+    const llm = {
+      ...auto,
+      name: 'iris',
+      runtime: 'llm' as const,
+      batching: true
+    };
+    expect(planDeploy(llm, target, null).plan).toEqual({
+      kind: 'deploy',
+      request: {
+        model: 'iris:2',
+        project: 'alice',
+        replicas: 1,
+        runtime: 'llm'
+      }
+    });
+    const oip = {
+      ...auto,
+      name: 'iris',
+      runtime: 'oip' as const,
+      batching: true
+    };
+    expect(planDeploy(oip, target, null).plan).toEqual({
+      kind: 'deploy',
+      request: {
+        model: 'iris:2',
+        project: 'alice',
+        replicas: 1,
+        runtime: 'oip',
+        batch_max_rows: 64
+      }
+    });
+  });
+
+  it('starts a peft adapter on the LLM runtime, others on auto', () => {
+    expect(defaultRuntime('peft')).toBe('llm');
+    expect(defaultRuntime('transformers')).toBe('auto');
+    expect(defaultRuntime('sklearn')).toBe('auto');
+    expect(defaultRuntime(null)).toBe('auto');
+    expect(mayBeLlm('auto', 'transformers')).toBe(true);
+    expect(mayBeLlm('auto', 'sklearn')).toBe(false);
+    expect(mayBeLlm('oip', 'transformers')).toBe(false);
+    expect(mayBeLlm('llm', 'sklearn')).toBe(true);
+  });
+
   it('says what is wrong with each field', () => {
     const { plan, errors } = planDeploy(
       {
@@ -365,7 +418,8 @@ describe('planDeploy', () => {
         mode: 'new',
         percent: '10',
         batching: false,
-        samples: '101'
+        samples: '101',
+        runtime: 'auto'
       },
       target,
       null

@@ -127,7 +127,8 @@ describe('form checks translate their messages', () => {
       batching: false,
       replicas: '0',
       port: '80',
-      samples: '200'
+      samples: '200',
+      runtime: 'auto' as const
     };
     const { errors } = planDeploy(form, target, null, marking);
     expect(Object.keys(errors).sort()).toEqual([

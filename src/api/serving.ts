@@ -124,6 +124,8 @@ export interface DeployRequest {
   samples_percent?: number;
   /** API keys required or not (default: the server's shape decides). */
   auth?: 'required' | 'none';
+  /** `llm` (OpenAI's API), `oip` (OIP v2); left out: chosen by the version's flavor. */
+  runtime?: 'llm' | 'oip';
 }
 
 /** One sampled request with its answer (bodies cut at 4 KB). */

@@ -1,7 +1,9 @@
 /**
  * The Chat tab against the real server: a tiny random-init Llama
- * (cube_lab.finetune.tiny, built here: nothing is downloaded) registered and
- * deployed as an LLM; the Chat tab, opened from the deployment's view, streams
+ * (cube_lab.finetune.tiny, built here: nothing is downloaded) registered, and
+ * deployed as an LLM from the Models panel (its version's Deploy dialog, the
+ * LLM runtime, progress while it starts); the Chat tab, opened from the
+ * deployment's view, streams
  * its answers (more than one delta each), stops one, regenerates one, takes a
  * thumbs up and an edited answer, copies the conversation as code, and exports
  * the feedback as preference data: a dataset version whose rows are prompt /
@@ -60,23 +62,32 @@ function buildTiny(): string {
   return relative;
 }
 
+/** The tiny model registered: its project, version and flavor. */
+async function registerTiny(
+  request: APIRequestContext,
+  base: string
+): Promise<{ project: string; version: number; flavor: string }> {
+  const registered = await request.post(`${base}${API}/models`, {
+    data: { name: MODEL, path: buildTiny() }
+  });
+  expect(registered.ok(), await registered.text()).toBeTruthy();
+  const v = await registered.json();
+  return { project: v.project, version: v.version, flavor: v.flavor };
+}
+
 /** The LLM deployment of the tiny model (made once per server): its project. */
 async function deployTiny(
   request: APIRequestContext,
   base: string
-): Promise<string> {
+): Promise<{ project: string; version: number }> {
   const existing = await request.get(`${base}${API}/deployments`);
   const running = ((await existing.json()).deployments ?? []).find(
     (d: any) => d.name === MODEL && d.status === 'running'
   );
   if (running) {
-    return running.project;
+    return { project: running.project, version: running.version };
   }
-  const registered = await request.post(`${base}${API}/models`, {
-    data: { name: MODEL, path: buildTiny() }
-  });
-  expect(registered.ok(), await registered.text()).toBeTruthy();
-  const version = await registered.json();
+  const version = await registerTiny(request, base);
   const deploy = await request.post(`${base}${API}/deployments`, {
     data: { model: `${MODEL}:${version.version}` },
     timeout: 240_000
@@ -84,7 +95,7 @@ async function deployTiny(
   expect(deploy.status(), await deploy.text()).toBe(201);
   const dep = await deploy.json();
   expect(dep.runtime).toBe('llm');
-  return dep.project;
+  return { project: dep.project, version: dep.version };
 }
 
 /** Record the most deltas any streaming answer showed (a streamed answer has several). */
@@ -151,20 +162,52 @@ test.describe('cube-lab chat', () => {
     baseURL
   }) => {
     const base = baseURL!;
-    const project = await deployTiny(request, base);
+    const { project, version, flavor } = await registerTiny(request, base);
+    expect(flavor).toBe('transformers');
+
+    // Deploy it from the Models panel: its version's tab, Deploy, the LLM runtime
+    await page.sidebar.openTab('cube-lab-models-panel');
+    await page
+      .locator(`#cube-lab-models .cube-ModelItem[data-model="${MODEL}"]`)
+      .click();
+    const tab = page.locator('.cube-ModelTab');
+    await tab
+      .locator(`.cube-VersionRow[data-version="${version}"]`)
+      .first()
+      .click();
+    await expect(
+      tab.locator(`.cube-VersionDetail[data-version="${version}"]`)
+    ).toBeVisible();
+    await tab.locator('.cube-DeployButton').click();
+    const deployDialog = page.locator('.cube-DDeployDialog');
+    await expect(deployDialog).toBeVisible();
+    await expect(deployDialog.locator('input[name="name"]')).toHaveValue(MODEL);
+    const runtime = deployDialog.locator('select[name="runtime"]');
+    await expect(runtime).toHaveValue('auto');
+    await runtime.selectOption('llm');
+    await expect(deployDialog.locator('.cube-DDeploy-what')).toContainText(
+      'OpenAI-compatible API'
+    );
+    // the LLM engine batches itself: the adaptive batching box is off
+    await expect(deployDialog.locator('input[name="batching"]')).toBeDisabled();
+    await lightAndDark(page, 'chat-deploy-dialog', { ready: deployDialog });
+    await deployDialog.getByRole('button', { name: 'Deploy' }).click();
+    // progress while the model loads, then the running deployment's view
+    await expect(deployDialog.locator('.cube-DProgress')).toBeVisible();
+    await expect(deployDialog.locator('.cube-DProgress')).toContainText(
+      'Starting the model server'
+    );
+    const depView = page.locator(
+      `.cube-DDetail[data-deployment="${MODEL}"][data-status="running"]`
+    );
+    await expect(depView).toBeVisible({ timeout: 240_000 });
+    await expect(deployDialog).toHaveCount(0);
+    const deployed = await request.get(
+      `${base}${API}/projects/${project}/deployments/${MODEL}`
+    );
+    expect((await deployed.json()).runtime).toBe('llm');
 
     // the deployment's view has a Chat button for an LLM deployment
-    await page.evaluate(
-      async ({ project, name }) => {
-        await (window as any).jupyterapp.commands.execute(
-          'cube-lab:open-deployment',
-          { project, name }
-        );
-      },
-      { project, name: MODEL }
-    );
-    const depView = page.locator(`.cube-DDetail[data-deployment="${MODEL}"]`);
-    await expect(depView).toBeVisible({ timeout: 30_000 });
     await depView.locator('button[name="chat"]').click();
 
     const chat = page.locator('.cube-ChatView');
@@ -376,7 +419,27 @@ test.describe('cube-lab chat in Chinese', () => {
   });
 
   test('the Chat tab speaks Chinese', async ({ page, request, baseURL }) => {
-    const project = await deployTiny(request, baseURL!);
+    const { project, version } = await deployTiny(request, baseURL!);
+    // the Deploy dialog in Chinese, with the LLM runtime chosen (cancelled)
+    await page.evaluate(
+      ({ project, name, version }) => {
+        // not awaited: the command ends when the dialog closes
+        void (window as any).jupyterapp.commands.execute(
+          'cube-lab:deploy-model',
+          { project, name, version, flavor: 'transformers' }
+        );
+      },
+      { project, name: MODEL, version }
+    );
+    const deployDialog = page.locator('.cube-DDeployDialog');
+    await expect(deployDialog).toBeVisible();
+    await deployDialog.locator('select[name="runtime"]').selectOption('llm');
+    await expect(deployDialog.locator('.cube-DDeploy-what')).toContainText(
+      'OpenAI'
+    );
+    await lightAndDark(page, 'zh-chat-deploy-dialog', { ready: deployDialog });
+    await deployDialog.locator('.jp-Dialog-button').first().click();
+    await expect(deployDialog).toHaveCount(0);
     await page.evaluate(
       async ({ project, deployment }) => {
         await (window as any).jupyterapp.commands.execute(

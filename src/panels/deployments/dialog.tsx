@@ -20,9 +20,12 @@ import {
 import {
   BATCH_ROWS,
   defaultDeployForm,
+  DEPLOY_RUNTIMES,
   DeployField,
+  DeployRuntime,
   findActive,
   IDeployForm,
+  mayBeLlm,
   planDeploy
 } from './logic';
 
@@ -32,6 +35,23 @@ export interface IDeployTarget {
   project: string;
   model: string;
   version: number;
+  /** The version's flavor (transformers, peft, sklearn...), when known. */
+  flavor?: string | null;
+}
+
+/** The runtime select's labels. */
+function runtimeLabel(
+  runtime: DeployRuntime,
+  trans: TranslationBundle
+): string {
+  switch (runtime) {
+    case 'llm':
+      return trans.__('LLM: OpenAI-compatible API (/v1)');
+    case 'oip':
+      return trans.__('Open Inference Protocol v2 (REST)');
+    default:
+      return trans.__('Automatic (by the model)');
+  }
 }
 
 /** The dialog's body: the form and the progress while the deployment starts. */
@@ -42,7 +62,7 @@ class DeployBody extends ReactWidget {
   ) {
     super();
     this.addClass('cube-DDeployBody');
-    this._form = defaultDeployForm(target.model);
+    this._form = defaultDeployForm(target.model, target.flavor);
     void listDeployments(target.project)
       .then(found => {
         this._deployments = found.deployments;
@@ -121,6 +141,8 @@ class DeployBody extends ReactWidget {
       this.update();
     };
     const traffic = sameModel && form.mode !== 'new';
+    const llm = form.runtime === 'llm';
+    const maybeLlm = mayBeLlm(form.runtime, target.flavor);
     const seconds = ((Date.now() - this._started) / 1000).toFixed(1);
     return (
       <form
@@ -129,11 +151,23 @@ class DeployBody extends ReactWidget {
         aria-busy={this._busy}
       >
         <p className="cube-DDeploy-what">
-          {trans.__(
-            'Serve %1 v%2 over the Open Inference Protocol (REST) on this machine.',
-            target.model,
-            target.version
-          )}
+          {llm
+            ? trans.__(
+                'Serve %1 v%2 with an OpenAI-compatible API (chat, completions, streaming) on this machine.',
+                target.model,
+                target.version
+              )
+            : form.runtime === 'oip'
+              ? trans.__(
+                  'Serve %1 v%2 over the Open Inference Protocol (REST) on this machine.',
+                  target.model,
+                  target.version
+                )
+              : trans.__(
+                  'Serve %1 v%2 on this machine: a language model with an OpenAI-compatible API, any other model over the Open Inference Protocol (REST).',
+                  target.model,
+                  target.version
+                )}
         </p>
         <Field
           className="cube-DField"
@@ -220,6 +254,33 @@ class DeployBody extends ReactWidget {
           </fieldset>
         ) : null}
         {traffic ? null : (
+          <Field
+            className="cube-DField"
+            label={trans.__('Runtime')}
+            hint={
+              llm
+                ? trans.__(
+                    'A causal language model or a peft adapter; the engine batches concurrent requests itself.'
+                  )
+                : undefined
+            }
+          >
+            <select
+              className="cube-TField-input"
+              name="runtime"
+              value={form.runtime}
+              disabled={this._busy}
+              onChange={e => set({ runtime: e.target.value as DeployRuntime })}
+            >
+              {DEPLOY_RUNTIMES.map(r => (
+                <option key={r} value={r}>
+                  {runtimeLabel(r, trans)}
+                </option>
+              ))}
+            </select>
+          </Field>
+        )}
+        {traffic ? null : (
           <div className="cube-DDeploy-row">
             <Field
               className="cube-DField"
@@ -260,11 +321,16 @@ class DeployBody extends ReactWidget {
               <input
                 type="checkbox"
                 name="batching"
-                checked={form.batching}
-                disabled={this._busy}
+                checked={form.batching && !llm}
+                disabled={this._busy || llm}
                 onChange={e => set({ batching: e.target.checked })}
               />
-              {trans.__('Adaptive batching (up to %1 rows a call)', BATCH_ROWS)}
+              {llm
+                ? trans.__('Continuous batching (the LLM engine)')
+                : trans.__(
+                    'Adaptive batching (up to %1 rows a call)',
+                    BATCH_ROWS
+                  )}
             </label>
             <Field
               className="cube-DField"
@@ -292,7 +358,11 @@ class DeployBody extends ReactWidget {
             <span>
               {traffic
                 ? trans.__('Starting v%1 and moving traffic…', target.version)
-                : trans.__('Starting the model server…')}
+                : maybeLlm
+                  ? trans.__(
+                      'Starting the model server (a language model loads its weights)…'
+                    )
+                  : trans.__('Starting the model server…')}
             </span>
             <span className="cube-TMuted">{trans.__('%1 s', seconds)}</span>
             <div className="cube-DProgress-bar" />

@@ -108,7 +108,11 @@ export const deploymentsPlugin: JupyterFrontEndPlugin<void> = {
         if (!project || !model || !Number.isInteger(version)) {
           return null;
         }
-        const dep = await showDeployDialog({ project, model, version }, trans);
+        const flavor = typeof args.flavor === 'string' ? args.flavor : null;
+        const dep = await showDeployDialog(
+          { project, model, version, flavor },
+          trans
+        );
         if (!dep) {
           return null;
         }

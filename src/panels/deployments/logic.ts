@@ -429,6 +429,39 @@ export function summarizeAnswer(body: unknown): string | null {
 /** What to do when a deployment of that name already runs. */
 export type DeployMode = 'new' | 'switch' | 'canary';
 
+/**
+ * What the replicas run: `auto` lets the server choose by the version's
+ * flavor (a causal LM folder or a peft adapter: `llm`, else `oip`); `llm` is
+ * OpenAI's API under /v1 on the transformers engine; `oip` the OIP v2 server.
+ */
+export type DeployRuntime = 'auto' | 'llm' | 'oip';
+
+export const DEPLOY_RUNTIMES: readonly DeployRuntime[] = ['auto', 'llm', 'oip'];
+
+/** The runtime the dialog starts with: `llm` for the flavors only it serves. */
+export function defaultRuntime(flavor?: string | null): DeployRuntime {
+  return flavor === 'peft' ? 'llm' : 'auto';
+}
+
+/** True when the deployment may serve a language model (batching is the engine's). */
+export function mayBeLlm(
+  runtime: DeployRuntime,
+  flavor?: string | null
+): boolean {
+  if (runtime === 'llm') {
+    return true;
+  }
+  if (runtime === 'oip') {
+    return false;
+  }
+  return (
+    flavor === undefined ||
+    flavor === null ||
+    flavor === 'transformers' ||
+    flavor === 'peft'
+  );
+}
+
 export interface IDeployForm {
   name: string;
   replicas: string;
@@ -439,6 +472,7 @@ export interface IDeployForm {
   batching: boolean;
   /** Percent of requests to keep with their answers ('' or 0: none). */
   samples: string;
+  runtime: DeployRuntime;
 }
 
 export type DeployField = 'name' | 'replicas' | 'port' | 'percent' | 'samples';
@@ -458,8 +492,12 @@ export interface IDeployPlanResult {
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** The dialog's defaults for a model version. */
-export function defaultDeployForm(model: string): IDeployForm {
+export function defaultDeployForm(
+  model: string,
+  flavor?: string | null
+): IDeployForm {
   return {
+    runtime: defaultRuntime(flavor),
     name: model,
     replicas: '1',
     port: '',
@@ -582,7 +620,11 @@ export function planDeploy(
     project: target.project,
     replicas
   };
-  if (form.batching) {
+  if (form.runtime !== 'auto') {
+    request.runtime = form.runtime;
+  }
+  // an LLM engine batches requests itself (continuous batching)
+  if (form.batching && form.runtime !== 'llm') {
     request.batch_max_rows = BATCH_ROWS;
   }
   if (samples > 0) {

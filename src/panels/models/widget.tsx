@@ -198,7 +198,8 @@ export class ModelsPanel extends ReactWidget {
           .execute(DEPLOY_COMMAND, {
             project: v.project,
             name: v.model,
-            version: v.version
+            version: v.version,
+            flavor: v.flavor
           })
           .catch(reason =>
             reportError(trans, trans.__('Cannot deploy'), reason)
