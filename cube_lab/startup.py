@@ -32,10 +32,11 @@ def open_workspace(settings: Settings, log: logging.Logger | logging.LoggerAdapt
 
 
 def start_background(workspace: Workspace) -> asyncio.Task[None]:
-    """Inside the running event loop: the pipeline scheduler, and the cluster jobs and
-    experiments found by ``recover()`` followed again. Cancel the task returned to stop the
-    scheduler."""
+    """Inside the running event loop: the pipeline scheduler, the alert rules' watcher (its
+    own thread), and the cluster jobs and experiments found by ``recover()`` followed again.
+    Cancel the task returned to stop the scheduler."""
     task = asyncio.get_running_loop().create_task(workspace.schedules.run_forever())
+    workspace.alert_watcher.start()
     workspace.training.resume_cluster_jobs()
     workspace.tuning.on_cluster.resume()
     return task

@@ -18,6 +18,7 @@ from .locale.messages import _t
 if TYPE_CHECKING:
     from .alerts.engine import AlertEngine
     from .alerts.rules import AlertRuleService
+    from .alerts.watch import Watcher as AlertWatcher
     from .chat.service import ChatService
     from .kb.service import KnowledgeBaseService
     from .labeling.dataset_service import DatasetService
@@ -155,6 +156,13 @@ class Workspace:
             return self._alert_engine
 
     @functools.cached_property
+    def alert_watcher(self) -> AlertWatcher:
+        """Checks the conditions rules watch while objects run (``start_background``)."""
+        from .alerts.watch import Watcher
+
+        return Watcher(self.store, self.alert_engine, self.serving)
+
+    @functools.cached_property
     def alerts(self) -> AlertRuleService:
         from .alerts.rules import AlertRuleService
 
@@ -169,6 +177,8 @@ class Workspace:
         )
 
     def close(self) -> None:
+        if "alert_watcher" in self.__dict__:
+            self.alert_watcher.stop()
         if self._alert_engine is not None:
             self._alert_engine.close()  # queued deliveries first (bounded): the store goes next
         if "kb" in self.__dict__:

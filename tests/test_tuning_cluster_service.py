@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alert_util import Hooks, webhook
 from k8s_mock import api_server
 from test_tuning_katib import check
 
@@ -124,6 +125,9 @@ async def test_rest_runs_a_katib_experiment_and_records_its_trials(
 ) -> None:
     code_folder(jp_root_dir)
     body = {"config": CONFIG, "folder": "search", "backend": "kubernetes", "image": "reg/t:1"}
+    hooks = Hooks()  # the experiments' ends reach alert rules as local ones do
+    rule = {"name": "katib", "events": ["experiment.*"], "channel": webhook(hooks.url + "/k")}
+    assert (await api("alice", "POST", "projects/alice/alert-rules", rule))[0] == 201
     async with api_server() as km:
         monkeypatch.setenv("CUBE_LAB_K8S_HOST", str(km.url))
         monkeypatch.setenv("CUBE_LAB_K8S_NAMESPACE", NS)
@@ -179,6 +183,13 @@ async def test_rest_runs_a_katib_experiment_and_records_its_trials(
         code, stopped = await api("alice", "POST", f"tuning/experiments/{other['id']}/stop")
         assert (code, stopped["status"]) == (200, "stopped")
         assert km.objects[EXPERIMENTS, NS, other_name].deleted
+
+        async def told() -> Any:
+            got = sorted(r["body"]["event"] for r in hooks.at("/k"))
+            return got if len(got) >= 2 else None
+
+        assert await until(told) == ["experiment.stopped", "experiment.succeeded"]
+        hooks.close()
 
         for bad, why in (
             ({"backend": "slurm"}, "not local or kubernetes"),

@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,6 +68,13 @@ def title(event: str, name: str) -> Text:
         "experiment.duration": lambda: _t(
             "Tuning experiment {name} ran past its time limit", name=name
         ),
+        "deployment.unhealthy": lambda: _t("Deployment {name} is unhealthy", name=name),
+        "deployment.error_rate": lambda: _t(
+            "Deployment {name}: error rate past its threshold", name=name
+        ),
+        "deployment.p99": lambda: _t(
+            "Deployment {name}: p99 latency past its threshold", name=name
+        ),
         "rule.test": lambda: _t("Test message of alert rule {name}", name=name),
     }
     found = titles.get(event)
@@ -91,7 +99,39 @@ def text(event: Event, limit_s: float | None = None) -> str:
         )
     ]
     duration = obj.get("duration_s")
-    if duration is not None and limit_s is not None:
+    window = obj.get("window")  # a deployment's measured window (cube_lab/alerts/watch.py)
+    if window and event.name == "deployment.error_rate":
+        lines.append(
+            _t(
+                "{errors:.0f} of {requests:.0f} requests failed ({rate:.1%}) in the last "
+                "{seconds:.0f} s, past the threshold of {limit:.1%}.",
+                errors=window["errors"],
+                requests=window["requests"],
+                rate=window["error_rate"],
+                seconds=window["seconds"],
+                limit=window["threshold"],
+            )
+        )
+    elif window and event.name == "deployment.p99":
+        lines.append(
+            _t(
+                "The p99 latency was {p99:.0f} ms over {requests:.0f} requests in the last "
+                "{seconds:.0f} s, past the threshold of {limit:.0f} ms.",
+                p99=window["p99_ms"],
+                requests=window["requests"],
+                seconds=window["seconds"],
+                limit=window["threshold"],
+            )
+        )
+    if duration is not None and limit_s is not None and obj.get("running"):
+        lines.append(
+            _t(
+                "It has run {seconds:.0f} s so far, past the limit of {limit:.0f} s.",
+                seconds=duration,
+                limit=limit_s,
+            )
+        )
+    elif duration is not None and limit_s is not None:
         lines.append(
             _t(
                 "It ran {seconds:.0f} s, past the limit of {limit:.0f} s.",
@@ -205,6 +245,33 @@ def events_of(store: Store, kind: str, object_id: str) -> list[Event]:
     return out
 
 
+def already_sent(store: Store, rule_id: int, event: str, label: str) -> bool:
+    """Whether ``rule_id``'s log holds a sent ``event`` for the object ``label`` (a duration
+    sent while the object ran is not sent again when it ends)."""
+    with store.read() as s:
+        return (
+            s.scalar(
+                select(AlertDelivery.id)
+                .where(
+                    AlertDelivery.rule_id == rule_id,
+                    AlertDelivery.event == event,
+                    AlertDelivery.object == label,
+                    AlertDelivery.ok.is_(True),
+                )
+                .limit(1)
+            )
+            is not None
+        )
+
+
+@dataclass(frozen=True)
+class Direct:
+    """An event the watcher has already matched to one rule (``rule_id``): sent as it is."""
+
+    rule_id: int
+    event: Event
+
+
 class AlertEngine:
     """Delivers the events of one store's projects; ``attempts`` and ``base_delay_s`` are
     ``channels.deliver``'s retries (1 s, 2 s, 4 s between four attempts by default)."""
@@ -219,8 +286,9 @@ class AlertEngine:
         self._threads: list[threading.Thread] = []
         self._closed = False
 
-    def enqueue(self, item: Event | tuple[str, str]) -> None:
-        """Queue an ``Event`` or a finished ``(kind, object id)``; never blocks."""
+    def enqueue(self, item: Event | Direct | tuple[str, str]) -> None:
+        """Queue an ``Event``, a ``Direct`` one or a finished ``(kind, object id)``; never
+        blocks."""
         if self._closed:
             return
         with self._idle:
@@ -260,6 +328,9 @@ class AlertEngine:
             if item is None:
                 return
             try:
+                if isinstance(item, Direct):
+                    self._direct(item)
+                    continue
                 found = [item] if isinstance(item, Event) else events_of(self.store, *item)
                 for event in found:
                     self._dispatch(event)
@@ -282,8 +353,21 @@ class AlertEngine:
             )
             s.expunge_all()  # read after the session: keep the loaded values
         for rule in rules:
-            if matches(rule, event):
-                self.send(rule, event)
+            if not matches(rule, event):
+                continue
+            if event.name.endswith(".duration") and already_sent(
+                self.store, rule.id, event.name, object_label(event)
+            ):
+                continue  # the watcher sent it while the object ran
+            self.send(rule, event)
+
+    def _direct(self, item: Direct) -> None:
+        with self.store.read() as s:
+            rule = s.get(AlertRule, item.rule_id)
+            if rule is None or not rule.enabled:
+                return  # deleted or disabled since the watcher looked
+            s.expunge(rule)
+        self.send(rule, item.event)
 
     def send(self, rule: AlertRule, event: Event, attempts: int | None = None) -> channels.Outcome:
         """Deliver ``event`` by ``rule``'s channel now (in this thread) and log it."""

@@ -3,8 +3,11 @@
 An event is ``<kind>.<outcome>``: kind ``job`` (a training job), ``run`` (a pipeline run) or
 ``experiment`` (a tuning experiment); outcome ``succeeded``, ``failed``, ``stopped``, or
 ``duration`` (published with every end that has a duration; a rule on it fires when the
-duration is past the rule's ``duration_s``). Rules name events or ``fnmatch`` patterns of
-them (``job.*``, ``*.failed``, ``*.duration``).
+duration is past the rule's ``duration_s``; the watcher also publishes it once while the
+object still runs past that limit). Kind ``deployment`` has the conditions the watcher
+(cube_lab/alerts/watch.py) checks while a deployment serves: ``unhealthy``, ``error_rate``
+and ``p99`` (past the rule's ``threshold``). Rules name events or ``fnmatch`` patterns of
+them (``job.*``, ``*.failed``, ``*.duration``, ``deployment.*``).
 
 Services call one line where an object ends::
 
@@ -31,7 +34,13 @@ log = logging.getLogger("cube_lab.alerts")
 
 KINDS = ("job", "run", "experiment")
 OUTCOMES = ("succeeded", "failed", "stopped", "duration")
-EVENTS = tuple(f"{kind}.{outcome}" for kind in KINDS for outcome in OUTCOMES)
+# watched while a deployment serves; the last two fire past the rule's ``threshold``
+THRESHOLD_EVENTS = ("deployment.error_rate", "deployment.p99")
+DEPLOYMENT_EVENTS = ("deployment.unhealthy", *THRESHOLD_EVENTS)
+EVENTS = (
+    *(f"{kind}.{outcome}" for kind in KINDS for outcome in OUTCOMES),
+    *DEPLOYMENT_EVENTS,
+)
 # a record's final status -> the outcome published (others publish only ``duration``)
 STATUS_OUTCOME = {
     "succeeded": "succeeded",

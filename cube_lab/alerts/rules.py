@@ -6,7 +6,10 @@ of a project the caller is not a member of is the same ``NotFound`` as a project
 not exist: ``ProjectService.resolve``). A rule is::
 
     {"name", "events": ["job.failed", "*.duration", ...], "duration_s": 3600,
-     "channel": {"type": "webhook", "url": ...}, "enabled": true}
+     "threshold": 0.05, "channel": {"type": "webhook", "url": ...}, "enabled": true}
+
+``threshold`` is the limit of the one threshold event a rule names: ``deployment.error_rate``
+(a fraction of the requests, 0 to 1) or ``deployment.p99`` (milliseconds).
 
 The channel's secret fields (``url`` with its token, ``secret``, ``password``) are stored in
 the rule's row and never answered: every view carries ``channels.masked(channel)``. An
@@ -35,7 +38,7 @@ from ..projects import ProjectService
 from ..store import Store
 from ..store.models import AlertDelivery, AlertRule, Project
 from . import channels
-from .events import EVENTS, Event
+from .events import EVENTS, THRESHOLD_EVENTS, Event
 
 if TYPE_CHECKING:
     from .engine import AlertEngine
@@ -52,7 +55,7 @@ EMAIL_FIELDS: dict[str, type] = {
     "password": str,
 }
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-FIELDS = {"name", "events", "duration_s", "channel", "enabled"}
+FIELDS = {"name", "events", "duration_s", "threshold", "channel", "enabled"}
 TEST_EVENT = "rule.test"
 
 
@@ -63,6 +66,7 @@ class RuleView:
     owner: str
     events: list[str]
     duration_s: float | None
+    threshold: float | None  # deployment.error_rate: a fraction; deployment.p99: ms
     channel: dict[str, Any]  # masked
     enabled: bool
     created_at: datetime
@@ -76,6 +80,7 @@ class RuleView:
             rule.owner,
             list(rule.events or []),
             rule.duration_s,
+            rule.threshold,
             channels.masked(dict(rule.channel or {})),
             rule.enabled,
             rule.created_at,
@@ -139,6 +144,38 @@ def check_duration(value: object, events: list[str]) -> float | None:
         )
     if value <= 0:
         raise InvalidInput(_t("duration_s must be more than 0"), _t("got {value!r}", value=value))
+    return float(value)
+
+
+def check_threshold(value: object, events: list[str]) -> float | None:
+    """The limit of the one threshold event the rule's patterns name (a broad pattern like
+    ``deployment.*`` without a threshold matches the other deployment events only)."""
+    named = sorted({e for p in events for e in fnmatch.filter(THRESHOLD_EVENTS, p)})
+    if value is None:
+        if any(p in THRESHOLD_EVENTS for p in events):
+            raise InvalidInput(
+                _t("a rule on {events} needs a threshold", events=", ".join(named)),
+                _t(
+                    'Give "threshold": a fraction of the requests for deployment.error_rate '
+                    "(e.g. 0.05), milliseconds for deployment.p99 (e.g. 500)."
+                ),
+            )
+        return None
+    if len(named) != 1:
+        raise InvalidInput(
+            _t("a threshold needs exactly one threshold event, got {events}", events=named),
+            _t("Make one rule for deployment.error_rate and another for deployment.p99."),
+        )
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(_t("threshold must be a number"), _t("got {value!r}", value=value))
+    if value <= 0 or (named[0] == "deployment.error_rate" and value > 1):
+        raise InvalidInput(
+            _t("threshold {value!r} is out of range for {event}", value=value, event=named[0]),
+            _t(
+                "deployment.error_rate takes a fraction above 0 and at most 1 (0.05 is 5 %); "
+                "deployment.p99 takes milliseconds above 0."
+            ),
+        )
     return float(value)
 
 
@@ -243,6 +280,7 @@ class AlertRuleService:
         name = check_name(data.get("name"))
         events = check_events(data.get("events"))
         duration = check_duration(data.get("duration_s"), events)
+        threshold = check_threshold(data.get("threshold"), events)
         channel = check_channel(data.get("channel"))
         enabled = _bool(data.get("enabled", True))
         self.projects.ensure_personal(caller)
@@ -266,6 +304,7 @@ class AlertRuleService:
                 name=name,
                 events=events,
                 duration_s=duration,
+                threshold=threshold,
                 channel=channel,
                 enabled=enabled,
                 created_at=now,
@@ -305,6 +344,7 @@ class AlertRuleService:
             events = check_events(data["events"]) if "events" in data else list(rule.events)
             duration = data.get("duration_s", rule.duration_s)
             rule.duration_s = check_duration(duration, events)
+            rule.threshold = check_threshold(data.get("threshold", rule.threshold), events)
             rule.events = events
             if "channel" in data:
                 sent = data["channel"]

@@ -63,6 +63,8 @@ def _rule_body(a: argparse.Namespace) -> dict[str, Any]:
     }
     if a.duration_s is not None:
         data["duration_s"] = a.duration_s
+    if a.threshold is not None:
+        data["threshold"] = a.threshold
     return data
 
 
@@ -79,13 +81,14 @@ def _show_rules(a: argparse.Namespace, rules: list[dict[str, Any]]) -> None:
                 r["name"],
                 ", ".join(r["events"]),
                 "" if r["duration_s"] is None else f"{r['duration_s']:g}",
+                "" if r.get("threshold") is None else f"{r['threshold']:g}",
                 r["channel"].get("type", ""),
                 str(r["channel"].get("url") or ", ".join(r["channel"].get("to") or [])),
                 "yes" if r["enabled"] else "no",
             ]
             for r in rules
         ],
-        ["NAME", "EVENTS", "DURATION_S", "CHANNEL", "TO", "ENABLED"],
+        ["NAME", "EVENTS", "DURATION_S", "THRESHOLD", "CHANNEL", "TO", "ENABLED"],
     )
 
 
@@ -214,10 +217,16 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
         "--on",
         action="append",
         metavar="EVENT",
-        help="an event or pattern: job|run|experiment.succeeded|failed|stopped|duration "
-        "(repeat it; e.g. --on job.failed --on '*.duration')",
+        help="an event or pattern: job|run|experiment.succeeded|failed|stopped|duration, "
+        "deployment.unhealthy|error_rate|p99 (repeat it; e.g. --on job.failed --on '*.duration')",
     )
     p.add_argument("--duration-s", type=float, help="a duration event fires past this (seconds)")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        help="deployment.error_rate fires past this share of requests (0.05 = 5 %%), "
+        "deployment.p99 past this many milliseconds",
+    )
     p.add_argument("--channel", choices=CHANNEL_TYPES, help="the channel's type")
     p.add_argument("--url", help="the webhook's url")
     p.add_argument("--secret", help="the signing secret (dingtalk, feishu)")

@@ -9,6 +9,7 @@ Shadow (mirrored) requests are not counted: they are not the deployment's traffi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -33,9 +34,35 @@ def quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
     return lower
 
 
-def summary(text: str) -> dict[str, Any]:
-    """``requests``, ``errors``, ``mean_ms``, ``p50_ms``, ``p95_ms`` (None before any request)
-    and ``in_flight``, over all versions of the deployment."""
+@dataclass(frozen=True)
+class Totals:
+    """The router's counters as they stand: they only grow while the router lives."""
+
+    requests: float = 0.0
+    errors: float = 0.0
+    duration_s: float = 0.0  # the sum of the requests' latencies
+    count: float = 0.0  # requests the latency histogram counted
+    in_flight: float = 0.0
+    buckets: tuple[tuple[float, float], ...] = ()  # sorted (upper bound, cumulative count)
+
+    def since(self, before: Totals) -> Totals | None:
+        """What came between ``before`` and this reading (None when a counter went back:
+        the router restarted, so the difference means nothing)."""
+        if self.requests < before.requests or self.count < before.count:
+            return None
+        old = dict(before.buckets)
+        return Totals(
+            self.requests - before.requests,
+            self.errors - before.errors,
+            self.duration_s - before.duration_s,
+            self.count - before.count,
+            self.in_flight,
+            tuple((b, c - old.get(b, 0.0)) for b, c in self.buckets),
+        )
+
+
+def totals(text: str) -> Totals:
+    """The counters in a router's Prometheus text, over all versions of the deployment."""
     requests = errors = in_flight = 0.0
     total_s = count = 0.0
     buckets: dict[float, float] = {}
@@ -55,16 +82,23 @@ def summary(text: str) -> dict[str, Any]:
                 count += value
             elif name == f"{PREFIX}_in_flight":
                 in_flight += value
-    ordered = sorted(buckets.items())
+    return Totals(requests, errors, total_s, count, in_flight, tuple(sorted(buckets.items())))
+
+
+def summary(text: str) -> dict[str, Any]:
+    """``requests``, ``errors``, ``mean_ms``, ``p50_ms``, ``p95_ms`` (None before any request)
+    and ``in_flight``, over all versions of the deployment."""
+    t = totals(text)
+    ordered = list(t.buckets)
 
     def ms(seconds: float | None) -> float | None:
         return None if seconds is None else round(seconds * 1000, 3)
 
     return {
-        "requests": int(requests),
-        "errors": int(errors),
-        "mean_ms": ms(total_s / count) if count else None,
+        "requests": int(t.requests),
+        "errors": int(t.errors),
+        "mean_ms": ms(t.duration_s / t.count) if t.count else None,
         "p50_ms": ms(quantile(0.5, ordered)),
         "p95_ms": ms(quantile(0.95, ordered)),
-        "in_flight": int(in_flight),
+        "in_flight": int(t.in_flight),
     }

@@ -506,7 +506,8 @@ class LabelingTask(Base):
 
 class AlertRule(Base):
     """A project's notification rule: the events it matches (``job.failed``, ``run.*``,
-    ``*.duration`` past ``duration_s``) and the channel it sends them to
+    ``*.duration`` past ``duration_s``, ``deployment.error_rate`` or ``deployment.p99`` past
+    ``threshold``) and the channel it sends them to
     (cube_lab/alerts/channels.py). The channel's secret fields (``url``, ``secret``,
     ``password``) are kept here and never answered: readers get ``channels.masked``."""
 
@@ -521,6 +522,7 @@ class AlertRule(Base):
     name: Mapped[str] = mapped_column(String(128))
     events: Mapped[list[str]] = mapped_column(JSON, default=list)
     duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
     channel: Mapped[dict[str, Any]] = mapped_column(default=dict)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 
 from .. import job_credentials, quota
+from ..alerts import events
 from ..identity import Caller
 from ..k8s import ClusterConfig, require
 from ..k8s.objects import object_refs
@@ -151,6 +152,8 @@ class ClusterExperiments:
             reservation = self.tuning._reservations.pop(run.experiment_id, None)
             await asyncio.to_thread(quota.release, reservation)
             await asyncio.to_thread(self._end, run.experiment_id, status, error)
+            # alert rules: the follower hears every end, a stop from anywhere included
+            events.finished(self.tuning.store, "experiment", run.experiment_id)
 
     def _discard(self, experiment_id: str) -> None:
         quota.release(self.tuning._reservations.pop(experiment_id, None))
