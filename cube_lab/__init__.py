@@ -52,7 +52,7 @@ def __getattr__(name: str) -> Any:
     (``import cube_lab`` stays light)."""
     import importlib
 
-    if name in ("pipelines", "training", "tuning", "finetune", "labeling", "kb", "chat"):
+    if name in ("pipelines", "training", "tuning", "finetune", "labeling", "kb", "chat", "alerts"):
         # the packages; their run/runs/jobs/experiments/get delegate to cube_lab.sdk, and
         # cube_lab.finetune(config) is callable
         return importlib.import_module(f"cube_lab.{name}")
