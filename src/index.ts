@@ -18,6 +18,7 @@ import { linksPlugin } from './links';
 import { labelingPlugin } from './panels/labeling';
 import { modelsPlugin } from './panels/models';
 import { pipelinesPlugin } from './panels/pipelines';
+import { resourcesPlugin } from './panels/resources';
 import { trainingPlugin } from './panels/training';
 import { tuningPlugin } from './panels/tuning';
 import { CubeSettings, CubeSidebar } from './sidebar';
@@ -84,6 +85,7 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   chatPlugin,
   labelingPlugin,
   kbPlugin,
+  resourcesPlugin,
   linksPlugin
 ];
 

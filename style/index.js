@@ -8,3 +8,4 @@ import './deployments.css';
 import './labeling.css';
 import './chat.css';
 import './kb.css';
+import './resources.css';

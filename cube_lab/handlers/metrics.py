@@ -36,4 +36,7 @@ class ResourcesNowHandler(CubeHandler):
     @web.authenticated
     async def get(self) -> None:
         everyone = self.query_bool("all")
-        self.reply(await self.call(live.resources_now, self.workspace, self.caller, everyone))
+        found = await self.call(
+            live.resources_now, self.workspace, self.caller, everyone, self.client_path
+        )
+        self.reply(found)

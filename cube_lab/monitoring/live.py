@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,9 @@ def _live(data: dict[str, Any] | None) -> bool:
     return bool(data) and bool(data.get("running")) and _fresh(data)  # type: ignore[arg-type]
 
 
-def live_objects(ws: Any, caller: Caller, everyone: bool = False) -> list[dict[str, Any]]:
+def live_objects(
+    ws: Any, caller: Caller, everyone: bool = False, display: Callable[[str], str] | None = None
+) -> list[dict[str, Any]]:
     """The sampled objects running now that the caller may see (their own unless
     ``everyone``), newest first."""
     with ws.store.read() as s:
@@ -104,7 +107,7 @@ def live_objects(ws: Any, caller: Caller, everyone: bool = False) -> list[dict[s
                     "id": run_id,
                     "node": str(data.get("node") or ""),
                     "name": name,
-                    "path": path,
+                    "path": display(path) if display else path,
                     "project": project,
                     "user": owner,
                     "gpus_requested": 0,
@@ -264,15 +267,18 @@ def server_totals() -> dict[str, Any]:
     }
 
 
-def resources_now(ws: Any, caller: Caller, everyone: bool = False) -> dict[str, Any]:
-    """The answer of ``GET /cube/api/v1/resources``; ``everyone`` is for admins only."""
+def resources_now(
+    ws: Any, caller: Caller, everyone: bool = False, display: Callable[[str], str] | None = None
+) -> dict[str, Any]:
+    """The answer of ``GET /cube/api/v1/resources``; ``everyone`` is for admins only;
+    ``display`` names a pipeline's file as the client does (the REST layer's)."""
     if everyone and not caller.admin:
         raise Forbidden(
             _t("only an admin sees what everyone runs"),
             _t("Leave out ?all=1 to see what you run."),
         )
     ws.projects.ensure_personal(caller)
-    objects = live_objects(ws, caller, everyone)
+    objects = live_objects(ws, caller, everyone, display)
     return {
         "all": everyone,
         "admin": bool(caller.admin),

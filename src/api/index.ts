@@ -30,3 +30,4 @@ export * from './tuning';
 export * from './labeling';
 export * from './chat';
 export * from './kb';
+export * from './monitoring';

@@ -18,7 +18,14 @@ import {
 import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
 import * as React from 'react';
 
-import { describeError, isRunActive, JobTemplate, nodeLog } from '../../api';
+import {
+  describeError,
+  isRunActive,
+  JobTemplate,
+  nodeLog,
+  pipelineRunResources
+} from '../../api';
+import { ResourceStrip } from '../resources/strip';
 import { NODE_MIME, PipelineCanvas } from './canvas';
 import { autoLayout } from './graph';
 import { catalogPaletteEntries, kindLabel, serverText } from './kinds';
@@ -487,6 +494,16 @@ function SidePane(props: {
                 {nodeRun.error ? (
                   <p className="cube-Field-error">{nodeRun.error}</p>
                 ) : null}
+                <ResourceStrip
+                  objectKey={`${run.id}:${selected}:${nodeRun.attempts}`}
+                  load={() =>
+                    pipelineRunResources(run.id).then(
+                      r => r.nodes[selected] ?? null
+                    )
+                  }
+                  active={['pending', 'running'].includes(nodeRun.status)}
+                  trans={trans}
+                />
                 <NodeLog runId={run.id} nodeId={selected} trans={trans} />
                 <NodeResults
                   runId={run.id}

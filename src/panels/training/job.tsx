@@ -21,8 +21,10 @@ import {
   TrainingJob,
   trainingJobLog,
   trainingJobMetrics,
+  trainingJobResources,
   TrainingMetrics
 } from '../../api';
+import { ResourceStrip } from '../resources/strip';
 import { LineChart } from './chart';
 import { frameworkLabel } from './form';
 import {
@@ -437,6 +439,12 @@ function JobDetail(props: {
           openModel={props.openModel}
         />
       ) : null}
+      <ResourceStrip
+        objectKey={`${job.id}:${job.attempts}`}
+        load={() => trainingJobResources(job.id)}
+        active={active}
+        trans={trans}
+      />
       <section className="cube-TSection">
         <h3>
           {trans.__('Metrics')}
