@@ -20,6 +20,7 @@ from cube_lab.cli import alerts as cli_alerts
 from cube_lab.cli import main
 from cube_lab.identity import Caller
 from cube_lab.lab_links import ENV_LAB_URL
+from cube_lab.pipelines.validation import PipelineInvalid
 
 LAB = "http://lab.example:8888/lab"
 FAIL = "import time, sys\ntime.sleep(0.6)\nprint('boom', flush=True)\nsys.exit(3)\n"
@@ -163,6 +164,42 @@ def test_failed_pipeline_run_fires_run_failed(
     text = sent["body"]["text"]
     assert text.startswith("*Pipeline run nightly failed*")
     assert f"cube-open=run&id={runner.plan.run_id}" in text and "path=" in text
+
+
+def test_a_pipeline_names_the_rules_its_failures_go_to(
+    ws: Any, alice: Caller, tmp_path: Path, hooks: Hooks
+) -> None:
+    # "pager" hears only job successes, but the pipeline names it: its failed runs reach it
+    ws.alerts.create(
+        alice,
+        None,
+        {"name": "pager", "events": ["job.succeeded"], "channel": _webhook(hooks.url + "/pager")},
+    )
+    ws.alerts.create(
+        alice,
+        None,
+        {"name": "other", "events": ["job.succeeded"], "channel": _webhook(hooks.url + "/other")},
+    )
+    bad = [node("bad", filename=script(tmp_path, "bad.py", "raise SystemExit(1)\n"))]
+    good = [node("good", filename=script(tmp_path, "good.py", "print('fine')\n"))]
+    cube = {"alert_rules": ["pager", "no-such-rule"]}
+    failing = write_pipeline(tmp_path, bad, name="etl", cube=cube, filename="etl.pipeline")
+    passing = write_pipeline(tmp_path, good, name="etl-ok", cube=cube, filename="ok.pipeline")
+    for path, status in ((failing, "failed"), (passing, "succeeded")):
+        runner, recorder = ws.pipelines.prepare(alice, path, tmp_path)
+        assert ws.pipelines.run_foreground(runner, recorder) == status
+    assert ws.alert_engine.drain(20)
+    [sent] = hooks.at("/pager")  # the failure only: a success is not a failure alert
+    assert sent["body"]["event"] == "run.failed"
+    assert sent["body"]["object"]["alert_rules"] == ["pager", "no-such-rule"]
+    assert hooks.at("/other") == []
+    # a wrong shape is a validation problem before anything runs
+    broken = write_pipeline(
+        tmp_path, good, name="x", cube={"alert_rules": "pager"}, filename="x.pipeline"
+    )
+    with pytest.raises(PipelineInvalid) as caught:
+        ws.pipelines.prepare(alice, broken, tmp_path)
+    assert "alert_rules" in json.dumps(caught.value.to_json())
 
 
 def test_retries_are_logged_and_the_log_is_bounded(ws: Any, alice: Caller, hooks: Hooks) -> None:

@@ -235,6 +235,8 @@ def events_of(store: Store, kind: str, object_id: str) -> list[Event]:
             "finished_at": aware(row.finished_at).isoformat(),
         }
         path = row.pipeline_path if kind == "run" else None
+        if kind == "run" and (row.options or {}).get("alert_rules"):
+            obj["alert_rules"] = list(row.options["alert_rules"])
     link = lab_links.link(kind, id=object_id, path=path) or ""
     out = []
     outcome = STATUS_OUTCOME.get(str(obj["status"]))
@@ -352,8 +354,9 @@ class AlertEngine:
                 )
             )
             s.expunge_all()  # read after the session: keep the loaded values
+        named = set(event.object.get("alert_rules") or ()) if event.name == "run.failed" else set()
         for rule in rules:
-            if not matches(rule, event):
+            if not matches(rule, event) and not (rule.name in named and rule.enabled):
                 continue
             if event.name.endswith(".duration") and already_sent(
                 self.store, rule.id, event.name, object_label(event)

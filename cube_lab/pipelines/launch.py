@@ -184,6 +184,7 @@ def plan_launch(
         "cache": cache,
         "parallelism": width,
         "logical_date": logical_date,
+        "alert_rules": pipeline.alert_rules,  # told when the run fails (alerts/engine.py)
     }
     return Launch(
         new_run_id(),

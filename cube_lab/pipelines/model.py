@@ -68,7 +68,7 @@ class Pipeline:
     nodes: list[Node]
     parameters: list[Parameter]
     defaults: dict[str, Any]  # properties.pipeline_defaults
-    cube: dict[str, Any]  # properties.cube_lab: parallelism, schedule, ...
+    cube: dict[str, Any]  # properties.cube_lab: parallelism, schedule, alert_rules, ...
     raw: dict[str, Any]  # the whole document as read
     path: Path | None = None  # the file, when read from one
     migrated_from: int | None = None  # the Elyra version it was upgraded from
@@ -92,6 +92,13 @@ class Pipeline:
     def parallelism(self) -> int | None:
         value = self.cube.get("parallelism")
         return int(value) if value else None
+
+    @property
+    def alert_rules(self) -> list[str]:
+        """Alert rules of the run's project told when a run of this pipeline fails
+        (``properties.cube_lab.alert_rules``; cube_lab/alerts/engine.py)."""
+        value = self.cube.get("alert_rules")
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
     @property
     def folder(self) -> Path | None:

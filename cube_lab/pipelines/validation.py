@@ -114,6 +114,17 @@ def check(
         isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1
     ):
         problems.append(Problem(None, "parallelism", _t("must be a whole number of at least 1")))
+    alert_rules = pipeline.cube.get("alert_rules")
+    if alert_rules is not None and (
+        not isinstance(alert_rules, list) or not all(isinstance(r, str) and r for r in alert_rules)
+    ):
+        problems.append(
+            Problem(
+                None,
+                "alert_rules",
+                _t("must be a list of alert rule names of the run's project"),
+            )
+        )
     names = [p.name for p in pipeline.parameters]
     for name in {n for n in names if names.count(n) > 1}:
         problems.append(
