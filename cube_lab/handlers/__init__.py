@@ -130,6 +130,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_KB}/search", kb.SearchHandler),
         (rf"{_KB}/evaluate", kb.EvaluateHandler),
         (rf"{_KB}/chat", kb.ChatHandler),
+        (rf"{_KB}/preview", kb.PreviewHandler),
         ("/chat/targets", chat.ChatTargetsHandler),
         ("/chat/conversations", chat.ConversationsHandler),
         (_CHAT, chat.ConversationHandler),

@@ -225,6 +225,42 @@ class EvaluateHandler(KnowledgeBaseHandler):
         self.reply(to_jsonable(scores))
 
 
+class PreviewHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        """The chunks an ingest of these paths or documents would make, nothing committed
+        (``cube_lab.kb.preview``); chunking options default to the knowledge base's."""
+        from ..kb.preview import preview
+
+        body = self.json_body()
+        _check_fields(body, {"paths", "documents", "chunking", "chunk_size", "overlap"})
+        paths, documents = body.get("paths") or [], body.get("documents") or []
+        if not isinstance(paths, list):
+            raise InvalidInput(
+                _t("paths must be a list"), _t('e.g. {{"paths": ["docs", "notes.md"]}}')
+            )
+        resolved = [self.resolve(raw, what=f"paths[{n}]")[0] for n, raw in enumerate(paths)]
+        options = {key: body.get(key) for key in ("chunking", "chunk_size", "overlap")}
+        result = await self.call(
+            preview,
+            self.kb,
+            self.caller,
+            project,
+            name,
+            resolved,
+            documents,
+            options=options,
+            boundary=self.roots,
+        )
+        self.reply(
+            {
+                **result,
+                "files": self.with_sources(result["files"]),
+                "chunks": self.with_sources(result["chunks"]),
+            }
+        )
+
+
 class ChatHandler(KnowledgeBaseHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
@@ -254,6 +290,7 @@ __all__ = [
     "IngestsHandler",
     "KnowledgeBaseOneHandler",
     "KnowledgeBasesHandler",
+    "PreviewHandler",
     "SearchHandler",
     "SourcesHandler",
 ]
