@@ -182,3 +182,34 @@ def test_an_admin_sees_every_project(ws: Any, alice: Caller, bob: Caller) -> Non
     assert counts(alice) == {("alice", "failed"): 1}
     assert counts(bob) == {}
     assert counts(Caller("root", admin=True)) == {("alice", "failed"): 1}
+
+
+async def test_a_tuning_experiments_trials_resources(api: Any, jp_root_dir: Path) -> None:
+    (jp_root_dir / "hpo").mkdir()
+    (jp_root_dir / "hpo" / "trial.py").write_text(
+        "import nni, time\nheld = b'x' * (30 * 2**20)\nx = nni.get_next_parameter()['x']\n"
+        "time.sleep(1.2)\nnni.report_final_result(x)\n"
+    )
+    config = {
+        "searchSpace": {"x": {"_type": "uniform", "_value": [0, 1]}},
+        "trialCommand": "python3 trial.py",
+        "trialCodeDirectory": ".",
+        "trialConcurrency": 2,
+        "maxTrialNumber": 2,
+        "tuner": {"name": "Random", "classArgs": {"seed": 1}},
+    }
+    status, exp = await api(
+        "alice", "POST", "tuning/experiments", {"config": config, "folder": "hpo"}
+    )
+    assert status == 201, exp
+    where = f"tuning/experiments/{exp['id']}"
+    done = await wait_status(api, where, timeout=120)
+    assert done["status"] == "done", done
+    status, res = await api("alice", "GET", f"{where}/resources")
+    assert status == 200 and res["experiment_id"] == exp["id"], res
+    assert sorted(res["trials"]) == sorted(t["id"] for t in done["trials"])
+    for series in res["trials"].values():
+        assert series["kind"] == "trial" and series["running"] is False and series["points"]
+        assert series["peak"]["rss_bytes"] > 25 * 2**20  # the trial's own memory
+    status, err = await api("bob", "GET", f"{where}/resources")
+    assert status == 404 and "not found" in err["error"]

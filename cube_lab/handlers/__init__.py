@@ -107,6 +107,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_EXP}/resume", tuning.ResumeHandler),
         (rf"{_EXP}/register", tuning.RegisterHandler),
         (rf"{_EXP}/trials/{_SEG}/log", tuning.TrialLogHandler),
+        (rf"{_EXP}/resources", metrics.ExperimentResourcesHandler),
         ("/datasets", labeling.DatasetsHandler),
         (_DATASET, labeling.DatasetHandler),
         (rf"{_DATASET}/items", labeling.DatasetItemsHandler),

@@ -1,5 +1,6 @@
 """Monitoring REST handlers: Prometheus text of what the caller may see, and the resource
-series of one pipeline run or training job (``cube_lab.monitoring.report``)."""
+series of one pipeline run, training job or tuning experiment's trials
+(``cube_lab.monitoring.report``)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,15 @@ class JobResourcesHandler(CubeHandler):
     @web.authenticated
     async def get(self, job_id: str) -> None:
         self.reply(await self.call(report.job_resources, self.workspace, self.caller, job_id))
+
+
+class ExperimentResourcesHandler(CubeHandler):
+    @web.authenticated
+    async def get(self, experiment_id: str) -> None:
+        found = await self.call(
+            report.experiment_resources, self.workspace, self.caller, experiment_id
+        )
+        self.reply(found)
 
 
 class ResourcesNowHandler(CubeHandler):

@@ -1,8 +1,9 @@
 """Where an object's resource series lives, and reading / writing it safely.
 
-A training job's file is ``<job folder>/resources.json``; a pipeline run keeps one file per node
-in ``<run folder>/resources/<node folder>.json``. A job folder may be writable by the job's own
-OS account (``accounts.job_folder``), so the file is written to a fresh name (``O_EXCL``,
+A training job's file is ``<job folder>/resources.json``; a pipeline run keeps one file per
+node in ``<run folder>/resources/<node folder>.json``; a tuning trial's is
+``<experiment folder>/trials/<trial id>/resources.json``. A job folder may be writable by the
+job's own OS account (``accounts.job_folder``), so the file is written to a fresh name (``O_EXCL``,
 ``O_NOFOLLOW``) and renamed over, and read without following a link, at most ``MAX_BYTES``.
 """
 
@@ -21,6 +22,11 @@ PIPELINE_FOLDER = "resources"
 
 def training_file(job_dir: Path) -> Path:
     return job_dir / TRAINING_FILE
+
+
+def trial_file(trial_dir: Path) -> Path:
+    """In the trial's own folder (``<experiment folder>/trials/<trial id>``)."""
+    return trial_dir / TRAINING_FILE
 
 
 def pipeline_file(run_dir: Path, node_folder: str) -> Path:

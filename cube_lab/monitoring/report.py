@@ -1,5 +1,5 @@
-"""What the REST layer serves: a run's or a job's resource series, and the Prometheus text of
-``GET /cube/api/v1/metrics``.
+"""What the REST layer serves: a run's, a job's or an experiment's trials' resource series, and
+the Prometheus text of ``GET /cube/api/v1/metrics``.
 
 Everything is read from the store and the series files (``files``), never from this process's
 memory, so the answers are the same from the lab server, the CLI's workspace and the hub's
@@ -134,6 +134,39 @@ def job_resources(ws: Any, caller: Caller, job_id: str) -> dict[str, Any]:
     return {"job_id": job_id, "status": status, **(view(data) if data else empty)}
 
 
+def trial_folders(folder: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Each trial of an experiment folder with a resource series: (trial id, the series)."""
+    out = []
+    for trial_dir in sorted((folder / "trials").glob("*")):
+        data = files.read(files.trial_file(trial_dir))
+        if data is not None:
+            out.append((trial_dir.name, data))
+    return out
+
+
+def experiment_resources(ws: Any, caller: Caller, experiment_id: str) -> dict[str, Any]:
+    """Per trial of the experiment: its resource series (trials that did not start have none;
+    Katib's trials run on the cluster and have none here)."""
+    ws.projects.ensure_personal(caller)
+    with ws.store.read() as s:
+        ids = _project_ids(ws, s, caller)
+        found = s.scalar(
+            _scoped(
+                select(TuningExperiment).where(TuningExperiment.id == experiment_id),
+                TuningExperiment.project_id,
+                ids,
+            )
+        )
+        if found is None:
+            raise NotFound(
+                _t("experiment {experiment_id!r} not found", experiment_id=experiment_id),
+                _t("GET /cube/api/v1/tuning/experiments lists the experiments you can see."),
+            )
+        folder, status = Path(found.folder), found.status
+    trials = {trial_id: view(data) for trial_id, data in trial_folders(folder)}
+    return {"experiment_id": experiment_id, "status": status, "trials": trials}
+
+
 class _Collector:
     def __init__(self, families: list[GaugeMetricFamily]) -> None:
         self.families = families
@@ -177,6 +210,30 @@ def prometheus_text(ws: Any, caller: Caller) -> bytes:
                 ids,
             )
         ).all()
+        experiments = s.execute(
+            _scoped(
+                select(
+                    TuningExperiment.id,
+                    TuningExperiment.folder,
+                    TuningExperiment.owner,
+                    Project.name,
+                )
+                .join(Project, Project.id == TuningExperiment.project_id)
+                .where(TuningExperiment.status.in_(ACTIVE)),
+                TuningExperiment.project_id,
+                ids,
+            )
+        ).all()
+    for experiment_id, folder, owner, project in experiments:
+        for trial_id, data in trial_folders(Path(folder)):
+            labels = {
+                "kind": "trial",
+                "id": experiment_id,
+                "node": trial_id,
+                "project": project,
+                "user": owner,
+            }
+            live.append((data, labels))
     for run_id, run_dir, owner, project in runs:
         for data in files.read_folder(Path(run_dir) / files.PIPELINE_FOLDER):
             labels = {

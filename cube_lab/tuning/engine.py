@@ -35,6 +35,8 @@ from typing import Any
 from .. import accounts, processes
 from ..errors import InvalidInput
 from ..locale.messages import _t
+from ..monitoring import files as usage_files
+from ..monitoring import watch
 from .spec import ASSESSORS, TUNERS, ExperimentSpec
 
 PLATFORM = "cube-lab"  # any value but "local" makes NNI's trial runtime print its metrics
@@ -367,11 +369,13 @@ class Engine:
         self.on_change(trial)
         argv = _python_argv(self.spec.trial_command, self.spec.code_dir)
         code: int | None = None
+        usage = None
         try:
             if host and argv:
                 pid = await host.run(trial.id, argv, self.spec.code_dir, env, str(fifo))
                 self._pids[trial.id] = pid
                 self._report(trial.id, "trial", pid)
+                usage = self._watch(sys_dir, trial, pid)
                 if self.stopping:
                     _kill(pid, signal.SIGTERM)
                 code = await host.wait(trial.id)
@@ -388,10 +392,13 @@ class Engine:
                 )
                 self._pids[trial.id] = proc.pid
                 self._report(trial.id, "trial", proc.pid)
+                usage = self._watch(sys_dir, trial, proc.pid)
                 if self.stopping:
                     _kill(proc.pid, signal.SIGTERM)
                 code = await proc.wait()
         finally:
+            if usage is not None:
+                usage.stop()
             os.close(keep_fd)
             await reader
             pid = self._pids.pop(trial.id, None)
@@ -413,6 +420,16 @@ class Engine:
         if assessor is not None:
             assessor.trial_end(trial.id, trial.status == "succeeded")
         self.on_change(trial)
+
+    def _watch(self, sys_dir: Path, trial: Trial, pid: int) -> Any:
+        """CPU, memory and GPUs of the trial's process tree while it runs."""
+        return watch(
+            usage_files.trial_file(sys_dir),
+            [pid],
+            kind="trial",
+            object_id=self.experiment_id,
+            node=trial.id,
+        )
 
     def _report(self, part: str, role: str, pid: int) -> None:
         group = processes.group_of(pid, leads_own=True)  # a forked trial: maybe not yet
