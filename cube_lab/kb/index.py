@@ -215,6 +215,10 @@ class KnowledgeIndex:
             self._map = None
             self._db.close()
 
+    def drop(self) -> None:
+        """Everything lives in the folder, which the service removes: just close."""
+        self.close()
+
     def _rollback_keywords(self, first: int, terms_before: int, written: list[Path]) -> None:
         kw = self._keywords
         for path in written:

@@ -48,6 +48,7 @@ from ..store import Store
 from . import chunk as chunking
 from . import embed as embedding
 from . import evaluate as evaluation
+from .engine import ENGINES, IndexEngine
 from .index import MODES, KnowledgeIndex, NewChunk
 from .parse import SUFFIXES, ParseError, parse_bytes, parse_file, supported
 
@@ -229,7 +230,7 @@ class KnowledgeBaseService:
         self.projects = projects
         self.settings = settings
         self.embedder = embedder
-        self._open: dict[Path, KnowledgeIndex] = {}
+        self._open: dict[Path, IndexEngine] = {}
         self._locks: dict[Path, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -264,13 +265,40 @@ class KnowledgeBaseService:
         with self._guard:
             return self._locks.setdefault(folder, threading.Lock())
 
-    def _index(self, folder: Path, config: dict[str, Any]) -> KnowledgeIndex:
+    def _index(self, folder: Path, config: dict[str, Any]) -> IndexEngine:
         with self._guard:
             index = self._open.get(folder)
             if index is None:
-                index = KnowledgeIndex(folder, int(config["dim"]))
+                index = self._open_engine(folder, config)
                 self._open[folder] = index
             return index
+
+    @staticmethod
+    def _open_engine(folder: Path, config: dict[str, Any]) -> IndexEngine:
+        """The knowledge base's engine (``engine.py``): ``embedded`` unless its config says
+        ``milvus``."""
+        if config.get("engine", "embedded") == "milvus":
+            from .milvus_index import MilvusIndex
+
+            return MilvusIndex(folder, int(config["dim"]), config.get("milvus") or {})
+        return KnowledgeIndex(folder, int(config["dim"]))
+
+    @staticmethod
+    def _check_engine(engine: object, milvus: object) -> dict[str, Any]:
+        if engine not in ENGINES:
+            raise InvalidInput(
+                _t("unknown index engine {engine!r}", engine=engine),
+                _t("Use one of {value}.", value=list(ENGINES)),
+            )
+        if engine == "embedded":
+            if milvus is not None:
+                raise InvalidInput(
+                    _t("milvus settings need engine 'milvus'"), _t('e.g. engine="milvus"')
+                )
+            return {}
+        from .milvus_index import check_config
+
+        return {"engine": "milvus", "milvus": check_config(milvus)}
 
     @staticmethod
     def _config(folder: Path) -> dict[str, Any]:
@@ -304,9 +332,12 @@ class KnowledgeBaseService:
         chunk_size: object = 200,
         overlap: object = 40,
         model: object = embedding.DEFAULT_MODEL,
+        engine: object = "embedded",
+        milvus: object = None,
     ) -> KnowledgeBaseView:
         check_name(name, "knowledge base name")
         assert isinstance(name, str)
+        engine_config = self._check_engine(engine, milvus)
         if chunking_ not in chunking.STRATEGIES:
             raise InvalidInput(
                 _t("unknown chunking {chunking_!r}", chunking_=chunking_),
@@ -332,6 +363,7 @@ class KnowledgeBaseService:
             "overlap": overlap,
             "model": model,
             "dim": embedding.MODELS[str(model)],
+            **engine_config,
         }
         folder.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -387,8 +419,13 @@ class KnowledgeBaseService:
         with self._lock(folder):
             with self._guard:
                 index = self._open.pop(folder, None)
+            if index is None and config.get("engine") == "milvus":
+                try:  # a collection on a Milvus server outlives the folder: drop it
+                    index = self._open_engine(folder, config)
+                except InvalidInput:
+                    index = None
             if index is not None:
-                index.close()
+                index.drop()
             shutil.rmtree(folder, ignore_errors=True)
 
     # -- sources ------------------------------------------------------------------------
@@ -468,7 +505,7 @@ class KnowledgeBaseService:
                 )
         return files
 
-    def _add_one(self, index: KnowledgeIndex, config: dict[str, Any], item: Work) -> FileResult:
+    def _add_one(self, index: IndexEngine, config: dict[str, Any], item: Work) -> FileResult:
         path, source = item.path, item.source
         try:
             if item.boundary is not None:
@@ -559,7 +596,7 @@ class KnowledgeBaseService:
 
     @staticmethod
     def _allowed(
-        index: KnowledgeIndex,
+        index: IndexEngine,
         filters: dict[str, Any] | None,
         name_source: Callable[[str], str] | None,
     ) -> Any:
