@@ -3,12 +3,12 @@ traffic (canary split, shadow, promote, roll back, switch versions without dropp
 
 A local deployment is a folder ``<data_dir>/serving/<id>/`` (``log.txt`` with every
 process' output, ``config.json`` the routing table, ``ready/`` the port files) and a group of
-background processes, each in its own session so they outlive whoever started them (the
-server, ``cube-lab deploy``): one router on the deployment's port and one model server per
-replica and version. Their pids and ports are recorded, so a restarted server adopts the
-deployments still answering and marks the others dead, ending what is left of their
-processes: only those whose start time and boot id still match the record (a pid another
-program has since is left alone; see ``cube_lab.processes``).
+background processes: one router on the deployment's port and one model server per replica
+and version. This service knows no processes: its backend (``backend.ServingBackend``;
+``local_backend.LocalBackend`` here) starts them from a plan (an ``OIPSpec`` or an
+``LLMPlan``), watches and ends them. Their pids and ports are recorded, so a restarted server
+adopts the deployments still answering and marks the others dead, ending what is left of their
+processes: only those the backend still finds its own (start time and boot id).
 
 Who may call a deployment (API keys, rate limits, client address lists) is its ``access``
 (see ``access.py``): stored on the record and in ``deployment_keys``, pushed to the router with
@@ -21,16 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import http.client
 import json
 import os
 import secrets
 import shutil
-import signal
-import socket
-import stat
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -45,39 +39,44 @@ from sqlalchemy.orm import Session
 from .. import accounts, quota
 from ..accounts import RunAs
 from ..config import Settings
-from ..errors import Conflict, CubeError, InvalidInput, NotFound
+from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller, check_name
 from ..locale.messages import _t
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
-from ..processes import Group, group_of, pid_alive, start, still_ours
 from ..projects import ProjectService
 from ..serialize import aware
 from ..store import Store
 from ..store.models import Deployment, DeploymentKey, Project
 from . import access as acc
 from . import backend_auth
+from .backend import DeploymentFailed, OIPSpec, ServingBackend, Started
 from .llm import deploy as llm
-from .router import TOKEN_ENV
-from .warmhost import LOG_NAME as WARM_LOG
-from .warmhost import WarmHostClient
+from .local_backend import READY_TIMEOUT_S, RUN_DIR, STOP_GRACE_S, Forked, LocalBackend, share_read
+from .local_backend import identity as _identity
+from .local_backend import still_ours_of as _still_ours
+from .router_client import RouterClient
+from .router_client import loopback as _loopback
+
+__all__ = [  # what other modules import from here (some moved to the backend's modules)
+    "ACTIVE",
+    "DRAIN_TIMEOUT_S",
+    "READY_TIMEOUT_S",
+    "RUN_DIR",
+    "STOP_GRACE_S",
+    "DeploymentFailed",
+    "DeploymentService",
+    "DeploymentView",
+    "Forked",
+    "KeyView",
+    "RouterClient",
+    "_identity",
+    "_still_ours",
+]
 
 ACTIVE = ("starting", "running", "updating")
 MAX_REPLICAS = 16
-READY_TIMEOUT_S = 120.0
 DRAIN_TIMEOUT_S = 30.0
-STOP_GRACE_S = 5.0
-RUN_DIR = "run"  # under os_accounts: the model servers' own folder (cwd, ready files)
 MODELS_DIR = "models"  # under os_accounts: the copies of the versions they serve
-# the service's own hub credentials: never in a process that runs a user's model
-_SERVICE_ENV_PREFIXES = ("JUPYTERHUB_", "JPY_")
-
-
-class DeploymentFailed(CubeError):
-    """The model server or router did not come up; ``detail`` holds the log's tail, which
-    says why (a flavor that cannot be served, a missing library, a crash in the model's
-    code). The request was well formed but this version cannot be served as asked: 422."""
-
-    status = 422
 
 
 @dataclass(frozen=True)
@@ -189,50 +188,22 @@ def _check_percent(value: object) -> float:
     return float(value)
 
 
-class RouterClient:
-    """The router's admin routes over loopback (stdlib only: the CLI pays no import)."""
-
-    def __init__(self, host: str, port: int, token: str) -> None:
-        self.host, self.port, self.token = host, port, token
-
-    def call(self, method: str, path: str, body: Any = None, timeout: float = 5.0) -> Any:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            data = json.dumps(body).encode() if body is not None else None
-            conn.request(method, path, data, {"X-Cube-Token": self.token})
-            resp = conn.getresponse()
-            payload = resp.read()
-            if resp.status >= 400:
-                raise OSError(f"router answered {resp.status}: {payload[:200]!r}")
-            ctype = resp.getheader("Content-Type", "")
-            return json.loads(payload) if ctype.startswith("application/json") else payload
-        finally:
-            conn.close()
-
-    def state(self) -> dict[str, Any]:
-        return self.call("GET", "/_cube/admin/state")
-
-    def configure(self, table: dict[str, Any]) -> dict[str, Any]:
-        return self.call("POST", "/_cube/admin/config", table)
-
-    def metrics(self) -> str:
-        return self.call("GET", "/metrics").decode()
-
-
 class DeploymentService:
     def __init__(
-        self, store: Store, projects: ProjectService, settings: Settings, registry: Any
+        self,
+        store: Store,
+        projects: ProjectService,
+        settings: Settings,
+        registry: Any,
+        backend: ServingBackend | None = None,
     ) -> None:
         self.store = store
         self.projects = projects
         self.settings = settings
         self.registry = registry
         self.root = settings.data_dir / "serving"
-        self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
-        # Under os_accounts every model server runs as its deployment owner's account, forked
-        # from that account's own warm host (``_warm_host``): none is shared across accounts.
-        self._warm = WarmHostClient(self.root, _child_env({}), enabled=not settings.os_accounts)
-        self._warm_accounts: dict[str, WarmHostClient] = {}
+        # the processes: the router and model servers on this machine unless told otherwise
+        self.backend: ServingBackend = backend or LocalBackend(self.root, settings)
 
     # -- deploy ------------------------------------------------------------------------------------
 
@@ -301,7 +272,7 @@ class DeploymentService:
             # the model servers answer only the router (the key derives from the token);
             # deployments started before it lack the mark, and their routers the key
             "backend_auth": 1,
-            "creator_pid": os.getpid(),
+            "creator_pid": self.backend.creator(),
             "servers": [],
             "traffic": [{"version": version.version, "weight": 100.0, "shadow": False}],
             "previous_version": None,
@@ -328,36 +299,32 @@ class DeploymentService:
             (folder / "config.json").write_text(json.dumps(first))
             # the router and the model servers start side by side: the import of the
             # model's library is most of the wait, the router's start hides behind it
-            router_proc, router_ready = self._spawn_router(name, folder, info["token"], host, port)
-            info["router"] = {"pid": router_proc.pid, "port": None, **_identity(router_proc.pid)}
+            router_proc, router_ready = self.backend.start_router(
+                name, folder, info["token"], host, port
+            )
+            info["router"] = {
+                "pid": router_proc.pid,
+                "port": None,
+                **self.backend.identity(router_proc.pid),
+            }
             model_path = self._model_files(folder, version.version, artifact, who)
             plan = (
                 self._llm_plan(folder, model, version.version, model_path, base, who)
                 if chosen == "llm"
-                else None
+                else OIPSpec(model, version.version, version.flavor, model_path, batching)
             )
-            spawned = self._spawn_servers(
-                folder,
-                model,
-                version.version,
-                version.flavor,
-                model_path,
-                replicas,
-                batching,
-                _backend_key(info),
-                who,
-                plan,
-            )
+            spawned = self.backend.start_servers(folder, plan, replicas, _backend_key(info), who)
             info["servers"] = [
-                {"version": version.version, "pid": p.pid, **_identity(p.pid)} for p, _ in spawned
+                {"version": version.version, "pid": p.pid, **self.backend.identity(p.pid)}
+                for p, _ in spawned
             ]
-            found = self._wait_ready([(router_proc, router_ready), *spawned], folder)
+            found = self.backend.wait_ready([(router_proc, router_ready), *spawned], folder)
             info["router"]["port"] = found[0]["port"]
-            info["servers"] = _servers(version.version, spawned, found[1:])
+            info["servers"] = self._servers(version.version, spawned, found[1:])
             self._set(dep_id, info=info, port=found[0]["port"], router_pid=router_proc.pid)
             self._apply(dep_id, host, found[0]["port"], info)
         except BaseException as exc:
-            self._kill_all(info)
+            self.backend.stop(info)
             quota.release(reservation)
             self._set(
                 dep_id,
@@ -368,7 +335,7 @@ class DeploymentService:
             )
             raise
         self._set(dep_id, status="running", info=info)
-        self._warm_host(who).start_wanted()
+        self.backend.started(who)
         return self.get(caller, name, project_name)
 
     def _record(
@@ -400,7 +367,7 @@ class DeploymentService:
                         ),
                         _t("Switch its version (cube-lab deploy --switch), or undeploy it first."),
                     )
-                self._kill_all(old.info or {})
+                self.backend.stop(old.info or {})
                 if keep_access and old.access:
                     access = old.access  # deployed again: the same door (its keys stay too)
                 s.delete(old)
@@ -418,7 +385,7 @@ class DeploymentService:
                     replicas=replicas,
                     host=host,
                     port=None,
-                    runner_host=socket.gethostname(),
+                    runner_host=self.backend.host_name(),
                     info=info,
                     access=access,
                 )
@@ -541,81 +508,6 @@ class DeploymentService:
             kserve_llm.lora_rank(path),
         )
 
-    def _spawn_router(
-        self, name: str, folder: Path, token: str, host: str, port: int | None
-    ) -> tuple[Any, Path]:
-        ready = folder / "ready" / "router.json"
-        argv = [
-            sys.executable,
-            "-m",
-            "cube_lab.serving.router",
-            "--name",
-            name,
-            "--host",
-            host,
-            "--port",
-            str(port or 0),
-            "--config",
-            str(folder / "config.json"),
-            "--ready-file",
-            str(ready),
-        ]
-        # The router stays the service's own user even under os_accounts: it loads no user
-        # code (it forwards requests, checks keys and limits), and it holds the token that
-        # reconfigures it, which the owner's model servers must not reach.
-        return self._spawn(argv, folder, {TOKEN_ENV: token}, "router"), ready
-
-    def _spawn_servers(
-        self,
-        folder: Path,
-        model: str,
-        version: int,
-        flavor: str,
-        artifact: Path,
-        replicas: int,
-        batching: dict[str, Any] | None,
-        key: str,
-        who: RunAs | None = None,
-        plan: llm.LLMPlan | None = None,
-    ) -> list[tuple[Any, Path]]:
-        """Start the model servers; ``key``: the backend key they demand of every request
-        (in their environment: argv is world-readable in /proc). ``who``: the deployment
-        owner's account they run as (``Settings.os_accounts``), in the deployment's run folder
-        and with ``artifact`` a copy the account reads (never a path into the store).
-        With ``plan`` they are LLM servers (``cube_lab.serving.llm``), started cold: a fork
-        of a host that imported torch may hang in its thread pools."""
-        env = {backend_auth.KEY_ENV: key} if key else {}
-        ready_dir = folder / (RUN_DIR if who is not None else "ready")
-        started = []
-        for _ in range(replicas):
-            ready = ready_dir / f"server-{uuid.uuid4().hex[:8]}.json"
-            if plan is not None:
-                llm_env = {**env, "TOKENIZERS_PARALLELISM": "false"}
-                started.append(
-                    (self._spawn(plan.argv(ready), folder, llm_env, "llm", who, False), ready)
-                )
-                continue
-            argv = [
-                sys.executable,
-                "-m",
-                "cube_lab.serving.server",
-                "--name",
-                model,
-                "--version",
-                str(version),
-                "--flavor",
-                flavor,
-                "--path",
-                str(artifact),
-                "--ready-file",
-                str(ready),
-            ]
-            if batching:
-                argv += ["--batch-max-rows", str(batching["max_rows"])]
-                argv += ["--batch-wait-ms", str(batching["wait_ms"])]
-            started.append((self._spawn(argv, folder, env, flavor, who), ready))
-        return started
-
     def _start_servers(
         self,
         folder: Path,
@@ -631,95 +523,40 @@ class DeploymentService:
         base: tuple[str, Path, bool] | None = None,
     ) -> list[dict[str, Any]]:
         """Start ``replicas`` model servers at once and wait until each has loaded the model."""
-        started: list[tuple[Any, Path]] = []
+        started: list[Started] = []
         try:
             path = self._model_files(folder, version, artifact, who)
             plan = (
                 self._llm_plan(folder, model, version, path, base, who)
                 if runtime == "llm"
-                else None
+                else OIPSpec(model, version, flavor, path, batching)
             )
-            started = self._spawn_servers(
-                folder, model, version, flavor, path, replicas, batching, key, who, plan
-            )
-            found = _servers(version, started, self._wait_ready(started, folder))
-            self._warm_host(who).start_wanted()
+            started = self.backend.start_servers(folder, plan, replicas, key, who)
+            found = self._servers(version, started, self.backend.wait_ready(started, folder))
+            self.backend.started(who)
             return found
         except BaseException:
             for proc, _ in started:
-                self._kill_pid(proc.pid)
+                self.backend.stop_pid(proc.pid)
             raise
 
-    def _spawn(
-        self,
-        argv: list[str],
-        folder: Path,
-        extra: dict[str, str],
-        flavor: str,
-        who: RunAs | None = None,
-        warm: bool = True,
-    ) -> Any:
-        """``python -m MODULE ...``: forked from the warm host when one is up (no start-up
-        wait), else started afresh (always when not ``warm``). With ``who``: as that account
-        (from its own host), in the run folder, with no store keys and none of the service's
-        hub credentials."""
-        env = _child_env(extra) if who is None else _owner_env(extra)
-        cwd = folder if who is None else folder / RUN_DIR
-        forked_env = env if who is None else accounts.job_env(env, who)
-        with open(folder / "log.txt", "ab") as log:  # the service's log: the server gets the fd
-            pid = (
-                self._warm_host(who).spawn(argv[2], argv[3:], cwd, forked_env, log.fileno(), flavor)
-                if warm
-                else None
-            )
-            if pid is not None:
-                return Forked(pid)
-            proc = start(argv, cwd, env, log, run_as=who)
-        self._procs[proc.pid] = proc
-        return proc
-
-    def _warm_host(self, who: RunAs | None) -> WarmHostClient:
-        """The warm host that forks ``who``'s model servers (the service's own for None)."""
-        if who is None:
-            return self._warm
-        host = self._warm_accounts.get(who.name)
-        if host is None:
-            folder = self.root / "warm" / who.name
-            # the account makes its socket there; the log is root's, made now (no link)
-            accounts.job_folder(folder, who, self.settings.data_dir, files=(WARM_LOG,))
-            host = WarmHostClient(folder, _owner_env({}), who=who)
-            self._warm_accounts[who.name] = host
-        return host
+    def _servers(
+        self, version: int, started: list[Started], found: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        return [
+            {
+                "version": version,
+                "pid": proc.pid,
+                "port": f["port"],
+                **self.backend.identity(proc.pid),
+            }
+            for (proc, _), f in zip(started, found, strict=True)
+        ]
 
     def quit_warm_hosts(self) -> None:
-        """Ask every warm host this service started to leave (tests, a clean shutdown)."""
-        for host in (self._warm, *self._warm_accounts.values()):
-            host.quit()
-
-    def _wait_ready(self, started: list[tuple[Any, Path]], folder: Path) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        found: dict[int, dict[str, Any]] = {}
-        while len(found) < len(started):
-            for i, (proc, ready) in enumerate(started):
-                if i in found:
-                    continue
-                text = _read_ready(ready)
-                if text is not None:
-                    found[i] = json.loads(text)
-                elif proc.poll() is not None:
-                    code = "" if proc.returncode is None else f" with code {proc.returncode}"
-                    raise DeploymentFailed(
-                        _t("a serving process exited{code} before it was ready", code=code),
-                        _tail(folder / "log.txt"),
-                    )
-            if time.monotonic() > deadline:
-                raise DeploymentFailed(
-                    _t("not ready after {READY_TIMEOUT_S:.0f} s", READY_TIMEOUT_S=READY_TIMEOUT_S),
-                    _tail(folder / "log.txt"),
-                )
-            if len(found) < len(started):
-                time.sleep(0.01)
-        return [found[i] for i in range(len(started))]
+        """Ask every warm host this service's backend started to leave (tests, a clean
+        shutdown)."""
+        self.backend.quit_warm_hosts()
 
     def _table(self, info: dict[str, Any]) -> dict[str, Any]:
         """The router's routing table from the recorded traffic and servers."""
@@ -757,7 +594,7 @@ class DeploymentService:
         tmp = folder / "config.json.tmp"
         tmp.write_text(json.dumps(table))
         os.replace(tmp, folder / "config.json")
-        RouterClient(_loopback(host), port, info["token"]).configure(table)
+        self.backend.router(_loopback(host), port, info["token"]).configure(table)
 
     # -- traffic -----------------------------------------------------------------------------------
 
@@ -916,7 +753,7 @@ class DeploymentService:
         retired = [s for s in info["servers"] if s["version"] not in keep]
         info["servers"] = [s for s in info["servers"] if s["version"] in keep]
         self._apply(row["id"], row["host"], row["port"], info)
-        client = RouterClient(_loopback(row["host"]), row["port"], info["token"])
+        client = self.backend.router(_loopback(row["host"]), row["port"], info["token"])
         ports = {s["port"] for s in retired}
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
         while ports and time.monotonic() < deadline:
@@ -927,7 +764,7 @@ class DeploymentService:
                 break
             time.sleep(0.02)
         for server in retired:
-            self._kill_pid(server["pid"])
+            self.backend.stop_pid(server["pid"])
 
     # -- read --------------------------------------------------------------------------------------
 
@@ -949,7 +786,7 @@ class DeploymentService:
                 ((row.id, row.runner_host, row.router_pid), DeploymentView.of(row, name))
                 for row, name in rows
             ]
-        here = socket.gethostname()
+        here = self.backend.host_name()
         dead = [
             dep_id
             for (dep_id, runner_host, pid), view in views
@@ -1106,7 +943,7 @@ class DeploymentService:
         used: dict[str, float] = {}
         if running:
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                state = RouterClient(_loopback(host), port or 0, token).state()
+                state = self.backend.router(_loopback(host), port or 0, token).state()
                 used = dict(state["access"]["keys_used"])
         with self.store.write() if used else self.store.read() as s:
             rows = s.scalars(
@@ -1215,7 +1052,7 @@ class DeploymentService:
                 _t("deployment {name!r} is not running ({status})", name=name, status=status)
             )
         try:
-            return RouterClient(_loopback(host), port, token or "").metrics()
+            return self.backend.router(_loopback(host), port, token or "").metrics()
         except OSError as exc:
             raise Conflict(
                 _t("deployment {name!r} does not answer: {exc}", name=name, exc=exc)
@@ -1234,7 +1071,7 @@ class DeploymentService:
         it still runs is killed, its quota given back, its record and folder deleted. The
         view returned then says status "removed"."""
         with self._locked(caller, name, project, active=False) as (dep_id, row):
-            self._kill_all(row["info"])
+            self.backend.stop(row["info"])
             quota.release(row["info"].get("reservation"))  # a no-op when already given back
             if row["status"] in ACTIVE:
                 self._set(dep_id, status="stopped", stopped_at=datetime.now(UTC))
@@ -1263,13 +1100,11 @@ class DeploymentService:
     def prewarm(self) -> bool:
         """Start the warm host now if models were served from this data dir before, so the
         first deploy after a restart is warm too; True when one was started."""
-        if not self.root.is_dir() or self.settings.os_accounts:
-            return False  # under os_accounts the model servers start cold, as their owners
-        return self._warm.ensure()
+        return self.backend.prewarm()
 
     def recover(self) -> dict[str, list[str]]:
         """At server start: adopt deployments whose router still answers, mark the rest dead."""
-        host = socket.gethostname()
+        host = self.backend.host_name()
         with self.store.read() as s:
             rows = s.scalars(
                 select(Deployment).where(
@@ -1283,13 +1118,13 @@ class DeploymentService:
             if runner_host != host:
                 continue
             creator = info.get("creator_pid")
-            if status == "starting" and creator != os.getpid() and pid_alive(creator):
+            if status == "starting" and self.backend.creator_busy(creator):
                 continue  # a CLI is deploying it right now
             rhost, rport, rpid = routers[dep_id]
             if self._answers(rhost, rport, rpid, info, name):
                 adopted.append(name)
                 continue
-            self._kill_all(_still_ours(info, runner_host))
+            self.backend.stop(self.backend.still_ours(info, runner_host))
             quota.release(info.get("reservation"))
             dead.append(dep_id)
         if dead:
@@ -1302,7 +1137,7 @@ class DeploymentService:
         if not port or not self._alive(pid):
             return False
         try:
-            state = RouterClient(_loopback(host), port, info.get("token", "")).state()
+            state = self.backend.router(_loopback(host), port, info.get("token", "")).state()
         except (OSError, ValueError):
             return False
         return state.get("name") == name  # the port may since belong to another program
@@ -1411,7 +1246,7 @@ class DeploymentService:
                 shutil.copytree(artifact, dest, symlinks=True)
             else:
                 shutil.copy2(artifact, dest, follow_symlinks=False)
-            _share_read(tmp, who.gid)
+            share_read(tmp, who.gid)
             if final.exists():  # no server of this version runs (they would be reused)
                 shutil.rmtree(final)
             os.rename(tmp, final)
@@ -1475,108 +1310,16 @@ class DeploymentService:
             row.updated_at = datetime.now(UTC)
 
     def _router_alive(self, row: Deployment) -> bool:
-        return row.runner_host == socket.gethostname() and self._alive(row.router_pid)
+        return row.runner_host == self.backend.host_name() and self._alive(row.router_pid)
 
     def _alive(self, pid: int | None) -> bool:
-        proc = self._procs.get(pid or 0)
-        if proc is not None:
-            return proc.poll() is None  # our child: a zombie is not alive
-        return pid_alive(pid)
-
-    def _kill_all(self, info: dict[str, Any]) -> None:
-        pids = [s["pid"] for s in info.get("servers", [])]
-        if info.get("router"):
-            pids.insert(0, info["router"]["pid"])
-        for pid in pids:
-            self._signal(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
-        while any(self._alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        for pid in pids:
-            if self._alive(pid):
-                self._signal(pid, signal.SIGKILL)
-            self._reap(pid)
-
-    def _kill_pid(self, pid: int) -> None:
-        self._kill_all({"servers": [{"pid": pid}]})
-
-    def _signal(self, pid: int, sig: int) -> None:
-        # each process leads its own session: the group holds it and anything it started
-        if not self._alive(pid):
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-
-    def _reap(self, pid: int) -> None:
-        proc = self._procs.pop(pid, None)
-        if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=1)
-
-
-class Forked:
-    """A serving process the warm host forked: not our child, so its exit code is the host's."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        return None if pid_alive(self.pid) else -1
+        return self.backend.alive(pid)
 
 
 def _backend_key(info: dict[str, Any]) -> str:
     """The key the deployment's model servers demand; "" for a deployment started before
     there was one (its router, still running that code, would not send it)."""
     return backend_auth.derive(info.get("token") or "") if info.get("backend_auth") else ""
-
-
-def _child_env(extra: dict[str, str]) -> dict[str, str]:
-    """This process's environment, with cube-lab importable, plus ``extra``."""
-    env = dict(os.environ)
-    env.pop(backend_auth.KEY_ENV, None)  # only the model servers get one, their own
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    env.update(extra)
-    return env
-
-
-def _owner_env(extra: dict[str, str]) -> dict[str, str]:
-    """A model server's environment when it runs as its owner: ``_child_env`` without the
-    service's hub credentials (``processes.start`` then takes the store's keys out)."""
-    env = _child_env(extra)
-    return {k: v for k, v in env.items() if not k.startswith(_SERVICE_ENV_PREFIXES)}
-
-
-def _share_read(top: Path, gid: int) -> None:
-    """``top`` and everything in it ``root:<gid>``, folders 0750 and files 0640 (links are
-    left as they are, only their owner changed)."""
-    os.chown(top, 0, gid)
-    os.chmod(top, 0o750)
-    for here, dirs, files in os.walk(top):  # never into a link
-        for name in dirs + files:
-            path = os.path.join(here, name)
-            os.chown(path, 0, gid, follow_symlinks=False)
-            if not os.path.islink(path):
-                os.chmod(path, 0o750 if name in dirs else 0o640)
-
-
-def _read_ready(path: Path) -> str | None:
-    """A ready file's text, or None while there is none. Not through a link, nor from a
-    fifo or anything else but a plain file: under os_accounts the owner's account writes
-    in the folder it lies in."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise DeploymentFailed(
-            _t("cannot read the ready file {name}: {exc}", name=path.name, exc=exc)
-        ) from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise DeploymentFailed(_t("the ready file {name} is not a plain file", name=path.name))
-        return fh.read(4096).decode("utf-8", "replace")
 
 
 def _jsonl_tail(path: Path, limit: int) -> list[dict[str, Any]]:
@@ -1606,38 +1349,6 @@ def _check_batching(max_rows: object, wait_ms: object) -> dict[str, Any] | None:
     return {"max_rows": max_rows, "wait_ms": float(wait_ms)} if max_rows else None
 
 
-def _servers(
-    version: int, started: list[tuple[Any, Path]], found: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    return [
-        {"version": version, "pid": proc.pid, "port": f["port"], **_identity(proc.pid)}
-        for (proc, _), f in zip(started, found, strict=True)
-    ]
-
-
-def _identity(pid: int) -> dict[str, Any]:
-    """What proves later that ``pid`` is still this process (its start time, the boot)."""
-    group = group_of(pid)
-    return {"start_ticks": group.start_ticks, "boot_id": group.boot_id} if group else {}
-
-
-def _still_ours(info: dict[str, Any], host: str | None) -> dict[str, Any]:
-    """The recorded router and servers whose pid still names the process that was started
-    (records without a start time, from before it was kept, cannot tell: left alone)."""
-
-    def ours(entry: dict[str, Any] | None) -> bool:
-        if not entry or not entry.get("pid") or not entry.get("start_ticks"):
-            return False
-        pid = int(entry["pid"])
-        return still_ours(Group(pid, pid, int(entry["start_ticks"]), entry["boot_id"], host or ""))
-
-    router = info.get("router")
-    return {
-        "router": router if ours(router) else None,
-        "servers": [s for s in info.get("servers", []) if ours(s)],
-    }
-
-
 def _split(ref: str) -> tuple[str, str]:
     if not isinstance(ref, str) or not ref.strip():
         raise InvalidInput(
@@ -1657,14 +1368,3 @@ def _check_replicas(value: object) -> int:
             )
         )
     return value
-
-
-def _loopback(host: str) -> str:
-    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    if not path.is_file():
-        return ""
-    text = read_chunk(path, 0, 16 * 1024, True).text
-    return "\n".join(text.splitlines()[-lines:])
