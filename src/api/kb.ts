@@ -275,3 +275,41 @@ export function chatKnowledgeBase(
     settings
   );
 }
+
+/** One question of an evaluation set: what it should find. */
+export type KbEvalQuestion = {
+  question: string;
+  source?: string;
+  sources?: string[];
+  chunks?: number[];
+};
+
+/** POST /kb/{project}/{name}/evaluate: averages over the set, and each question's. */
+export interface KbEvalScores {
+  questions: number;
+  k: number;
+  recall_at_k: number;
+  mrr: number;
+  ndcg_at_10: number;
+  per_question: {
+    question: string;
+    /** Per expected source or chunk, the first rank (from 1) it was found at; null: not found. */
+    ranks: (number | null)[];
+    recall_at_k: number;
+    reciprocal_rank: number;
+    ndcg_at_10: number;
+  }[];
+}
+
+export function evaluateKnowledgeBase(
+  project: string,
+  name: string,
+  body: { questions: KbEvalQuestion[]; k?: number; mode?: KbMode },
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<KbEvalScores>(
+    encodePath(KB, project, name, 'evaluate'),
+    { method: 'POST', body },
+    settings
+  );
+}

@@ -5,8 +5,10 @@
  * 2 of 2), a retrieval test ranks the right chunk first with its scores and
  * the query's words highlighted, and Ask answers through a fake
  * OpenAI-compatible server started here with a numbered citation that shows
- * the cited chunk. Pictured in the light and the dark theme, in English and
- * in Chinese.
+ * the cited chunk; the same knowledge base in the Chat panel (its Ask's
+ * "Chat in the Chat panel"): two questions, numbered citations that show the
+ * chunk and open the source file. Pictured in the light and the dark theme,
+ * in English and in Chinese.
  */
 import {
   expect,
@@ -134,6 +136,44 @@ async function createAndIngest(
   return view;
 }
 
+/** From the view's Ask: the Chat tab on the knowledge base, a URL answering. */
+async function chatWithKb(
+  page: IJupyterLabPageFixture,
+  ask: Locator,
+  url: string,
+  name: string
+): Promise<Locator> {
+  await ask.locator('button[name="kb-open-chat"]').click();
+  const chat = page.locator('.cube-ChatView');
+  await expect(chat).toBeVisible({ timeout: 15_000 });
+  await expect(chat.locator('select[name="target"]')).toHaveValue(
+    `kb:${name}`,
+    { timeout: 15_000 }
+  );
+  // no LLM deployment in this spec: an OpenAI-compatible URL answers
+  await expect(chat.locator('select[name="target-answerer"]')).toHaveValue(
+    'url'
+  );
+  await chat.locator('input[name="target-url"]').fill(url);
+  await chat.locator('input[name="target-model"]').fill('fake-model');
+  return chat;
+}
+
+/** Send a question in the Chat tab; its answer once complete (the `nth`, from 1). */
+async function askInChat(
+  chat: Locator,
+  question: string,
+  nth: number
+): Promise<Locator> {
+  await chat.locator('textarea[name="message"]').fill(question);
+  await chat.locator('button[name="send"]').click();
+  const answer = chat.locator('.cube-ChatKbAnswer').nth(nth - 1);
+  await expect(answer).toHaveAttribute('data-status', 'complete', {
+    timeout: 30_000
+  });
+  return answer;
+}
+
 async function retrievalTest(view: Locator, query: string): Promise<Locator> {
   await view.locator('input[name="kb-query"]').fill(query);
   await view.locator('.cube-KbSearch-form button[type="submit"]').click();
@@ -217,9 +257,98 @@ test.describe('cube-lab knowledge bases', () => {
       await expect(answer.locator('.cube-KbCited')).toContainText('refunds.md');
       await ask.scrollIntoViewIfNeeded();
       await lightAndDark(page, 'kb-ask');
+
+      // the knowledge base in the Chat panel: questions after one another
+      const chat = await chatWithKb(page, ask, model.url, 'handbook');
+      const answers = chat.locator('.cube-ChatKbAnswer');
+      const firstAnswer = await askInChat(
+        chat,
+        'How long does a refund take?',
+        1
+      );
+      const chatCite = firstAnswer.locator('.cube-KbCite').first();
+      await expect(chatCite).toBeVisible();
+      await chatCite.click();
+      const cited = firstAnswer.locator('.cube-KbCited');
+      await expect(cited).toContainText('thirty days');
+      await expect(cited).toContainText('refunds.md');
+      // a second question: the first turn goes along as history
+      const second = await askInChat(
+        chat,
+        'Is store credit offered for items bought in a sale?',
+        2
+      );
+      await second.locator('.cube-KbCitations button').first().click();
+      await second.locator('.cube-KbCited').scrollIntoViewIfNeeded();
+      await expect(second.locator('.cube-KbCitations li')).not.toHaveCount(0);
+      await expect(answers).toHaveCount(2);
+      // these answers are the knowledge base's: no regenerate, compare or code
+      await expect(chat.locator('button[name="regenerate"]')).toBeDisabled();
+      await expect(
+        chat.getByRole('button', { name: 'Compare' })
+      ).toBeDisabled();
+      await lightAndDark(page, 'chat-kb', {
+        ready: second.locator('.cube-KbCited')
+      });
+      // the cited source opens in JupyterLab
+      await cited.locator('.cube-KbCited-open').click();
+      await expect(
+        page.locator('.lm-TabBar-tab', { hasText: 'refunds.md' })
+      ).toBeVisible({ timeout: 15_000 });
+      await page.activity.activateTab('handbook');
+      await expect(view).toBeVisible();
     } finally {
       model.close();
     }
+
+    // evaluate two configurations side by side on one question set
+    const evaluate = view.locator('.cube-KbEval');
+    await evaluate.scrollIntoViewIfNeeded();
+    await evaluate
+      .locator('textarea[name="kb-eval-questions"]')
+      .fill(
+        [
+          `How long until my refund is paid? => ${tmpPath}/refunds.md`,
+          `When do parcels leave the warehouse? => ${tmpPath}/shipping.md`,
+          'a line without its source'
+        ].join('\n')
+      );
+    await expect(evaluate.locator('.cube-KbEval-errors')).toContainText(
+      'Line 3'
+    );
+    await expect(evaluate.locator('button[name="kb-eval-run"]')).toBeDisabled();
+    await evaluate
+      .locator('textarea[name="kb-eval-questions"]')
+      .fill(
+        [
+          `How long until my refund is paid? => ${tmpPath}/refunds.md`,
+          `When do parcels leave the warehouse? => ${tmpPath}/shipping.md`,
+          `zephyrine => ${tmpPath}/refunds.md`
+        ].join('\n')
+      );
+    await evaluate
+      .locator('select[name="kb-eval-mode-b"]')
+      .selectOption('keyword');
+    await evaluate.locator('input[name="kb-eval-k-b"]').fill('1');
+    await evaluate.locator('button[name="kb-eval-run"]').click();
+    const metrics = evaluate.locator('.cube-KbEval-table').first();
+    await expect(metrics.locator('tbody tr')).toHaveCount(3, {
+      timeout: 30_000
+    });
+    // hybrid with k=5 finds every expected source among 2 chunks
+    await expect(
+      metrics.locator('tr[data-metric="recall_at_k"] td[data-config="a"]')
+    ).toHaveText('1.000');
+    await expect(metrics.locator('th[data-config="b"]')).toContainText('k=1');
+    for (const which of ['a', 'b']) {
+      await expect(
+        metrics.locator(`tr[data-metric="mrr"] td[data-config="${which}"]`)
+      ).toHaveText(/^[01]\.\d{3}$/);
+    }
+    await evaluate.locator('.cube-KbEval-per summary').click();
+    await expect(evaluate.locator('.cube-KbEval-per tbody tr')).toHaveCount(3);
+    await evaluate.scrollIntoViewIfNeeded();
+    await lightAndDark(page, 'kb-evaluate', { ready: metrics });
 
     // a corrupt PDF fails alone, its error shown under its name
     await putText(request, base, `${tmpPath}/broken.pdf`, 'not a PDF at all');
@@ -296,6 +425,26 @@ test.describe('cube-lab knowledge bases in Chinese', () => {
       '来源'
     );
     await lightAndDark(page, 'zh-kb-view');
+    // the Chat tab on the knowledge base, in Chinese
+    const model = await fakeModel();
+    try {
+      const chat = await chatWithKb(
+        page,
+        view.locator('.cube-KbAsk'),
+        model.url,
+        'handbook-zh'
+      );
+      const answer = await askInChat(chat, 'How long does a refund take?', 1);
+      await answer.locator('.cube-KbCite').first().click();
+      await expect(answer.locator('.cube-KbCited')).toContainText(
+        'thirty days'
+      );
+      await lightAndDark(page, 'zh-chat-kb', {
+        ready: answer.locator('.cube-KbCited')
+      });
+    } finally {
+      model.close();
+    }
     await removeKb(request, base, 'handbook-zh');
   });
 });

@@ -64,11 +64,12 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
       execute: args => {
         const project = args.project ? String(args.project) : '';
         const deployment = args.deployment ? String(args.deployment) : '';
+        const kb = args.knowledgeBase ? String(args.knowledgeBase) : '';
         const existing = tracker.find(w => !w.isDisposed && w.isAttached);
         if (existing) {
           shell.activateById(existing.id);
-          if (deployment) {
-            void existing.content.chatWith(project, deployment);
+          if (deployment || kb) {
+            void existing.content.chatWith(project, deployment, kb);
           }
           return existing;
         }
@@ -77,7 +78,9 @@ export const chatPlugin: JupyterFrontEndPlugin<void> = {
           translator,
           rendermime,
           project: project || undefined,
-          deployment: deployment || undefined
+          deployment: deployment || undefined,
+          knowledgeBase: kb || undefined,
+          openPath: path => void commands.execute('docmanager:open', { path })
         });
         const widget = new MainAreaWidget({ content });
         widget.id = 'cube-lab-chat';

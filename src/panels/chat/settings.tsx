@@ -8,12 +8,15 @@ import * as React from 'react';
 
 import type { ChatTargetInfo } from '../../api';
 import { Field } from '../field';
+import { kbFromValue, kbTargetValue } from './kbchat';
 import { IParamError, IParamsForm, targetOptions, URL_TARGET } from './logic';
 
 /** The target as the picker edits it. */
 export interface ITargetForm {
-  /** A deployment's picker value, or `URL_TARGET`. */
+  /** A deployment's picker value, `URL_TARGET`, or a knowledge base's (`kb:NAME`). */
   choice: string;
+  /** For a knowledge base: who answers (a deployment's picker value or `URL_TARGET`). */
+  answerer: string;
   baseUrl: string;
   model: string;
   apiKey: string;
@@ -22,6 +25,8 @@ export interface ITargetForm {
 export function TargetPicker(props: {
   form: ITargetForm;
   targets: ChatTargetInfo[];
+  /** The project's knowledge bases (none: not offered). */
+  kbs?: string[];
   trans: TranslationBundle;
   name: string;
   label: string;
@@ -30,6 +35,10 @@ export function TargetPicker(props: {
 }): JSX.Element {
   const { form, trans } = props;
   const options = targetOptions(props.targets);
+  const kbs = props.kbs ?? [];
+  const kb = kbFromValue(form.choice);
+  const url =
+    form.choice === URL_TARGET || (kb !== null && form.answerer === URL_TARGET);
   return (
     <div className="cube-ChatTarget">
       <Field label={props.label} name={props.name}>
@@ -51,9 +60,47 @@ export function TargetPicker(props: {
           <option value={URL_TARGET}>
             {trans.__('OpenAI-compatible URL…')}
           </option>
+          {kbs.length ? (
+            <optgroup label={trans.__('Knowledge bases')}>
+              {kbs.map(k => (
+                <option key={k} value={kbTargetValue(k)}>
+                  {trans.__('Knowledge base %1', k)}
+                </option>
+              ))}
+            </optgroup>
+          ) : null}
         </select>
       </Field>
-      {form.choice === URL_TARGET ? (
+      {kb !== null ? (
+        <Field
+          label={trans.__('Answered by')}
+          name={`${props.name}-answerer`}
+          hint={trans.__(
+            'The language model that answers from the passages it finds.'
+          )}
+        >
+          <select
+            className="cube-TField-input"
+            name={`${props.name}-answerer`}
+            value={form.answerer}
+            disabled={props.disabled}
+            onChange={e => props.onChange({ answerer: e.target.value })}
+          >
+            {form.answerer === '' ? (
+              <option value="">{trans.__('Choose a model…')}</option>
+            ) : null}
+            {options.map(o => (
+              <option key={o.value} value={o.value}>
+                {o.label}
+              </option>
+            ))}
+            <option value={URL_TARGET}>
+              {trans.__('OpenAI-compatible URL…')}
+            </option>
+          </select>
+        </Field>
+      ) : null}
+      {url ? (
         <>
           <Field label={trans.__('Base URL')} name={`${props.name}-url`}>
             <input

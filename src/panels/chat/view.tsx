@@ -28,6 +28,7 @@ import {
   exportPreferences,
   listChatTargets,
   listConversations,
+  listKnowledgeBases,
   listProjects,
   PreferenceExport,
   updateConversation
@@ -35,6 +36,8 @@ import {
 import { ErrorBox } from '../errorbox';
 import { ConversationList } from './conversations';
 import { askExport } from './export';
+import { IKbAsk, kbFromValue, KbChatSession, kbTargetValue } from './kbchat';
+import { KbTranscript } from './kbtranscript';
 import {
   contextMessages,
   IParamsForm,
@@ -57,6 +60,7 @@ type ErrorText = { error: string; detail: string };
 
 const EMPTY_TARGET: ITargetForm = {
   choice: '',
+  answerer: '',
   baseUrl: '',
   model: '',
   apiKey: ''
@@ -68,15 +72,16 @@ function targetForm(target: ChatTarget): ITargetForm {
   }
   return {
     choice: URL_TARGET,
+    answerer: '',
     baseUrl: target.base_url,
     model: target.model,
     apiKey: target.api_key ?? ''
   };
 }
 
-/** The target a form names, or null when it is incomplete. */
-function formTarget(form: ITargetForm): ChatTarget | null {
-  if (form.choice === URL_TARGET) {
+/** The model a picker value (a deployment or `URL_TARGET`) names, or null. */
+function chatTargetOf(choice: string, form: ITargetForm): ChatTarget | null {
+  if (choice === URL_TARGET) {
     const base_url = form.baseUrl.trim();
     const model = form.model.trim();
     if (!base_url || !model) {
@@ -86,7 +91,21 @@ function formTarget(form: ITargetForm): ChatTarget | null {
       ? { base_url, model, api_key: form.apiKey }
       : { base_url, model };
   }
-  return targetFromValue(form.choice);
+  return targetFromValue(choice);
+}
+
+/** The model a form names (not a knowledge base), or null when it is incomplete. */
+function formTarget(form: ITargetForm): ChatTarget | null {
+  return kbFromValue(form.choice) === null
+    ? chatTargetOf(form.choice, form)
+    : null;
+}
+
+/** The knowledge base a form names and the model that answers, or null. */
+function formKb(form: ITargetForm): { kb: string; target: ChatTarget } | null {
+  const kb = kbFromValue(form.choice);
+  const target = kb === null ? null : chatTargetOf(form.answerer, form);
+  return kb !== null && target ? { kb, target } : null;
 }
 
 export class ChatView extends ReactWidget {
@@ -97,16 +116,28 @@ export class ChatView extends ReactWidget {
     this._rendermime = options.rendermime;
     this._project = options.project ?? '';
     this._wanted = options.deployment ?? null;
+    this._wantedKb = options.knowledgeBase ?? null;
+    this._openPath = options.openPath;
     this._main = this._session(this._project);
+    this._kb = this._kbSession(this._project);
   }
 
   get project(): string {
     return this._project;
   }
 
-  /** Chat with `deployment` of `project` (a new conversation unless one is shown already). */
-  async chatWith(project: string, deployment: string): Promise<void> {
-    this._wanted = deployment;
+  /**
+   * Chat with `deployment` of `project` (a new conversation unless one is
+   * shown already), or ask knowledge base `knowledgeBase` (answered by
+   * `deployment` when given).
+   */
+  async chatWith(
+    project: string,
+    deployment: string,
+    knowledgeBase = ''
+  ): Promise<void> {
+    this._wanted = deployment || null;
+    this._wantedKb = knowledgeBase || null;
     if (project && project !== this._project) {
       await this._switchProject(project);
     } else {
@@ -138,12 +169,16 @@ export class ChatView extends ReactWidget {
     const main = this._main;
     const compare = this._compare;
     const busy =
-      main.streaming !== null || (compare?.streaming ?? null) !== null;
+      main.streaming !== null ||
+      (compare?.streaming ?? null) !== null ||
+      this._kb.busy;
+    const kbChoice = formKb(this._targetA);
+    const kbPicked = kbFromValue(this._targetA.choice) !== null;
     const turns = toTurns(main.conversation?.messages ?? []);
     const last = regenerable(turns);
     const { errors } = readParams(this._params);
     const paramsOk = Object.keys(errors).length === 0;
-    const readyA = formTarget(this._targetA) !== null;
+    const readyA = formTarget(this._targetA) !== null || kbChoice !== null;
     const readyB = !compare || formTarget(this._targetB) !== null;
     const canSend =
       !busy && paramsOk && readyA && readyB && this._draft.trim() !== '';
@@ -183,7 +218,7 @@ export class ChatView extends ReactWidget {
               <button
                 className={`cube-Button${compare ? ' cube-mod-on' : ''}`}
                 aria-pressed={compare !== null}
-                disabled={busy}
+                disabled={busy || kbPicked}
                 title={trans.__(
                   'Send the same prompts to a second target, side by side'
                 )}
@@ -196,7 +231,7 @@ export class ChatView extends ReactWidget {
                 title={trans.__(
                   'Copy the Python openai code of this conversation'
                 )}
-                disabled={!readyA}
+                disabled={!readyA || kbPicked}
                 onClick={() => this._copyCode()}
               >
                 {trans.__('Copy as code')}
@@ -225,12 +260,13 @@ export class ChatView extends ReactWidget {
             <TargetPicker
               form={this._targetA}
               targets={this._targets}
+              kbs={compare ? [] : this._kbs}
               trans={trans}
               name="target"
               label={compare ? trans.__('Target A') : trans.__('Target')}
               disabled={busy}
               onChange={c => {
-                this._targetA = { ...this._targetA, ...c };
+                this._targetA = this._withAnswerer({ ...this._targetA, ...c });
                 this.update();
               }}
             />
@@ -299,12 +335,24 @@ export class ChatView extends ReactWidget {
                   {targetLabel(formTarget(this._targetA))}
                 </div>
               ) : null}
-              <Transcript
-                session={main}
-                rendermime={this._rendermime}
-                trans={trans}
-                empty={this._emptyText()}
-              />
+              {kbPicked ? (
+                <KbTranscript
+                  session={this._kb}
+                  trans={trans}
+                  empty={trans.__(
+                    'Ask a question: the answer cites the passages of knowledge base %1 it used.',
+                    kbFromValue(this._targetA.choice) ?? ''
+                  )}
+                  openSource={this._openPath}
+                />
+              ) : (
+                <Transcript
+                  session={main}
+                  rendermime={this._rendermime}
+                  trans={trans}
+                  empty={this._emptyText()}
+                />
+              )}
             </div>
             {compare ? (
               <div className="cube-ChatPane" data-pane="b">
@@ -378,7 +426,7 @@ export class ChatView extends ReactWidget {
                 type="button"
                 className="cube-Button"
                 name="regenerate"
-                disabled={busy || !last || !paramsOk || !readyA}
+                disabled={busy || !last || !paramsOk || !readyA || kbPicked}
                 title={trans.__(
                   'Ask a new answer to the last message (the current one is kept)'
                 )}
@@ -408,6 +456,7 @@ export class ChatView extends ReactWidget {
     }
     this._closeCompare();
     this._main.clear();
+    this._kb.clear();
     this._exported = null;
     this.update();
   }
@@ -469,8 +518,29 @@ export class ChatView extends ReactWidget {
     return s;
   }
 
+  private _kbSession(project: string): KbChatSession {
+    const s = new KbChatSession(project);
+    s.changed.connect(() => this.update());
+    return s;
+  }
+
+  /** A knowledge base picked with no model to answer: the first deployment's. */
+  private _withAnswerer(form: ITargetForm): ITargetForm {
+    if (kbFromValue(form.choice) === null || form.answerer !== '') {
+      return form;
+    }
+    const first = this._targets[0];
+    return {
+      ...form,
+      answerer: first
+        ? targetValue({ deployment: first.deployment })
+        : URL_TARGET
+    };
+  }
+
   private _busy(): boolean {
     return (
+      this._kb.busy ||
       this._main.streaming !== null ||
       (this._compare?.streaming ?? null) !== null
     );
@@ -502,6 +572,8 @@ export class ChatView extends ReactWidget {
     this._main.dispose();
     this._closeCompare();
     this._main = this._session(project);
+    this._kb.clear();
+    this._kb = this._kbSession(project);
     this._conversations = [];
     this._exported = null;
     this.update();
@@ -514,12 +586,19 @@ export class ChatView extends ReactWidget {
     if (!this._project) {
       return;
     }
-    try {
-      this._targets = (await listChatTargets(this._project)).targets;
-    } catch (err) {
-      this._targets = [];
-      this._error = describeError(err);
-    }
+    const project = this._project;
+    const [targets, kbs] = await Promise.all([
+      listChatTargets(project).catch(err => {
+        this._error = describeError(err);
+        return { targets: [] };
+      }),
+      // no knowledge bases (or none to see): the picker offers none
+      listKnowledgeBases(project).catch(() => ({ knowledge_bases: [] }))
+    ]);
+    this._targets = targets.targets;
+    this._kbs = kbs.knowledge_bases
+      .filter(k => k.project === project)
+      .map(k => k.name);
     if (this._targetA.choice === '' && this._targets.length) {
       this._targetA = {
         ...EMPTY_TARGET,
@@ -544,8 +623,23 @@ export class ChatView extends ReactWidget {
     this.update();
   }
 
-  /** A deployment asked for (`chatWith`): a new chat with it. */
+  /** A deployment or knowledge base asked for (`chatWith`): a new chat with it. */
   private _applyWanted(): void {
+    const kb = this._wantedKb;
+    if (kb) {
+      this._wantedKb = null;
+      const answerer = this._wanted
+        ? targetValue({ deployment: this._wanted })
+        : '';
+      this._wanted = null;
+      this._closeCompare();
+      this._targetA = this._withAnswerer({
+        ...this._targetA,
+        choice: kbTargetValue(kb),
+        answerer
+      });
+      return;
+    }
     const wanted = this._wanted;
     if (!wanted) {
       return;
@@ -588,6 +682,24 @@ export class ChatView extends ReactWidget {
 
   private async _send(): Promise<void> {
     const text = this._draft;
+    const kb = formKb(this._targetA);
+    if (kb) {
+      const { params, errors } = readParams(this._params);
+      if (Object.keys(errors).length || !text.trim()) {
+        return;
+      }
+      this._draft = '';
+      this._notice = null;
+      const ask: IKbAsk = {
+        kb: kb.kb,
+        query: text,
+        target: kb.target,
+        system: this._system,
+        params
+      };
+      await this._kb.ask(ask);
+      return;
+    }
     const a = this._settings(this._targetA);
     const compare = this._compare;
     const b = compare ? this._settings(this._targetB) : null;
@@ -623,6 +735,7 @@ export class ChatView extends ReactWidget {
   }
 
   private _stop(): void {
+    this._kb.stop();
     this._main.stop();
     this._compare?.stop();
   }
@@ -814,6 +927,10 @@ export class ChatView extends ReactWidget {
   private _project: string;
   private _projects: string[] = [];
   private _wanted: string | null;
+  private _wantedKb: string | null;
+  private _openPath: ((path: string) => void) | undefined;
+  private _kb: KbChatSession;
+  private _kbs: string[] = [];
   private _targets: ChatTargetInfo[] = [];
   private _conversations: Conversation[] = [];
   private _main: ChatSession;
@@ -854,5 +971,9 @@ export namespace ChatView {
     project?: string;
     /** A deployment to chat with first. */
     deployment?: string;
+    /** A knowledge base to ask first (answered by `deployment` when given). */
+    knowledgeBase?: string;
+    /** Open a file of the root (a knowledge base's cited source). */
+    openPath?: (path: string) => void;
   }
 }

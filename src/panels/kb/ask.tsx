@@ -16,8 +16,7 @@ import {
   listChatTargets
 } from '../../api';
 import { ErrorBox } from '../errorbox';
-import { answerParts, queryTerms } from './logic';
-import { Highlighted } from './search';
+import { KbAnswerView } from './answer';
 
 const OTHER = '__url__';
 
@@ -25,6 +24,10 @@ export function AskBox(props: {
   project: string;
   name: string;
   trans: TranslationBundle;
+  /** Open a cited source file (relative to the root). */
+  openSource?: (source: string) => void;
+  /** Chat with the knowledge base in the Chat panel (a conversation of questions). */
+  openChat?: () => void;
 }): JSX.Element {
   const { trans } = props;
   const [targets, setTargets] = React.useState<ChatTargetInfo[]>([]);
@@ -34,7 +37,6 @@ export function AskBox(props: {
   const [query, setQuery] = React.useState('');
   const [busy, setBusy] = React.useState(false);
   const [answer, setAnswer] = React.useState<KbChatAnswer | null>(null);
-  const [shown, setShown] = React.useState<number | null>(null);
   const [error, setError] = React.useState<{
     error: string;
     detail: string;
@@ -75,7 +77,6 @@ export function AskBox(props: {
           target: chosen()
         })
       );
-      setShown(null);
       setError(null);
     } catch (err) {
       setError(describeError(err));
@@ -84,11 +85,24 @@ export function AskBox(props: {
     }
   };
 
-  const numbers = answer ? answer.citations.map(c => c.number) : [];
-  const cited = answer?.citations.find(c => c.number === shown) ?? null;
   return (
     <section className="cube-KbSection cube-KbAsk">
-      <h3 className="cube-KbSection-title">{trans.__('Ask')}</h3>
+      <div className="cube-KbAsk-head">
+        <h3 className="cube-KbSection-title">{trans.__('Ask')}</h3>
+        {props.openChat ? (
+          <button
+            type="button"
+            className="cube-TLink"
+            name="kb-open-chat"
+            title={trans.__(
+              'Ask one question after another in the Chat panel, each answer with its citations'
+            )}
+            onClick={props.openChat}
+          >
+            {trans.__('Chat in the Chat panel')}
+          </button>
+        ) : null}
+      </div>
       <form className="cube-KbAsk-form" onSubmit={e => void ask(e)}>
         <div className="cube-KbAsk-target">
           <select
@@ -146,64 +160,11 @@ export function AskBox(props: {
       </form>
       {error ? <ErrorBox error={error} /> : null}
       {answer ? (
-        <div
-          className="cube-KbAnswer"
-          data-answered={answer.answered ? 'true' : 'false'}
-        >
-          <p className="cube-KbAnswer-text">
-            {answerParts(answer.answer, numbers).map((part, n) =>
-              'cite' in part ? (
-                <button
-                  key={n}
-                  className={`cube-KbCite${shown === part.cite ? ' cube-mod-active' : ''}`}
-                  data-cite={part.cite}
-                  title={trans.__('Show passage %1', part.cite)}
-                  onClick={() =>
-                    setShown(shown === part.cite ? null : part.cite)
-                  }
-                >
-                  {part.cite}
-                </button>
-              ) : (
-                <React.Fragment key={n}>{part.text}</React.Fragment>
-              )
-            )}
-          </p>
-          {!answer.answered && answer.reason ? (
-            <p className="cube-Muted">{answer.reason}</p>
-          ) : null}
-          {answer.citations.length ? (
-            <ol className="cube-KbCitations">
-              {answer.citations.map(c => (
-                <li
-                  key={c.number}
-                  className={c.cited ? 'cube-mod-cited' : ''}
-                  data-number={c.number}
-                >
-                  <button
-                    className="cube-TLink"
-                    onClick={() =>
-                      setShown(shown === c.number ? null : c.number)
-                    }
-                  >
-                    [{c.number}] {c.name || c.source}
-                    {c.page !== null ? ` · ${trans.__('page %1', c.page)}` : ''}
-                    {c.heading ? ` · ${c.heading}` : ''}
-                  </button>
-                </li>
-              ))}
-            </ol>
-          ) : null}
-          {cited ? (
-            <blockquote className="cube-KbCited" data-cited={cited.number}>
-              <div className="cube-KbCited-head">
-                [{cited.number}] {cited.source}
-                {cited.heading ? ` · ${cited.heading}` : ''}
-              </div>
-              <Highlighted text={cited.text} terms={queryTerms(answer.query)} />
-            </blockquote>
-          ) : null}
-        </div>
+        <KbAnswerView
+          answer={answer}
+          trans={trans}
+          openSource={props.openSource}
+        />
       ) : null}
     </section>
   );

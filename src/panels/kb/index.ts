@@ -22,6 +22,9 @@ import { kbIcon } from './icon';
 import { KnowledgeBasesPanel } from './panel';
 import { KnowledgeBaseView } from './view';
 
+/** The Chat panel's command (src/panels/chat): asks a knowledge base there. */
+const CHAT_COMMAND = 'cube-lab:open-chat';
+
 export { KnowledgeBasesPanel } from './panel';
 export { KnowledgeBaseView } from './view';
 export { kbIcon } from './icon';
@@ -121,7 +124,16 @@ export const kbPlugin: JupyterFrontEndPlugin<void> = {
           name,
           translator,
           selectedFiles,
-          changed: () => void panel.refresh()
+          changed: () => void panel.refresh(),
+          openPath: path => void commands.execute('docmanager:open', { path }),
+          // the Chat panel, when its plugin is there
+          openChat: commands.hasCommand(CHAT_COMMAND)
+            ? () =>
+                void commands.execute(CHAT_COMMAND, {
+                  project,
+                  knowledgeBase: name
+                })
+            : undefined
         });
         const widget = new MainAreaWidget({ content });
         widget.id = `cube-lab-kb-${encodeURIComponent(project)}-${encodeURIComponent(name)}`;

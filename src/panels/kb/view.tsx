@@ -23,6 +23,7 @@ import {
 } from '../../api';
 import { ErrorBox } from '../errorbox';
 import { AskBox } from './ask';
+import { EvaluateBox } from './evaluate';
 import { IngestProgress } from './ingest';
 import { ingestActive, parsePaths } from './logic';
 import { confirmRemoveSource } from './remove';
@@ -55,6 +56,8 @@ export class KnowledgeBaseView extends ReactWidget {
     this._trans = options.translator.load('cube_lab');
     this._selected = options.selectedFiles ?? null;
     this._changed = options.changed ?? (() => undefined);
+    this._openPath = options.openPath;
+    this._openChat = options.openChat;
     void this.refresh(true);
   }
 
@@ -179,9 +182,18 @@ export class KnowledgeBaseView extends ReactWidget {
               trans={trans}
               empty={!kb || kb.chunks === 0}
             />
-            <AskBox project={this.project} name={this.name} trans={trans} />
+            <AskBox
+              project={this.project}
+              name={this.name}
+              trans={trans}
+              openSource={this._openPath}
+              openChat={this._openChat}
+            />
           </div>
         </div>
+        {kb && kb.chunks > 0 ? (
+          <EvaluateBox project={this.project} name={this.name} trans={trans} />
+        ) : null}
       </div>
     );
   }
@@ -414,6 +426,8 @@ export class KnowledgeBaseView extends ReactWidget {
   private _trans: TranslationBundle;
   private _selected: (() => string[]) | null;
   private _changed: () => void;
+  private _openPath: ((path: string) => void) | undefined;
+  private _openChat: (() => void) | undefined;
   private _kb: KnowledgeBase | null = null;
   private _sources: KbSource[] = [];
   private _ingests: KbIngest[] = [];
@@ -437,5 +451,9 @@ export namespace KnowledgeBaseView {
     selectedFiles?: () => string[];
     /** Its counts changed (an ingest ended, a source went). */
     changed?: () => void;
+    /** Open a file of the root (a cited source). */
+    openPath?: (path: string) => void;
+    /** Chat with this knowledge base in the Chat panel. */
+    openChat?: () => void;
   }
 }
