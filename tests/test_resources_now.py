@@ -141,3 +141,27 @@ async def test_a_running_training_job_over_rest(
         assert status in (401, 403)
     finally:
         (jp_root_dir / "stop").touch()
+
+
+def test_a_running_tuning_trial_is_listed(
+    ws: Any, alice: Caller, bob: Caller, tmp_path: Path
+) -> None:
+    from cube_lab.store.models import TuningExperiment
+
+    ws.projects.ensure_personal(alice)
+    folder = tmp_path / "exp"
+    with ws.store.write() as s:
+        project = s.query(Project).filter(Project.name == "alice").one()
+        s.add(
+            TuningExperiment(
+                id="e1", project_id=project.id, owner="alice", name="sweep", status="running",
+                spec={}, folder=str(folder),
+            )
+        )  # fmt: skip
+    files.write(files.trial_file(folder / "trials" / "t1"), _series("trial", "e1", node="t1"))
+    files.write(files.trial_file(folder / "trials" / "t0"), _series("trial", "e1", running=False))
+    found = live.resources_now(ws, alice)["objects"]
+    assert [(o["kind"], o["id"], o["node"], o["name"]) for o in found] == [
+        ("trial", "e1", "t1", "sweep")
+    ]
+    assert live.resources_now(ws, bob)["objects"] == []

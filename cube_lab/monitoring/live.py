@@ -1,5 +1,6 @@
 """What runs now, as ``GET /cube/api/v1/resources`` answers it: every live sampled object the
-caller may see (a pipeline run's node, a training job with all its ranks) with its latest CPU,
+caller may see (a pipeline run's node, a training job with all its ranks, a local tuning
+trial) with its latest CPU,
 memory and GPU rows, each project's quota use, and this server's own CPU / memory / GPU totals
 (for the status bar).
 
@@ -22,10 +23,10 @@ from sqlalchemy import select
 from ..errors import Forbidden
 from ..identity import Caller
 from ..locale.messages import _t
-from ..store.models import PipelineRun, Project, TrainingJob
+from ..store.models import PipelineRun, Project, TrainingJob, TuningExperiment
 from . import files
 from .gpu import GpuReader
-from .report import ACTIVE, _fresh, _project_ids, _scoped
+from .report import ACTIVE, _fresh, _project_ids, _scoped, trial_folders
 
 log = logging.getLogger(__name__)
 _gpu_reader: GpuReader | None = None
@@ -91,11 +92,24 @@ def live_objects(
             .join(Project, Project.id == TrainingJob.project_id)
             .where(TrainingJob.status.in_(ACTIVE))
         )
+        exp_query = (
+            select(
+                TuningExperiment.id,
+                TuningExperiment.folder,
+                TuningExperiment.owner,
+                Project.name,
+                TuningExperiment.name,
+            )
+            .join(Project, Project.id == TuningExperiment.project_id)
+            .where(TuningExperiment.status.in_(ACTIVE))
+        )
         if not everyone:
             run_query = run_query.where(PipelineRun.owner == caller.username)
             job_query = job_query.where(TrainingJob.owner == caller.username)
+            exp_query = exp_query.where(TuningExperiment.owner == caller.username)
         runs = s.execute(_scoped(run_query, PipelineRun.project_id, ids)).all()
         jobs = s.execute(_scoped(job_query, TrainingJob.project_id, ids)).all()
+        experiments = s.execute(_scoped(exp_query, TuningExperiment.project_id, ids)).all()
     out: list[dict[str, Any]] = []
     for run_id, run_dir, owner, project, name, path in runs:
         for data in files.read_folder(Path(run_dir) / files.PIPELINE_FOLDER):
@@ -137,6 +151,23 @@ def live_objects(
                 **_latest_row(data),
             }
         )
+    for exp_id, folder, owner, project, name in experiments:
+        for trial_id, data in trial_folders(Path(folder)):
+            if not _live(data):
+                continue
+            out.append(
+                {
+                    "kind": "trial",
+                    "id": exp_id,
+                    "node": trial_id,
+                    "name": name,
+                    "path": None,
+                    "project": project,
+                    "user": owner,
+                    "gpus_requested": 0,
+                    **_latest_row(data),
+                }
+            )
     out.sort(key=lambda o: -(o.get("started_at") or 0))
     return out
 

@@ -54,7 +54,7 @@ export interface RunResources {
 
 /** A live object of `GET /resources`. */
 export interface LiveObject extends ResourceLatest {
-  kind: 'training' | 'pipeline' | string;
+  kind: 'training' | 'pipeline' | 'trial' | string;
   id: string;
   node: string;
   name: string;

@@ -59,6 +59,11 @@ export const resourcesPlugin: JupyterFrontEndPlugin<void> = {
           id: obj.id,
           name: obj.name
         });
+      } else if (obj.kind === 'trial') {
+        void commands.execute('cube-lab:open-tuning-experiment', {
+          id: obj.id,
+          name: obj.name
+        });
       } else if (obj.kind === 'pipeline' && obj.path) {
         void commands.execute(CommandIDs.openPipelineRun, {
           path: obj.path,

@@ -181,6 +181,13 @@ export function objectLabel(obj: LiveObject, trans: ITrans = identity): string {
   if (obj.kind === 'training') {
     return trans.__('Training job %1', obj.name || obj.id);
   }
+  if (obj.kind === 'trial') {
+    return trans.__(
+      'Tuning experiment %1 · trial %2',
+      obj.name || obj.id,
+      obj.node
+    );
+  }
   return `${obj.kind} ${obj.name || obj.id}`;
 }
 

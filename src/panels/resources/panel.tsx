@@ -199,7 +199,7 @@ function ResourcesList(props: {
       {!now.objects.length ? (
         <p className="cube-TMuted cube-Resources-empty">
           {trans.__(
-            'Nothing of yours runs now. Running training jobs and pipeline nodes show here with what they hold.'
+            'Nothing of yours runs now. Running training jobs, pipeline nodes and tuning trials show here with what they hold.'
           )}
         </p>
       ) : null}
