@@ -28,7 +28,7 @@ import pytest
 
 from cube_lab import job_credentials
 from cube_lab.chat.endpoint import ENV_ALLOWED
-from cube_lab.errors import Forbidden, InvalidInput
+from cube_lab.errors import CubeError, Forbidden, InvalidInput
 from cube_lab.processes import pid_alive
 from cube_lab.serving.llm import deploy as llm
 
@@ -484,3 +484,149 @@ def test_an_ollama_without_the_model_fails_the_replica(
     proc = subprocess.run(plan.argv(ready), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3 and not ready.exists()
     assert "has no model 'qwen2'" in proc.stderr and "ollama pull qwen2" in proc.stderr
+
+
+# -- through the deployment service and its router ---------------------------------------------
+
+
+def _causal_lm(folder: Path) -> Path:
+    """A folder cube-lab takes for a causal LM (the fake vLLM loads nothing)."""
+    folder.mkdir(parents=True)
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "model.safetensors").write_bytes(b"not weights: the fake engine loads nothing")
+    return folder
+
+
+def _adapter(folder: Path, base_ref: str) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
+    (folder / "adapter_model.safetensors").write_bytes(b"lora")
+    meta = {"kind": "cube-lab-finetune", "base_ref": base_ref, "base_model": "gone"}
+    (folder / "cube_finetune.json").write_text(json.dumps(meta))
+    return folder
+
+
+@pytest.fixture
+def serving(ws: Any) -> Iterator[Any]:
+    from serving_util import stop_serving
+
+    from cube_lab.identity import Caller
+
+    yield ws
+    stop_serving(ws, Caller("alice"))
+
+
+def test_a_vllm_deployment_through_the_service_router_and_openai(
+    fakes: Path, serving: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    openai = pytest.importorskip("openai")
+    from cube_lab.identity import Caller
+
+    me = Caller("alice")
+    record = tmp_path / "record.json"
+    monkeypatch.setenv("FAKE_RECORD", str(record))
+    reg = serving.registry
+    reg.register(me, name="tiny", path=_causal_lm(tmp_path / "base"), flavor="transformers")
+    reg.register(me, name="tiny-chat", path=_adapter(tmp_path / "lora-1", "tiny:1"))
+    reg.register(me, name="tiny-chat", path=_adapter(tmp_path / "lora-2", "tiny:1"))
+
+    view = serving.serving.deploy(
+        me, "tiny-chat:1", engine="vllm", engine_options={"max_model_len": 512}
+    )
+    assert view.runtime == "llm" and view.engine == "vllm" and view.status == "running"
+    seen = json.loads(record.read_text())
+    args = seen["args"]
+    base_dir = reg.download(me, "alice", "tiny", 1).path
+    lora_dir = reg.download(me, "alice", "tiny-chat", 1).path
+    assert Path(args["model"]) == base_dir
+    assert args["served_model_name"] == ["tiny"]
+    assert args["enable_lora"] and args["lora_modules"] == [f"tiny-chat={lora_dir}"]
+    assert args["max_model_len"] == 512
+    client = openai.OpenAI(base_url=f"{view.endpoint}/v1", api_key="any", max_retries=0)
+    assert sorted(m.id for m in client.models.list().data) == ["tiny", "tiny-chat"]
+    said = client.chat.completions.create(
+        model="tiny-chat", messages=[{"role": "user", "content": "hello"}]
+    )
+    assert said.choices[0].message.content == "tiny-chat heard: hello"
+    chunks = list(
+        client.chat.completions.create(
+            model="tiny-chat", messages=[{"role": "user", "content": "a b c"}], stream=True
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "tiny-chat heard: a b c" and len(chunks) >= 5
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="nope", messages=[{"role": "user", "content": "x"}])
+
+    # a canary to v2 starts its replicas on the same engine, with v2's adapter
+    serving.serving.canary(me, "tiny-chat", "2", 100)
+    again = json.loads(record.read_text())
+    assert again["pid"] != seen["pid"]
+    assert again["args"]["lora_modules"] == [
+        f"tiny-chat={reg.download(me, 'alice', 'tiny-chat', 2).path}"
+    ]
+    raw = httpx.post(
+        f"{view.endpoint}/v1/chat/completions",
+        json={"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}]},
+        timeout=30,
+    )
+    assert raw.status_code == 200 and raw.headers["x-cube-version"] == "2"
+    serving.serving.undeploy(me, "tiny-chat")
+    _wait_gone(seen["pid"])
+    _wait_gone(again["pid"])
+
+
+def test_an_ollama_deployment_through_the_service(
+    ollama: dict[str, Any], serving: Any, tmp_path: Path
+) -> None:
+    openai = pytest.importorskip("openai")
+    from cube_lab.identity import Caller
+
+    me = Caller("alice")
+    (tmp_path / "llama3.txt").write_text("served by Ollama as llama3")
+    serving.registry.register(me, name="notes", path=tmp_path / "llama3.txt")
+    options = {"url": ollama["url"], "model": "llama3"}
+    view = serving.serving.deploy(me, "notes:1", engine="ollama", engine_options=options)
+    assert view.runtime == "llm" and view.engine == "ollama"
+    client = openai.OpenAI(base_url=f"{view.endpoint}/v1", api_key="any", max_retries=0)
+    assert [m.id for m in client.models.list().data] == ["notes"]
+    said = client.chat.completions.create(
+        model="notes", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert said.choices[0].message.content == "ollama says hi"
+    assert ollama["requests"][-1][1]["model"] == "llama3"
+    # an Ollama that lacks the tag fails the deploy, and nothing is left running
+    with pytest.raises(CubeError) as caught:
+        serving.serving.deploy(
+            me, "notes:1", name="other", engine="ollama",
+            engine_options={**options, "model": "qwen2"},
+        )  # fmt: skip
+    assert "ollama pull qwen2" in str(caught.value.detail)
+
+
+async def test_rest_refuses_a_missing_engine_and_an_internal_ollama(api: Any) -> None:
+    status, err = await api("alice", "POST", "deployments", {"model": "x:1", "engine": "vllm"})
+    if llm._importable("vllm"):
+        pytest.skip("vllm is installed here")
+    assert status == 400, err
+    assert "engine vllm is not installed" in err["error"] and "pip install vllm" in err["detail"]
+    status, err = await api("alice", "POST", "deployments", {"model": "x:1", "engine": "turbo"})
+    assert status == 400 and "unknown engine" in err["error"]
+    job_credentials.configure(job_credentials.Issuer(b"k" * 32, "http://hub:8020"))
+    try:
+        body = {"model": "x:1", "engine": "ollama",
+                "engine_options": {"url": "http://127.0.0.1:11434", "model": "llama3"}}  # fmt: skip
+        status, err = await api("alice", "POST", "deployments", body)
+        assert status == 403 and ENV_ALLOWED in err["detail"], err
+    finally:
+        job_credentials.configure(None)
+
+
+def test_cli_engine_options() -> None:
+    from cube_lab.cli.serving import engine_options
+
+    assert engine_options(None) is None
+    assert engine_options(["url=http://h:1", "model=a=b"]) == {"url": "http://h:1", "model": "a=b"}
+    with pytest.raises(InvalidInput, match="KEY=VALUE"):
+        engine_options(["nokey"])

@@ -147,6 +147,22 @@ def access_changes(a: argparse.Namespace) -> dict[str, Any]:
     return changes
 
 
+def engine_options(pairs: list[str] | None) -> dict[str, str] | None:
+    """``--engine-option K=V ...`` as engine_options (the service checks names and types)."""
+    if not pairs:
+        return None
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise InvalidInput(
+                _t("--engine-option takes KEY=VALUE, got {value!r}", value=pair),
+                _t("e.g. --engine-option max_model_len=4096"),
+            )
+        options[key] = value
+    return options
+
+
 def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     """Deploy NAME:VERSION (or change a running deployment's traffic); the last line printed
     is the endpoint's base URL."""
@@ -157,7 +173,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         raise InvalidInput(_t("--dry-run goes with --backend kubernetes"))
     cluster_only = [
         flag
-        for flag, key in (("--engine", "engine"), ("--llm-backend", "llm_backend"),
+        for flag, key in (("--llm-backend", "llm_backend"),
                           ("--image", "image"), ("--gpu-memory-mib", "gpu_memory_mib"),
                           ("--gpu-cores", "gpu_cores"))
         if getattr(a, key, None) is not None
@@ -165,7 +181,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     if cluster_only:
         raise InvalidInput(
             _t("{value} go with --backend kubernetes", value=", ".join(cluster_only)),
-            _t("Here the LLM runtime is cube-lab's transformers engine."),
+            _t("Here an LLM runs on --engine transformers, vllm, llamacpp or ollama."),
         )
     name = a.name or split_ref(a.ref)[0]
     if a.switch:
@@ -188,6 +204,8 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
             samples_percent=a.samples,
             auth=a.auth,
             runtime=a.runtime,
+            engine=a.engine,
+            engine_options=engine_options(a.engine_option),
         )
         if not a.json:
             show_deployed(to_jsonable(view), time.monotonic() - started)
@@ -357,9 +375,14 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
                    help="kubernetes: device memory per GPU share, MiB (hami-vgpu)")  # fmt: skip
     p.add_argument("--gpu-cores", type=int, metavar="PERCENT",
                    help="kubernetes: compute per GPU share, percent (hami-vgpu)")  # fmt: skip
-    p.add_argument("--engine", choices=["huggingface", "vllm"],
-                   help="kubernetes, an LLM: KServe's Hugging Face runtime (default) or a vLLM "
-                        "container (--image)")  # fmt: skip
+    p.add_argument("--engine",
+                   choices=["auto", "transformers", "vllm", "llamacpp", "ollama", "huggingface"],
+                   help="an LLM's engine: here transformers (default), vllm, llamacpp (a .gguf) "
+                        "or ollama; kubernetes: KServe's Hugging Face runtime (huggingface, "
+                        "default) or a vLLM container (vllm, --image)")  # fmt: skip
+    p.add_argument("--engine-option", action="append", metavar="KEY=VALUE",
+                   help="an engine option, e.g. max_model_len=4096 (vllm), n_ctx=2048 "
+                        "(llamacpp), url=http://host:11434 and model=TAG (ollama)")  # fmt: skip
     p.add_argument("--llm-backend", choices=["vllm", "huggingface"],
                    help="kubernetes: the Hugging Face runtime's backend (vllm)")  # fmt: skip
     p.add_argument("--image", help="kubernetes, --engine vllm: the vLLM image")

@@ -26,6 +26,8 @@ _DEPLOY_FIELDS = {
     "samples_percent",
     "auth",
     "runtime",
+    "engine",
+    "engine_options",
 }
 _KEY_FIELDS = {"name", "expires_at", "expires_in_days"}
 _TRAFFIC_ACTIONS = ("switch", "canary", "shadow", "promote", "rollback", "split")
@@ -71,6 +73,8 @@ class DeploymentsHandler(CubeHandler):
             samples_percent=body.get("samples_percent", 0.0),
             auth=body.get("auth"),
             runtime=body.get("runtime"),
+            engine=body.get("engine"),
+            engine_options=body.get("engine_options"),
         )
         self.reply(view, 201)
 

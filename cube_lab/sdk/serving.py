@@ -286,11 +286,15 @@ def deploy(
     batch_wait_ms: float | None = None,
     auth: str | None = None,
     runtime: str | None = None,
+    engine: str | None = None,
+    engine_options: dict[str, object] | None = None,
 ) -> Deployment:
     """Serve ``model`` (``"iris"``, ``"iris:3"``, ``"iris@production"``) locally under ``name``
     (default: the model's name) with ``replicas`` model servers; returns once it is ready.
     ``runtime``: ``"llm"`` (OpenAI's API), ``"oip"``, or None to choose by the model's flavor
-    (a causal LM or a peft adapter gets ``llm``: then ``.chat("...")``)."""
+    (a causal LM or a peft adapter gets ``llm``: then ``.chat("...")``). ``engine``: an LLM's
+    ``"transformers"``, ``"vllm"``, ``"llamacpp"`` (a GGUF file) or ``"ollama"`` (with
+    ``engine_options={"url": ..., "model": TAG}``); None: auto."""
     from .models import parse_ref
 
     parse_ref(model)  # a clear error for an empty or half reference
@@ -304,6 +308,8 @@ def deploy(
         "batch_wait_ms": batch_wait_ms,
         "auth": auth,
         "runtime": runtime,
+        "engine": engine,
+        "engine_options": engine_options,
     }
     return Deployment(current().deploy({k: v for k, v in body.items() if v is not None}))
 

@@ -103,6 +103,9 @@ class DeploymentView:
     access: dict[str, Any]  # {"auth", "rate_limit", "allow", "deny"}: who may call it
     # "oip" (OIP v2 and /predict) or "llm" (OpenAI's /v1 API: models, completions, chat)
     runtime: str = "oip"
+    # an LLM's engine: transformers, vllm, llamacpp or ollama (None for oip)
+    engine: str | None = None
+    engine_options: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, row: Deployment, project: str) -> DeploymentView:
@@ -134,6 +137,8 @@ class DeploymentView:
             aware(row.stopped_at) if row.stopped_at else None,
             acc.normalized(row.access),
             str(info.get("runtime") or "oip"),
+            _engine_of(info),
+            dict(info.get("engine_options") or {}) if _engine_of(info) else None,
         )
 
 
@@ -222,8 +227,15 @@ class DeploymentService:
         samples_percent: float = 0.0,
         auth: str | None = None,
         runtime: str | None = None,
+        engine: str | None = None,
+        engine_options: dict[str, Any] | None = None,
     ) -> DeploymentView:
         """Serve ``MODEL[:VERSION|ALIAS]``; returns once every process answers ready.
+
+        ``engine`` (an LLM's: ``transformers``, ``vllm``, ``llamacpp``, ``ollama``; None:
+        auto) with ``engine_options`` is checked before anything starts (see
+        ``llm/deploy.py``); it is stored with the deployment, so canaries and switches start
+        their replicas on it too.
 
         ``runtime`` is ``llm`` (OpenAI's API on the transformers engine: a causal LM folder
         or a peft adapter on its base), ``oip`` (the OIP v2 model server), or left out to
@@ -243,6 +255,7 @@ class DeploymentService:
         batching = _check_batching(batch_max_rows, batch_wait_ms)
         samples_percent = _check_percent(samples_percent)
         asked = llm.check_runtime(runtime)
+        engine_asked, options = llm.check_engine(engine, engine_options)
         access = acc.default_settings(auth)
         if port is not None and (
             isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
@@ -253,7 +266,9 @@ class DeploymentService:
             project_name = self.projects.resolve(s, caller, project).name
         version = self.registry.get_version(caller, project_name, model, version_ref)
         artifact = self.registry.download(caller, project_name, model, version.version).path
-        chosen = llm.choose(version.flavor, artifact, asked, f"{model}:{version.version}")
+        what = f"{model}:{version.version}"
+        chosen = llm.choose(version.flavor, artifact, asked, what, engine_asked)
+        picked = _pick_engine(engine_asked, chosen, version.flavor, artifact, what)
         if chosen == "llm" and batching:
             raise InvalidInput(
                 _t("the LLM engine batches requests itself (continuous batching)"),
@@ -280,6 +295,9 @@ class DeploymentService:
             "samples_percent": samples_percent,
             "runtime": chosen,
             "runtime_asked": asked,  # a canary or switch of it chooses the same way
+            "engine": picked,
+            "engine_asked": engine_asked,  # a canary's version picks its engine the same way
+            "engine_options": options,
         }
         if who is not None:
             info["owner_groups"] = list(caller.groups)  # a later switch starts servers as them
@@ -309,7 +327,9 @@ class DeploymentService:
             }
             model_path = self._model_files(folder, version.version, artifact, who)
             plan = (
-                self._llm_plan(folder, model, version.version, model_path, base, who)
+                self._llm_plan(
+                    folder, model, version.version, model_path, base, who, (picked, options)
+                )
                 if chosen == "llm"
                 else OIPSpec(model, version.version, version.flavor, model_path, batching)
             )
@@ -521,13 +541,14 @@ class DeploymentService:
         who: RunAs | None = None,
         runtime: str = "oip",
         base: tuple[str, Path, bool] | None = None,
+        engine: tuple[str, dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """Start ``replicas`` model servers at once and wait until each has loaded the model."""
         started: list[Started] = []
         try:
             path = self._model_files(folder, version, artifact, who)
             plan = (
-                self._llm_plan(folder, model, version, path, base, who)
+                self._llm_plan(folder, model, version, path, base, who, engine)
                 if runtime == "llm"
                 else OIPSpec(model, version, flavor, path, batching)
             )
@@ -688,7 +709,11 @@ class DeploymentService:
                     _t("deployment {name!r} already serves v{primary}", name=name, primary=primary)
                 )
             what = f"{row['model']}:{version.version}"
-            runtime = llm.choose(version.flavor, artifact, info.get("runtime_asked", "auto"), what)
+            engine_asked = info.get("engine_asked") or "auto"
+            runtime = llm.choose(
+                version.flavor, artifact, info.get("runtime_asked", "auto"), what, engine_asked
+            )
+            picked = _pick_engine(engine_asked, runtime, version.flavor, artifact, what)
             if runtime != info.get("runtime", "oip"):
                 raise Conflict(
                     _t(
@@ -723,6 +748,7 @@ class DeploymentService:
                         who,
                         runtime,
                         base,
+                        (picked, dict(info.get("engine_options") or {})) if picked else None,
                     )
                     info["servers"] = info["servers"] + have
                 if mode == "switch":
@@ -1211,16 +1237,21 @@ class DeploymentService:
         path: Path,
         base: tuple[str, Path, bool] | None,
         who: RunAs | None,
+        engine: tuple[str, dict[str, Any]] | None = None,
     ) -> llm.LLMPlan:
         """What an LLM replica serves: the causal LM under the model's name, or for an
         adapter its base (a copy under os_accounts when it is the store's; a folder outside
         the store is read as the owner, with the owner's rights) with the adapter on it."""
+        kind, options = engine or ("transformers", {})
         if base is None:
-            return llm.LLMPlan(path, model, embedding=llm.is_embedding_model(path))
+            embedding = llm.is_embedding_model(path)
+            return llm.LLMPlan(path, model, embedding=embedding, engine=kind,
+                               engine_options=options)  # fmt: skip
         name, base_dir, in_store = base
         if in_store:
             base_dir = self._model_files(folder, version, base_dir, who, f"v{version}-base")
-        return llm.LLMPlan(base_dir, llm.base_name(name, model), {model: path})
+        return llm.LLMPlan(base_dir, llm.base_name(name, model), {model: path}, engine=kind,
+                           engine_options=options)  # fmt: skip
 
     def _model_files(
         self, folder: Path, version: int, artifact: Path, who: RunAs | None, tag: str = ""
@@ -1368,3 +1399,19 @@ def _check_replicas(value: object) -> int:
             )
         )
     return value
+
+
+def _pick_engine(asked: str, runtime: str, flavor: str, artifact: Path, what: str) -> str | None:
+    """The engine an LLM version runs on (None for the OIP runtime, where a named engine is
+    an error)."""
+    if runtime != "llm":
+        if asked not in ("auto", "transformers"):
+            raise InvalidInput(_t("engine {engine} goes with runtime llm, not oip", engine=asked))
+        return None
+    return llm.pick_engine(asked, flavor, artifact, what)
+
+
+def _engine_of(info: dict[str, Any]) -> str | None:
+    if (info.get("runtime") or "oip") != "llm":
+        return None
+    return str(info.get("engine") or "transformers")
