@@ -630,3 +630,81 @@ def test_cli_engine_options() -> None:
     assert engine_options(["url=http://h:1", "model=a=b"]) == {"url": "http://h:1", "model": "a=b"}
     with pytest.raises(InvalidInput, match="KEY=VALUE"):
         engine_options(["nokey"])
+
+
+# -- real llama.cpp (llama-cpp-python[server] and gguf installed; skipped elsewhere) -----------
+
+
+def _tiny_gguf(path: Path) -> Path:
+    """A random-init Llama-shaped GGUF (1 layer, width 32) with a byte-level vocabulary."""
+    import numpy as np
+
+    gguf = pytest.importorskip("gguf")
+    w = gguf.GGUFWriter(str(path), "llama")
+    vocab, dim, ffn = 260, 32, 64
+    w.add_name("tiny")
+    w.add_context_length(256)
+    w.add_embedding_length(dim)
+    w.add_block_count(1)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(2)
+    w.add_head_count_kv(2)
+    w.add_rope_dimension_count(dim // 2)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_file_type(0)
+    w.add_vocab_size(vocab)
+    byte_tokens = [f"<0x{i:02X}>".encode() for i in range(256)]
+    tokens = [b"<unk>", b"<s>", b"</s>", *byte_tokens, "\u2581".encode()]
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * vocab)
+    w.add_token_types([2, 3, 3, *([6] * 256), 1])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    rng = np.random.default_rng(0)
+
+    def tensor(name: str, *shape: int) -> None:
+        w.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
+
+    tensor("token_embd.weight", vocab, dim)
+    tensor("output_norm.weight", dim)
+    tensor("output.weight", vocab, dim)
+    square = (dim, dim)
+    blocks = [("attn_norm", (dim,)), ("attn_q", square), ("attn_k", square), ("attn_v", square),
+              ("attn_output", square), ("ffn_norm", (dim,)), ("ffn_gate", (ffn, dim)),
+              ("ffn_up", (ffn, dim)), ("ffn_down", (dim, ffn))]  # fmt: skip
+    for name, shape in blocks:
+        tensor(f"blk.0.{name}.weight", *shape)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_real_llama_cpp_serves_a_gguf_version(serving: Any, tmp_path: Path) -> None:
+    if not llm._importable("llama_cpp"):
+        pytest.skip("llama-cpp-python is not installed")
+    llm.require_installed("llamacpp")
+    openai = pytest.importorskip("openai")
+    from cube_lab.identity import Caller
+
+    me = Caller("alice")
+    serving.registry.register(me, name="tiny-gguf", path=_tiny_gguf(tmp_path / "tiny.gguf"))
+    view = serving.serving.deploy(
+        me,
+        "tiny-gguf:1",
+        engine_options=None,
+        engine=None,  # auto: a .gguf is llama.cpp's
+    )
+    assert view.runtime == "llm" and view.engine == "llamacpp"
+    client = openai.OpenAI(base_url=f"{view.endpoint}/v1", api_key="any", max_retries=0)
+    assert [m.id for m in client.models.list().data] == ["tiny-gguf"]
+    said = client.completions.create(model="tiny-gguf", prompt="hello", max_tokens=4)
+    assert said.usage.prompt_tokens > 0 and said.choices[0].finish_reason in ("length", "stop")
+    chunks = list(
+        client.completions.create(model="tiny-gguf", prompt="hello", max_tokens=4, stream=True)
+    )
+    assert len(chunks) >= 2
+    serving.serving.undeploy(me, "tiny-gguf")
