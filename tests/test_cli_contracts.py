@@ -104,7 +104,7 @@ CASES: dict[str, str] = {
     **dict.fromkeys(
         [
             "kb create", "kb list", "kb show", "kb add", "kb remove", "kb search", "kb eval",
-            "kb chat", "kb delete",
+            "kb chat", "kb delete", "kb preview",
         ],
         "test_kb_commands",
     ),
@@ -720,6 +720,8 @@ def test_kb_commands(cli: Cli) -> None:
     question = {"question": "refunds", "source": str((docs / "refunds.md").resolve())}
     (cli.cwd / "q.jsonl").write_text(json.dumps(question) + "\n")
     assert cli.json("kb", "create", "docs")["name"] == "docs"
+    shown = cli.json("kb", "preview", "docs", "docs", "--chunk-size", "8", "--overlap", "0")
+    assert [c["tokens"] for c in shown["chunks"]] == [8, 1] and shown["chunk_size"] == 8
     record = cli.json("kb", "add", "docs", "docs")
     assert (record["status"], record["files_done"], record["chunks"]) == ("succeeded", 1, 1)
     assert [v["name"] for v in cli.json("kb", "list")] == ["docs"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from test_kb_rest import _create, _finished
+from test_sdk import local  # noqa: F401  (fixture)
 
 from cube_lab.kb.chunk import chunk_document
 from cube_lab.kb.parse import parse_bytes
@@ -122,3 +123,38 @@ async def test_preview_refuses_bad_input_and_other_users(
     assert status == 404, answer
     status, _ = await api("alice", "DELETE", KB)
     assert status == 204
+
+
+def test_preview_from_the_cli_and_the_sdk(local: Path, capsys: Any) -> None:  # noqa: F811
+    """``cube-lab kb preview`` prints each chunk (``--json``: the REST answer) and
+    ``cl.kb(...).preview(...)`` answers the same, in this process; nothing is added."""
+    import json
+
+    import cube_lab as cl
+    from cube_lab.cli import main
+
+    tmp_path = local
+    (tmp_path / "guide.md").write_text(GUIDE)
+    assert main(["kb", "create", "docs", "--chunking", "headings", "--chunk-size", "64"]) == 0
+    capsys.readouterr()
+    assert main(["kb", "preview", "docs", "guide.md"]) == 0
+    out = capsys.readouterr().out
+    assert "Guide > Install] (30 tokens)" in out and "guide.md: 3 chunk(s)" in out
+    assert (
+        main(
+            ["kb", "preview", "docs", "guide.md", "--chunk-size", "10", "--overlap", "2", "--json"]
+        )
+        == 0
+    )
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["chunk_size"] == 10 and all(c["tokens"] <= 10 for c in shown["chunks"])
+    (tmp_path / "bad.ipynb").write_text("{")
+    assert main(["kb", "preview", "docs", "bad.ipynb"]) == 1
+    assert "FAILED" in capsys.readouterr().err
+
+    kb = cl.kb.get("docs")
+    viewed = kb.preview("guide.md", chunk_size=10, overlap=2)
+    assert [c["text"] for c in viewed["chunks"]] == [c["text"] for c in shown["chunks"]]
+    up = kb.preview(documents={"faq.md": "# FAQ\n\nwifi on the fridge"})
+    assert [(c["source"], c["tokens"]) for c in up["chunks"]] == [("upload:faq.md", 4)]
+    assert kb.refresh().chunks == 0

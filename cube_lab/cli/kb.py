@@ -1,4 +1,4 @@
-"""`cube-lab kb create|list|show|add|remove|search|eval|chat|delete`: knowledge bases from a
+"""`cube-lab kb create|list|show|add|preview|remove|search|eval|chat|delete`: knowledge bases from a
 shell.
 
 Each command is a thin call of ``KnowledgeBaseService`` (in this process) or of the REST API
@@ -310,6 +310,52 @@ def kb_chat(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     print_json(result) if a.json else show_answer(result)
 
 
+def show_preview(result: Json) -> None:
+    """Each chunk: number, source, page, heading path, tokens and its first words; then each
+    file's count (or error)."""
+    print(
+        f"chunking {result['chunking']}, {result['chunk_size']} tokens, overlap {result['overlap']}"
+    )
+    for n, c in enumerate(result["chunks"], start=1):
+        where = c["source"] + (f" p.{c['page']}" if c.get("page") is not None else "")
+        heading = f" [{c['heading']}]" if c.get("heading") else ""
+        words = " ".join(c["text"].split())
+        words = words if len(words) <= 72 else words[:71] + "\u2026"
+        print(f"{n:>4}  {where}{heading} ({c['tokens']} tokens)\n      {words}")
+    for f in result["files"]:
+        if f["status"] == "failed":
+            print(f"{f['source']}: FAILED: {f['error']}", file=sys.stderr)
+        else:
+            same = " (unchanged: already in the knowledge base)" if f.get("unchanged") else ""
+            print(f"{f['source']}: {f['chunks']} chunk(s), {f['tokens']} token(s){same}")
+    if result.get("truncated"):
+        print(f"(first {len(result['chunks'])} of {result['total_chunks']} chunks shown)")
+
+
+def _preview_options(a: argparse.Namespace) -> Json:
+    return {
+        key: getattr(a, key)
+        for key in ("chunking", "chunk_size", "overlap")
+        if getattr(a, key) is not None
+    }
+
+
+def finish_preview(a: argparse.Namespace, result: Json) -> None:
+    print_json(result) if a.json else show_preview(result)
+    if any(f["status"] == "failed" for f in result["files"]):
+        raise SystemExit(1)
+
+
+def kb_preview(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    from ..kb.preview import preview
+
+    paths = [Path(p).expanduser().resolve() for p in a.paths]
+    result = to_jsonable(
+        preview(ws.kb, caller, a.project, a.name, paths, options=_preview_options(a))
+    )
+    finish_preview(a, result)
+
+
 def kb_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     ws.kb.delete(caller, a.project, a.name)
     if a.json:
@@ -411,6 +457,13 @@ def remote_chat(client: ServiceClient, a: argparse.Namespace) -> None:
     print_json(result) if a.json else show_answer(result)
 
 
+def remote_preview(client: ServiceClient, a: argparse.Namespace) -> None:
+    from .remote.common import relative
+
+    body = {"paths": [relative(p) for p in a.paths], **_preview_options(a)}
+    finish_preview(a, client.post(f"{_where(client, a)}/preview", body))
+
+
 def remote_delete(client: ServiceClient, a: argparse.Namespace) -> None:
     client.delete(_where(client, a))
     if a.json:
@@ -429,6 +482,7 @@ REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {
     "kb_eval": remote_eval,
     "kb_chat": remote_chat,
     "kb_delete": remote_delete,
+    "kb_preview": remote_preview,
 }
 
 
@@ -457,6 +511,12 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("name")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--quiet", "-q", action="store_true", help="no per-file progress")
+    p = command(kb, "preview", kb_preview, "the chunks adding files would make, nothing added")
+    p.add_argument("name")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--chunking", choices=["tokens", "headings", "pages"], help="default the KB's")
+    p.add_argument("--chunk-size", dest="chunk_size", type=int, help="default the KB's")
+    p.add_argument("--overlap", type=int, help="default the KB's")
     p = command(kb, "remove", kb_remove, "remove a source and its chunks")
     p.add_argument("name")
     p.add_argument("source", help="a file as added, or upload:NAME")

@@ -109,6 +109,35 @@ class _Local:
         )
         return self._record(record)
 
+    def preview(
+        self, project: str, name: str, paths: builtins.list[str], docs: Any, options: Json
+    ) -> Json:
+        from ..kb.preview import preview
+
+        resolved = self._resolved(paths)
+        result = preview(
+            self.kb,
+            self.caller,
+            project,
+            name,
+            resolved,
+            docs,
+            options=options,
+            boundary=self.root,
+        )
+        return {
+            **result,
+            "files": self._named(result["files"]),
+            "chunks": self._named(result["chunks"]),
+        }
+
+    def _resolved(self, paths: builtins.list[str]) -> builtins.list[Path]:
+        if self.root is None:
+            return [Path(p).expanduser().resolve() for p in paths]
+        from .. import containment
+
+        return [containment.resolve(self.root, p, what=f"paths[{n}]") for n, p in enumerate(paths)]
+
     def ingest(self, project: str, name: str, ingest_id: str) -> Json:
         return self._record(self.kb.ingest(self.caller, project, name, ingest_id))
 
@@ -186,6 +215,14 @@ class _Rest:
         if docs:
             body["documents"] = docs
         return self.client.post(f"{self._where(project, name)}/sources", body)
+
+    def preview(
+        self, project: str, name: str, paths: builtins.list[str], docs: Any, options: Json
+    ) -> Json:
+        body: Json = {"paths": [self.t.relative(p, "path") for p in paths], **options}
+        if docs:
+            body["documents"] = docs
+        return self.client.post(f"{self._where(project, name)}/preview", body)
 
     def ingest(self, project: str, name: str, ingest_id: str) -> Json:
         return self.client.get(f"{self._where(project, name)}/ingests/{ingest_id}")
@@ -354,6 +391,29 @@ class KnowledgeBase:
             )
         ingest = Ingest(self.project, self.name, _api().add(self.project, self.name, flat, docs))
         return ingest.wait() if wait else ingest
+
+    def preview(
+        self,
+        *paths: str | os.PathLike[str],
+        documents: builtins.list[Json] | dict[str, str | bytes] | None = None,
+        chunking: str | None = None,
+        chunk_size: int | None = None,
+        overlap: int | None = None,
+    ) -> Json:
+        """The chunks ``add`` would make of these files, folders or ``documents`` (same
+        shapes), nothing committed: ``{"files": [...], "chunks": [{text, source, page,
+        heading, heading_path, tokens, ...}], "total_chunks", ...}``; chunking options default
+        to the knowledge base's."""
+        docs: Any = documents or []
+        if isinstance(docs, dict):
+            docs = [_document(k, v) for k, v in docs.items()]
+        flat = [os.fspath(p) for p in paths]
+        options = {
+            k: v
+            for k, v in (("chunking", chunking), ("chunk_size", chunk_size), ("overlap", overlap))
+            if v is not None
+        }
+        return _api().preview(self.project, self.name, flat, docs, options)
 
     def ingest(self, ingest_id: str) -> Ingest:
         return Ingest(self.project, self.name, _api().ingest(self.project, self.name, ingest_id))
