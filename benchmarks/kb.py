@@ -13,6 +13,10 @@ its words; that chunk is the one expected (recall@10 over the generated question
   (BM25), float32 vectors in a memory-mapped file, an int8 HNSW graph (usearch) whose
   candidates are rescored exactly. Ingest includes writing the chunks, the keyword index,
   the vectors, the graph, and saving the graph.
+- ours on Milvus: ``cube_lab.kb.milvus_index.MilvusIndex`` on Milvus Lite (a ``milvus.db``
+  file; pymilvus starts its server process), the same calls: one collection with the text
+  (Milvus's BM25 function: its own full-text index), COSINE vectors (AUTOINDEX), hybrid by the
+  same RRF. ``--milvus-max`` skips it above a size. Ingest includes the inserts and a flush.
 - peer: chromadb embedded (``PersistentClient``, cosine HNSW), run by its own interpreter
   (a venv of its own: ``python -m venv /tmp/cube/chroma-venv &&
   /tmp/cube/chroma-venv/bin/pip install chromadb==1.5.9``) as a subprocess of this script.
@@ -105,14 +109,23 @@ def recall(results: list[list[int]], targets: list[int]) -> float:
 # -- ours ----------------------------------------------------------------------------------
 
 
-def run_ours(folder: Path) -> dict[str, Any]:
+def run_ours(folder: Path, engine: str = "embedded") -> dict[str, Any]:
+    """``engine``: ``embedded`` (KnowledgeIndex) or ``milvus`` (MilvusIndex on Milvus Lite,
+    a ``milvus.db`` in the folder), through the same ``engine.IndexEngine`` calls."""
     sys.path.insert(0, str(REPO))
     from cube_lab.kb.index import KnowledgeIndex, NewChunk
 
+    def open_index() -> Any:
+        if engine == "milvus":
+            from cube_lab.kb.milvus_index import MilvusIndex
+
+            return MilvusIndex(store, DIM, {"uri": "milvus.db", "collection": "bench"})
+        return KnowledgeIndex(store, DIM)
+
     chunks, emb, queries, qemb = load(folder)
-    store = folder / "ours"
+    store = folder / ("ours" if engine == "embedded" else engine)
     start = time.perf_counter()
-    index = KnowledgeIndex(store, DIM)
+    index = open_index()
     for i in range(0, len(chunks), BATCH):
         index.add(
             [
@@ -125,11 +138,12 @@ def run_ours(folder: Path) -> dict[str, Any]:
     ingest = len(chunks) / (time.perf_counter() - start)
     index.close()
     start = time.perf_counter()
-    index = KnowledgeIndex(store, DIM)  # reopened: nothing rebuilt, the graph is loaded
+    index = open_index()  # reopened: nothing rebuilt, the graph is loaded
     reopen = time.perf_counter() - start
     targets = [q["target"] for q in queries]
     items = list(range(len(queries)))
-    out: dict[str, Any] = {"engine": "cube-lab", "chunks": len(chunks)}
+    name = "cube-lab" if engine == "embedded" else "cube-lab milvus-lite " + _lite_version()
+    out: dict[str, Any] = {"engine": name, "chunks": len(chunks)}
     out["ingest_chunks_per_s"] = round(ingest)
     out["reopen_s"] = round(reopen, 3)
     for mode in ("vector", "keyword", "hybrid"):
@@ -143,6 +157,12 @@ def run_ours(folder: Path) -> dict[str, Any]:
         out[mode] = {**lat, "recall_at_10": recall(res, targets)}
     index.close()
     return out
+
+
+def _lite_version() -> str:
+    from importlib.metadata import version
+
+    return version("milvus-lite")
 
 
 # -- the peer (runs under Chroma's own interpreter) -----------------------------------------
@@ -217,6 +237,12 @@ def main() -> None:
     parser.add_argument("--contains-queries", type=int, default=100)
     parser.add_argument("--chroma-python", default="/tmp/cube/chroma-venv/bin/python")
     parser.add_argument("--write-results", action="store_true")
+    parser.add_argument(
+        "--milvus-max",
+        type=int,
+        default=100_000,
+        help="run the Milvus Lite engine up to this many chunks (0: not at all)",
+    )
     parser.add_argument("--peer", help=argparse.SUPPRESS)  # internal: run Chroma on a folder
     args = parser.parse_args()
     if args.peer:
@@ -231,6 +257,10 @@ def main() -> None:
             ours = run_ours(folder)
             print(json.dumps(ours), flush=True)
             results.append(ours)
+            if size <= args.milvus_max:
+                lite = run_ours(folder, "milvus")
+                print(json.dumps(lite), flush=True)
+                results.append(lite)
             if Path(args.chroma_python).exists():
                 command = [args.chroma_python, __file__, "--peer", str(folder)]
                 command += ["--contains-queries", str(args.contains_queries)]
