@@ -120,6 +120,7 @@ EXEMPT: dict[str, str] = {
     "evaluate": "tests/test_finetune_merge_eval.py runs it with --json on a tiny adapter",
     "chat list": "tests/test_chat_rest.py runs it with --json (here and under the hub)",
     "chat export": "tests/test_chat_rest.py runs it with --json on feedback given over REST",
+    "course import": "tests/test_hub_course.py runs it with --json against a real hub",
 }
 # Commands without --json: what they print is a text stream, meant to be read as it is.
 TEXT_COMMANDS = {

@@ -32,6 +32,7 @@ from ..workspace import Workspace
 from . import (
     alerts,
     chat,
+    course,
     finetune,
     kb,
     labeling,
@@ -62,6 +63,7 @@ CAPABILITIES = (
     kb,
     alerts,
     chat,
+    course,
 )
 
 
@@ -108,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace, as_json: bool, locale: str = "en") -> int:
     try:
         remote = None
+        if getattr(args, "hub_admin", False):  # the hub's cube-admin service, not a store
+            args.fn(None, None, args)
+            return 0
         if not args.data_dir and not args.db_url:
             from ..rest_client import ServiceClient
 

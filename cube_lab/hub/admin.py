@@ -33,7 +33,7 @@ from ..errors import CubeError, Forbidden, InvalidInput, NotFound
 from ..identity import check_name
 from ..locale import html_lang, negotiate, translator_for
 from ..locale.messages import _t, localize
-from . import policy
+from . import policy, roster
 from .config import ADMIN_SCOPE, secret_file
 from .hubapi import HubAPI
 from .ledger import Ledger, QuotaExceeded, Reservation
@@ -206,6 +206,7 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
                 {
                     "name": g["name"],
                     "users": sorted(g.get("users") or []),
+                    "roster": roster.roster_of(g),
                     "profiles": list(gp.profiles),
                     "quota": gp.quota.to_json(),
                     "usage": usage,
@@ -357,11 +358,63 @@ class GroupHandler(GroupsHandler):
 class MemberHandler(GroupsHandler):
     @web.authenticated
     async def put(self, name: str, user: str) -> None:
+        """Add one member; an approved user who never logged in gets their hub user first."""
         self.require_admin()
-        await self.ctx.hub.user(user)  # 404 for a user the hub does not know
-        await self.ctx.hub.add_members(name, [user])
+        group = await self.ctx.hub.group(name)
+        native = not self.ctx.settings.sso
+        [result] = await roster.add_members(self.ctx.hub, group, [user.lower()], native=native)
         self.ctx.forget_groups()
+        if result["status"] == "error":
+            raise InvalidInput(result["error"], result["detail"])
         self.reply(await self.one(name))
+
+
+class MembersHandler(GroupsHandler):
+    """POST ``{"users": "a, b c"}``: add several members, one result per name."""
+
+    @web.authenticated
+    async def post(self, name: str) -> None:
+        self.require_admin()
+        names = roster.split_names(self.json_body().get("users"))
+        group = await self.ctx.hub.group(name)
+        native = not self.ctx.settings.sso
+        results = await roster.add_members(self.ctx.hub, group, names, native=native)
+        self.ctx.forget_groups()
+        log.info("%s added members to %s: %s", self.username, name, results)
+        self.reply_localized({"results": results, "group": await self.one(name)})
+
+    def reply_localized(self, value: Any) -> None:
+        self.reply(localize(value, negotiate(self.request.headers.get("Accept-Language"))))
+
+
+class RosterHandler(MembersHandler):
+    """POST a roster (CSV: user name, display name, e-mail, role; as the body, or JSON
+    ``{"csv": ...}``): accounts made and approved, members added, a report per row."""
+
+    @web.authenticated
+    async def post(self, name: str) -> None:  # type: ignore[override]
+        self.require_admin()
+        content_type = self.request.headers.get("Content-Type", "")
+        if content_type.startswith("application/json"):
+            text = self.json_body().get("csv")
+            if not isinstance(text, str):
+                raise InvalidInput(_t("csv must be the roster's text"))
+        else:
+            try:
+                text = self.request.body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(
+                    _t("the roster is not UTF-8 text"),
+                    _t("Save the CSV as UTF-8 (a spreadsheet's CSV UTF-8)."),
+                ) from exc
+        rows = roster.parse_csv(text)
+        group = await self.ctx.hub.group(name)
+        native = not self.ctx.settings.sso
+        report = await roster.import_roster(self.ctx.hub, group, rows, native=native)
+        self.ctx.forget_groups()
+        out = report.to_json()
+        log.info("%s imported a roster into %s: %s", self.username, name, out["summary"])
+        self.reply_localized(out)
 
     @web.authenticated
     async def delete(self, name: str, user: str) -> None:
@@ -521,7 +574,9 @@ def make_app(ctx: Context, prefix: str, cookie_secret: bytes) -> web.Application
         (rf"{p}/?", PageHandler),
         (rf"{p}/api/groups", GroupsHandler),
         (rf"{p}/api/groups/([^/]+)", GroupHandler),
+        (rf"{p}/api/groups/([^/]+)/members", MembersHandler),
         (rf"{p}/api/groups/([^/]+)/members/([^/]+)", MemberHandler),
+        (rf"{p}/api/groups/([^/]+)/roster", RosterHandler),
         (rf"{p}/api/usage", UsageHandler),
         (rf"{p}/api/profiles", ProfilesHandler),
         (rf"{p}/api/me", MeHandler),

@@ -9,6 +9,7 @@ once and stored only as its hash; the admin changes it at /hub/change-password.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sys
 from collections.abc import Iterable, Mapping
@@ -88,7 +89,7 @@ class CubeNativeAuthenticator(NativeAuthenticator):
         return [
             (path, _with_xsrf(CubeLoginHandler if handler is NativeLoginHandler else handler))
             for path, handler in super().get_handlers(app)
-        ]
+        ] + [(r"/api/cube/accounts", _accounts_handler())]
 
     def create_first_admin(self, username: str) -> str | None:
         """Give a configured admin with no password a generated one; None if they have one."""
@@ -201,3 +202,81 @@ def configure_oidc(c: Any, sso: Mapping[str, Any]) -> None:
         g.allowed_groups = set(allowed)
     else:
         g.allow_all = True
+
+
+# -- accounts made by the cube-admin service (a course's roster) --------------------------
+
+
+def _accounts_handler() -> type:
+    """``POST /hub/api/cube/accounts`` (the ``admin:users`` scope: the cube-admin service):
+    ``{"accounts": [{"name", "email"?, "create"?: bool}]}``. For each name, in the hub's own
+    database: a NativeAuthenticator account is made when ``create`` and none exists (approved,
+    with a generated initial password, answered only here), an unapproved one is approved
+    when ``create``, and the JupyterHub user is made when the account is approved. Answers
+    ``{"accounts": [{"name", "status": created|approved|existed|missing|unapproved,
+    "password"?}]}``."""
+    import asyncio
+    import json
+
+    import bcrypt
+    from jupyterhub.apihandlers.base import APIHandler
+    from jupyterhub.scopes import needs_scope
+
+    class CubeAccountsHandler(APIHandler):
+        @needs_scope("admin:users")
+        async def post(self) -> None:
+            body = self.get_json_body() or {}
+            wanted = body.get("accounts")
+            if not isinstance(wanted, list):
+                self.set_status(400)
+                self.finish(json.dumps({"message": "accounts must be a list"}))
+                return
+            normalize = self.authenticator.normalize_username
+            names = [normalize(str(i.get("name") or "")) for i in wanted]
+            new = [
+                n
+                for n, i in zip(names, wanted, strict=True)
+                if i.get("create") and not UserInfo.find(self.db, n)
+            ]
+            passwords = {n: secrets.token_urlsafe(9) for n in new}
+            # bcrypt is slow on purpose: a class's worth in threads, off the hub's event loop;
+            # 10 rounds (not 12) for these: a 72-bit random password needs no more stretching
+            hashed_all = await asyncio.gather(
+                *(asyncio.to_thread(bcrypt.hashpw, passwords[n].encode(), bcrypt.gensalt(10))
+                  for n in new)
+            )  # fmt: skip
+            hashes = dict(zip(new, hashed_all, strict=True))
+            out = []
+            for name, item in zip(names, wanted, strict=True):
+                info = UserInfo.find(self.db, name)
+                result: dict[str, Any] = {"name": name}
+                if info is None and name in hashes:
+                    password, hashed = passwords[name], hashes[name]
+                    info = UserInfo(username=name, password=hashed, is_authorized=True)
+                    email = item.get("email")
+                    if email:
+                        # an e-mail NativeAuthenticator refuses is only not kept
+                        with contextlib.suppress(AssertionError):
+                            info.email = str(email)
+                    self.db.add(info)
+                    self.db.commit()
+                    result.update(status="created", password=password)
+                elif info is None and self.find_user(name) is not None:
+                    result["status"] = "existed"  # a hub user made over the API (no password)
+                elif info is None:
+                    result["status"] = "missing"
+                elif not info.is_authorized and item.get("create"):
+                    info.is_authorized = True
+                    self.db.commit()
+                    result["status"] = "approved"
+                elif not info.is_authorized:
+                    result["status"] = "unapproved"
+                else:
+                    result["status"] = "existed"
+                if result["status"] in ("created", "approved", "existed"):
+                    self.user_from_username(name)  # the hub's user, before any login
+                out.append(result)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"accounts": out}))
+
+    return CubeAccountsHandler

@@ -136,6 +136,7 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
             "name": "cube-admin-service",
             "scopes": [
                 "admin:groups",
+                "admin:users",  # a course's roster makes and approves accounts
                 "list:users",
                 "read:users",
                 "read:servers",

@@ -23,11 +23,13 @@ class HubAPI:
         self.token = token or os.environ["JUPYTERHUB_API_TOKEN"]
         self.http = AsyncHTTPClient()
 
-    async def request(self, method: str, path: str, body: Any = None) -> Any:
+    async def request(
+        self, method: str, path: str, body: Any = None, *, timeout: float = 30
+    ) -> Any:
         kwargs: dict[str, Any] = {
             "method": method,
             "headers": {"Authorization": f"token {self.token}"},
-            "request_timeout": 30,
+            "request_timeout": timeout,
         }
         if body is not None:
             kwargs["body"] = json.dumps(body)
