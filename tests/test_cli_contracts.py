@@ -721,8 +721,8 @@ def test_kb_commands(cli: Cli) -> None:
     question = {"question": "refunds", "source": str((docs / "refunds.md").resolve())}
     (cli.cwd / "q.jsonl").write_text(json.dumps(question) + "\n")
     assert cli.json("kb", "create", "docs")["name"] == "docs"
-    shown = cli.json("kb", "preview", "docs", "docs", "--chunk-size", "8", "--overlap", "0")
-    assert [c["tokens"] for c in shown["chunks"]] == [8, 1] and shown["chunk_size"] == 8
+    shown = cli.json("kb", "preview", "docs", "docs", "--chunk-size", "8", "--overlap", "4")
+    assert [c["tokens"] for c in shown["chunks"]] == [6] and shown["overlap"] == 4
     record = cli.json("kb", "add", "docs", "docs")
     assert (record["status"], record["files_done"], record["chunks"]) == ("succeeded", 1, 1)
     assert [v["name"] for v in cli.json("kb", "list")] == ["docs"]
