@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .bm25 import KeywordIndex
+from .source_records import SOURCES_TABLE, SourceRecords
 
 EXACT_BELOW = 4096  # rows; below this a brute-force scan is as fast as the graph
 MODES = ("vector", "keyword", "hybrid")
@@ -51,13 +52,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     meta TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source);
-CREATE TABLE IF NOT EXISTS sources (
-    source TEXT PRIMARY KEY,
-    sha256 TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    chunks INTEGER NOT NULL,
-    added_at TEXT NOT NULL
-);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -97,7 +91,7 @@ def rrf(
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
 
-class KnowledgeIndex:
+class KnowledgeIndex(SourceRecords):
     """Open (creating when missing) the index in ``folder`` for ``dim``-d vectors. Safe to
     share between threads; one process writes at a time (the service holds its lock)."""
 
@@ -111,7 +105,7 @@ class KnowledgeIndex:
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db.executescript(SOURCES_TABLE + _SCHEMA)
         self._vectors_path = folder / "vectors.f32"
         self._vectors_path.touch()
         self._map: np.ndarray | None = None
@@ -286,29 +280,6 @@ class KnowledgeIndex:
                     self._hnsw.remove(np.asarray(ids, dtype=np.uint64))
                     self._hnsw_dirty = True
             return len(ids)
-
-    def set_source(self, source: str, sha256: str, kind: str, chunks: int, added_at: str) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO sources(source, sha256, kind, chunks, added_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (source, sha256, kind, chunks, added_at),
-            )
-
-    def sources(self) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT source, sha256, kind, chunks, added_at FROM sources ORDER BY source"
-            ).fetchall()
-        keys = ("source", "sha256", "kind", "chunks", "added_at")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
-
-    def source_hash(self, source: str) -> str | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT sha256 FROM sources WHERE source = ?", (source,)
-            ).fetchone()
-        return row[0] if row else None
 
     # -- searching -----------------------------------------------------------------------
 

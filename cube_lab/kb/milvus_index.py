@@ -37,6 +37,7 @@ import numpy as np
 from ..errors import InvalidInput
 from ..locale.messages import _t
 from .index import MODES, Hit, NewChunk, rrf
+from .source_records import SOURCES_TABLE, SourceRecords
 
 INSTALL = 'pip install "cube-lab[kb-milvus]"'
 MAX_TEXT = 65535  # Milvus VARCHAR limit (bytes)
@@ -44,13 +45,6 @@ _COLLECTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 _FIELDS = ["id", "text", "source", "position", "heading", "meta"]
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS sources (
-    source TEXT PRIMARY KEY,
-    sha256 TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    chunks INTEGER NOT NULL,
-    added_at TEXT NOT NULL
-);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -180,7 +174,7 @@ def _clip(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(data) <= limit else data[:limit].decode(errors="ignore")
 
 
-class MilvusIndex:
+class MilvusIndex(SourceRecords):
     """Open (creating when missing) the collection for ``dim``-d vectors of the knowledge
     base in ``folder``, with ``config`` as ``check_config`` returns it."""
 
@@ -203,7 +197,7 @@ class MilvusIndex:
             folder / "milvus_sources.sqlite", check_same_thread=False, isolation_level=None
         )
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._db.executescript(SOURCES_TABLE + _SCHEMA)
         try:
             self._client = MilvusClient(self.uri, token=token) if token else MilvusClient(self.uri)
             if not self._client.has_collection(self.collection):
@@ -316,29 +310,6 @@ class MilvusIndex:
                 self._client.delete(self.collection, filter=expr)
             self._db.execute("DELETE FROM sources WHERE source = ?", (source,))
             return len(found)
-
-    def set_source(self, source: str, sha256: str, kind: str, chunks: int, added_at: str) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO sources(source, sha256, kind, chunks, added_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (source, sha256, kind, chunks, added_at),
-            )
-
-    def sources(self) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT source, sha256, kind, chunks, added_at FROM sources ORDER BY source"
-            ).fetchall()
-        keys = ("source", "sha256", "kind", "chunks", "added_at")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
-
-    def source_hash(self, source: str) -> str | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT sha256 FROM sources WHERE source = ?", (source,)
-            ).fetchone()
-        return row[0] if row else None
 
     # -- filters -------------------------------------------------------------------------
 
