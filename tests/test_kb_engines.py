@@ -164,3 +164,26 @@ def test_missing_milvus_names_the_extra(
         err.value.detail
     )
     assert ws.kb.list(alice) == []
+
+
+@needs_milvus
+async def test_rest_and_cli_choose_the_engine(api: Any, tmp_path: Path) -> None:
+    body = {"name": "lite", "engine": "milvus", "milvus": {"uri": "lite.db"}}
+    status, view = await api("alice", "POST", "kb", body)
+    assert status == 201 and view["engine"] == "milvus", view
+    status, plain = await api("alice", "POST", "kb", {"name": "plain"})
+    assert status == 201 and plain["engine"] == "embedded"
+    status, err = await api("alice", "POST", "kb", {"name": "x", "engine": "faiss"})
+    assert status == 400 and "unknown index engine" in err["error"]
+    status, err = await api("alice", "POST", "kb", {"name": "y", "milvus": {"uri": "y.db"}})
+    assert status == 400 and "need engine 'milvus'" in err["error"]
+    for name in ("lite", "plain"):
+        assert (await api("alice", "DELETE", f"kb/alice/{name}"))[0] == 204
+
+    from test_cli_contracts import Cli
+
+    work = tmp_path / "work"
+    work.mkdir()
+    made = Cli(work).json("kb", "create", "cli-lite", "--engine", "milvus", "--milvus-uri", "c.db")
+    assert (made["name"], made["engine"]) == ("cli-lite", "milvus")
+    Cli(work)("kb", "delete", "cli-lite")

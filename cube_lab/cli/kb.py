@@ -245,6 +245,8 @@ def _options(a: argparse.Namespace) -> Json:
             ("chunk_size", a.chunk_size),
             ("overlap", a.overlap),
             ("model", a.model),
+            ("engine", a.engine),
+            ("milvus", {"uri": a.milvus_uri} if a.milvus_uri else None),
         )
         if v is not None
     }
@@ -388,6 +390,8 @@ def remote_create(client: ServiceClient, a: argparse.Namespace) -> None:
         "chunk_size": a.chunk_size,
         "overlap": a.overlap,
         "model": a.model,
+        "engine": a.engine,
+        "milvus": {"uri": a.milvus_uri} if a.milvus_uri else None,
     }
     view = client.post("kb", {k: v for k, v in body.items() if v is not None})
     if a.json:
@@ -504,6 +508,15 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("--chunk-size", dest="chunk_size", type=int, help="tokens (default 200)")
     p.add_argument("--overlap", type=int, help="tokens shared by neighbours (default 40)")
     p.add_argument("--model", help="embedding model (default the shipped MiniLM)")
+    p.add_argument(
+        "--engine", choices=["embedded", "milvus"], help="the index engine (default embedded)"
+    )
+    p.add_argument(
+        "--milvus-uri",
+        dest="milvus_uri",
+        help="engine milvus: a .db file name in the knowledge base's folder (Milvus Lite) or "
+        "http(s)://host:19530 (a Milvus server)",
+    )
     command(kb, "list", kb_list, "list the knowledge bases you can see")
     p = command(kb, "show", kb_show, "a knowledge base and its sources")
     p.add_argument("name")

@@ -20,7 +20,9 @@ from ..locale.messages import _t, localize
 from ..serialize import to_jsonable
 from .base import CubeHandler
 
-CREATE_FIELDS = {"project", "name", "chunking", "chunk_size", "overlap", "model"}
+CREATE_FIELDS = {
+    "project", "name", "chunking", "chunk_size", "overlap", "model", "engine", "milvus"
+}  # fmt: skip
 
 
 def _check_fields(body: dict[str, Any], known: set[str], required: tuple[str, ...] = ()) -> None:
@@ -81,6 +83,8 @@ class KnowledgeBasesHandler(KnowledgeBaseHandler):
                 ("chunk_size", "chunk_size"),
                 ("overlap", "overlap"),
                 ("model", "model"),
+                ("engine", "engine"),
+                ("milvus", "milvus"),
             )
             if body.get(field) is not None
         }

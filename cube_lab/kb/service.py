@@ -194,6 +194,7 @@ class KnowledgeBaseView:
     model: str
     sources: int
     chunks: int
+    engine: str = "embedded"  # the index engine: embedded | milvus
 
 
 @dataclass(frozen=True)
@@ -318,6 +319,7 @@ class KnowledgeBaseService:
             model=config["model"],
             sources=len(index.sources()),
             chunks=len(index),
+            engine=str(config.get("engine") or "embedded"),
         )
 
     # -- create / list / delete ---------------------------------------------------------
