@@ -68,6 +68,9 @@ class FakeOpenAI:
                     None,
                 )
                 text = f"Return it within thirty days [{number}]." if number else "I do not know."
+                if body.get("stream"):
+                    self._stream(body["model"], text)
+                    return
                 self._send(
                     200,
                     {
@@ -85,6 +88,24 @@ class FakeOpenAI:
                         "usage": {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58},
                     },
                 )
+
+            def _stream(self, model: str, text: str) -> None:
+                """The answer word by word as OpenAI streams chat completions."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for n, word in enumerate(re.findall(r"\S+\s*", text)):
+                    delta = {"content": word} if n else {"role": "assistant", "content": word}
+                    chunk = {
+                        "id": "chatcmpl-1",
+                        "object": "chat.completion.chunk",
+                        "created": 1,
+                        "model": model,
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+                    }
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -455,3 +476,66 @@ async def test_chat_through_a_tiny_llm_deployment(
     assert stopped["status"] == "stopped"
     status, refused = await api("alice", "POST", f"{KB}/chat", body)
     assert status == 409 and "not running" in refused["error"], refused
+
+
+def _events(body: bytes) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[len("data: ") :])
+        for line in body.decode().splitlines()
+        if line.startswith("data: ")
+    ]
+
+
+async def test_chat_streams_citations_then_the_answer(
+    api: Any, jp_fetch: Any, jp_root_dir: Path, fake: FakeOpenAI
+) -> None:
+    from test_kb_rest import _create, _finished
+
+    make_docs(jp_root_dir / "docs")
+    await _create(api)
+    status, started = await api("alice", "POST", f"{KB}/sources", {"paths": ["docs"]})
+    assert status == 202, started
+    await _finished(api, f"{KB}/ingests/{started['id']}")
+
+    async def post(body: dict[str, Any], **headers: str) -> Any:
+        return await jp_fetch(
+            "cube", "api", "v1", *f"{KB}/chat".split("/"),
+            method="POST",
+            body=json.dumps(body),
+            headers={"Authorization": "token alice-secret", **headers},
+            raise_error=False,
+        )  # fmt: skip
+
+    body = {"query": REFUND, "target": fake.target(), "k": 3}
+    status, whole = await api("alice", "POST", f"{KB}/chat", body)
+    assert status == 200 and whole["answered"], whole
+    resp = await post({**body, "stream": True})
+    assert resp.code == 200 and resp.headers["Content-Type"].startswith("text/event-stream")
+    events = _events(resp.body)
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "citations" and kinds[-1] == "done", kinds
+    deltas = [e["text"] for e in events if e["event"] == "delta"]
+    assert len(deltas) > 1  # the answer came in pieces
+    first, done = events[0], events[-1]
+    assert [c["chunk_id"] for c in first["citations"]] == [
+        c["chunk_id"] for c in whole["citations"]
+    ]
+    assert "".join(deltas) == done["answer"] == whole["answer"]
+    assert done["cited"] == whole["cited"] and done["citations"] == whole["citations"]
+    assert fake.requests[-1]["body"]["stream"] is True
+
+    # nothing passes the threshold: one done event, in the reader's language; no model call
+    asked = len(fake.requests)
+    resp = await post({"query": OFF_TOPIC, "target": fake.target(), "stream": True},
+                      **{"Accept-Language": "zh-CN"})  # fmt: skip
+    (only,) = _events(resp.body)
+    assert only["event"] == "done" and only["answer"] == "文档中没有答案。"
+    assert len(fake.requests) == asked
+    # a bad request is the plain 400, before any event
+    resp = await post({"query": REFUND, "target": fake.target(), "stream": "yes"})
+    assert resp.code == 400 and "stream must be true or false" in json.loads(resp.body)["error"]
+    # the model fails after the citations went out: an error event ends the stream
+    fake.fail = 500
+    events = _events((await post({**body, "stream": True})).body)
+    assert [e["event"] for e in events] == ["citations", "error"]
+    assert "answered 500" in events[-1]["error"] and events[-1]["detail"] == "the model fell over"

@@ -14,13 +14,13 @@ A conversation is its owner's (in a project they are a member of); anyone else g
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
-from tornado import iostream, web
+from tornado import web
 
-from ..chat.relay import ClientGone, list_models, relay
+from ..chat.relay import list_models, relay
 from .base import CubeHandler
+from .sse import EventStreamHandler
 
 
 class ChatTargetsHandler(CubeHandler):
@@ -72,42 +72,17 @@ class ConversationHandler(CubeHandler):
         self.finish()
 
 
-class MessagesHandler(CubeHandler):
+class MessagesHandler(EventStreamHandler):
     """Send a message (or regenerate an answer); the answer streams as server-sent events."""
-
-    _gone = False
-
-    def on_connection_close(self) -> None:
-        self._gone = True
-        super().on_connection_close()
-
-    async def _emit(self, event: dict[str, Any]) -> None:
-        if self._gone:
-            raise ClientGone()
-        self.write(f"data: {json.dumps(event, ensure_ascii=False)}\n\n")
-        try:
-            await self.flush()
-        except iostream.StreamClosedError:
-            raise ClientGone() from None
 
     @web.authenticated
     async def post(self, conversation_id: str) -> None:
         body = self.json_body()
         chat = self.workspace.chat
         plan = await self.call(chat.plan_send, self.caller, conversation_id, body)
-        started = False
-
-        async def emit(event: dict[str, Any]) -> None:
-            nonlocal started
-            if not started:  # the target took the request: now the answer is a stream
-                started = True
-                self.set_status(200)
-                self.set_header("Content-Type", "text/event-stream; charset=utf-8")
-                self.set_header("Cache-Control", "no-cache")
-                self.set_header("X-Accel-Buffering", "no")
-            await self._emit(event)
-
-        await relay(chat, self.caller, plan, emit, lambda: self._gone)
+        # the stream starts with the first event: until the target takes the request, an
+        # error is a plain JSON reply
+        await relay(chat, self.caller, plan, self.emit, lambda: self._gone)
         if not self._finished and not self._gone:
             self.finish()
 

@@ -13,12 +13,14 @@ from typing import Any
 
 from tornado import web
 
-from ..errors import InvalidInput
+from ..chat.relay import ClientGone
+from ..errors import CubeError, InvalidInput
 from ..kb.service import UPLOAD
 from ..locale import negotiate
 from ..locale.messages import _t, localize
 from ..serialize import to_jsonable
 from .base import CubeHandler
+from .sse import EventStreamHandler
 
 CREATE_FIELDS = {
     "project", "name", "chunking", "chunk_size", "overlap", "model", "engine", "milvus"
@@ -265,26 +267,35 @@ class PreviewHandler(KnowledgeBaseHandler):
         )
 
 
-class ChatHandler(KnowledgeBaseHandler):
+class ChatHandler(KnowledgeBaseHandler, EventStreamHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
         """An answer from the knowledge base's passages with numbered citations
-        (``cube_lab.kb.rag.answer``)."""
-        from ..kb.rag import answer
+        (``cube_lab.kb.rag.answer``); with ``"stream": true`` as server-sent events
+        (``rag.answer_events``: the citations, the answer's pieces, then the whole answer)."""
+        from ..kb import rag
 
         body = self.json_body()
-        result = await self.call(
-            answer,
-            self.kb,
-            self.workspace.serving,
-            self.caller,
-            project,
-            name,
-            body,
-            name_source=self.source_name,
-        )
         locale = negotiate(self.request.headers.get("Accept-Language"))
-        self.reply(localize(result, locale))
+        args = (self.kb, self.workspace.serving, self.caller, project, name, body)
+        if body.get("stream") is not True:
+            result = await self.call(rag.answer, *args, name_source=self.source_name)
+            self.reply(localize(result, locale))
+            return
+        events = rag.answer_events(*args, name_source=self.source_name)
+        # a bad request fails before the first event: the plain JSON 4xx
+        event = await self.call(next, events, None)
+        try:
+            while event is not None:
+                await self.emit(localize(event, locale))
+                event = await self.call(next, events, None)
+        except ClientGone:
+            await self.call(events.close)  # the model's stream is closed with it
+            return
+        except CubeError as exc:  # after the first event there is no status to change
+            await self.emit({"event": "error", **localize(exc.to_json(), locale)})
+        if not self._finished:
+            self.finish()
 
 
 __all__ = [

@@ -1,10 +1,11 @@
 """Chat with a knowledge base: retrieve, build the prompt, ask a model, cite what it was given.
 
-``answer`` retrieves the ``k`` best chunks of the question (hybrid by default), keeps those
-that pass ``threshold`` and fills a prompt template with them (``{knowledge}``: the chunks as
-numbered blocks ``[1]``, ``[2]``, ...; ``{history}``: the conversation so far; ``{query}``: the
-question). The prompt goes to an OpenAI-compatible ``/chat/completions`` endpoint through the
-official ``openai`` client: an LLM deployment of the project (``{"deployment": NAME}``; the
+``answer`` (and ``answer_events``, the same as events for a streamed reply) retrieves the
+``k`` best chunks of the question (hybrid by default), keeps those that pass ``threshold``
+and fills a prompt template with them (``{knowledge}``: the chunks as numbered blocks
+``[1]``, ``[2]``, ...; ``{history}``: the conversation so far; ``{query}``: the question).
+The prompt goes to an OpenAI-compatible ``/chat/completions`` endpoint through the official
+``openai`` client: an LLM deployment of the project (``{"deployment": NAME}``; the
 lab server passes its router with the deployment's own token, as the Chat panel does) or any
 ``{"base_url", "model", "api_key"}``. The answer comes back with one citation per chunk given
 (number, chunk id, source, position, page, heading, text) and ``cited``: the numbers the
@@ -19,9 +20,11 @@ the target and the sampling parameters), so a bad value is the same 400 everywhe
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -184,32 +187,29 @@ def cited_numbers(answer: str, given: int) -> list[int]:
     return out
 
 
-def _complete(
-    found: endpoint.Endpoint,
-    messages: list[dict[str, str]],
-    params: dict[str, Any],
-) -> tuple[str, dict[str, Any] | None]:
-    """The answer's text and usage, through the official openai client; a failure of the
-    model server is a ``TargetFailed`` (424) saying what it answered."""
+def _client(found: endpoint.Endpoint) -> Any:
     try:
         import openai
     except ImportError as exc:  # pragma: no cover - an install without the kb extra
         raise InvalidInput(
             _t("the openai client is not installed"), _t("pip install 'cube-lab[kb]'")
         ) from exc
-    base_url = found.base_url
-    client = openai.OpenAI(
-        base_url=base_url,
+    return openai.OpenAI(
+        base_url=found.base_url,
         api_key=found.api_key or "none",
         default_headers=found.headers,
         max_retries=0,
         timeout=openai.Timeout(ANSWER_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
     )
+
+
+@contextlib.contextmanager
+def _model_errors(base_url: str) -> Iterator[None]:
+    """A failure of the model server as a ``TargetFailed`` (424) saying what it answered."""
+    import openai
+
     try:
-        with client:
-            reply = client.chat.completions.create(
-                model=found.model, messages=messages, stream=False, **params
-            )
+        yield
     except openai.APIStatusError as exc:
         detail = ""
         body = exc.body
@@ -231,29 +231,101 @@ def _complete(
             _t("the model server at {url} gave no usable answer", url=base_url),
             f"{type(exc).__name__}: {exc}"[:2000],
         ) from exc
+
+
+def _complete(
+    found: endpoint.Endpoint,
+    messages: list[dict[str, str]],
+    params: dict[str, Any],
+) -> tuple[str, dict[str, Any] | None]:
+    """The answer's text and usage, through the official openai client."""
+    client = _client(found)
+    with client, _model_errors(found.base_url):
+        reply = client.chat.completions.create(
+            model=found.model, messages=messages, stream=False, **params
+        )
     choices = getattr(reply, "choices", None)
     if not choices or getattr(choices[0], "message", None) is None:
         raise TargetFailed(
-            _t("the model server at {url} gave no usable answer", url=base_url),
+            _t("the model server at {url} gave no usable answer", url=found.base_url),
             _t("The reply has no choices[0].message."),
         )
     usage = reply.usage.model_dump() if getattr(reply, "usage", None) else None
     return choices[0].message.content or "", usage
 
 
-def answer(
+def _stream(
+    found: endpoint.Endpoint,
+    messages: list[dict[str, str]],
+    params: dict[str, Any],
+) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """The answer's pieces as the model streams them: (text, usage when a chunk has it)."""
+    client = _client(found)
+    with client, _model_errors(found.base_url):
+        chunks = client.chat.completions.create(
+            model=found.model, messages=messages, stream=True, **params
+        )
+        for chunk in chunks:
+            usage = chunk.usage.model_dump() if getattr(chunk, "usage", None) else None
+            choices = getattr(chunk, "choices", None) or []
+            delta = getattr(choices[0], "delta", None) if choices else None
+            text = (getattr(delta, "content", None) or "") if delta is not None else ""
+            if text or usage:
+                yield text, usage
+
+
+@dataclass
+class _Asked:
+    """A question ready for the model: the answer's header, the passages given, the prompt."""
+
+    header: dict[str, Any]
+    given: list[dict[str, Any]]
+    found: endpoint.Endpoint
+    messages: list[dict[str, str]]
+    params: dict[str, Any]
+    name_source: Callable[[str], str]
+
+    def citations(self, cited: list[int]) -> list[dict[str, Any]]:
+        return [
+            {
+                "number": n,
+                "chunk_id": h["id"],
+                "source": self.name_source(h["source"]),
+                "name": Path(h["source"]).name,
+                "position": h["position"],
+                "page": (h.get("meta") or {}).get("page"),
+                "heading": h["heading"],
+                "text": h["text"],
+                "score": h["score"],
+                "cosine": h["cosine"],
+                "cited": n in cited,
+            }
+            for n, h in enumerate(self.given, 1)
+        ]
+
+    def answered(self, text: str, usage: dict[str, Any] | None) -> dict[str, Any]:
+        cited = cited_numbers(text, len(self.given))
+        return {
+            **self.header,
+            "answered": True,
+            "answer": text,
+            "citations": self.citations(cited),
+            "cited": cited,
+            "usage": usage,
+        }
+
+
+def _ask(
     kb: KnowledgeBaseService,
     serving: Any,
     caller: Caller,
     project: str | None,
     name: str,
     body: dict[str, Any],
-    *,
-    name_source: Callable[[str], str] = lambda source: source,
-) -> dict[str, Any]:
-    """Answer ``body["query"]`` from knowledge base ``name`` (see the module's text).
-    ``name_source`` names a stored source as the caller sees it (REST: relative to the root).
-    """
+    name_source: Callable[[str], str],
+) -> _Asked | dict[str, Any]:
+    """The checked question with its passages and prompt, or the whole answer when no
+    passage passes the threshold (the model is not asked)."""
     if not isinstance(body, dict):
         raise InvalidInput(_t("the request body must be a JSON object"))
     unknown = sorted(set(body) - FIELDS)
@@ -318,29 +390,71 @@ def answer(
     messages = ([{"role": "system", "content": system}] if system else []) + [
         {"role": "user", "content": prompt}
     ]
-    text, usage = _complete(found, messages, params)
-    cited = cited_numbers(text, len(given))
-    citations = [
-        {
-            "number": n,
-            "chunk_id": h["id"],
-            "source": name_source(h["source"]),
-            "name": Path(h["source"]).name,
-            "position": h["position"],
-            "page": (h.get("meta") or {}).get("page"),
-            "heading": h["heading"],
-            "text": h["text"],
-            "score": h["score"],
-            "cosine": h["cosine"],
-            "cited": n in cited,
-        }
-        for n, h in enumerate(given, 1)
-    ]
-    return {
-        **result,
-        "answered": True,
-        "answer": text,
-        "citations": citations,
-        "cited": cited,
-        "usage": usage,
-    }
+    return _Asked(result, given, found, messages, params, name_source)
+
+
+def answer(
+    kb: KnowledgeBaseService,
+    serving: Any,
+    caller: Caller,
+    project: str | None,
+    name: str,
+    body: dict[str, Any],
+    *,
+    name_source: Callable[[str], str] = lambda source: source,
+) -> dict[str, Any]:
+    """Answer ``body["query"]`` from knowledge base ``name`` (see the module's text).
+    ``name_source`` names a stored source as the caller sees it (REST: relative to the root).
+    """
+    asked = _ask(kb, serving, caller, project, name, _without_stream(body), name_source)
+    if isinstance(asked, dict):
+        return asked
+    return asked.answered(*_complete(asked.found, asked.messages, asked.params))
+
+
+def answer_events(
+    kb: KnowledgeBaseService,
+    serving: Any,
+    caller: Caller,
+    project: str | None,
+    name: str,
+    body: dict[str, Any],
+    *,
+    name_source: Callable[[str], str] = lambda source: source,
+) -> Iterator[dict[str, Any]]:
+    """The answer as events, for a streamed reply (``"stream": true``):
+
+    - ``{"event": "citations", ...header, "citations": [...]}``: the passages given, first;
+    - ``{"event": "delta", "text": "..."}``: each piece of the answer as the model streams it;
+    - ``{"event": "done", ...the whole answer}``: what ``answer`` would have answered;
+    - ``{"event": "error", "error", "detail"}``: the model failed after the first event.
+
+    A bad request fails before the first event (the plain 4xx). When no passage passes the
+    threshold there is one ``done`` event and the model is not asked."""
+    asked = _ask(kb, serving, caller, project, name, _without_stream(body), name_source)
+    if isinstance(asked, dict):
+        yield {"event": "done", **asked}
+        return
+    yield {"event": "citations", **asked.header, "citations": asked.citations([])}
+    parts: list[str] = []
+    usage = None
+    try:
+        for text, got in _stream(asked.found, asked.messages, asked.params):
+            usage = got or usage
+            if text:
+                parts.append(text)
+                yield {"event": "delta", "text": text}
+    except TargetFailed as exc:
+        yield {"event": "error", **exc.to_json()}
+        return
+    yield {"event": "done", **asked.answered("".join(parts), usage)}
+
+
+def _without_stream(body: Any) -> Any:
+    if isinstance(body, dict) and "stream" in body:
+        if not isinstance(body["stream"], bool):
+            raise InvalidInput(
+                _t("stream must be true or false"), _t("got {value!r}", value=body["stream"])
+            )
+        return {k: v for k, v in body.items() if k != "stream"}
+    return body
