@@ -741,7 +741,10 @@ def test_every_command_goes_through_the_service_and_one_that_does_not_says_so(
             if isinstance(action, argparse._SubParsersAction):
                 for word, sub in action.choices.items():
                     fn = sub.get_default("fn")
-                    if fn is not None and cli_remote._remote(fn) is None:
+                    # the hub's cube-admin commands (course) reach that service the same way
+                    # everywhere: no store, nothing to route
+                    admin = sub.get_default("hub_admin")
+                    if fn is not None and not admin and cli_remote._remote(fn) is None:
                         missing.append(" ".join([*prefix, word]))
                     walk(sub, [*prefix, word])
 
