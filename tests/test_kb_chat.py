@@ -41,6 +41,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.cite = "reimbursement"
         self.fail: int | None = None
+        self.no_stream = False  # answer in one piece even when asked to stream
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,7 +69,7 @@ class FakeOpenAI:
                     None,
                 )
                 text = f"Return it within thirty days [{number}]." if number else "I do not know."
-                if body.get("stream"):
+                if body.get("stream") and not fake.no_stream:
                     self._stream(body["model"], text)
                     return
                 self._send(
@@ -534,6 +535,13 @@ async def test_chat_streams_citations_then_the_answer(
     # a bad request is the plain 400, before any event
     resp = await post({"query": REFUND, "target": fake.target(), "stream": "yes"})
     assert resp.code == 400 and "stream must be true or false" in json.loads(resp.body)["error"]
+    # a server that ignores "stream" still gives the whole answer, as one piece
+    fake.no_stream = True
+    events = _events((await post({**body, "stream": True})).body)
+    assert [e["event"] for e in events] == ["citations", "delta", "done"]
+    assert events[1]["text"] == events[2]["answer"] == whole["answer"]
+    assert events[2]["cited"] == whole["cited"]
+    fake.no_stream = False
     # the model fails after the citations went out: an error event ends the stream
     fake.fail = 500
     events = _events((await post({**body, "stream": True})).body)

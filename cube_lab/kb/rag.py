@@ -260,12 +260,22 @@ def _stream(
     params: dict[str, Any],
 ) -> Iterator[tuple[str, dict[str, Any] | None]]:
     """The answer's pieces as the model streams them: (text, usage when a chunk has it)."""
+    from openai.types.chat import ChatCompletion
+
     client = _client(found)
     with client, _model_errors(found.base_url):
-        chunks = client.chat.completions.create(
+        raw = client.chat.completions.with_raw_response.create(
             model=found.model, messages=messages, stream=True, **params
         )
-        for chunk in chunks:
+        if "json" in (raw.headers.get("content-type") or ""):
+            # a server that ignores "stream" and answers in one piece: that piece
+            raw.http_response.read()
+            reply = ChatCompletion.model_validate(raw.http_response.json())
+            message = reply.choices[0].message if reply.choices else None
+            usage = reply.usage.model_dump() if reply.usage else None
+            yield (message.content or "") if message else "", usage
+            return
+        for chunk in raw.parse():
             usage = chunk.usage.model_dump() if getattr(chunk, "usage", None) else None
             choices = getattr(chunk, "choices", None) or []
             delta = getattr(choices[0], "delta", None) if choices else None

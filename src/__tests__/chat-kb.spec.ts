@@ -1,7 +1,7 @@
 /**
  * A knowledge base as the Chat panel's target: picker values, the history a
  * next question sends, and the session (ask, stop, clear) against a mocked
- * POST /kb/{project}/{name}/chat.
+ * streamed POST /kb/{project}/{name}/chat (citations, deltas, done).
  */
 import * as api from '../api';
 import {
@@ -16,7 +16,7 @@ import { isFileSource } from '../panels/kb/answer';
 
 jest.mock('../api', () => {
   const actual = jest.requireActual('../api');
-  return { ...actual, chatKnowledgeBase: jest.fn() };
+  return { ...actual, streamKnowledgeBaseChat: jest.fn() };
 });
 
 const mocked = api as jest.Mocked<typeof api>;
@@ -52,6 +52,20 @@ function answer(text: string, over: Partial<api.KbChatAnswer> = {}) {
     usage: null,
     ...over
   } as api.KbChatAnswer;
+}
+
+/** The events a streamed answer of `text` sends: citations, a delta per word, done. */
+async function* streamed(
+  text: string,
+  gate?: Promise<void>
+): AsyncGenerator<api.KbChatEvent, void, undefined> {
+  const whole = answer(text);
+  yield { event: 'citations', ...whole };
+  await gate;
+  for (const word of text.split(/(?<= )/)) {
+    yield { event: 'delta', text: word };
+  }
+  yield { event: 'done', ...whole };
 }
 
 function turn(over: Partial<IKbTurn>): IKbTurn {
@@ -118,11 +132,14 @@ describe('knowledge base targets', () => {
 });
 
 describe('KbChatSession', () => {
-  beforeEach(() => mocked.chatKnowledgeBase.mockReset());
+  const stream = mocked.streamKnowledgeBaseChat as jest.Mock;
+  beforeEach(() => stream.mockReset());
 
   it('asks with the history of the same knowledge base and keeps the citations', async () => {
     const session = new KbChatSession('alice');
-    mocked.chatKnowledgeBase.mockResolvedValueOnce(answer('First [1].'));
+    const seen: string[] = [];
+    session.changed.connect(() => seen.push(session.turns[0].answer.answer));
+    stream.mockImplementationOnce(() => streamed('First [1].'));
     const target = { deployment: 'tiny' };
     await session.ask({
       kb: 'docs',
@@ -131,20 +148,28 @@ describe('KbChatSession', () => {
       system: '',
       params: {}
     });
-    expect(mocked.chatKnowledgeBase).toHaveBeenLastCalledWith('alice', 'docs', {
-      query: 'refunds?',
-      target,
-      history: undefined,
-      system: undefined,
-      params: undefined
-    });
+    expect(stream).toHaveBeenLastCalledWith(
+      'alice',
+      'docs',
+      {
+        query: 'refunds?',
+        target,
+        history: undefined,
+        system: undefined,
+        params: undefined
+      },
+      expect.any(AbortSignal)
+    );
     expect(session.turns).toHaveLength(1);
     expect(session.turns[0].status).toBe('complete');
+    expect(session.turns[0].deltas).toBe(2); // "First " and "[1]."
+    expect(seen).toContain('First '); // the answer grew as it came
+    expect(session.turns[0].answer.answer).toBe('First [1].');
     expect(session.turns[0].answer.citations.map(c => c.number)).toEqual([
       1, 2
     ]);
 
-    mocked.chatKnowledgeBase.mockResolvedValueOnce(answer('Second [2].'));
+    stream.mockImplementationOnce(() => streamed('Second [2].'));
     await session.ask({
       kb: 'docs',
       query: 'and then?',
@@ -152,7 +177,7 @@ describe('KbChatSession', () => {
       system: 'Be brief.',
       params: { max_tokens: 20 }
     });
-    expect(mocked.chatKnowledgeBase).toHaveBeenLastCalledWith('alice', 'docs', {
+    expect(stream.mock.calls[1][2]).toEqual({
       query: 'and then?',
       target,
       history: [
@@ -165,9 +190,11 @@ describe('KbChatSession', () => {
     expect(session.busy).toBe(false);
   });
 
-  it('keeps a refusal as the turn error, and a stopped question stays stopped', async () => {
+  it('keeps a refusal or an error event as the turn error, and a stopped question stays stopped', async () => {
     const session = new KbChatSession('alice');
-    mocked.chatKnowledgeBase.mockRejectedValueOnce(new Error('boom'));
+    stream.mockImplementationOnce(async function* () {
+      throw new Error('boom');
+    });
     await session.ask({
       kb: 'docs',
       query: 'q',
@@ -178,10 +205,32 @@ describe('KbChatSession', () => {
     expect(session.turns[0].status).toBe('error');
     expect(session.turns[0].error?.error).toContain('boom');
 
-    let resolve: (a: api.KbChatAnswer) => void = () => undefined;
-    mocked.chatKnowledgeBase.mockReturnValueOnce(
-      new Promise(r => (resolve = r))
-    );
+    stream.mockImplementationOnce(async function* () {
+      yield { event: 'citations', ...answer('') };
+      yield {
+        event: 'error',
+        error: 'the model server answered 500',
+        detail: 'x'
+      };
+    });
+    await session.ask({
+      kb: 'docs',
+      query: 'q2',
+      target: { deployment: 'x' },
+      system: '',
+      params: {}
+    });
+    expect(session.turns[1].status).toBe('error');
+    expect(session.turns[1].error?.error).toBe('the model server answered 500');
+    expect(session.turns[1].answer.citations).toHaveLength(2);
+
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>(r => (release = r));
+    let signal: AbortSignal | undefined;
+    stream.mockImplementationOnce((_p, _k, _b, s: AbortSignal) => {
+      signal = s;
+      return streamed('late', gate);
+    });
     const asked = session.ask({
       kb: 'docs',
       query: 'slow',
@@ -189,12 +238,14 @@ describe('KbChatSession', () => {
       system: '',
       params: {}
     });
+    await Promise.resolve();
     expect(session.busy).toBe(true);
     session.stop();
-    resolve(answer('late'));
+    expect(signal?.aborted).toBe(true);
+    release();
     await asked;
-    expect(session.turns[1].status).toBe('stopped');
-    expect(session.turns[1].answer.answer).toBe('');
+    expect(session.turns[2].status).toBe('stopped');
+    expect(session.turns[2].answer.answer).toBe('');
     session.clear();
     expect(session.turns).toHaveLength(0);
   });

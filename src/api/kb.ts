@@ -7,7 +7,15 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { ChatParams, ChatTarget } from './chat';
-import { encodePath, queryString, requestAPI } from './request';
+import {
+  decodeBody,
+  encodePath,
+  errorFromResponse,
+  fetchAPI,
+  queryString,
+  requestAPI
+} from './request';
+import { readSse } from './sse';
 
 export type KbChunking = 'tokens' | 'headings' | 'pages';
 export type KbMode = 'vector' | 'keyword' | 'bm25' | 'hybrid';
@@ -274,6 +282,80 @@ export function chatKnowledgeBase(
     { method: 'POST', body },
     settings
   );
+}
+
+/** An event of a streamed answer (`"stream": true`; docs/kb.md). */
+export type KbChatEvent =
+  | ({ event: 'citations' } & Omit<
+      KbChatAnswer,
+      'answer' | 'answered' | 'cited' | 'usage'
+    >)
+  | { event: 'delta'; text: string }
+  | ({ event: 'done' } & KbChatAnswer)
+  | { event: 'error'; error: string; detail: string };
+
+function parseKbChatEvent(data: string): KbChatEvent | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    return null;
+  }
+  if (!value || typeof value !== 'object') {
+    return null;
+  }
+  const kind = (value as { event?: unknown }).event;
+  return kind === 'citations' ||
+    kind === 'delta' ||
+    kind === 'done' ||
+    kind === 'error'
+    ? (value as KbChatEvent)
+    : null;
+}
+
+/**
+ * Ask a knowledge base and read the answer as it streams: the citations
+ * first, the answer's pieces, then the whole answer. Abort `signal` to stop.
+ *
+ * @throws CubeApiError when the server refuses before streaming (400, 404,
+ *   409, 424).
+ */
+export async function* streamKnowledgeBaseChat(
+  project: string,
+  name: string,
+  body: KbChatRequest,
+  signal?: AbortSignal,
+  settings?: ServerConnection.ISettings
+): AsyncGenerator<KbChatEvent, void, undefined> {
+  const response = await fetchAPI(
+    encodePath(KB, project, name, 'chat'),
+    {
+      method: 'POST',
+      body: { ...body, stream: true },
+      signal,
+      headers: { Accept: 'text/event-stream' }
+    },
+    settings
+  );
+  const type = response.headers.get('Content-Type') ?? '';
+  if (!response.ok || !type.includes('text/event-stream') || !response.body) {
+    const data = await decodeBody(response);
+    if (!response.ok) {
+      throw errorFromResponse(
+        response.status,
+        response.statusText,
+        data,
+        response.url
+      );
+    }
+    return;
+  }
+  for await (const sse of readSse(response.body)) {
+    const event = parseKbChatEvent(sse.data);
+    if (event) {
+      yield event;
+    }
+  }
 }
 
 /** One question of an evaluation set: what it should find. */

@@ -1,18 +1,19 @@
 /**
  * A knowledge base as the Chat panel's target: its picker value, the turns
  * asked of it (each answer with its numbered citations), the history a next
- * question sends, and the session that asks (POST /kb/{project}/{name}/chat)
- * and can be stopped. The answers live in the tab; feedback and export are
+ * question sends, and the session that asks (POST /kb/{project}/{name}/chat,
+ * streamed: the citations first, then the answer as it comes) and can be
+ * stopped. The answers live in the tab; feedback and export are
  * the deployments' conversations'.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
 import {
-  chatKnowledgeBase,
   ChatParams,
   ChatTarget,
   describeError,
-  KbCitation
+  KbCitation,
+  streamKnowledgeBaseChat
 } from '../../api';
 import type { IKbAnswerShown } from '../kb/answer';
 
@@ -111,31 +112,68 @@ export class KbChatSession {
     this._turns = [...this._turns, turn];
     this._changed.emit();
     const generation = this._generation;
+    const abort = new AbortController();
+    this._abort = abort;
+    let text = '';
     try {
-      const answer = await chatKnowledgeBase(this.project, request.kb, {
-        query: turn.query,
-        target: request.target,
-        history: history.length ? history : undefined,
-        system: request.system.trim() || undefined,
-        params: Object.keys(request.params).length ? request.params : undefined
-      });
-      if (!this._asking(turn.id, generation)) {
-        return; // stopped or cleared meanwhile
-      }
-      this._update(turn.id, {
-        status: 'complete',
-        deltas: 1,
-        answer: {
-          answer: answer.answer,
-          citations: sortedCitations(answer.citations),
-          query: answer.query,
-          answered: answer.answered,
-          reason: answer.reason
+      const events = streamKnowledgeBaseChat(
+        this.project,
+        request.kb,
+        {
+          query: turn.query,
+          target: request.target,
+          history: history.length ? history : undefined,
+          system: request.system.trim() || undefined,
+          params: Object.keys(request.params).length
+            ? request.params
+            : undefined
+        },
+        abort.signal
+      );
+      for await (const event of events) {
+        if (!this._asking(turn.id, generation)) {
+          return; // stopped or cleared meanwhile
         }
-      });
+        const current = this._turns.find(t => t.id === turn.id)!;
+        if (event.event === 'citations') {
+          this._update(turn.id, {
+            answer: {
+              ...current.answer,
+              citations: sortedCitations(event.citations)
+            }
+          });
+        } else if (event.event === 'delta') {
+          text += event.text;
+          this._update(turn.id, {
+            deltas: current.deltas + 1,
+            answer: { ...current.answer, answer: text }
+          });
+        } else if (event.event === 'done') {
+          this._update(turn.id, {
+            status: 'complete',
+            deltas: Math.max(current.deltas, 1),
+            answer: {
+              answer: event.answer,
+              citations: sortedCitations(event.citations),
+              query: event.query,
+              answered: event.answered,
+              reason: event.reason
+            }
+          });
+        } else {
+          this._update(turn.id, {
+            status: 'error',
+            error: { error: event.error, detail: event.detail }
+          });
+        }
+      }
     } catch (err) {
       if (this._asking(turn.id, generation)) {
         this._update(turn.id, { status: 'error', error: describeError(err) });
+      }
+    } finally {
+      if (this._abort === abort) {
+        this._abort = null;
       }
     }
   }
@@ -145,10 +183,12 @@ export class KbChatSession {
     const asking = this._turns.find(t => t.status === 'asking');
     if (asking) {
       this._update(asking.id, { status: 'stopped' });
+      this._abort?.abort(); // the server closes the model's stream with it
     }
   }
 
   clear(): void {
+    this._abort?.abort();
     this._generation++;
     this._turns = [];
     this._changed.emit();
@@ -167,6 +207,7 @@ export class KbChatSession {
   }
 
   private _turns: IKbTurn[] = [];
+  private _abort: AbortController | null = null;
   private _next = 0;
   private _generation = 0;
   private _changed = new Signal<this, void>(this);
