@@ -404,34 +404,56 @@ class KnowledgeIndex(SourceRecords):
             vec = self.vector_ids(vector, k if mode == "vector" else depth, allowed)
         if mode in ("keyword", "hybrid"):
             kw = self.keyword_ids(text, k if mode == "keyword" else depth, allowed)
-        vrank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
-        krank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
-        if mode == "vector":
-            order = vec
-        elif mode == "keyword":
-            order = kw
-        else:
-            order = rrf([[i for i, _ in vec], [i for i, _ in kw]], weights, rrf_k)[:k]
-        found = self.chunks(i for i, _ in order)
-        hits = []
-        for chunk_id, score in order:
-            if chunk_id not in found:  # removed meanwhile
-                continue
-            text_, source, position, heading, meta = found[chunk_id]
-            v, kk = vrank.get(chunk_id), krank.get(chunk_id)
-            hits.append(
-                Hit(
-                    id=chunk_id,
-                    text=text_,
-                    source=source,
-                    position=position,
-                    heading=heading,
-                    meta=meta,
-                    score=score,
-                    vector_score=v[1] if v else None,
-                    keyword_score=kk[1] if kk else None,
-                    vector_rank=v[0] if v else None,
-                    keyword_rank=kk[0] if kk else None,
-                )
+        order = ranked(mode, vec, kw, k, weights, rrf_k)
+        return hits_of(order, vec, kw, self.chunks(i for i, _ in order))
+
+
+def ranked(
+    mode: str,
+    vec: list[tuple[int, float]],
+    kw: list[tuple[int, float]],
+    k: int,
+    weights: Sequence[float],
+    rrf_k: float,
+) -> list[tuple[int, float]]:
+    """The (chunk id, score) ranking of one search: the vector or keyword one as it is, or
+    both fused by reciprocal-rank fusion (hybrid), best first."""
+    if mode == "vector":
+        return vec
+    if mode == "keyword":
+        return kw
+    return rrf([[i for i, _ in vec], [i for i, _ in kw]], weights, rrf_k)[:k]
+
+
+def hits_of(
+    order: list[tuple[int, float]],
+    vec: list[tuple[int, float]],
+    kw: list[tuple[int, float]],
+    found: dict[int, tuple[str, str, int, str, dict[str, Any]]],
+) -> list[Hit]:
+    """``order`` as hits with each half's score and rank (chunks not ``found``, removed
+    meanwhile, are left out)."""
+    vrank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
+    krank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
+    hits = []
+    for chunk_id, score in order:
+        if chunk_id not in found:
+            continue
+        text_, source, position, heading, meta = found[chunk_id]
+        v, kk = vrank.get(chunk_id), krank.get(chunk_id)
+        hits.append(
+            Hit(
+                id=chunk_id,
+                text=text_,
+                source=source,
+                position=position,
+                heading=heading,
+                meta=meta,
+                score=score,
+                vector_score=v[1] if v else None,
+                keyword_score=kk[1] if kk else None,
+                vector_rank=v[0] if v else None,
+                keyword_rank=kk[0] if kk else None,
             )
-        return hits
+        )
+    return hits

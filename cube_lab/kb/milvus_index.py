@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..locale.messages import _t
-from .index import MODES, Hit, NewChunk, rrf
+from .index import MODES, Hit, NewChunk, hits_of, ranked
 from .source_records import SOURCES_TABLE, SourceRecords
 
 INSTALL = 'pip install "cube-lab[kb-milvus]"'
@@ -431,31 +431,5 @@ class MilvusIndex(SourceRecords):
             ):
                 kw.append((int(r["id"]), abs(float(r["distance"]))))
                 found[int(r["id"])] = self._row(r["entity"])
-        vrank = {i: (r, s) for r, (i, s) in enumerate(vec, start=1)}
-        krank = {i: (r, s) for r, (i, s) in enumerate(kw, start=1)}
-        if mode == "vector":
-            order = vec
-        elif mode == "keyword":
-            order = kw
-        else:
-            order = rrf([[i for i, _ in vec], [i for i, _ in kw]], weights, rrf_k)[:k]
-        hits = []
-        for chunk_id, score in order:
-            text_, source, position, heading, meta = found[chunk_id]
-            v, kk = vrank.get(chunk_id), krank.get(chunk_id)
-            hits.append(
-                Hit(
-                    id=chunk_id,
-                    text=text_,
-                    source=source,
-                    position=position,
-                    heading=heading,
-                    meta=meta,
-                    score=score,
-                    vector_score=v[1] if v else None,
-                    keyword_score=kk[1] if kk else None,
-                    vector_rank=v[0] if v else None,
-                    keyword_rank=kk[0] if kk else None,
-                )
-            )
-        return hits
+        order = ranked(mode, vec, kw, k, weights, rrf_k)
+        return hits_of(order, vec, kw, found)
