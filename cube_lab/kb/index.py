@@ -414,7 +414,7 @@ def ranked(
     kw: list[tuple[int, float]],
     k: int,
     weights: Sequence[float],
-    rrf_k: float,
+    rrf_k: int,
 ) -> list[tuple[int, float]]:
     """The (chunk id, score) ranking of one search: the vector or keyword one as it is, or
     both fused by reciprocal-rank fusion (hybrid), best first."""

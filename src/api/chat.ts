@@ -6,15 +6,8 @@
  */
 import { ServerConnection } from '@jupyterlab/services';
 
-import { readSse } from './sse';
-import {
-  decodeBody,
-  encodePath,
-  errorFromResponse,
-  fetchAPI,
-  queryString,
-  requestAPI
-} from './request';
+import { postForEvents } from './eventstream';
+import { encodePath, queryString, requestAPI } from './request';
 
 /** A running LLM deployment of the project, as the chat targets list says. */
 export interface ChatTargetInfo {
@@ -301,44 +294,11 @@ export async function* streamChatMessage(
   signal?: AbortSignal,
   settings?: ServerConnection.ISettings
 ): AsyncGenerator<ChatStreamEvent, void, undefined> {
-  const response = await fetchAPI(
+  yield* postForEvents(
     encodePath(CHAT, 'conversations', conversation, 'messages'),
-    {
-      method: 'POST',
-      body,
-      signal,
-      headers: { Accept: 'text/event-stream' }
-    },
+    body,
+    parseChatEvent,
+    signal,
     settings
   );
-  const type = response.headers.get('Content-Type') ?? '';
-  if (!response.ok || !type.includes('text/event-stream') || !response.body) {
-    const data = await decodeBody(response);
-    if (!response.ok) {
-      throw errorFromResponse(
-        response.status,
-        response.statusText,
-        data,
-        response.url
-      );
-    }
-    // a server that answered in one piece: its events, one per line
-    if (typeof data === 'string') {
-      for (const line of data.split('\n')) {
-        const event = line.startsWith('data:')
-          ? parseChatEvent(line.slice(5).trim())
-          : null;
-        if (event) {
-          yield event;
-        }
-      }
-    }
-    return;
-  }
-  for await (const sse of readSse(response.body)) {
-    const event = parseChatEvent(sse.data);
-    if (event) {
-      yield event;
-    }
-  }
 }

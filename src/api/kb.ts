@@ -7,15 +7,8 @@
 import { ServerConnection } from '@jupyterlab/services';
 
 import type { ChatParams, ChatTarget } from './chat';
-import {
-  decodeBody,
-  encodePath,
-  errorFromResponse,
-  fetchAPI,
-  queryString,
-  requestAPI
-} from './request';
-import { readSse } from './sse';
+import { postForEvents } from './eventstream';
+import { encodePath, queryString, requestAPI } from './request';
 
 export type KbChunking = 'tokens' | 'headings' | 'pages';
 export type KbMode = 'vector' | 'keyword' | 'bm25' | 'hybrid';
@@ -327,35 +320,13 @@ export async function* streamKnowledgeBaseChat(
   signal?: AbortSignal,
   settings?: ServerConnection.ISettings
 ): AsyncGenerator<KbChatEvent, void, undefined> {
-  const response = await fetchAPI(
+  yield* postForEvents(
     encodePath(KB, project, name, 'chat'),
-    {
-      method: 'POST',
-      body: { ...body, stream: true },
-      signal,
-      headers: { Accept: 'text/event-stream' }
-    },
+    { ...body, stream: true },
+    parseKbChatEvent,
+    signal,
     settings
   );
-  const type = response.headers.get('Content-Type') ?? '';
-  if (!response.ok || !type.includes('text/event-stream') || !response.body) {
-    const data = await decodeBody(response);
-    if (!response.ok) {
-      throw errorFromResponse(
-        response.status,
-        response.statusText,
-        data,
-        response.url
-      );
-    }
-    return;
-  }
-  for await (const sse of readSse(response.body)) {
-    const event = parseKbChatEvent(sse.data);
-    if (event) {
-      yield event;
-    }
-  }
 }
 
 /** One question of an evaluation set: what it should find. */
