@@ -25,6 +25,7 @@ from .sse import EventStreamHandler
 CREATE_FIELDS = {
     "project", "name", "chunking", "chunk_size", "overlap", "model", "engine", "milvus"
 }  # fmt: skip
+_CHUNKING = ("chunking", "chunk_size", "overlap")  # an ingest's or a preview's chunking
 
 
 def _check_fields(body: dict[str, Any], known: set[str], required: tuple[str, ...] = ()) -> None:
@@ -118,7 +119,7 @@ class SourcesHandler(KnowledgeBaseHandler):
     async def post(self, project: str, name: str) -> None:
         """Start an ingest: 202 with its record; poll ``Location`` for the progress."""
         body = self.json_body()
-        _check_fields(body, {"paths", "documents"})
+        _check_fields(body, {"paths", "documents", *_CHUNKING})
         paths, documents = body.get("paths") or [], body.get("documents") or []
         if not isinstance(paths, list):
             raise InvalidInput(
@@ -141,6 +142,7 @@ class SourcesHandler(KnowledgeBaseHandler):
             resolved,
             documents,
             boundary=self.roots,
+            options={key: body[key] for key in _CHUNKING if body.get(key) is not None},
         )
         self.set_header(
             "Location", self.request.path.rsplit("/", 1)[0] + f"/ingests/{record['id']}"

@@ -457,8 +457,9 @@ class KnowledgeBaseService:
         work: Sequence[Work],
         progress: ProgressFn | None,
         started: Callable[[], None] | None = None,
+        chunking_options: dict[str, Any] | None = None,
     ) -> AddReport:
-        config = self._config(folder)
+        config = {**self._config(folder), **(chunking_options or {})}
         results = []
         with self._lock(folder):  # one add at a time per knowledge base; the next waits
             if started is not None:
@@ -700,12 +701,18 @@ class KnowledgeBaseService:
         documents: Sequence[object] = (),
         *,
         boundary: Bounds = None,
+        options: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Check what to add now (a bad path or type is an error here, before anything
         starts), then add it in a thread; the ingest record (``ingest``) shows the progress.
         ``documents``: ``{"name": "notes.md", "content": "..."}`` items (or ``content_base64``
-        for a binary file such as a PDF or DOCX) kept as uploads."""
+        for a binary file such as a PDF or DOCX) kept as uploads. ``options``: any of
+        ``chunking``, ``chunk_size``, ``overlap`` for this ingest's files instead of the
+        knowledge base's (what a preview showed; checked as ``preview.check_options`` does)."""
+        from .preview import check_options
+
         folder, project_name = self._folder(caller, project, name)
+        chosen = check_options(self._config(folder), options) if options else None
         if not paths and not documents:
             raise InvalidInput(
                 _t("nothing to add"),
@@ -756,7 +763,7 @@ class KnowledgeBaseService:
 
         def run() -> None:
             try:
-                self._run(folder, work, progress, begin)
+                self._run(folder, work, progress, begin, chosen)
                 record["status"] = "succeeded"
             except Exception as exc:  # the record says it; the server goes on
                 record["status"] = "failed"
