@@ -110,8 +110,24 @@ async def test_submit_follow_and_log_each_kind(
         obj = km.objects[PLURALS[expect], NS, name].raw
         check(obj)
         spec = JobSpec.from_dict(BASE | {"framework": framework, "kind": kind})
-        labels_sent = {"cube-lab.io/job-id": job_id, "cube-lab.io/owner": "alice"}
+        labels_sent = {
+            "cube-lab.io/job-id": job_id,
+            "cube-lab.io/owner": "alice",
+            "cube-lab.io/project": "alice",  # alice's personal project
+            "cube-lab.io/kind": "job",
+        }
         assert [obj] == kubernetes.manifests(spec, name, namespace=NS, labels=labels_sent)
+        # and every pod the operator makes from it carries them (DCGM joins on these)
+        if expect == "TrainJob":
+            (patch,) = obj["spec"]["runtimePatches"]
+            (node,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+            pod_templates = [node["template"]["spec"]["template"]]
+        else:
+            replicas = next(v for k, v in obj["spec"].items() if k.endswith("ReplicaSpecs"))
+            pod_templates = [r["template"] for r in replicas.values()]
+        assert pod_templates
+        for template in pod_templates:
+            assert labels_sent.items() <= template["metadata"]["labels"].items()
         assert all(r.headers["Authorization"] == "Bearer t0k" for r in list(km))
 
         view = service.get(alice, job_id)

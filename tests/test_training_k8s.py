@@ -167,3 +167,42 @@ def test_cli_dry_run_prints_the_manifest(capsys: pytest.CaptureFixture[str]) -> 
     assert doc["kind"] == "PyTorchJob" and doc["spec"]["nprocPerNode"] == "4"
     cmd = doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert cmd["command"] == ["python", "train.py", "-e", "3"]
+
+
+@pytest.mark.parametrize(
+    "framework, kind",
+    [("pytorch", None), ("tensorflow", None), ("mpi", None), ("pytorch", "trainjob")],
+)
+def test_every_pod_of_every_kind_carries_the_pod_labels(framework: str, kind: str | None) -> None:
+    from cube_lab.k8s import pod_labels
+
+    extra = {"nproc_per_worker": 1} if framework == "tensorflow" else {}
+    if kind == "trainjob":
+        extra |= {"gang": False, "rdma": False}
+    labels = pod_labels.job("Vision Team", "张三", "20261204-101010-abcdef")
+    assert labels == {
+        "cube-lab.io/project": "x---56ision-20-54eam",
+        "cube-lab.io/owner": "x---e5-bc-a0-e4-b8-89",
+        "cube-lab.io/kind": "job",
+        "cube-lab.io/job-id": "20261204-101010-abcdef",
+    }
+    for full in (True, False):  # with volumes (a TrainJob's patch exists already) and without
+        s = spec(framework=framework, **((FULL | extra) if full else {}))
+        (doc,) = kubernetes.manifests(s, "j", kind=kind, labels=labels)
+        check(doc)
+        assert labels.items() <= doc["metadata"]["labels"].items()
+        if doc["kind"] == "TrainJob":
+            (patch,) = doc["spec"]["runtimePatches"]
+            (node,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+            templates = [node["template"]["spec"]["template"]]
+            assert ("spec" in templates[0]) is full  # the volumes stay in the same patch
+        else:
+            replicas = next(v for k, v in doc["spec"].items() if k.endswith("ReplicaSpecs"))
+            templates = [r["template"] for r in replicas.values()]
+            # Master + Worker with 3 workers, MPI's Launcher + Worker always, a TFJob's Worker
+            want = {"pytorch": 2 if full else 1, "mpi": 2, "tensorflow": 1}[framework]
+            assert len(templates) == want
+        for template in templates:
+            assert labels.items() <= template["metadata"]["labels"].items()
+            if doc["kind"] != "TrainJob":  # the existing labels stay
+                assert template["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "cube-lab"

@@ -41,7 +41,10 @@ def manifests(
     kind: str | None = None,
     labels: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The objects to apply, in order (a PodGroup first where one is needed)."""
+    """The objects to apply, in order (a PodGroup first where one is needed). ``labels``
+    (``cube_lab.k8s.pod_labels.job``) go on the job object and on every pod it makes: the
+    operators copy no job labels to pods, so they are in each replica's pod template (a
+    TrainJob's: a runtime patch of the trainer's pods)."""
     kind = (kind or spec.kind or default_kind(spec.framework)).lower()
     if kind not in KINDS:
         raise InvalidInput(
@@ -63,7 +66,24 @@ def manifests(
         "labels": {"app.kubernetes.io/managed-by": "cube-lab", **(labels or {})},
     }
     build = {"pytorchjob": _pytorchjob, "tfjob": _tfjob, "mpijob": _mpijob, "trainjob": _trainjob}
-    return build[kind](spec, meta)
+    docs = build[kind](spec, meta)
+    if labels:
+        _label_pods(docs[-1], labels)
+    return docs
+
+
+def _label_pods(job: dict[str, Any], labels: dict[str, str]) -> None:
+    """Every pod of ``job`` labelled with ``labels`` (in place)."""
+    for template in _templates(job):
+        template.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+    if job["kind"] == "TrainJob":
+        pod_meta = {"labels": dict(labels)}
+        patches = job["spec"].setdefault("runtimePatches", [])
+        if patches:  # the volumes patch of the same pods
+            node = patches[0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+            node["template"]["spec"]["template"]["metadata"] = pod_meta
+        else:
+            patches.append(_node_patch({"metadata": pod_meta}))
 
 
 # the pods that may reach the cube-lab service (the chart's network policy lets them)
@@ -309,7 +329,12 @@ def _volumes_patch(volumes: list[Any], mounts: list[Any]) -> dict[str, Any]:
     """A TrainJob's volumes (claims, /dev/shm): a runtime patch of the trainer's pods, the
     replicated job and container both named ``node`` in Kubeflow Trainer's torch runtimes."""
     pod = {"volumes": volumes, "containers": [{"name": "node", "volumeMounts": mounts}]}
-    node = {"name": "node", "template": {"spec": {"template": {"spec": pod}}}}
+    return _node_patch({"spec": pod})
+
+
+def _node_patch(template: dict[str, Any]) -> dict[str, Any]:
+    """A runtime patch of the pod template of the trainer's ``node`` replicated job."""
+    node = {"name": "node", "template": {"spec": {"template": template}}}
     return {
         "manager": "cube-lab.io/training",
         "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node]}}},

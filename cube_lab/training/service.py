@@ -43,8 +43,7 @@ from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER, Settings
 from ..datasets import ENV_DATASET
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller
-from ..k8s import ClusterConfig, k8s_name, require
-from ..k8s.names import user_label
+from ..k8s import ClusterConfig, k8s_name, pod_labels, require
 from ..k8s.objects import object_refs
 from ..labeling.dataset_service import datasets_root, find_by_path
 from ..locale.messages import _t
@@ -336,7 +335,11 @@ class TrainingService:
         # a given name names the object (so a clash is the user's to see); else it is unique
         base = spec.name if spec.name and not unique else k8s_name(display, 40)
         object_name = base if spec.name and not unique else f"{base}-{job_id[-6:]}"
-        labels = {"cube-lab.io/job-id": job_id, "cube-lab.io/owner": user_label(caller.username)}
+        self.projects.ensure_personal(caller)
+        with self.store.read() as s:
+            project_name = self.projects.resolve(s, caller, spec.project).name
+        # the job object and every pod it makes (cube_lab.k8s.pod_labels' vocabulary)
+        labels = pod_labels.job(project_name, caller.username, job_id)
         docs = kubernetes.manifests(
             spec, object_name, namespace=config.default_namespace(), labels=labels
         )
