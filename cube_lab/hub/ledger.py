@@ -6,6 +6,14 @@ usage is summed, so two requests can never both see the same free capacity - 20
 concurrent requests against a quota of 4 GPUs admit exactly 4, whichever process they
 come from. A reservation is keyed by its *holder* ("server:alice/" or "job:<id>"), so
 reserving again for the same holder replaces it instead of counting twice.
+
+A reservation charged to no project group (``group`` "") is the user's *personal* bucket: it
+is checked against the personal quota passed in, per user.
+
+GPU-hours: every reservation that holds devices (``quotas.device_count``) gets a row in
+``gpu_holds`` with when it started and, once released, when it ended; the hours used in a month
+are devices x hours held inside it (still-held ones up to now). Time comes from ``clock`` (a
+fake one in tests).
 """
 
 from __future__ import annotations
@@ -23,7 +31,14 @@ from typing import Any
 
 from ..errors import CubeError
 from ..locale.messages import _t
-from .quotas import Quota, refusal
+from .quotas import (
+    Quota,
+    device_count,
+    gpu_hours_refusal,
+    month_bounds,
+    personal_refusal,
+    refusal,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS reservations (
@@ -38,6 +53,17 @@ CREATE TABLE IF NOT EXISTS reservations (
     created REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS reservations_grp ON reservations (grp);
+CREATE TABLE IF NOT EXISTS gpu_holds (
+    id TEXT PRIMARY KEY,           -- the reservation's id
+    holder TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    username TEXT NOT NULL,
+    grp TEXT NOT NULL,
+    devices REAL NOT NULL,         -- GPUs / slices / NPUs held
+    started REAL NOT NULL,
+    ended REAL                     -- NULL while held
+);
+CREATE INDEX IF NOT EXISTS gpu_holds_ended ON gpu_holds (ended);
 """
 
 
@@ -104,9 +130,29 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class GpuHours:
+    """GPU-hours used in one month: per (group, user), the group totals and when they reset.
+    The personal bucket is group ""."""
+
+    start: float
+    resets: float
+    by_member: dict[tuple[str, str], float]
+
+    def group(self, group: str) -> float:
+        return sum(h for (g, _), h in self.by_member.items() if g == group)
+
+    def member(self, group: str, user: str) -> float:
+        return self.by_member.get((group, user), 0.0)
+
+    def members(self, group: str) -> dict[str, float]:
+        return {u: h for (g, u), h in sorted(self.by_member.items()) if g == group}
+
+
 class Ledger:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path)
+        self.clock = clock
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -148,16 +194,47 @@ class Ledger:
         pid: int | None = None,
     ) -> Reservation:
         """Reserve ``amounts`` of ``group``'s ``quota`` or raise QuotaExceeded (nothing kept).
-        ``group`` "" (no project group) is recorded but checked against nothing."""
+        ``group`` "" is ``username``'s personal bucket, checked against ``quota`` (the personal
+        quota) when one is given. A reservation that takes devices is also refused once the
+        month's GPU-hours of the group, the member or the personal bucket are spent."""
+        now = self.clock()
         with self._write() as db:
+            self._end_holds(db, "holder = ?", (holder,), now)
             db.execute("DELETE FROM reservations WHERE holder = ?", (holder,))
-            if group and quota is not None:
-                used = self._usage(db, group)
-                why = refusal(group, quota, used, amounts)
-                if why:
-                    raise QuotaExceeded(
-                        why, _t("Stop a server or job of the project, or ask an admin for more.")
+            if quota is not None:
+                if group:
+                    used = self._usage(db, group)
+                    why = refusal(group, quota, used, amounts)
+                    fix = _t("Stop a server or job of the project, or ask an admin for more.")
+                else:
+                    used = self._personal_usage(db, username)
+                    why = personal_refusal(username, quota, used, amounts)
+                    fix = _t(
+                        "Stop one of your servers or jobs, or ask an admin for more or to add"
+                        " you to a project group."
                     )
+                if why:
+                    raise QuotaExceeded(why, fix)
+                per_member = bool(group) and quota.gpu_hours_per_member is not None
+                if device_count(amounts) > 0 and (quota.gpu_hours is not None or per_member):
+                    hours = self._gpu_hours(db, now)
+                    why = gpu_hours_refusal(
+                        user=username,
+                        group=group,
+                        quota=quota,
+                        group_used=hours.group(group),
+                        member_used=hours.member(group, username),
+                        resets=hours.resets,
+                    )
+                    if why:
+                        raise QuotaExceeded(
+                            why,
+                            _t(
+                                "GPU-hours are GPUs x hours held by running servers and jobs;"
+                                " use a profile without GPUs until then, or ask an admin for"
+                                " more."
+                            ),
+                        )
             res = Reservation(
                 uuid.uuid4().hex,
                 holder,
@@ -167,7 +244,7 @@ class Ledger:
                 server,
                 pid,
                 {k: float(v) for k, v in amounts.items()},
-                time.time(),
+                now,
             )
             db.execute(
                 "INSERT INTO reservations (id, holder, kind, username, grp, server, pid, amounts,"
@@ -184,14 +261,33 @@ class Ledger:
                     res.created,
                 ),
             )
+            devices = device_count(res.amounts)
+            if devices > 0:
+                db.execute(
+                    "INSERT INTO gpu_holds (id, holder, kind, username, grp, devices, started)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (res.id, holder, kind, username, group, devices, now),
+                )
             return res
 
     def release(self, *, holder: str | None = None, id: str | None = None) -> int:
         """Drop a reservation; releasing one that is gone is not an error (0 returned)."""
+        now = self.clock()
         with self._write() as db:
             if id is not None:
+                self._end_holds(db, "id = ?", (id,), now)
                 return db.execute("DELETE FROM reservations WHERE id = ?", (id,)).rowcount
+            self._end_holds(db, "holder = ?", (holder,), now)
             return db.execute("DELETE FROM reservations WHERE holder = ?", (holder,)).rowcount
+
+    @staticmethod
+    def _end_holds(db: sqlite3.Connection, where: str, args: tuple[Any, ...], now: float) -> None:
+        """The GPU holds of the reservations ``where`` selects end ``now``."""
+        db.execute(
+            f"UPDATE gpu_holds SET ended = ? WHERE ended IS NULL AND id IN"
+            f" (SELECT id FROM reservations WHERE {where})",
+            (now, *args),
+        )
 
     def get(self, id: str) -> Reservation | None:
         with self._connect() as db:
@@ -226,6 +322,59 @@ class Ledger:
         finally:
             db.close()
 
+    @staticmethod
+    def _personal_usage(db: sqlite3.Connection, username: str) -> dict[str, float]:
+        used: dict[str, float] = {}
+        rows = db.execute(
+            "SELECT amounts FROM reservations WHERE grp = '' AND username = ?", (username,)
+        )
+        for (amounts,) in rows:
+            for dimension, amount in json.loads(amounts).items():
+                used[dimension] = used.get(dimension, 0) + amount
+        return used
+
+    def personal_usage(self, username: str) -> dict[str, float]:
+        """What ``username`` holds outside every project group (their personal bucket)."""
+        db = self._connect()
+        try:
+            return self._personal_usage(db, username)
+        finally:
+            db.close()
+
+    @staticmethod
+    def _gpu_hours(db: sqlite3.Connection, now: float) -> GpuHours:
+        start, resets = month_bounds(now)
+        by_member: dict[tuple[str, str], float] = {}
+        rows = db.execute(
+            "SELECT grp, username, devices, started, ended FROM gpu_holds"
+            " WHERE started < ? AND (ended IS NULL OR ended > ?)",
+            (resets, start),
+        )
+        for grp, username, devices, started, ended in rows:
+            begin = max(started, start)
+            end = min(now if ended is None else ended, resets, now)
+            if end > begin:
+                key = (grp, username)
+                by_member[key] = by_member.get(key, 0.0) + devices * (end - begin) / 3600
+        return GpuHours(start, resets, by_member)
+
+    def gpu_hours(self, at: float | None = None) -> GpuHours:
+        """GPU-hours used in the calendar month (UTC) of ``at`` (default: now), up to then."""
+        db = self._connect()
+        try:
+            return self._gpu_hours(db, self.clock() if at is None else at)
+        finally:
+            db.close()
+
+    def gpu_holds(self) -> list[dict[str, Any]]:
+        """Every recorded hold of devices: who, which group, how many, from when to when."""
+        db = self._connect()
+        try:
+            rows = db.execute("SELECT * FROM gpu_holds ORDER BY started").fetchall()
+        finally:
+            db.close()
+        return [dict(r) for r in rows]
+
     def reconcile(
         self,
         live_servers: Iterable[str],
@@ -239,7 +388,8 @@ class Ledger:
         died. Called when the admin service starts (after a hub crash) and periodically.
         Reservations younger than ``grace_s`` are left alone (a spawn may be on its way)."""
         live = set(live_servers)
-        cutoff = (time.time() if now is None else now) - grace_s
+        now = self.clock() if now is None else now
+        cutoff = now - grace_s
         released: list[Reservation] = []
         with self._write() as db:
             for row in db.execute("SELECT * FROM reservations WHERE created < ?", (cutoff,)):
@@ -253,5 +403,6 @@ class Ledger:
                 if gone:
                     released.append(res)
             for res in released:
+                self._end_holds(db, "id = ?", (res.id,), now)
                 db.execute("DELETE FROM reservations WHERE id = ?", (res.id,))
         return released

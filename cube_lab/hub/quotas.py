@@ -12,10 +12,20 @@ Everything is counted on flat *dimensions*: ``servers``, ``jobs``, ``cpu`` (core
 servers/jobs/cpu/memory limit means no limit; an accelerator a quota does not name is not
 granted at all, so GPUs are handed out only on purpose (a share of a device - its memory or
 cores - is limited only when the quota names it).
+
+GPU-hours are limited per calendar month (UTC): ``gpu_hours`` for the whole group,
+``gpu_hours_per_member`` for each member's own use in it (in a personal quota, ``gpu_hours`` is
+the user's own). A GPU-hour is one device (any accelerator count: GPUs, MIG slices, vGPUs,
+NPUs) held for one hour by a running server or job; the ledger records when each hold began and
+ended. Admission refuses a new server or job that takes devices once the month's hours are spent.
+
+Users outside every project group (admins too) are charged to a *personal* bucket with the
+settings file's ``personal_quota`` (``admin_quota`` for admins), so no server runs unmetered.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +37,8 @@ from .units import format_memory, parse_cpu, parse_memory
 
 PROPERTY = "cube_lab"  # the key in JupyterHub group properties
 PLAIN_DIMENSIONS = ("servers", "jobs", "cpu", "memory")
+HOURS_FIELDS = ("gpu_hours", "gpu_hours_per_member")
+FIELDS = (*PLAIN_DIMENSIONS, "accelerators", *HOURS_FIELDS)
 
 
 def known_resources() -> dict[str, tuple[accelerators.Accelerator, str]]:
@@ -81,6 +93,8 @@ class Quota:
     cpu: float | None = None
     memory: int | None = None  # bytes
     accelerators: dict[str, int] = field(default_factory=dict)
+    gpu_hours: float | None = None  # the group's (a personal quota's: the user's) per month
+    gpu_hours_per_member: float | None = None  # each member's own, per month
 
     @classmethod
     def parse(cls, raw: Any) -> Quota:
@@ -90,11 +104,11 @@ class Quota:
             raise InvalidInput(
                 _t("a quota must be an object"), _t("got {name__}", name__=type(raw).__name__)
             )
-        unknown = set(raw) - {*PLAIN_DIMENSIONS, "accelerators"}
+        unknown = set(raw) - set(FIELDS)
         if unknown:
             raise InvalidInput(
                 _t("unknown quota field(s) {value}", value=sorted(unknown)),
-                _t("Use {value}.", value=[*PLAIN_DIMENSIONS, "accelerators"]),
+                _t("Use {value}.", value=list(FIELDS)),
             )
 
         def whole(name: str) -> int | None:
@@ -107,6 +121,21 @@ class Quota:
                     _t("got {value!r}", value=value),
                 )
             return int(value)
+
+        def hours(name: str) -> float | None:
+            value = raw.get(name)
+            if value is None or value == "":
+                return None
+            try:
+                number = float(value) if not isinstance(value, bool) else -1.0
+            except (TypeError, ValueError):
+                number = -1.0
+            if not number >= 0 or number == float("inf"):
+                raise InvalidInput(
+                    _t("quota {name} must be a number of hours >= 0", name=name),
+                    _t("got {value!r}", value=value),
+                )
+            return number
 
         cpu = raw.get("cpu")
         memory = raw.get("memory")
@@ -131,6 +160,8 @@ class Quota:
             cpu=None if cpu in (None, "") else parse_cpu(cpu, "quota cpu"),
             memory=None if memory in (None, "") else parse_memory(memory, "quota memory"),
             accelerators=checked,
+            gpu_hours=hours("gpu_hours"),
+            gpu_hours_per_member=hours("gpu_hours_per_member"),
         )
 
     def limit(self, dimension: str) -> float | None:
@@ -155,6 +186,10 @@ class Quota:
             out["memory"] = f"{format_memory(self.memory)}G"
         if self.accelerators:
             out["accelerators"] = dict(self.accelerators)
+        for name in HOURS_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = int(value) if value.is_integer() else value
         return out
 
 
@@ -213,11 +248,36 @@ def uses_accelerators(amounts: Mapping[str, float]) -> bool:
     return any(k not in PLAIN_DIMENSIONS and v > 0 for k, v in amounts.items())
 
 
-def refusal(
-    group: str, quota: Quota, used: Mapping[str, float], need: Mapping[str, float]
-) -> str | None:
-    """Why ``need`` does not fit next to ``used``, in the words the user reads; None if it fits.
-    e.g. "project vision uses 4 of 4 GPUs (nvidia.com/gpu)"."""
+def device_count(amounts: Mapping[str, float]) -> float:
+    """How many devices (GPUs, MIG slices, vGPUs, NPUs) ``amounts`` hold: what GPU-hours count."""
+    resources = known_resources()
+    return sum(
+        v for k, v in amounts.items() if k in resources and resources[k][1] == "count" and v > 0
+    )
+
+
+def month_bounds(at: float) -> tuple[float, float]:
+    """The calendar month (UTC) around the timestamp ``at``: (its start, the next one's)."""
+    when = dt.datetime.fromtimestamp(at, dt.UTC)
+    start = when.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    nxt = (
+        start.replace(year=start.year + 1, month=1)
+        if start.month == 12
+        else start.replace(month=start.month + 1)
+    )
+    return start.timestamp(), nxt.timestamp()
+
+
+def show_time(at: float) -> str:
+    """A reset moment as refusals and the admin page write it (UTC)."""
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _over(
+    quota: Quota, used: Mapping[str, float], need: Mapping[str, float]
+) -> tuple[str, float, float, float] | None:
+    """The first dimension where ``need`` does not fit next to ``used``: (dimension, used,
+    limit, needed); None if everything fits."""
     for dimension, amount in need.items():
         if amount <= 0:
             continue
@@ -226,24 +286,130 @@ def refusal(
             continue
         have = used.get(dimension, 0)
         if have + amount > limit + 1e-9:
-            what = label(dimension)
-            if limit == 0 and dimension not in PLAIN_DIMENSIONS:
-                return _t("project {group} has no quota for {what}", group=group, what=what)
-            have_, limit_ = show(dimension, have), show(dimension, limit)
-            if have < limit:
-                return _t(
-                    "project {group} uses {have} of {limit} {what}; this needs {need}",
-                    group=group,
-                    have=have_,
-                    limit=limit_,
-                    what=what,
-                    need=show(dimension, amount),
-                )
+            return dimension, have, limit, amount
+    return None
+
+
+def refusal(
+    group: str, quota: Quota, used: Mapping[str, float], need: Mapping[str, float]
+) -> str | None:
+    """Why ``need`` does not fit next to ``used``, in the words the user reads; None if it fits.
+    e.g. "project vision uses 4 of 4 GPUs (nvidia.com/gpu)"."""
+    found = _over(quota, used, need)
+    if found is None:
+        return None
+    dimension, have, limit, amount = found
+    what = label(dimension)
+    if limit == 0 and dimension not in PLAIN_DIMENSIONS:
+        return _t("project {group} has no quota for {what}", group=group, what=what)
+    have_, limit_ = show(dimension, have), show(dimension, limit)
+    if have < limit:
+        return _t(
+            "project {group} uses {have} of {limit} {what}; this needs {need}",
+            group=group,
+            have=have_,
+            limit=limit_,
+            what=what,
+            need=show(dimension, amount),
+        )
+    return _t(
+        "project {group} uses {have} of {limit} {what}",
+        group=group,
+        have=have_,
+        limit=limit_,
+        what=what,
+    )
+
+
+def personal_refusal(
+    user: str, quota: Quota, used: Mapping[str, float], need: Mapping[str, float]
+) -> str | None:
+    """As ``refusal``, for what a user runs outside every project group (their personal quota):
+    e.g. "alice's personal quota (outside project groups) uses 1 of 1 servers"."""
+    found = _over(quota, used, need)
+    if found is None:
+        return None
+    dimension, have, limit, amount = found
+    what = label(dimension)
+    if limit == 0 and dimension not in PLAIN_DIMENSIONS:
+        return _t(
+            "the personal quota of {user} (outside project groups) has no {what}",
+            user=user,
+            what=what,
+        )
+    have_, limit_ = show(dimension, have), show(dimension, limit)
+    if have < limit:
+        return _t(
+            (
+                "the personal quota of {user} (outside project groups) uses {have} of {limit}"
+                " {what}; this needs {need}"
+            ),
+            user=user,
+            have=have_,
+            limit=limit_,
+            what=what,
+            need=show(dimension, amount),
+        )
+    return _t(
+        "the personal quota of {user} (outside project groups) uses {have} of {limit} {what}",
+        user=user,
+        have=have_,
+        limit=limit_,
+        what=what,
+    )
+
+
+def show_hours(hours: float) -> str:
+    return f"{hours:.1f}" if abs(hours - round(hours)) > 0.05 else f"{round(hours):d}"
+
+
+def gpu_hours_refusal(
+    *,
+    user: str,
+    group: str,
+    quota: Quota,
+    group_used: float,
+    member_used: float,
+    resets: float,
+) -> str | None:
+    """Why a new server or job holding devices is refused for GPU-hours this month, or None.
+    ``group`` "" is the user's personal quota (its ``gpu_hours`` is the user's own)."""
+    reset = show_time(resets)
+    if not group:
+        if quota.gpu_hours is not None and member_used >= quota.gpu_hours - 1e-9:
             return _t(
-                "project {group} uses {have} of {limit} {what}",
-                group=group,
-                have=have_,
-                limit=limit_,
-                what=what,
+                (
+                    "{user} used {used} of {limit} personal GPU-hours this month; they reset on"
+                    " {reset} UTC"
+                ),
+                user=user,
+                used=show_hours(member_used),
+                limit=show_hours(quota.gpu_hours),
+                reset=reset,
             )
+        return None
+    if quota.gpu_hours is not None and group_used >= quota.gpu_hours - 1e-9:
+        return _t(
+            (
+                "project {group} used {used} of {limit} GPU-hours this month; they reset on"
+                " {reset} UTC"
+            ),
+            group=group,
+            used=show_hours(group_used),
+            limit=show_hours(quota.gpu_hours),
+            reset=reset,
+        )
+    per_member = quota.gpu_hours_per_member
+    if per_member is not None and member_used >= per_member - 1e-9:
+        return _t(
+            (
+                "{user} used {used} of {limit} GPU-hours in project {group} this month; they"
+                " reset on {reset} UTC"
+            ),
+            user=user,
+            group=group,
+            used=show_hours(member_used),
+            limit=show_hours(per_member),
+            reset=reset,
+        )
     return None

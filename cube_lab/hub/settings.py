@@ -20,7 +20,7 @@ from .. import accelerators
 from ..errors import InvalidInput
 from ..identity import check_name
 from ..locale.messages import _t
-from .quotas import GroupPolicy, demand
+from .quotas import GroupPolicy, Quota, demand
 from .units import parse_cpu, parse_memory
 
 ENV_SETTINGS = "CUBE_HUB_SETTINGS"
@@ -28,6 +28,8 @@ ENV_DATA_DIR = "CUBE_HUB_DATA_DIR"
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "hub" / "cube_hub.yaml"
 ADMIN_GROUP = "cube-admins"  # members may use the admin page; never a project group
 SHAPES = ("local", "kubernetes")
+# outside every project group: one server, no GPUs (a quota grants no device it does not name)
+DEFAULT_PERSONAL_QUOTA = Quota(servers=1)
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,10 @@ class HubSettings:
     open_signup: bool = False  # False: every sign-up waits for an admin at /hub/authorize
     allowed_failed_logins: int = 10  # 0: never lock out
     seconds_before_next_try: int = 30
+    # what a user may hold outside every project group (the ``personal_quota:`` section), and
+    # the admins' own (``admin_quota:``, else the personal one): no server runs unmetered
+    personal_quota: Quota = field(default_factory=lambda: DEFAULT_PERSONAL_QUOTA)
+    admin_quota: Quota = field(default_factory=lambda: DEFAULT_PERSONAL_QUOTA)
 
     # -- where things live ------------------------------------------------------------
 
@@ -207,6 +213,15 @@ class HubSettings:
                 _t("Known profiles: {value}.", value=", ".join(self.profiles)),
             )
         return found
+
+    def is_admin(self, username: str, groups: Any = ()) -> bool:
+        """An admin of the hub: in ``admin_users`` or a member of the admins' group."""
+        return username in self.admin_users or ADMIN_GROUP in set(groups)
+
+    def personal_quota_for(self, username: str, groups: Any = ()) -> Quota:
+        """The quota of what ``username`` (a member of hub ``groups``) runs outside every
+        project group: ``admin_quota`` for admins, ``personal_quota`` for everyone else."""
+        return self.admin_quota if self.is_admin(username, groups) else self.personal_quota
 
     def default_profile(self) -> Profile:
         return next((p for p in self.profiles.values() if p.default), *self.profiles.values())
@@ -260,6 +275,8 @@ def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:
     for name in [*open_profiles, *(p for g in groups.values() for p in g.profiles)]:
         if name not in profiles:
             raise InvalidInput(_t("unknown profile {name!r} in the hub settings", name=name))
+    personal = _personal_quota(raw, "personal_quota", DEFAULT_PERSONAL_QUOTA)
+    admin_quota = _personal_quota(raw, "admin_quota", personal)
     admins = tuple(raw.get("admin_users") or ())
     if not admins:
         raise InvalidInput(
@@ -285,8 +302,29 @@ def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:
         admin_url=str(raw.get("admin_url", HubSettings.admin_url)),
         service_url=str(raw.get("service_url", HubSettings.service_url)),
         sso=dict(raw["sso"]) if raw.get("sso") else None,
+        personal_quota=personal,
+        admin_quota=admin_quota,
         **_sign_up(raw.get("sign_up") or {}),
     )
+
+
+def _personal_quota(raw: Mapping[str, Any], key: str, default: Quota) -> Quota:
+    """``personal_quota:`` / ``admin_quota:``: a quota as a group's (gpu_hours is the user's
+    own per month; gpu_hours_per_member means nothing there)."""
+    if raw.get(key) is None:
+        return default
+    try:
+        quota = Quota.parse(raw[key])
+    except InvalidInput as exc:
+        raise InvalidInput(
+            _t("{key} in the hub settings: {error}", key=key, error=exc.error), exc.detail
+        ) from None
+    if quota.gpu_hours_per_member is not None:
+        raise InvalidInput(
+            _t("{key} in the hub settings is one user's: it has no gpu_hours_per_member", key=key),
+            _t("Use gpu_hours."),
+        )
+    return quota
 
 
 def _sign_up(raw: dict[str, Any]) -> dict[str, Any]:

@@ -223,7 +223,7 @@ class CubeSpawnerMixin:
                 kind="server",
                 username=self.user.name,  # type: ignore[attr-defined]
                 group=group.name if group else "",
-                quota=group.quota if group else None,
+                quota=group.quota if group else self.personal_quota(),
                 amounts=profile.demand(),
             )
         except CubeError as exc:
@@ -231,6 +231,15 @@ class CubeSpawnerMixin:
             raise refused(exc, spawn_locale(self)) from exc
         self.cube_profile, self.cube_group = profile, group
         self.apply_profile(profile, group)
+
+    def personal_quota(self) -> Any:
+        """Outside every project group the server is charged to the user's personal bucket:
+        the settings' ``admin_quota`` for admins, ``personal_quota`` for everyone else."""
+        user = self.user  # type: ignore[attr-defined]
+        groups = [g.name for g in user.groups]
+        if getattr(user, "admin", False):
+            return self.cube.admin_quota
+        return self.cube.personal_quota_for(user.name, groups)
 
     async def run_post_stop_hook(self) -> None:
         try:
