@@ -138,6 +138,21 @@ async def test_rest_runs_a_katib_experiment_and_records_its_trials(
         check(obj)  # what reached the API server is a valid Katib Experiment
         assert name == view["spec"]["cluster"]["name"] and name.startswith("lr-search-")
         assert obj["metadata"]["labels"]["cube-lab.io/experiment-id"] == view["id"]
+        # each trial's pods carry the pod-label vocabulary; Katib writes the Trial's name in
+        trial_template = obj["spec"]["trialTemplate"]
+        pod_meta = trial_template["trialSpec"]["spec"]["template"]["metadata"]
+        assert pod_meta["labels"] == {
+            "cube-lab.io/experiment-id": view["id"],
+            "cube-lab.io/owner": "alice",
+            "cube-lab.io/project": "alice",
+            "cube-lab.io/kind": "trial",
+            "cube-lab.io/trial": "${trialParameters.cubeLabTrialName}",
+        }
+        assert {
+            "name": "cubeLabTrialName",
+            "description": "the Trial's name, for its pods' cube-lab.io/trial label",
+            "reference": "${trialSpec.Name}",
+        } in trial_template["trialParameters"]
         container = obj["spec"]["trialTemplate"]["trialSpec"]["spec"]["template"]["spec"]
         assert container["containers"][0]["image"] == "reg/t:1"
         where = f"tuning/experiments/{view['id']}"

@@ -67,15 +67,15 @@ class ClusterExperiments:
         experiment_id = f"exp-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}"
         manifest = katib.experiment(spec, namespace=config.default_namespace(), image=spec.image)
         manifest["metadata"]["name"] = object_name(spec.name, experiment_id)
-        manifest = with_owner(manifest, experiment_id, caller.username)
+        with tuning.store.read() as s:
+            project_name = tuning.projects.resolve(s, caller, spec.project).name
+        manifest = with_owner(manifest, experiment_id, caller.username, project_name)
         # under the hub the trials' pods reach the cube-lab service as the owner
         reach = job_credentials.service_vars(
             job_credentials.JobRef("tuning", experiment_id, caller.username)
         )
         docs = with_token(manifest, reach) if reach is not None else [manifest]
         refs = object_refs(docs)
-        with tuning.store.read() as s:
-            project_name = tuning.projects.resolve(s, caller, spec.project).name
         reservation = quota.reserve(project_name, f"tuning/{experiment_id}")
         try:
             with tuning.store.write() as s:

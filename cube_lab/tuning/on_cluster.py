@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import CubeError
-from ..k8s import ClusterConfig, Kube, Resource, k8s_name
+from ..k8s import ClusterConfig, Kube, Resource, k8s_name, pod_labels
 from ..k8s.names import user_label
 from ..k8s.objects import create_all, token_secret
 from .cluster import EXPERIMENT, ClusterProgress, number, progress
@@ -53,13 +53,35 @@ def object_name(experiment_name: str, experiment_id: str) -> str:
     return f"{k8s_name(experiment_name, 36)}-{experiment_id[-4:]}"
 
 
-def with_owner(manifest: dict[str, Any], experiment_id: str, owner: str) -> dict[str, Any]:
-    """The Experiment labelled with its record and its owner (the trials' pods too)."""
+# a trial parameter Katib fills with the Trial's name (trial metadata, not the search space)
+TRIAL_NAME_PARAMETER = "cubeLabTrialName"
+
+
+def with_owner(
+    manifest: dict[str, Any], experiment_id: str, owner: str, project: str | None = None
+) -> dict[str, Any]:
+    """The Experiment labelled with its record and its owner, and its trials' pods with
+    ``cube_lab.k8s.pod_labels``' vocabulary: project, owner, kind ``trial``, the experiment's
+    id and the Trial's name (Katib writes it in for ``${trialSpec.Name}``)."""
     doc = copy.deepcopy(manifest)
     labels = {ID_LABEL: experiment_id, OWNER_LABEL: user_label(owner)}
     doc["metadata"].setdefault("labels", {}).update(labels)
-    template = doc["spec"]["trialTemplate"]["trialSpec"]["spec"]["template"]
-    template.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+    trial_template = doc["spec"]["trialTemplate"]
+    template = trial_template["trialSpec"]["spec"]["template"]
+    pod = template.setdefault("metadata", {}).setdefault("labels", {})
+    pod.update(labels)
+    if project is not None:
+        placeholder = f"${{trialParameters.{TRIAL_NAME_PARAMETER}}}"
+        pod.update(pod_labels.trial(project, owner, experiment_id, placeholder, placeholder=True))
+        params = trial_template.setdefault("trialParameters", [])
+        if not any(p.get("name") == TRIAL_NAME_PARAMETER for p in params):
+            params.append(
+                {
+                    "name": TRIAL_NAME_PARAMETER,
+                    "description": "the Trial's name, for its pods' cube-lab.io/trial label",
+                    "reference": "${trialSpec.Name}",
+                }
+            )
     return doc
 
 
