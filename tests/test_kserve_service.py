@@ -49,6 +49,17 @@ async def test_a_user_deploys_to_kserve_with_the_servers_credentials(
         obj = km.objects[ISVCS, NS, "iris"].raw
         check(obj)  # a valid InferenceService reached the API server
         assert obj["spec"]["predictor"]["minReplicas"] == 2
+        # the pod-label vocabulary, on the InferenceService (KServe copies its labels to the
+        # predictor's pods) and on the predictor's pods themselves; the old labels stay
+        vocabulary = {
+            "cube-lab.io/project": "alice",
+            "cube-lab.io/owner": "alice",
+            "cube-lab.io/kind": "deployment",
+            "cube-lab.io/deployment-id": "iris",
+        }
+        assert vocabulary.items() <= obj["metadata"]["labels"].items()
+        assert obj["metadata"]["labels"]["cube-lab/project"] == "alice"
+        assert obj["spec"]["predictor"]["labels"] == vocabulary
         assert obj["spec"]["predictor"]["model"]["storageUri"].startswith(
             "pvc://cube-lab-artifacts/"
         )

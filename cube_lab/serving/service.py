@@ -465,11 +465,12 @@ class DeploymentService:
                 )
             if storage_uri is None:
                 storage_uri = self._claim_uri(path)
-            return kserve.inference_service(
+            doc = kserve.inference_service(
                 name or model, version.flavor, storage_uri, labels=labels, **options
             )
+            return _with_pod_labels(doc, project_name, caller.username)
         art = self._cluster_artifacts(caller, project_name, model, version, path, storage_uri)
-        return kserve_llm.llm_inference_service(
+        doc = kserve_llm.llm_inference_service(
             name or model,
             art,
             engine=engine,
@@ -478,6 +479,7 @@ class DeploymentService:
             labels=labels,
             **options,
         )
+        return _with_pod_labels(doc, project_name, caller.username)
 
     def _claim_uri(self, path: Path) -> str:
         relative = path.relative_to(self.settings.artifacts_dir).as_posix()
@@ -1415,3 +1417,17 @@ def _engine_of(info: dict[str, Any]) -> str | None:
     if (info.get("runtime") or "oip") != "llm":
         return None
     return str(info.get("engine") or "transformers")
+
+
+def _with_pod_labels(doc: dict[str, Any], project: str, owner: str) -> dict[str, Any]:
+    """An InferenceService with ``cube_lab.k8s.pod_labels``' vocabulary (the deployment's id
+    is the InferenceService's name) on itself and on its predictor's pods: KServe copies the
+    InferenceService's labels to the predictor's pods, and ``spec.predictor.labels`` are the
+    pods' own by the CRD."""
+    from ..k8s import pod_labels
+
+    labels = pod_labels.deployment(project, owner, doc["metadata"]["name"])
+    doc["metadata"]["labels"].update(labels)
+    predictor = doc["spec"]["predictor"]
+    predictor["labels"] = {**(predictor.get("labels") or {}), **labels}
+    return doc
