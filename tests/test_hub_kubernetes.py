@@ -21,6 +21,7 @@ from cube_lab.hub import kubernetes as hubk8s
 from cube_lab.hub.config import configure
 from cube_lab.hub.ledger import Ledger
 from cube_lab.hub.settings import DEFAULT_FILE, ENV_DATA_DIR, ENV_SETTINGS, load
+from cube_lab.names import label_value, project_name
 
 K8S_VERSION = "1.33"
 
@@ -137,6 +138,15 @@ def test_every_profile_renders_a_valid_pod(settings_file: Path, profile: str) ->
     )
     assert env_of(pod)["CUBE_LAB_PROFILE"] == profile
     assert env_of(pod)["CUBE_LAB_PROJECT"] == "vision"
+    # the pod-label vocabulary (DCGM's GPU series join on it); KubeSpawner's own labels stay
+    labels = pod["metadata"]["labels"]
+    assert {
+        "cube-lab.io/project": "vision",
+        "cube-lab.io/owner": "alice",
+        "cube-lab.io/kind": "server",
+        "cube-lab.io/server": "default",
+    }.items() <= labels.items()
+    assert labels["component"] == "singleuser-server"
 
 
 def test_settings_do_not_leak_from_one_profile_to_the_next(settings_file: Path) -> None:
@@ -152,6 +162,18 @@ def test_settings_do_not_leak_from_one_profile_to_the_next(settings_file: Path) 
     assert not cpu["spec"].get("tolerations")
     assert env_of(cpu)["NVIDIA_VISIBLE_DEVICES"] == "void"
     assert "NVIDIA_VISIBLE_DEVICES" not in env_of(gpu)
+
+
+def test_a_server_outside_any_group_is_labelled_with_the_personal_project(
+    settings_file: Path,
+) -> None:
+    pod = asyncio.run(render(spawner(settings_file, User("张三")), "cpu"))
+    labels = pod["metadata"]["labels"]
+    assert labels["cube-lab.io/owner"] == "x---e5-bc-a0-e4-b8-89"
+    # the personal project's name (itself escaped) as every other pod of the project has it
+    assert project_name("张三") == "x---e5-bc-a0-e4-b8-89"
+    assert labels["cube-lab.io/project"] == label_value(project_name("张三"))
+    assert labels["cube-lab.io/kind"] == "server"
 
 
 def test_only_allowed_profiles_are_offered(settings_file: Path) -> None:
@@ -230,6 +252,8 @@ def test_round_trip_through_the_real_client_and_kmock(settings_file: Path) -> No
                 return read, claim
 
     read, claim = asyncio.run(go())
+    assert read.metadata.labels["cube-lab.io/kind"] == "server"
+    assert read.metadata.labels["cube-lab.io/project"] == "vision"
     limits = read.spec.containers[0].resources.limits
     assert limits["nvidia.com/gpu"] == "1" and limits["nvidia.com/gpucores"] == "30"
     assert claim.spec.access_modes == ["ReadWriteMany"]

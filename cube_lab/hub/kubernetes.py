@@ -42,9 +42,10 @@ from kubespawner import KubeSpawner
 
 from ..config import ENV_DATA_DIR, ENV_DB_URL, ENV_USER
 from ..errors import InvalidInput
+from ..k8s import pod_labels
 from ..k8s.names import identity_name, project_claim, user_claim
 from ..locale.messages import _t
-from ..names import folder_name
+from ..names import folder_name, project_name
 from . import policy
 from .config import STORE_SERVICE
 from .quotas import GroupPolicy
@@ -290,6 +291,13 @@ class CubeKubeSpawner(CubeSpawnerMixin, KubeSpawner):
         self.volumes = volumes
         self.volume_mounts = mounts
 
+    def cube_pod_labels(self) -> dict[str, str]:
+        """``cube_lab.k8s.pod_labels``' vocabulary for this server's pod: the project group it
+        was admitted under (its quota's), else the user's personal project."""
+        user: str = self.user.name  # type: ignore[attr-defined]
+        project = self.cube_group.name if self.cube_group is not None else project_name(user)
+        return pod_labels.server(project, user, self.name or "default")
+
     def get_env(self) -> dict[str, str]:
         env = super().get_env()
         env.update(self.cube_env())
@@ -303,6 +311,7 @@ class CubeKubeSpawner(CubeSpawnerMixin, KubeSpawner):
 
     async def get_pod_manifest(self) -> Any:
         pod = await super().get_pod_manifest()
+        pod.metadata.labels = {**(pod.metadata.labels or {}), **self.cube_pod_labels()}
         removed = keyless(pod)
         if removed:
             self.log.warning(
