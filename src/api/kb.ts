@@ -199,15 +199,77 @@ export function listKbSources(
   );
 }
 
+/** How files are cut into chunks: a knowledge base's settings, or an ingest's own. */
+export interface KbChunkingOptions {
+  chunking: KbChunking;
+  chunk_size: number;
+  overlap: number;
+}
+
+/** What to add (or preview): files / folders under the root, uploaded documents. */
+export interface KbAddRequest extends Partial<KbChunkingOptions> {
+  paths?: string[];
+  documents?: KbDocument[];
+}
+
+/** A file of a preview: its chunk count, or why it fails (the others go on). */
+export interface KbPreviewFile {
+  source: string;
+  status: 'ok' | 'failed';
+  chunks: number;
+  tokens: number;
+  error: string;
+  detail: string;
+  kind?: string;
+  sha256?: string;
+  /** The knowledge base holds this exact content already: an ingest skips it. */
+  unchanged?: boolean;
+}
+
+/** A chunk of a preview, as an ingest would store it. */
+export interface KbPreviewChunk {
+  source: string;
+  position: number;
+  text: string;
+  page: number | null;
+  heading: string;
+  heading_path: string[];
+  tokens: number;
+  meta: Record<string, unknown>;
+}
+
+/** POST .../preview: the chunks an ingest would make, nothing committed. */
+export interface KbPreview extends KbChunkingOptions {
+  files: KbPreviewFile[];
+  chunks: KbPreviewChunk[];
+  total_chunks: number;
+  /** More chunks than returned (the counts are complete). */
+  truncated: boolean;
+}
+
 /** Start an ingest of files / folders under the root and uploaded documents (202). */
 export function addKbSources(
   project: string,
   name: string,
-  body: { paths?: string[]; documents?: KbDocument[] },
+  body: KbAddRequest,
   settings?: ServerConnection.ISettings
 ) {
   return requestAPI<KbIngest>(
     encodePath(KB, project, name, 'sources'),
+    { method: 'POST', body },
+    settings
+  );
+}
+
+/** Parse and chunk files or documents as an ingest would, committing nothing. */
+export function previewKbSources(
+  project: string,
+  name: string,
+  body: KbAddRequest,
+  settings?: ServerConnection.ISettings
+) {
+  return requestAPI<KbPreview>(
+    encodePath(KB, project, name, 'preview'),
     { method: 'POST', body },
     settings
   );

@@ -7,7 +7,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
-import { KbAnswerView } from '../kb/answer';
+import { KbAnswerState, KbAnswerView } from '../kb/answer';
 import type { KbChatSession } from './kbchat';
 import { UserMessage } from './message';
 
@@ -48,20 +48,11 @@ export function KbTranscript(props: {
             <div className="cube-ChatMsg-who">
               {t.status === 'asking' ? <span className="cube-Spinner" /> : null}{' '}
               {trans.__('Knowledge base %1', t.kb)}
-              {t.status === 'asking' && !t.answer.answer ? (
-                <span className="cube-TMuted">
-                  {' '}
-                  {trans.__('Searching and answering…')}
-                </span>
-              ) : null}
-              {t.status === 'stopped' ? (
-                <span className="cube-ChatTag">{trans.__('stopped')}</span>
-              ) : null}
-              {t.status === 'complete' && !t.answer.answered ? (
-                <span className="cube-ChatTag">
-                  {trans.__('no answer in the documents')}
-                </span>
-              ) : null}
+              <KbAnswerState
+                status={t.status}
+                answer={t.answer}
+                trans={trans}
+              />
             </div>
             {t.error ? <ErrorBox error={t.error} /> : null}
             {t.answer.answer || t.answer.citations.length || t.answer.reason ? (

@@ -22,6 +22,38 @@ export interface IKbAnswerShown {
   reason?: string;
 }
 
+/**
+ * Where a streamed answer stands, as tags: still searching (nothing of the
+ * answer yet), stopped, or no answer in the documents. One rendering for the
+ * knowledge base view's Ask and the Chat panel's knowledge base turns.
+ */
+export function KbAnswerState(props: {
+  status: 'asking' | 'complete' | 'stopped' | 'error';
+  answer: IKbAnswerShown;
+  trans: TranslationBundle;
+}): JSX.Element | null {
+  const { status, answer, trans } = props;
+  if (status === 'asking' && !answer.answer) {
+    return (
+      <span className="cube-TMuted">
+        {' '}
+        {trans.__('Searching and answering…')}
+      </span>
+    );
+  }
+  if (status === 'stopped') {
+    return <span className="cube-ChatTag">{trans.__('stopped')}</span>;
+  }
+  if (status === 'complete' && !answer.answered) {
+    return (
+      <span className="cube-ChatTag">
+        {trans.__('no answer in the documents')}
+      </span>
+    );
+  }
+  return null;
+}
+
 /** True for a source that is a file under the root (not an uploaded document). */
 export function isFileSource(source: string): boolean {
   return source !== '' && !source.startsWith('upload:');

@@ -1,22 +1,17 @@
 /**
  * "Ask": a question answered by a language model from the knowledge base's
- * passages, with numbered citations; a click on a citation shows the chunk it
- * cites. The model is an LLM deployment of the project or any
+ * passages, streamed as it comes (the numbered citations first, then the
+ * text; Stop aborts), with numbered citations; a click on a citation shows
+ * the chunk it cites. The model is an LLM deployment of the project or any
  * OpenAI-compatible server.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import {
-  chatKnowledgeBase,
-  ChatTarget,
-  ChatTargetInfo,
-  describeError,
-  KbChatAnswer,
-  listChatTargets
-} from '../../api';
+import { ChatTarget, ChatTargetInfo, listChatTargets } from '../../api';
 import { ErrorBox } from '../errorbox';
-import { KbAnswerView } from './answer';
+import { KbAnswerState, KbAnswerView } from './answer';
+import { KbAsk } from './asking';
 
 const OTHER = '__url__';
 
@@ -35,12 +30,21 @@ export function AskBox(props: {
   const [baseUrl, setBaseUrl] = React.useState('');
   const [model, setModel] = React.useState('');
   const [query, setQuery] = React.useState('');
-  const [busy, setBusy] = React.useState(false);
-  const [answer, setAnswer] = React.useState<KbChatAnswer | null>(null);
-  const [error, setError] = React.useState<{
-    error: string;
-    detail: string;
-  } | null>(null);
+  const asking = React.useMemo(
+    () => new KbAsk(props.project, props.name),
+    [props.project, props.name]
+  );
+  const [, setVersion] = React.useState(0);
+  React.useEffect(() => {
+    const changed = () => setVersion(v => v + 1);
+    asking.changed.connect(changed);
+    return () => {
+      asking.changed.disconnect(changed);
+      asking.dispose();
+    };
+  }, [asking]);
+  const turn = asking.turn;
+  const busy = asking.busy;
 
   React.useEffect(() => {
     let live = true;
@@ -64,25 +68,9 @@ export function AskBox(props: {
       ? { base_url: baseUrl.trim(), model: model.trim() }
       : { deployment: target };
 
-  const ask = async (event: React.FormEvent) => {
+  const ask = (event: React.FormEvent) => {
     event.preventDefault();
-    if (!query.trim()) {
-      return;
-    }
-    setBusy(true);
-    try {
-      setAnswer(
-        await chatKnowledgeBase(props.project, props.name, {
-          query: query.trim(),
-          target: chosen()
-        })
-      );
-      setError(null);
-    } catch (err) {
-      setError(describeError(err));
-    } finally {
-      setBusy(false);
-    }
+    void asking.ask(query, chosen());
   };
 
   return (
@@ -103,7 +91,7 @@ export function AskBox(props: {
           </button>
         ) : null}
       </div>
-      <form className="cube-KbAsk-form" onSubmit={e => void ask(e)}>
+      <form className="cube-KbAsk-form" onSubmit={ask}>
         <div className="cube-KbAsk-target">
           <select
             className="jp-mod-styled cube-KbInput"
@@ -156,15 +144,48 @@ export function AskBox(props: {
           >
             {busy ? trans.__('Asking…') : trans.__('Ask')}
           </button>
+          {busy ? (
+            <button
+              type="button"
+              name="kb-stop"
+              className="cube-Button"
+              title={trans.__('Stop the answer (what came so far stays)')}
+              onClick={() => asking.stop()}
+            >
+              {trans.__('Stop')}
+            </button>
+          ) : null}
         </div>
       </form>
-      {error ? <ErrorBox error={error} /> : null}
-      {answer ? (
-        <KbAnswerView
-          answer={answer}
-          trans={trans}
-          openSource={props.openSource}
-        />
+      {turn ? (
+        <div
+          className="cube-KbAsk-turn"
+          data-status={turn.status}
+          data-deltas={turn.deltas}
+          aria-live="polite"
+        >
+          <div className="cube-KbAsk-state">
+            {turn.status === 'asking' ? (
+              <span className="cube-Spinner" />
+            ) : null}
+            <KbAnswerState
+              status={turn.status}
+              answer={turn.answer}
+              trans={trans}
+            />
+          </div>
+          {turn.error ? <ErrorBox error={turn.error} /> : null}
+          {turn.answer.answer ||
+          turn.answer.citations.length ||
+          turn.answer.reason ? (
+            <KbAnswerView
+              answer={turn.answer}
+              trans={trans}
+              streaming={turn.status === 'asking'}
+              openSource={props.openSource}
+            />
+          ) : null}
+        </div>
       ) : null}
     </section>
   );

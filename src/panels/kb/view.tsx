@@ -13,6 +13,7 @@ import {
   describeError,
   getKbIngest,
   getKnowledgeBase,
+  KbChunkingOptions,
   KbDocument,
   KbIngest,
   KbSource,
@@ -26,6 +27,7 @@ import { AskBox } from './ask';
 import { EvaluateBox } from './evaluate';
 import { IngestProgress } from './ingest';
 import { ingestActive, parsePaths } from './logic';
+import { AddPreview } from './preview';
 import { confirmRemoveSource } from './remove';
 import { RetrievalTest, SourceName } from './search';
 
@@ -104,17 +106,26 @@ export class KnowledgeBaseView extends ReactWidget {
     super.dispose();
   }
 
-  /** Start an ingest of these paths and documents; its progress shows. */
-  async add(paths: string[], documents: KbDocument[] = []): Promise<void> {
+  /**
+   * Start an ingest of these paths and documents (with `options`, chunked so
+   * instead of by the knowledge base's settings); its progress shows.
+   * Resolves true once it started.
+   */
+  async add(
+    paths: string[],
+    documents: KbDocument[] = [],
+    options?: KbChunkingOptions
+  ): Promise<boolean> {
     if (!paths.length && !documents.length) {
-      return;
+      return false;
     }
     this._adding = true;
     this.update();
     try {
       const ingest = await addKbSources(this.project, this.name, {
         paths,
-        documents
+        documents,
+        ...options
       });
       this._ingests = [
         ingest,
@@ -122,13 +133,31 @@ export class KnowledgeBaseView extends ReactWidget {
       ];
       this._addError = null;
       this._paths = '';
+      this._staged = null;
       this._pollIngests();
+      return true;
     } catch (err) {
       this._addError = describeError(err);
+      return false;
     } finally {
       this._adding = false;
       this.update();
     }
+  }
+
+  /**
+   * What the user picked to add (typed paths, the File Browser's selection,
+   * uploads): added at once, or with "Preview the chunks first" on, shown as
+   * a preview that adds only when the user says so.
+   */
+  submit(paths: string[], documents: KbDocument[] = []): Promise<boolean> {
+    if (!this._previewFirst || (!paths.length && !documents.length)) {
+      return this.add(paths, documents);
+    }
+    this._staged = { id: ++this._stagedId, paths, documents };
+    this._addError = null;
+    this.update();
+    return Promise.resolve(false);
   }
 
   protected render(): JSX.Element {
@@ -227,7 +256,7 @@ export class KnowledgeBaseView extends ReactWidget {
           className="cube-KbAdd"
           onSubmit={e => {
             e.preventDefault();
-            void this.add(paths);
+            void this.submit(paths);
           }}
         >
           <input
@@ -246,8 +275,25 @@ export class KnowledgeBaseView extends ReactWidget {
             className="cube-Button cube-mod-primary"
             disabled={this._adding || !paths.length}
           >
-            {trans.__('Add')}
+            {this._previewFirst ? trans.__('Preview') : trans.__('Add')}
           </button>
+          <label
+            className="cube-KbAdd-previewFirst"
+            title={trans.__(
+              'See each file’s chunks, and choose how to chunk them, before anything is added'
+            )}
+          >
+            <input
+              type="checkbox"
+              name="kb-preview-first"
+              checked={this._previewFirst}
+              onChange={e => {
+                this._previewFirst = e.target.checked;
+                this.update();
+              }}
+            />
+            {trans.__('Preview the chunks first')}
+          </label>
         </form>
         <div className="cube-KbAdd-more">
           <span className="cube-Muted">
@@ -259,7 +305,7 @@ export class KnowledgeBaseView extends ReactWidget {
               onClick={() => {
                 const picked = this._selected?.() ?? [];
                 if (picked.length) {
-                  void this.add(picked);
+                  void this.submit(picked);
                 } else {
                   this._addError = {
                     error: trans.__('Nothing is selected in the File Browser.'),
@@ -297,6 +343,32 @@ export class KnowledgeBaseView extends ReactWidget {
               this.update();
             }}
             dismissLabel={trans.__('Dismiss')}
+          />
+        ) : null}
+        {this._staged ? (
+          <AddPreview
+            key={this._staged.id}
+            project={this.project}
+            name={this.name}
+            trans={trans}
+            defaults={{
+              chunking: this._kb?.chunking ?? 'tokens',
+              chunk_size: this._kb?.chunk_size ?? 200,
+              overlap: this._kb?.overlap ?? 40
+            }}
+            paths={this._staged.paths}
+            documents={this._staged.documents}
+            add={options =>
+              this.add(
+                this._staged?.paths ?? [],
+                this._staged?.documents ?? [],
+                options
+              )
+            }
+            cancel={() => {
+              this._staged = null;
+              this.update();
+            }}
           />
         ) : null}
         {this._ingests.map(ingest => (
@@ -358,7 +430,7 @@ export class KnowledgeBaseView extends ReactWidget {
       return;
     }
     try {
-      await this.add([], await Promise.all(files.map(fileToDocument)));
+      await this.submit([], await Promise.all(files.map(fileToDocument)));
     } catch (err) {
       this._addError = describeError(err);
       this.update();
@@ -433,6 +505,13 @@ export class KnowledgeBaseView extends ReactWidget {
   private _ingests: KbIngest[] = [];
   private _paths = '';
   private _adding = false;
+  private _previewFirst = false;
+  private _staged: {
+    id: number;
+    paths: string[];
+    documents: KbDocument[];
+  } | null = null;
+  private _stagedId = 0;
   private _dragging = false;
   private _removing = new Set<string>();
   private _loaded = false;
