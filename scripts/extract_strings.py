@@ -388,7 +388,7 @@ def extract_hub_pages(folder: Path, rel_root: Path) -> tuple[list[Message], list
     (HUB_DYNAMIC). cube_lab.hub.admin renders them in the browser's language."""
     messages: list[Message] = []
     errors: list[str] = []
-    for path in sorted(folder.glob("*.html")):
+    for path in sorted(folder.rglob("*.html")):  # the hub's own pages in jupyterhub/
         rel = path.relative_to(rel_root).as_posix()
         text = path.read_text(encoding="utf-8")
         for match in HUB_CALL.finditer(text):

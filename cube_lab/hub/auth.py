@@ -10,18 +10,27 @@ once and stored only as its hash; the admin changes it at /hub/change-password.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import secrets
 import sys
 from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
 
 from nativeauthenticator import NativeAuthenticator
+from nativeauthenticator.handlers import ChangePasswordHandler as NativeChangePasswordHandler
 from nativeauthenticator.handlers import LoginHandler as NativeLoginHandler
+from nativeauthenticator.handlers import SignUpHandler as NativeSignUpHandler
 from nativeauthenticator.orm import UserInfo
+from tornado import web
 from tornado.escape import url_escape
 from tornado.httputil import url_concat
+from traitlets import Unicode
 
+from ..locale import negotiate
+from ..locale.messages import _t, localize
 from .settings import ADMIN_GROUP
 
 
@@ -63,6 +72,171 @@ class CubeLoginHandler(NativeLoginHandler):
         )
 
 
+def password_problem(authenticator: Any, password: str) -> str | None:
+    """What is wrong with ``password`` by the hub's rule (``sign_up:`` minimum_password_length,
+    check_common_password), said so that the reader can fix it; None if it is fine."""
+    minimum = int(authenticator.minimum_password_length)
+    if len(password) < minimum:
+        return _t(
+            "The password is too short: it has {n} characters and needs at least {minimum}.",
+            n=len(password),
+            minimum=minimum,
+        )
+    if authenticator.check_common_password and authenticator.is_password_common(password):
+        return _t(
+            "The password is one of the most common passwords, which are guessed first. "
+            "Choose a less usual one (a few unrelated words work well)."
+        )
+    return None
+
+
+def password_rule(authenticator: Any) -> str:
+    """The rule itself, for the pages that ask for a new password."""
+    if authenticator.check_common_password:
+        return _t(
+            "Passwords need at least {minimum} characters and must not be a common password.",
+            minimum=int(authenticator.minimum_password_length),
+        )
+    return _t(
+        "Passwords need at least {minimum} characters.",
+        minimum=int(authenticator.minimum_password_length),
+    )
+
+
+# NativeAuthenticator's own results, marked for translation (the pages show them localized)
+NATIVE_MESSAGES = {
+    m: m
+    for m in (
+        _t("Your password has been changed successfully!"),
+        _t("Your current password was incorrect. Please try again."),
+        _t("Your new password didn't match the confirmation. Please try again."),
+        _t("Your password did not match the confirmation. Please try again."),
+        _t("Your information has been sent to the admin."),
+        _t("The signup was successful! You can now go to the home page and log in to the system."),
+    )
+}
+TAKEN = _t("This user name is already in use. Please try again with a different one.")
+
+
+class _Localized:
+    """Sign-up and change-password pages: the rule, and native's results, in the reader's
+    language (cube_lab/hub/templates/jupyterhub/signup.html, change-password.html)."""
+
+    def in_reader_language(self, text: str) -> str:
+        return str(localize(text, negotiate(self.request.headers.get("Accept-Language"))))
+
+    def render_template(self, name: str, sync: bool = False, **ns: Any) -> Any:
+        message = ns.get("result_message")
+        if isinstance(message, str):
+            if "already in use" in message:
+                message = TAKEN
+            ns["result_message"] = self.in_reader_language(NATIVE_MESSAGES.get(message, message))
+        ns["password_rule"] = self.in_reader_language(password_rule(self.authenticator))
+        user = self.current_user
+        ns["one_time"] = bool(
+            user is not None
+            and getattr(self.authenticator, "is_one_time", None)
+            and self.authenticator.is_one_time(user.name)
+        )
+        return super().render_template(name, sync=sync, **ns)  # type: ignore[misc]
+
+
+class CubeSignUpHandler(_Localized, NativeSignUpHandler):
+    """NativeAuthenticator's sign-up, with the reason a sign-up was refused (too short, too
+    common, a bad user name) instead of "Something went wrong!", in the reader's language."""
+
+    def get_result_message(self, user: Any, *args: Any) -> tuple[str, str]:
+        alert, message = super().get_result_message(user, *args)
+        refused = message.startswith("Something went wrong!") and "already in use" not in message
+        if user is None and refused:
+            username = self.get_body_argument("username", "", strip=False)
+            password = self.get_body_argument("signup_password", "", strip=False)
+            problem = password_problem(self.authenticator, password)
+            if not self.authenticator.validate_username(username):
+                problem = _t(
+                    "The user name {name!r} cannot be used: use letters, digits, '-', '_' or"
+                    " '.', without spaces, commas or slashes.",
+                    name=username,
+                )
+            if problem:
+                message = self.in_reader_language(problem)
+        return alert, message
+
+
+class CubeChangePasswordHandler(_Localized, NativeChangePasswordHandler):
+    """NativeAuthenticator's change-password page: a refused new password says why."""
+
+    async def post(self) -> None:
+        new = self.get_body_argument("new_password", "", strip=False)
+        problem = password_problem(self.authenticator, new)
+        if problem and new == self.get_body_argument("new_password_confirmation", "", strip=False):
+            user = await self.get_current_user()
+            if self.authenticator.get_user(user.name).is_valid_password(
+                self.get_body_argument("old_password", "", strip=False)
+            ):
+                html = await self.render_template(
+                    "change-password.html",
+                    user_name=user.name,
+                    result_message=self.in_reader_language(problem),
+                    alert="alert-danger",
+                )
+                self.finish(html)
+                return
+        await super().post()
+
+
+class _OneTimePasswordGate:
+    """Mixed into every hub page handler (``CubeNativeAuthenticator.get_handlers``): a user
+    logged in (cookie) with a one-time password still unchanged is sent to
+    /hub/change-password from any page; forms elsewhere are refused. Token requests (the
+    REST API) are not pages and pass."""
+
+    async def prepare(self) -> None:
+        await super().prepare()  # type: ignore[misc]
+        if self._finished:  # type: ignore[attr-defined]
+            return
+        user = self.current_user  # type: ignore[attr-defined]
+        if user is None or getattr(self, "_token_authenticated", False):
+            return
+        is_one_time = getattr(self.authenticator, "is_one_time", None)  # type: ignore[attr-defined]
+        if not hasattr(user, "spawner") or is_one_time is None or not is_one_time(user.name):
+            return
+        target = self.hub.base_url + "change-password"  # type: ignore[attr-defined]
+        if self.request.method in ("GET", "HEAD"):  # type: ignore[attr-defined]
+            self.redirect(target)  # type: ignore[attr-defined]
+            return
+        raise web.HTTPError(403, "Change your one-time password first, at /hub/change-password.")
+
+
+def _gated(handler: type) -> type:
+    class Gated(_OneTimePasswordGate, handler):  # type: ignore[misc, valid-type]
+        pass
+
+    Gated.__name__ = Gated.__qualname__ = handler.__name__
+    return Gated
+
+
+def _hub_pages() -> list[tuple[Any, ...]]:
+    """JupyterHub's page routes (and the OAuth page services send a browser to), with their
+    handlers gated; the login and logout pages as they are."""
+    from jupyterhub import handlers
+    from jupyterhub.apihandlers.auth import OAuthAuthorizeHandler
+    from jupyterhub.handlers.base import BaseHandler
+    from jupyterhub.handlers.login import LoginHandler, LogoutHandler
+
+    routes = [*handlers.default_handlers, (r"/api/oauth2/authorize", OAuthAuthorizeHandler)]
+    out = []
+    for route in routes:
+        cls = route[1]
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, BaseHandler)
+            and not issubclass(cls, LoginHandler | LogoutHandler)
+        ):
+            out.append((route[0], _gated(cls), *route[2:]))
+    return out
+
+
 def _with_xsrf(handler: type) -> type:
     """NativeAuthenticator's forms (login, sign-up, change password) post ``{{ xsrf }}``, a
     name JupyterHub 6 no longer puts in every page's namespace; without it a browser's form
@@ -79,17 +253,72 @@ def _with_xsrf(handler: type) -> type:
     return WithXsrf
 
 
+_REPLACED = {
+    NativeLoginHandler: CubeLoginHandler,
+    NativeSignUpHandler: CubeSignUpHandler,
+    NativeChangePasswordHandler: CubeChangePasswordHandler,
+}
+_UNGATED = (CubeLoginHandler, CubeSignUpHandler, CubeChangePasswordHandler)
+
+
 class CubeNativeAuthenticator(NativeAuthenticator):
+    one_time_file = Unicode(
+        "",
+        config=True,
+        help="A JSON file of {user: bcrypt hash} of the one-time passwords handed out; while a "
+        "user's stored hash is still that one, every hub page sends them to change it.",
+    )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for name in sorted(self.admin_users):
             self.create_first_admin(name)
 
     def get_handlers(self, app: Any) -> list[tuple[str, Any]]:
-        return [
-            (path, _with_xsrf(CubeLoginHandler if handler is NativeLoginHandler else handler))
-            for path, handler in super().get_handlers(app)
-        ] + [(r"/api/cube/accounts", _accounts_handler())]
+        native = []
+        for path, handler in super().get_handlers(app):
+            handler = _REPLACED.get(handler, handler)
+            native.append((path, _with_xsrf(handler if handler in _UNGATED else _gated(handler))))
+        # the hub's own pages come after these routes: the gated copies are the ones served
+        return [*native, (r"/api/cube/accounts", _accounts_handler()), *_hub_pages()]
+
+    # -- one-time passwords ------------------------------------------------------------
+
+    def _one_time(self) -> dict[str, str]:
+        if not self.one_time_file:
+            return {}
+        try:
+            found = json.loads(Path(self.one_time_file).read_text())
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def remember_one_time(self, username: str, hashed: bytes) -> None:
+        """Record that ``username``'s password is a generated one-time one (its hash)."""
+        if not self.one_time_file:
+            return
+        found = self._one_time()
+        found[username] = hashed.decode("ascii")
+        path = Path(self.one_time_file)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".tmp")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump(found, out)
+        partial.replace(path)
+
+    def is_one_time(self, username: str) -> bool:
+        """Is ``username``'s password still the one-time one handed out? (Any change - theirs
+        at /hub/change-password, or an admin's - stores another hash.)"""
+        recorded = self._one_time().get(username)
+        if not recorded:
+            return False
+        info = UserInfo.find(self.db, username)
+        if info is None:
+            return False
+        stored = info.password
+        stored = stored.decode("ascii") if isinstance(stored, bytes) else str(stored)
+        return stored == recorded
 
     def create_first_admin(self, username: str) -> str | None:
         """Give a configured admin with no password a generated one; None if they have one."""
@@ -99,17 +328,15 @@ class CubeNativeAuthenticator(NativeAuthenticator):
         if UserInfo.find(self.db, username) is not None:
             return None
         password = secrets.token_urlsafe(15)
-        info = UserInfo(
-            username=username,
-            password=bcrypt.hashpw(password.encode(), bcrypt.gensalt()),
-            is_authorized=True,
-        )
+        hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt())
+        info = UserInfo(username=username, password=hashed, is_authorized=True)
         self.db.add(info)
         self.db.commit()
+        self.remember_one_time(username, hashed)
         banner = (
             f"\n{'=' * 72}\n cube-lab hub: first start. Admin {username!r}, one-time password:\n"
-            f"     {password}\n Log in and change it at /hub/change-password. It is shown only"
-            f" now\n (only its bcrypt hash is stored).\n{'=' * 72}\n"
+            f"     {password}\n Log in and change it (the hub asks for that at once). It is shown"
+            f" only now\n (only its bcrypt hash is stored).\n{'=' * 72}\n"
         )
         print(banner, file=sys.stderr, flush=True)
         return password

@@ -13,8 +13,10 @@ from typing import Any
 
 from ..k8s import client as cluster_env
 from .client import ENV_ADMIN_URL
+from .notices import FILE_NAME as NOTICES_FILE
 from .settings import ADMIN_GROUP, ENV_DATA_DIR, ENV_SETTINGS, HubSettings
 
+ONE_TIME_FILE = "one-time-passwords.json"
 ADMIN_SERVICE = "cube-admin"
 ADMIN_SCOPE = "custom:cube-admin:write"
 STORE_SERVICE = "cube-lab"  # owns cube-lab's store; see cube_lab/hub/store_service.py
@@ -52,6 +54,31 @@ def secret_file(path: Path) -> bytes:
     return path.read_text().strip().encode()
 
 
+def configure_pages(c: Any, settings: HubSettings, *, native: bool) -> None:
+    """The hub's pages as cube-lab shapes them (cube_lab/hub/pages.py): its templates first,
+    ``_`` in the reader's language, the ``cube`` variable (notices, has a password), the
+    Dismiss form's handler and the stop notice cleared when the user starts a server again."""
+    from . import pages
+
+    j = c.JupyterHub
+    board = settings.hub_dir / NOTICES_FILE
+    kept_paths = [p for p in j.get("template_paths", []) if p]
+    j.template_paths = [str(pages.TEMPLATES), *kept_paths]
+    options = dict(j.get("jinja_environment_options", {}))
+    extension = f"{pages.__name__}.{pages.PageText.__name__}"
+    options["extensions"] = [*options.get("extensions", []), extension]
+    j.jinja_environment_options = options
+    kept_vars = dict(j.get("template_vars", {}))
+    j.template_vars = {**kept_vars, "cube": pages.page_vars(board, native=native)}
+    kept_handlers = list(j.get("extra_handlers", []))
+    j.extra_handlers = [
+        *kept_handlers,
+        (r"/cube/notices/(\d+)/dismiss", pages.dismiss_handler(), {"board_path": str(board)}),
+    ]
+    if "pre_spawn_hook" not in c.Spawner:
+        c.Spawner.pre_spawn_hook = pages.clear_stop_on_spawn(board)
+
+
 def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
     """Everything the settings file says. ``helm=True`` (inside Zero to JupyterHub's
     ``hub.extraConfig``) leaves what the chart runs alone: addresses, database, secrets, the
@@ -85,11 +112,14 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
         j.authenticator_class = "cube_lab.hub.auth.CubeNativeAuthenticator"
         n = c.NativeAuthenticator
         n.open_signup = settings.open_signup  # False: sign-ups wait for an admin at /hub/authorize
-        n.minimum_password_length = 10
-        n.check_common_password = True
+        n.minimum_password_length = settings.minimum_password_length
+        n.check_common_password = settings.check_common_password
         n.allowed_failed_logins = settings.allowed_failed_logins
         n.seconds_before_next_try = settings.seconds_before_next_try
         c.Authenticator.allow_all = True  # approval is NativeAuthenticator's own gate
+        # the one-time admin passwords' hashes: still one of them -> change it first (auth.py)
+        c.CubeNativeAuthenticator.one_time_file = str(hub_dir / ONE_TIME_FILE)
+    configure_pages(c, settings, native=not settings.sso)
 
     # -- the servers -------------------------------------------------------------------
     if settings.shape == "kubernetes":
@@ -140,6 +170,7 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
                 "list:users",
                 "read:users",
                 "read:servers",
+                "delete:servers",  # an admin stops a student's server with a reason
                 "read:roles",
             ],
             "services": [ADMIN_SERVICE],
@@ -168,7 +199,9 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
             "environment": env,
             "oauth_client_allowed_scopes": [ADMIN_SCOPE],
             "oauth_no_confirm": True,  # part of the hub: no consent page
-            "display": True,
+            # not in the Services menu (a student would meet a 403 there): admins get their
+            # own nav link (templates/jupyterhub/page.html)
+            "display": False,
         },
         {
             "name": STORE_SERVICE,

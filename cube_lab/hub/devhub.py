@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from .config import ADMIN_SCOPE, HUB_FOLDER
+from .config import ADMIN_SCOPE, HUB_FOLDER, ONE_TIME_FILE
 
 DRIVER = "cube-test-driver"
 DEFAULT_SETTINGS: dict[str, Any] = {
@@ -265,7 +265,11 @@ def start(
     port: int | None = None,
     timeout: float = 120,
     os_accounts: bool = False,
+    one_time_admin_password: bool = False,
 ) -> DevHub:
+    """Start a throwaway hub. Its admin's printed password is theirs to keep (tests and UI tests
+    log in with it), unless ``one_time_admin_password``: then, as on a real hub, every hub page
+    sends the admin to change it first."""
     ensure_proxy()
     settings_file, config, token = write_files(root, settings, port)
     url = yaml.safe_load(settings_file.read_text())["bind_url"]
@@ -287,6 +291,8 @@ def start(
         try:
             status, _ = hub.admin("GET", "groups")
             if status == 200:  # the proxy, the hub and the cube-admin service all answer
+                if not one_time_admin_password:
+                    (hub.data_dir / "hub" / ONE_TIME_FILE).unlink(missing_ok=True)
                 return hub
         except OSError:
             pass
