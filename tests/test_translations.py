@@ -592,5 +592,5 @@ def test_the_hub_admin_page_speaks_chinese_or_english() -> None:
     assert "项目组" not in english
 
     forbidden = _render_hub_page("forbidden.html", admin.page_texts("zh_CN"))
-    assert "cube-admin 页面仅供管理员使用" in forbidden
-    assert "<code>custom:cube-admin:write</code>" in forbidden  # markup kept, escaped args
+    assert "此页面仅供 Hub 管理员使用" in forbidden and "前往你的首页" in forbidden
+    assert "/hub/admin" not in forbidden and "/hub/authorize" not in forbidden  # no admin links
