@@ -1,5 +1,12 @@
-"""`cube-lab course import GROUP roster.csv`: a course's roster into the hub, through the
-cube-admin service (``cube_lab.hub.roster``), the same call as the admin page's Import roster.
+"""`cube-lab course ...`: courses on the hub, through the cube-admin service's REST API (the
+same calls as the admin page and the course page):
+
+- ``create NAME`` / ``list`` / ``show NAME``: courses (``cube_lab.hub.course``);
+- ``import GROUP roster.csv``: a roster (``cube_lab.hub.roster``), as the admin page's Import;
+- ``handout COURSE FOLDER --name lab1 [--mode copy|readonly] [--deadline ISO]``: a folder of
+  the teacher's space into every student's (again: students added since get it too);
+- ``collect COURSE HANDOUT``, ``submissions COURSE HANDOUT``; ``submit COURSE HANDOUT`` (a
+  student's own).
 
 It reaches the service at ``--admin-url`` / ``$CUBE_HUB_ADMIN_URL`` (a lab server has it) with
 ``--token`` / ``$CUBE_HUB_TOKEN`` / ``$JUPYTERHUB_API_TOKEN``: an admin's token (one made at
@@ -14,6 +21,7 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -119,12 +127,227 @@ def course_import(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
         )
 
 
+def admin_json(a: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else b"{}" if method == "POST" else None
+    return admin_call(a, method, path, data, "application/json")  # type: ignore[arg-type]
+
+
+def _q(name: str) -> str:
+    return quote(name, safe="")
+
+
+def _when(seconds: float | None) -> str:
+    if not seconds:
+        return ""
+    return datetime.fromtimestamp(seconds, UTC).astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+def course_create(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
+    quota: dict[str, Any] = {}
+    for key in ("servers", "jobs", "cpu", "memory"):
+        if getattr(a, key) is not None:
+            quota[key] = getattr(a, key)
+    if a.gpus is not None:
+        quota["accelerators"] = {"nvidia.com/gpu": a.gpus}
+    body: dict[str, Any] = {"name": a.name}
+    if a.profile:
+        body["profiles"] = a.profile
+    if quota:
+        body["quota"] = quota
+    view = admin_json(a, "POST", "courses", body)
+    if a.json:
+        print_json(view)
+        return
+    print(
+        _t("Course {name}: {n} members.", name=view["name"], n=len(view["members"])).translated(
+            env_locale()
+        )
+    )
+
+
+def course_list(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
+    found = admin_json(a, "GET", "courses")
+    if a.json:
+        print_json(found)
+        return
+    print_table(
+        [
+            [
+                c["name"],
+                c["role"] or "",
+                ", ".join(c["teachers"]),
+                str(c["students"]),
+                str(c["handouts"]),
+            ]
+            for c in found["courses"]
+        ],
+        ["COURSE", "YOUR ROLE", "TEACHERS", "STUDENTS", "HAND-OUTS"],
+    )
+
+
+def course_show(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
+    view = admin_json(a, "GET", f"courses/{_q(a.name)}")
+    if a.json:
+        print_json(view)
+        return
+    rows = []
+    for m in view["members"]:
+        servers = ", ".join(f"{s['name'] or 'default'} ({s['profile']})" for s in m["servers"])
+        usage = "; ".join(f"{k}={v:g}" for k, v in m["usage"].items())
+        hours = "" if m["gpu_hours"] is None else f"{m['gpu_hours']:.2f}"
+        rows.append([m["name"], m["display_name"], m["role"], servers, usage, hours])
+    print_table(rows, ["USER", "DISPLAY NAME", "ROLE", "SERVERS", "RESOURCES", "GPU-HOURS"])
+    if view["handouts"]:
+        print()
+        print_table(
+            [
+                [
+                    h["name"],
+                    h["source"],
+                    h["mode"],
+                    _when(h["deadline"]),
+                    str(h["students"]),
+                    str(h["submitted"]),
+                    str(h["late"]),
+                ]
+                for h in view["handouts"]
+            ],
+            ["HAND-OUT", "SOURCE", "MODE", "DEADLINE", "STUDENTS", "SUBMITTED", "LATE"],
+        )
+
+
+def course_handout(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
+    body: dict[str, Any] = {
+        "source": a.source,
+        "name": a.name or a.source.rstrip("/").rsplit("/", 1)[-1],
+        "mode": a.mode,
+    }
+    if a.deadline is not None:
+        body["deadline"] = a.deadline
+    if a.teacher:
+        body["teacher"] = a.teacher
+    out = admin_json(a, "POST", f"courses/{_q(a.course)}/handouts", body)
+    if a.json:
+        print_json(out)
+        return
+    print_table(
+        [
+            [
+                r["student"],
+                r["status"],
+                str(len(r["copied"]) + len(r["updated"])),
+                str(len(r["kept"])),
+                (r.get("error") or "") + (" " + r["detail"] if r.get("detail") else ""),
+            ]
+            for r in out["students"]
+        ],
+        ["STUDENT", "STATUS", "COPIED", "KEPT (NOT OVERWRITTEN)", "PROBLEM"],
+    )
+    if out["skipped"]:
+        print(
+            _t(
+                "Not copied (links or special files): {files}", files=", ".join(out["skipped"])
+            ).translated(env_locale())
+        )
+
+
+def course_collect(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
+    out = admin_json(a, "POST", f"courses/{_q(a.course)}/handouts/{_q(a.handout)}/collect")
+    if a.json:
+        print_json(out)
+        return
+    print_table(
+        [
+            [
+                r["student"],
+                r["status"],
+                _when(r.get("at")),
+                "late" if r.get("late") else "",
+                r.get("error") or "",
+            ]
+            for r in out["students"]
+        ],
+        ["STUDENT", "STATUS", "AT", "LATE", "PROBLEM"],
+    )
+
+
+def course_submissions(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
+    path = f"courses/{_q(a.course)}/handouts/{_q(a.handout)}/submissions"
+    out = admin_json(a, "GET", path)
+    if a.json:
+        print_json(out)
+        return
+    print_table(
+        [
+            [
+                r["student"],
+                r["display_name"],
+                r["status"],
+                r.get("how", ""),
+                _when(r.get("at")),
+                str(len(r.get("files") or [])),
+            ]
+            for r in out["submissions"]
+        ],
+        ["STUDENT", "DISPLAY NAME", "STATUS", "HOW", "AT", "FILES"],
+    )
+
+
+def course_submit(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
+    out = admin_json(a, "POST", f"courses/{_q(a.course)}/handouts/{_q(a.handout)}/submit")
+    if a.json:
+        print_json(out)
+        return
+    values = {"n": len(out["files"]), "at": _when(out["at"])}
+    if out["late"]:
+        text = _t("Submitted {n} files at {at}, after the deadline: marked late.", **values)
+    else:
+        text = _t("Submitted {n} files at {at}.", **values)
+    print(text.translated(env_locale()))
+
+
 def add_commands(groups: Any, command: Callable[..., Any]) -> None:
-    course = groups.add_parser("course", help="courses on the hub: rosters (an admin's)")
+    course = groups.add_parser("course", help="courses on the hub: rosters, hand-outs, submissions")
     sub = course.add_subparsers(dest="action", required=True)
-    p = command(sub, "import", course_import, "import a roster CSV into a project group")
-    p.set_defaults(hub_admin=True)
+
+    def hub_command(name: str, fn: Callable[..., None], help_: str) -> Any:
+        p = command(sub, name, fn, help_)
+        p.set_defaults(hub_admin=True)
+        p.add_argument("--admin-url", help="the cube-admin service (default: $CUBE_HUB_ADMIN_URL)")
+        p.add_argument("--token", help="your hub token (default: $CUBE_HUB_TOKEN)")
+        return p
+
+    p = hub_command("create", course_create, "make a course (a project group), an admin's")
+    p.add_argument("name", help="the course's name (its project group)")
+    p.add_argument("--profile", action="append", help="an allowed profile (repeat it)")
+    p.add_argument("--servers", type=int, help="servers at once, in total")
+    p.add_argument("--jobs", type=int, help="jobs at once, in total")
+    p.add_argument("--cpu", help="CPU cores, in total")
+    p.add_argument("--memory", help="memory, in total (e.g. 128G)")
+    p.add_argument("--gpus", type=int, help="GPUs (nvidia.com/gpu), in total")
+    hub_command("list", course_list, "the courses you teach (all, for an admin)")
+    p = hub_command("show", course_show, "a course: members, servers, resources, hand-outs")
+    p.add_argument("name", help="the course")
+    p = hub_command("import", course_import, "import a roster CSV into a project group")
     p.add_argument("group", help="the course's project group")
     p.add_argument("roster", help="CSV: user name, display name, e-mail, role")
-    p.add_argument("--admin-url", help="the cube-admin service (default: $CUBE_HUB_ADMIN_URL)")
-    p.add_argument("--token", help="an admin's hub token (default: $CUBE_HUB_TOKEN)")
+    p = hub_command("handout", course_handout, "hand out a folder of your space to the students")
+    p.add_argument("course", help="the course")
+    p.add_argument("source", help="the folder, relative to your home folder")
+    p.add_argument("--name", help="the hand-out's name (default: the folder's)")
+    p.add_argument(
+        "--mode",
+        choices=["copy", "readonly"],
+        default="copy",
+        help="copy: a copy each; readonly: shared to read",
+    )
+    p.add_argument("--deadline", help="ISO 8601 with the zone, e.g. 2026-12-20T23:59+08:00")
+    p.add_argument("--teacher", help="whose folder (an admin's choice; default: yours)")
+    for name, fn, help_ in (
+        ("collect", course_collect, "collect the students' folders now"),
+        ("submissions", course_submissions, "who submitted what and when"),
+        ("submit", course_submit, "submit your folder of a hand-out (a student's)"),
+    ):
+        p = hub_command(name, fn, help_)
+        p.add_argument("course", help="the course")
+        p.add_argument("handout", help="the hand-out's name")

@@ -1,0 +1,258 @@
+"""A class on a real hub (issue 24), through the cube-admin service: a course made, its roster
+imported; the teacher hands out a starter folder into every student's space; the students
+submit (one late, past a deadline), the rest are collected at the deadline; who may see what
+(teachers and assistants their course, students 403, others 404); the course page; the CLI.
+Run with ``pytest -m hub``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cube_lab.hub import devhub
+from tests.hub_util import login
+
+pytestmark = pytest.mark.hub
+
+ROSTER = """user name,display name,e-mail,role
+teach1,林老师,lin@example.edu,teacher
+ta1,王助教,,assistant
+stu1,张三,,student
+stu2,李四,,student
+stu3,王五,,student
+"""
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[devhub.DevHub]:
+    root = Path(tempfile.mkdtemp(prefix="cube-hub-class-"))
+    try:
+        running = devhub.start(root, {})
+    except FileNotFoundError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
+    try:
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def course(hub: devhub.DevHub) -> dict[str, Any]:
+    """The course made and its roster imported: the passwords and tokens of its people."""
+    status, made = hub.admin("POST", "courses", {"name": "ai101", "profiles": ["cpu"],
+                                                  "quota": {"servers": 10}})  # fmt: skip
+    assert status == 201, made
+    resp = httpx.post(
+        f"{hub.url}/services/cube-admin/api/groups/ai101/roster",
+        content=ROSTER.encode(),
+        headers={"Authorization": f"token {hub.token}", "Content-Type": "text/csv"},
+        timeout=180,
+    )
+    assert resp.status_code == 200, resp.text
+    rows = {r["name"]: r for r in resp.json()["rows"]}
+    hub.hub("POST", "/users/outsider")
+    names = [*rows, "outsider"]
+    return {
+        "passwords": {n: r.get("password") for n, r in rows.items()},
+        "tokens": {n: hub.user_token(n) for n in names},
+    }
+
+
+def call(hub: devhub.DevHub, method: str, path: str, token: str, body: Any = None) -> Any:
+    return hub.request(method, f"/services/cube-admin/api/{path}", body, token=token)
+
+
+def home(hub: devhub.DevHub, user: str) -> Path:
+    return hub.data_dir / "users" / user
+
+
+def test_who_may_see_a_course(hub: devhub.DevHub, course: dict[str, Any]) -> None:
+    tokens = course["tokens"]
+    status, listed = hub.admin("GET", "courses")
+    assert status == 200 and [c["name"] for c in listed["courses"]] == ["ai101"]
+    assert listed["courses"][0]["teachers"] == ["teach1"]
+    assert listed["courses"][0]["students"] == 3
+    for who in ("teach1", "ta1"):
+        status, view = call(hub, "GET", "courses/ai101", tokens[who])
+        assert status == 200, view
+        people = {m["name"]: m for m in view["members"]}
+        assert people["stu1"]["display_name"] == "张三" and people["stu1"]["role"] == "student"
+        assert people["ta1"]["role"] == "assistant" and people["teach1"]["role"] == "teacher"
+        assert view["quota"]["servers"] == 10 and view["profiles"] == ["cpu"]
+        status, mine = call(hub, "GET", "courses", tokens[who])
+        assert [c["name"] for c in mine["courses"]] == ["ai101"]
+    status, err = call(hub, "GET", "courses/ai101", tokens["stu1"])
+    assert status == 403 and err["detail"]
+    status, err = call(hub, "GET", "courses/ai101", tokens["outsider"])
+    assert status == 404 and err["error"]
+    assert call(hub, "GET", "courses", tokens["stu1"])[1] == {"courses": []}
+    body = {"name": "x", "source": "y"}
+    assert call(hub, "POST", "courses/ai101/handouts", tokens["stu1"], body)[0] == 403
+    assert call(hub, "POST", "courses/ai101/handouts", tokens["outsider"], body)[0] == 404
+    assert call(hub, "POST", "courses", tokens["teach1"], {"name": "mine"})[0] == 403
+    # bad input: 4xx with the fix
+    for bad, code in (
+        ({"name": "lab1", "source": "../../hub"}, 400),
+        ({"name": "lab1", "source": "no-such-folder"}, 400),
+        ({"name": "../up", "source": "x"}, 400),
+        ({"name": "lab1", "source": "x", "mode": "move"}, 400),
+        ({"name": "lab1", "source": "x", "deadline": "tomorrow"}, 400),
+    ):
+        status, err = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"], bad)
+        assert status == code and err["error"] and err["detail"], (bad, err)
+    assert not (home(hub, "stu1") / "course").exists()
+    status, err = hub.admin("POST", "courses", {"name": "bad name!"})
+    assert status == 400
+    # an existing group becomes a course (its quota kept); no group is made twice
+    hub.admin("POST", "groups", {"name": "plain", "profiles": ["cpu"], "quota": {"jobs": 3}})
+    status, view = hub.admin("POST", "courses", {"name": "plain"})
+    assert status == 200 and view["quota"]["jobs"] == 3
+    hub.admin("DELETE", "groups/plain")
+
+
+def test_hand_out_submit_late_and_collected_at_the_deadline(
+    hub: devhub.DevHub, course: dict[str, Any]
+) -> None:
+    tokens = course["tokens"]
+    starter = home(hub, "teach1") / "lab1-starter"
+    starter.mkdir(parents=True)
+    notebook = {"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}
+    (starter / "lab1.ipynb").write_text(json.dumps(notebook))
+    (starter / "flow.pipeline").write_text('{"doc_type": "pipeline", "version": "3.0"}')
+    status, out = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"],
+                       {"name": "lab1", "source": "lab1-starter"})  # fmt: skip
+    assert status == 201, out
+    assert {r["student"]: r["status"] for r in out["students"]} == {
+        "stu1": "copied", "stu2": "copied", "stu3": "copied"}  # fmt: skip
+    for s in ("stu1", "stu2", "stu3"):
+        assert (home(hub, s) / "course/ai101/lab1/flow.pipeline").is_file()
+    # stu1 edits; a second hand-out keeps the edit and says so
+    mine = home(hub, "stu1") / "course/ai101/lab1/lab1.ipynb"
+    mine.write_text("stu1's answer")
+    status, again = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"],
+                         {"name": "lab1", "source": "lab1-starter"})  # fmt: skip
+    row = next(r for r in again["students"] if r["student"] == "stu1")
+    assert row["status"] == "up to date" and "lab1.ipynb" in row["kept"]
+    assert mine.read_text() == "stu1's answer"
+
+    # the student submits through the hub, as themself
+    status, sub = call(hub, "POST", "courses/ai101/handouts/lab1/submit", tokens["stu1"])
+    assert status == 201 and sub["late"] is False, sub
+    snap = home(hub, "teach1") / "course/ai101/lab1/submissions/stu1/lab1.ipynb"
+    assert snap.read_text() == "stu1's answer"
+    assert call(hub, "POST", "courses/ai101/handouts/lab1/submit", tokens["teach1"])[0] == 403
+    assert call(hub, "POST", "courses/ai101/handouts/lab1/submit", tokens["outsider"])[0] == 404
+    assert call(hub, "POST", "courses/ai101/handouts/nope/submit", tokens["stu2"])[0] == 404
+
+    # a deadline two seconds away: stu2 submits after it (late), stu3 is collected
+    deadline = time.time() + 2
+    body = {"name": "lab1", "source": "lab1-starter", "deadline": deadline}
+    status, out = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"], body)
+    assert status == 201 and out["handout"]["deadline"] == deadline
+    time.sleep(max(0, deadline - time.time()) + 0.5)
+    (home(hub, "stu2") / "course/ai101/lab1/answer.py").write_text("print('late')\n")
+    status, late = call(hub, "POST", "courses/ai101/handouts/lab1/submit", tokens["stu2"])
+    assert status == 201 and late["late"] is True
+    # reading the submissions collects what the deadline left (the timer would, within 30 s)
+    status, table = call(hub, "GET", "courses/ai101/handouts/lab1/submissions", tokens["ta1"])
+    assert status == 200, table
+    rows = {r["student"]: r for r in table["submissions"]}
+    assert (rows["stu1"]["status"], rows["stu1"]["how"]) == ("on time", "submit")
+    assert (rows["stu2"]["status"], rows["stu2"]["display_name"]) == ("late", "李四")
+    assert (rows["stu3"]["status"], rows["stu3"]["how"]) == ("on time", "collect")
+    assert table["handout"]["collected"] is not None and table["handout"]["late"] == 1
+    manifest = json.loads(
+        (home(hub, "teach1") / "course/ai101/lab1/submissions/manifest.json").read_text()
+    )
+    answer = next(f for f in manifest["submissions"]["stu2"]["files"] if f["path"] == "answer.py")
+    assert len(answer["sha256"]) == 64 and answer["size"] == len("print('late')\n")
+    assert call(hub, "GET", "courses/ai101/handouts/lab1/submissions", tokens["stu3"])[0] == 403
+    # the teacher's collect again keeps the students' own submissions
+    status, again = call(hub, "POST", "courses/ai101/handouts/lab1/collect", tokens["teach1"])
+    assert status == 200
+    assert {r["student"]: r["status"] for r in again["students"]} == {
+        "stu1": "submitted", "stu2": "submitted", "stu3": "collected"}  # fmt: skip
+
+
+def cli(hub: devhub.DevHub, *args: str, token: str | None = None) -> subprocess.CompletedProcess:
+    admin_url = f"{hub.url}/services/cube-admin/"
+    return subprocess.run(
+        [sys.executable, "-m", "cube_lab.cli", "course", *args,
+         "--admin-url", admin_url, "--token", token or hub.token],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "LANG": "C"},
+    )  # fmt: skip
+
+
+def test_the_cli_scripts_a_course(hub: devhub.DevHub, course: dict[str, Any]) -> None:
+    teacher = course["tokens"]["teach1"]
+    made = cli(hub, "create", "ai102", "--profile", "cpu", "--json")
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["name"] == "ai102"
+    listed = cli(hub, "list")
+    assert listed.returncode == 0 and "ai101" in listed.stdout and "ai102" in listed.stdout
+    shown = cli(hub, "show", "ai101", token=teacher)
+    assert shown.returncode == 0, shown.stderr
+    assert "张三" in shown.stdout and "stu1" in shown.stdout and "lab1" in shown.stdout
+    (home(hub, "teach1") / "lab2").mkdir(exist_ok=True)
+    (home(hub, "teach1") / "lab2" / "task.md").write_text("do it")
+    out = cli(hub, "handout", "ai101", "lab2", "--name", "lab2", "--deadline",
+              "2099-01-01T00:00:00+08:00", token=teacher)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "stu3" in out.stdout and "copied" in out.stdout
+    assert (home(hub, "stu3") / "course/ai101/lab2/task.md").read_text() == "do it"
+    submitted = cli(hub, "submit", "ai101", "lab2", "--json", token=course["tokens"]["stu1"])
+    assert submitted.returncode == 0, submitted.stderr
+    assert json.loads(submitted.stdout)["late"] is False
+    collected = cli(hub, "collect", "ai101", "lab2", "--json", token=teacher)
+    assert collected.returncode == 0, collected.stderr
+    statuses = {r["student"]: r["status"] for r in json.loads(collected.stdout)["students"]}
+    assert statuses == {"stu1": "submitted", "stu2": "collected", "stu3": "collected"}
+    subs = cli(hub, "submissions", "ai101", "lab2", token=teacher)
+    assert subs.returncode == 0 and "王五" in subs.stdout and "on time" in subs.stdout
+    refused = cli(hub, "show", "ai101", token=course["tokens"]["stu1"])
+    assert refused.returncode == 1 and "only the teachers" in refused.stderr
+    hub.admin("DELETE", "groups/ai102")
+
+
+def test_the_course_page(hub: devhub.DevHub, course: dict[str, Any]) -> None:
+    status, server = hub.spawn("stu1", {"profile": "cpu", "project": "ai101"})
+    assert status == 201, server
+    try:
+        status, view = call(hub, "GET", "courses/ai101", course["tokens"]["teach1"])
+        people = {m["name"]: m for m in view["members"]}
+        assert people["stu1"]["servers"][0]["profile"] == "cpu"
+        assert people["stu1"]["usage"].get("servers") == 1
+        assert view["running"] == 1 and people["stu2"]["servers"] == []
+        assert people["stu1"]["gpu_hours"] == 0.0  # the ledger's GPU-hours: a cpu profile
+        for lang, words in (("en", "Hand-outs"), ("zh-CN", "分发")):
+            with httpx.Client(base_url=hub.url, follow_redirects=False,
+                              headers={"Accept-Language": lang}) as client:  # fmt: skip
+                assert login(client, "teach1", course["passwords"]["teach1"]).status_code == 302
+                page = client.get("/services/cube-admin/courses/ai101", follow_redirects=True)
+                assert page.status_code == 200, page.text[:500]
+                assert words in page.text
+                assert re.search(
+                    r'data-member="stu1"[^>]*>\s*<td>stu1\s*<span[^>]*>张三', page.text
+                )
+                assert 'data-action="stop"' in page.text and 'data-action="message"' in page.text
+                assert "lab1" in page.text
+        with httpx.Client(base_url=hub.url, follow_redirects=False) as client:
+            assert login(client, "stu2", course["passwords"]["stu2"]).status_code == 302
+            page = client.get("/services/cube-admin/courses/ai101", follow_redirects=True)
+            assert page.status_code == 403
+    finally:
+        hub.stop_server("stu1")
