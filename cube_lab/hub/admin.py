@@ -36,8 +36,18 @@ from ..locale.messages import _t, localize
 from . import policy, roster
 from .config import ADMIN_SCOPE, secret_file
 from .hubapi import HubAPI
-from .ledger import Ledger, QuotaExceeded, Reservation
-from .quotas import PROPERTY, GroupPolicy, Quota, demand, label, show, uses_accelerators
+from .ledger import GpuHours, Ledger, QuotaExceeded, Reservation
+from .quotas import (
+    PROPERTY,
+    GroupPolicy,
+    Quota,
+    demand,
+    label,
+    show,
+    show_hours,
+    show_time,
+    uses_accelerators,
+)
 from .settings import ADMIN_GROUP, HubSettings, load
 
 log = logging.getLogger("cube-admin")
@@ -73,9 +83,17 @@ class Context:
     def forget_groups(self) -> None:
         self._groups = None
 
+    def ledger_snapshot(self) -> tuple[list[Reservation], GpuHours]:
+        """What the ledger holds now and this month's GPU-hours (one thread hop)."""
+        return self.ledger.reservations(), self.ledger.gpu_hours()
+
     async def policies(self) -> dict[str, GroupPolicy]:
         groups = await self.groups()
         return policy.policies((g["name"], g.get("properties")) for g in groups)
+
+    async def user_hub_groups(self, username: str) -> list[str]:
+        """Every hub group ``username`` is in (project groups and the admins' group)."""
+        return [g["name"] for g in await self.groups() if username in (g.get("users") or ())]
 
     async def user_policies(self, username: str) -> dict[str, GroupPolicy]:
         mine = {g["name"] for g in await self.groups() if username in (g.get("users") or ())}
@@ -117,6 +135,74 @@ def usage_summary(reservations: list[Reservation]) -> dict[str, Any]:
             total[dimension] = total.get(dimension, 0) + amount
             mine[dimension] = mine.get(dimension, 0) + amount
     return {"total": total, "users": users}
+
+
+def gpu_hours_view(quota: Quota, hours: GpuHours, group: str) -> dict[str, Any]:
+    """A group's GPU-hours this month (UTC): used in total and per member, the limits, the
+    reset. ``group`` "" is the personal bucket (see ``personal_view``)."""
+    members = {u: round(h, 3) for u, h in hours.members(group).items()}
+    return {
+        "used": round(sum(members.values()), 3),
+        "limit": quota.gpu_hours,
+        "per_member_limit": quota.gpu_hours_per_member,
+        "users": members,
+        "month_start": show_time(hours.start),
+        "resets": show_time(hours.resets),
+    }
+
+
+def server_rows(reservations: list[Reservation]) -> list[dict[str, Any]]:
+    """Every running (or starting) server the ledger holds: whose, charged to which group
+    ("" = the user's personal quota), what it holds, since when."""
+    return [
+        {
+            "user": r.username,
+            "server": r.holder.removeprefix("server:").partition("/")[2],
+            "group": r.group,
+            "amounts": r.amounts,
+            "since": r.created,
+        }
+        for r in reservations
+        if r.kind == "server"
+    ]
+
+
+def personal_view(
+    settings: HubSettings,
+    reservations: list[Reservation],
+    hours: GpuHours,
+    user_groups: dict[str, list[str]],
+) -> dict[str, Any]:
+    """What users hold outside every project group, per user, against their personal quota."""
+    users: dict[str, dict[str, Any]] = {}
+    for res in reservations:
+        if res.group:
+            continue
+        entry = users.setdefault(res.username, {"servers": [], "usage": {}})
+        if res.kind == "server":
+            entry["servers"].append(res.holder.removeprefix("server:").partition("/")[2])
+        for dimension, amount in res.amounts.items():
+            entry["usage"][dimension] = entry["usage"].get(dimension, 0) + amount
+    for name in hours.members(""):
+        users.setdefault(name, {"servers": [], "usage": {}})
+    out = []
+    for name in sorted(users):
+        quota = settings.personal_quota_for(name, user_groups.get(name, ()))
+        out.append(
+            {
+                "user": name,
+                "admin": settings.is_admin(name, user_groups.get(name, ())),
+                **users[name],
+                "quota": quota.to_json(),
+                "gpu_hours_used": round(hours.member("", name), 3),
+                "gpu_hours_limit": quota.gpu_hours,
+            }
+        )
+    return {
+        "quota": settings.personal_quota.to_json(),
+        "admin_quota": settings.admin_quota.to_json(),
+        "users": out,
+    }
 
 
 class BaseHandler(HubOAuthenticated, web.RequestHandler):
@@ -190,8 +276,35 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
             super().log_exception(typ, value, tb)
 
     async def groups_view(self) -> list[dict[str, Any]]:
+        return (await self.usage_view())["groups"]
+
+    async def usage_view(self) -> dict[str, Any]:
+        """Everything the admin page shows: the project groups with their usage and GPU-hours,
+        the personal buckets and every running server; one hub call (cached), one ledger read."""
         groups = await self.ctx.groups()
-        reservations = await asyncio.to_thread(self.ctx.ledger.reservations)
+        reservations, hours = await asyncio.to_thread(self.ctx.ledger_snapshot)
+        user_groups: dict[str, list[str]] = {}
+        for g in groups:
+            for name in g.get("users") or ():
+                user_groups.setdefault(name, []).append(g["name"])
+        servers = server_rows(reservations)
+        return {
+            "reservations": [r.to_json() for r in reservations],
+            "groups": self._groups_view(groups, reservations, hours),
+            "personal": personal_view(self.ctx.settings, reservations, hours, user_groups),
+            "servers": servers,
+            "totals": {
+                "servers": len(servers),
+                "personal_servers": sum(1 for s in servers if not s["group"]),
+                "gpu_hours": round(sum(hours.by_member.values()), 3),
+            },
+            "month_start": show_time(hours.start),
+            "resets": show_time(hours.resets),
+        }
+
+    def _groups_view(
+        self, groups: list[dict[str, Any]], reservations: list[Reservation], hours: GpuHours
+    ) -> list[dict[str, Any]]:
         out = []
         for g in sorted(groups, key=lambda g: g["name"]):
             if g["name"] == ADMIN_GROUP:
@@ -210,6 +323,7 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
                     "profiles": list(gp.profiles),
                     "quota": gp.quota.to_json(),
                     "usage": usage,
+                    "gpu_hours": gpu_hours_view(gp.quota, hours, g["name"]),
                     "problem": problem,
                 }
             )
@@ -226,8 +340,8 @@ class PageHandler(BaseHandler):
             self.set_status(403)
             self.finish(self.render_page("forbidden.html"))
             return
-        groups = await self.groups_view()
-        self.finish(self.render_page("admin.html", groups=groups))
+        view = await self.usage_view()
+        self.finish(self.render_page("admin.html", **view))
 
     def render_page(self, name: str, **values: Any) -> str:
         prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
@@ -271,6 +385,9 @@ def page_texts(locale: str) -> dict[str, Any]:
         "_js": text,
         "lang": html_lang(locale),
         "label": page_label,
+        # the live refresh's names of dimensions, as the page renders them
+        "labels_for": lambda dimensions: {d: page_label(d) for d in dimensions},
+        "show_hours": show_hours,
     }
 
 
@@ -428,8 +545,7 @@ class UsageHandler(BaseHandler):
     @web.authenticated
     async def get(self) -> None:
         self.require_admin()
-        reservations = await asyncio.to_thread(self.ctx.ledger.reservations)
-        self.reply({"reservations": [r.to_json() for r in reservations]})
+        self.reply(await self.usage_view())
 
 
 class ProfilesHandler(BaseHandler):
@@ -455,17 +571,32 @@ class MeHandler(BaseHandler):
                 _t("a service has no project groups"), _t("Ask with a user's token.")
             )
         groups = await self.ctx.user_policies(self.username)
+        hours = await asyncio.to_thread(self.ctx.ledger.gpu_hours)
         out = []
         for name, gp in groups.items():
             usage = await asyncio.to_thread(self.ctx.ledger.usage, name)
             out.append(
                 {"name": name, "profiles": list(gp.profiles), "quota": gp.quota.to_json(),
-                 "usage": usage}
+                 "usage": usage,
+                 # this calendar month's (UTC) GPU-hours: the group's and the caller's own
+                 "gpu_hours_limit": gp.quota.gpu_hours,
+                 "gpu_hours_used": round(hours.group(name), 3),
+                 "gpu_hours_member_limit": gp.quota.gpu_hours_per_member,
+                 "gpu_hours_member_used": round(hours.member(name, self.username), 3)}
             )  # fmt: skip
         offer = policy.offered(self.ctx.settings, groups)
+        mine = await self.ctx.user_hub_groups(self.username)
+        quota = self.ctx.settings.personal_quota_for(self.username, mine)
+        personal = {
+            "quota": quota.to_json(),
+            "usage": await asyncio.to_thread(self.ctx.ledger.personal_usage, self.username),
+            "gpu_hours_limit": quota.gpu_hours,
+            "gpu_hours_used": round(hours.member("", self.username), 3),
+        }
         self.reply(
             {"user": self.username, "admin": self.is_admin, "groups": out,
-             "profiles": [p.name for p in offer]}
+             "personal": personal, "profiles": [p.name for p in offer],
+             "gpu_hours_resets": show_time(hours.resets)}
         )  # fmt: skip
 
 
@@ -510,7 +641,11 @@ class AdmissionHandler(BaseHandler):
                 ),
                 _t("Ask an admin to add you on the cube-admin page."),
             )
-        if group is None and uses_accelerators(amounts):
+        personal = None
+        if group is None:  # charged to the user's personal bucket
+            mine = await self.ctx.user_hub_groups(user)
+            personal = self.ctx.settings.personal_quota_for(user, mine)
+        if personal is not None and uses_accelerators(amounts) and not personal.accelerators:
             raise QuotaExceeded(
                 _t("project {value} has no accelerator quota", value=project or "(personal)"),
                 _t(
@@ -531,7 +666,7 @@ class AdmissionHandler(BaseHandler):
             kind=kind,
             username=user,
             group=group.name if group else "",
-            quota=group.quota if group else None,
+            quota=group.quota if group else personal,
             amounts=amounts,
             server=str(body.get("server") or ""),
             pid=int(pid) if pid is not None else None,
