@@ -215,6 +215,12 @@ PIPELINE_COMMANDS = ("run", "validate", "runs", "logs", "cancel", "compile", "sc
 SUCCEEDED = {"run": ("succeeded",), "job": ("succeeded",), "experiment": ("done",)}
 
 
+def server_project(explicit: str | None) -> str | None:
+    """``--project``, else the project group this lab server was started for under the hub
+    (the spawner's ``CUBE_LAB_PROJECT``), else None: the personal project."""
+    return explicit or os.environ.get("CUBE_LAB_PROJECT") or None
+
+
 @magics_class
 class CubeMagics(Magics):
     @line_magic
@@ -235,7 +241,7 @@ class CubeMagics(Magics):
             params=parse_pairs(args.param, "param"),
             tags=parse_pairs(args.tag, "tag"),
             aliases=args.alias,
-            project=args.project,
+            project=server_project(args.project),
             flavor=args.flavor,
             description=args.description,
         )
