@@ -254,5 +254,15 @@ def test_the_course_page(hub: devhub.DevHub, course: dict[str, Any]) -> None:
             assert login(client, "stu2", course["passwords"]["stu2"]).status_code == 302
             page = client.get("/services/cube-admin/courses/ai101", follow_redirects=True)
             assert page.status_code == 403
+        # Stop and Message: the course's teacher may, for a student of theirs; a student not
+        tokens = course["tokens"]
+        body = {"message": "save your work"}
+        assert call(hub, "POST", "users/stu1/message", tokens["stu2"], body)[0] == 403
+        status, sent = call(hub, "POST", "users/stu1/message", tokens["teach1"], body)
+        assert status == 201, sent
+        assert call(hub, "POST", "users/teach1/message", tokens["ta1"], body)[0] == 403
+        status, stopped = call(hub, "POST", "servers/stu1/stop", tokens["teach1"],
+                               {"reason": "lab is over"})  # fmt: skip
+        assert status == 200 and stopped["stopped"] == [""], stopped
     finally:
         hub.stop_server("stu1")
