@@ -56,6 +56,34 @@ async function fakeModel(): Promise<{ url: string; close: () => void }> {
         }
       }
       const content = `A refund is paid within thirty days of the return [${cite}].`;
+      if (body.stream) {
+        // streamed as OpenAI does: a piece per word, a moment apart
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        const words = content.split(/(?<= )/);
+        let n = 0;
+        const next = () => {
+          if (n < words.length) {
+            const piece = {
+              id: 'chatcmpl-fake',
+              object: 'chat.completion.chunk',
+              model: body.model ?? 'fake',
+              choices: [
+                {
+                  index: 0,
+                  delta: { content: words[n++] },
+                  finish_reason: null
+                }
+              ]
+            };
+            res.write(`data: ${JSON.stringify(piece)}\n\n`);
+            setTimeout(next, 60);
+          } else {
+            res.end('data: [DONE]\n\n');
+          }
+        };
+        next();
+        return;
+      }
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end(
         JSON.stringify({
@@ -95,12 +123,13 @@ async function removeKb(
   }
 }
 
-/** Create, add both documents, watch the ingest end; the open view. */
+/** Create, preview both documents' chunks, add them, watch the ingest end; the open view. */
 async function createAndIngest(
   page: IJupyterLabPageFixture,
   name: string,
   folder: string,
-  labels: { create: string; add: string; progress: RegExp }
+  labels: { create: string; preview: string; progress: RegExp },
+  picture: string
 ): Promise<Locator> {
   // the cube-lab tabs come a moment after the launcher
   await expect(
@@ -119,10 +148,42 @@ async function createAndIngest(
   });
   await expect(panel.locator(`.cube-KbItem[data-kb="${name}"]`)).toBeVisible();
 
+  // the chunks first: each file's count and first chunks, nothing added yet
+  await view.locator('input[name="kb-preview-first"]').check();
   await view
     .locator('input[name="kb-paths"]')
     .fill(`${folder}/refunds.md, ${folder}/shipping.md`);
-  await view.getByRole('button', { name: labels.add, exact: true }).click();
+  await view.getByRole('button', { name: labels.preview, exact: true }).click();
+  const preview = view.locator('.cube-KbPreview');
+  await expect(preview).toHaveAttribute('data-state', 'shown', {
+    timeout: 30_000
+  });
+  const files = preview.locator('.cube-KbPreview-file');
+  await expect(files).toHaveCount(2);
+  for (const file of await files.all()) {
+    await expect(file).toHaveAttribute('data-chunks', /^[1-9]\d*$/);
+    await expect(file.locator('.cube-KbPreview-chunk').first()).toBeVisible();
+  }
+  await expect(
+    preview.locator('.cube-KbPreview-file[data-source$="refunds.md"]')
+  ).toContainText('thirty days');
+  await expect(view.locator('.cube-KbSourceTable')).toHaveCount(0);
+  // other options: preview again (Add waits for it), then add with them
+  await preview
+    .locator('select[name="kb-preview-chunking"]')
+    .selectOption('tokens');
+  await preview.locator('input[name="kb-preview-size"]').fill('20');
+  await preview.locator('input[name="kb-preview-overlap"]').fill('4');
+  await expect(preview.locator('button[name="kb-preview-add"]')).toBeDisabled();
+  await preview.locator('button[name="kb-preview-run"]').click();
+  await expect(preview.locator('.cube-KbPreview-summary')).toContainText(/20/, {
+    timeout: 30_000
+  });
+  await expect(preview.locator('button[name="kb-preview-add"]')).toBeEnabled();
+  await preview.scrollIntoViewIfNeeded();
+  await lightAndDark(page, picture, { ready: files.first() });
+  await preview.locator('button[name="kb-preview-add"]').click();
+  await expect(preview).toHaveCount(0);
   const ingest = view.locator('.cube-KbIngest').first();
   await expect(ingest).toBeVisible();
   await expect(ingest).toHaveAttribute('data-status', 'succeeded', {
@@ -205,11 +266,17 @@ test.describe('cube-lab knowledge bases', () => {
       timeout: 15_000
     });
 
-    const view = await createAndIngest(page, 'handbook', tmpPath, {
-      create: 'New knowledge base',
-      add: 'Add',
-      progress: /2 of 2 files · \d+ chunks?/
-    });
+    const view = await createAndIngest(
+      page,
+      'handbook',
+      tmpPath,
+      {
+        create: 'New knowledge base',
+        preview: 'Preview',
+        progress: /2 of 2 files · \d+ chunks?/
+      },
+      'kb-preview'
+    );
     await expect(
       page.locator('.cube-KbItem[data-kb="handbook"] .cube-KbItem-meta')
     ).toContainText('2 sources', { timeout: 15_000 });
@@ -244,10 +311,19 @@ test.describe('cube-lab knowledge bases', () => {
         .locator('input[name="kb-question"]')
         .fill('How long does a refund take?');
       await ask.locator('button[type="submit"]').click();
-      const answer = ask.locator('.cube-KbAnswer');
-      await expect(answer).toHaveAttribute('data-answered', 'true', {
+      // streamed: the citations and the first words while Stop is offered
+      const turn = ask.locator('.cube-KbAsk-turn');
+      await expect(ask.locator('button[name="kb-stop"]')).toBeVisible();
+      await expect(turn.locator('.cube-KbCitations li').first()).toBeVisible({
         timeout: 30_000
       });
+      await expect(turn).toHaveAttribute('data-status', 'complete', {
+        timeout: 30_000
+      });
+      await expect(turn).toHaveAttribute('data-deltas', /^([2-9]|\d\d+)$/);
+      await expect(ask.locator('button[name="kb-stop"]')).toHaveCount(0);
+      const answer = ask.locator('.cube-KbAnswer');
+      await expect(answer).toHaveAttribute('data-answered', 'true');
       const cite = answer.locator('.cube-KbCite').first();
       await expect(cite).toBeVisible();
       await cite.click();
@@ -352,6 +428,7 @@ test.describe('cube-lab knowledge bases', () => {
 
     // a corrupt PDF fails alone, its error shown under its name
     await putText(request, base, `${tmpPath}/broken.pdf`, 'not a PDF at all');
+    await view.locator('input[name="kb-preview-first"]').uncheck(); // added at once
     await view.locator('input[name="kb-paths"]').fill(`${tmpPath}/broken.pdf`);
     await view.getByRole('button', { name: 'Add', exact: true }).click();
     const failed = view.locator('.cube-KbIngest').first();
@@ -414,11 +491,17 @@ test.describe('cube-lab knowledge bases in Chinese', () => {
     await removeKb(request, base, 'handbook-zh');
     await putText(request, base, `${tmpPath}/refunds.md`, REFUNDS);
     await putText(request, base, `${tmpPath}/shipping.md`, SHIPPING);
-    const view = await createAndIngest(page, 'handbook-zh', tmpPath, {
-      create: '新建知识库',
-      add: '添加',
-      progress: /2\s*\/\s*2|共 2 个文件中的 2 个|2 个文件/
-    });
+    const view = await createAndIngest(
+      page,
+      'handbook-zh',
+      tmpPath,
+      {
+        create: '新建知识库',
+        preview: '预览',
+        progress: /2\s*\/\s*2|共 2 个文件中的 2 个|2 个文件/
+      },
+      'zh-kb-preview'
+    );
     const first = await retrievalTest(view, 'how long until my refund is paid');
     await expect(first).toHaveAttribute('data-source', /refunds\.md$/);
     await expect(view.locator('.cube-KbSection-title').first()).toHaveText(
