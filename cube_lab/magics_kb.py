@@ -8,6 +8,8 @@
 ``%cube_kb search NAME "query" [-k N] [--mode hybrid|vector|keyword] [--project P]``
 ``%cube_kb chat NAME "question" (--deployment D | --base-url U --model M) [-k N] [--project P]``
     prints the answer, then its numbered citations (source, page or heading).
+``search`` and ``chat`` take ``--rerank MODEL[/VERSION] [--rerank-top-n N]``: a cross-encoder
+registered in the project reorders the chunks (each line then shows its rerank score).
 """
 
 from __future__ import annotations
@@ -39,7 +41,23 @@ def _kb_parser() -> Any:
     p.add_argument("--deployment")
     p.add_argument("--base-url")
     p.add_argument("--model")
+    p.add_argument("--rerank")
+    p.add_argument("--rerank-top-n", type=int)
     return p
+
+
+def _rerank(args: Any) -> dict[str, Any] | None:
+    if not args.rerank:
+        if args.rerank_top_n is not None:
+            raise InvalidInput(
+                _t("--rerank-top-n needs --rerank MODEL"),
+                _t("e.g. --rerank my-reranker --rerank-top-n 20"),
+            )
+        return None
+    rerank: dict[str, Any] = {"model": args.rerank}
+    if args.rerank_top_n is not None:
+        rerank["top_n"] = args.rerank_top_n
+    return rerank
 
 
 def hits_lines(hits: list[dict[str, Any]], width: int = 100) -> list[str]:
@@ -51,7 +69,10 @@ def hits_lines(hits: list[dict[str, Any]], width: int = 100) -> list[str]:
             where += f" > {hit['heading']}"
         where = where or "-"
         text = " ".join(str(hit.get("text", "")).split())
-        lines.append(f"{i:>2}. {hit.get('score', 0):.3f}  {where}: {text[:width]}")
+        score = f"{hit.get('score', 0):.3f}"
+        if hit.get("rerank") is not None:
+            score = f"{hit['rerank']:.3f} ({tr(_t('rerank'))}; {score})"
+        lines.append(f"{i:>2}. {score}  {where}: {text[:width]}")
     return lines
 
 
@@ -96,7 +117,7 @@ class KbMagics(Magics):
         if args.command == "add":
             self._add(base, args.rest, args.wait)
         elif args.command == "search":
-            hits = base.search(" ".join(args.rest), k=args.k, mode=args.mode)
+            hits = base.search(" ".join(args.rest), k=args.k, mode=args.mode, rerank=_rerank(args))
             print("\n".join(hits_lines(hits)) or tr(_t("(nothing found)")))
         else:
             answer = base.chat(
@@ -106,6 +127,7 @@ class KbMagics(Magics):
                 model=args.model,
                 k=args.k,
                 mode=args.mode,
+                rerank=_rerank(args),
             )
             print(answer["answer"])
             if answer.get("answered"):

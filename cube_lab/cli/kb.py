@@ -1,5 +1,5 @@
 """`cube-lab kb create|list|show|add|preview|remove|search|eval|chat|delete`: knowledge bases from a
-shell.
+shell (``query`` is ``search``).
 
 Each command is a thin call of ``KnowledgeBaseService`` (in this process) or of the REST API
 (under the hub, ``REMOTE``), and prints the same text from the same JSON (``show_*``);
@@ -7,7 +7,9 @@ Each command is a thin call of ``KnowledgeBaseService`` (in this process) or of 
 exits 1 when a file failed (the others are added), 2 on bad input, as every command does.
 ``chat`` asks a model (``--deployment`` or ``--base-url`` + ``--model``; the key from
 ``--api-key`` or ``$OPENAI_API_KEY``) with the passages retrieved, and prints its answer and
-the numbered sources.
+the numbered sources. ``search``, ``eval`` and ``chat`` take ``--rerank MODEL[/VERSION]``
+(a cross-encoder registered in the project) and ``--rerank-top-n N``; ``create --rerank``
+makes it the knowledge base's default (``--no-rerank`` turns a default off for one call).
 """
 
 from __future__ import annotations
@@ -96,15 +98,21 @@ def show_hits(answer: Json) -> None:
         return
     for rank, h in enumerate(hits, start=1):
         where = f"{h['source']} #{h['position']}" + (f" ({h['heading']})" if h["heading"] else "")
-        print(f"{rank:>2}. {h['score']:.4f}  {where}")
+        scores = f"{h['score']:.4f}"
+        if "rerank" in h:  # reranked: the cross-encoder's score and the first-stage rank
+            ranked = "-" if h["rerank"] is None else f"{h['rerank']:.4f}"
+            scores = f"rerank {ranked} (fused {scores}, was #{h.get('first_rank')})"
+        print(f"{rank:>2}. {scores}  {where}")
         text = " ".join(h["text"].split())
         print(f"    {text[:200]}{'...' if len(text) > 200 else ''}")
 
 
 def show_scores(scores: Json) -> None:
+    rerank = scores.get("rerank")
     print(
         f"{scores['questions']} question(s): recall@{scores['k']} {scores['recall_at_k']:.3f}, "
         f"MRR {scores['mrr']:.3f}, nDCG@10 {scores['ndcg_at_10']:.3f}"
+        + (f" (reranked by {rerank['model']})" if rerank else "")
     )
 
 
@@ -144,6 +152,28 @@ def filters_of(a: argparse.Namespace) -> Json | None:
     if a.heading:
         filters["heading"] = a.heading
     return filters or None
+
+
+def rerank_of(a: argparse.Namespace) -> Json | bool | None:
+    """``--rerank MODEL[/VERSION]`` and ``--rerank-top-n N`` as the request's ``rerank``;
+    ``--no-rerank``: False (not the knowledge base's default); none: None (its default)."""
+    if getattr(a, "no_rerank", False):
+        if a.rerank or a.rerank_top_n is not None:
+            raise InvalidInput(
+                _t("give --rerank or --no-rerank, not both"), _t("e.g. --rerank my-reranker")
+            )
+        return False
+    if not a.rerank:
+        if a.rerank_top_n is not None:
+            raise InvalidInput(
+                _t("--rerank-top-n needs --rerank MODEL"),
+                _t("e.g. --rerank my-reranker --rerank-top-n 20"),
+            )
+        return None
+    rerank: Json = {"model": a.rerank}
+    if a.rerank_top_n is not None:
+        rerank["top_n"] = a.rerank_top_n
+    return rerank
 
 
 def chat_body(a: argparse.Namespace) -> Json:
@@ -187,6 +217,7 @@ def chat_body(a: argparse.Namespace) -> Json:
         "system": a.system,
         "params": {k: v for k, v in params.items() if v is not None} or None,
         "filters": filters_of(a),
+        "rerank": rerank_of(a),
     }
     return {k: v for k, v in body.items() if v is not None}
 
@@ -247,6 +278,7 @@ def _options(a: argparse.Namespace) -> Json:
             ("model", a.model),
             ("engine", a.engine),
             ("milvus", {"uri": a.milvus_uri} if a.milvus_uri else None),
+            ("rerank", rerank_of(a)),
         )
         if v is not None
     }
@@ -292,15 +324,20 @@ def kb_remove(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
 
 
 def kb_search(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
-    filters = filters_of(a)
-    hits = ws.kb.query(caller, a.project, a.name, a.query, k=a.k, mode=a.mode, filters=filters)
+    filters, rerank = filters_of(a), rerank_of(a)
+    hits = ws.kb.query(
+        caller, a.project, a.name, a.query, k=a.k, mode=a.mode, filters=filters, rerank=rerank
+    )
     answer = {"query": a.query, "mode": a.mode, "k": a.k, "hits": hits}
     print_json(answer) if a.json else show_hits(answer)
 
 
 def kb_eval(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     questions = read_questions(a.questions)
-    scores = to_jsonable(ws.kb.evaluate(caller, a.project, a.name, questions, k=a.k, mode=a.mode))
+    scores = ws.kb.evaluate(
+        caller, a.project, a.name, questions, k=a.k, mode=a.mode, rerank=rerank_of(a)
+    )
+    scores = to_jsonable(scores)
     print_json(scores) if a.json else show_scores(scores)
 
 
@@ -392,6 +429,7 @@ def remote_create(client: ServiceClient, a: argparse.Namespace) -> None:
         "model": a.model,
         "engine": a.engine,
         "milvus": {"uri": a.milvus_uri} if a.milvus_uri else None,
+        "rerank": rerank_of(a),
     }
     view = client.post("kb", {k: v for k, v in body.items() if v is not None})
     if a.json:
@@ -434,9 +472,11 @@ def remote_remove(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def remote_search(client: ServiceClient, a: argparse.Namespace) -> None:
     body: Json = {"query": a.query, "k": a.k, "mode": a.mode}
-    filters = filters_of(a)
+    filters, rerank = filters_of(a), rerank_of(a)
     if filters:
         body["filters"] = filters
+    if rerank is not None:
+        body["rerank"] = rerank
     answer = client.post(f"{_where(client, a)}/search", body)
     print_json(answer) if a.json else show_hits(answer)
 
@@ -452,6 +492,9 @@ def remote_eval(client: ServiceClient, a: argparse.Namespace) -> None:
                 q["sources"] = [_source(s) if isinstance(s, str) else s for s in q["sources"]]
         questions.append(q)
     body = {"questions": questions, "k": a.k, "mode": a.mode}
+    rerank = rerank_of(a)
+    if rerank is not None:
+        body["rerank"] = rerank
     scores = client.post(f"{_where(client, a)}/evaluate", body)
     print_json(scores) if a.json else show_scores(scores)
 
@@ -498,6 +541,29 @@ def add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heading", metavar="GLOB", help="only chunks under a matching heading")
 
 
+def add_rerank(p: argparse.ArgumentParser, default: bool = False) -> None:
+    p.add_argument(
+        "--rerank",
+        metavar="MODEL[/VERSION]",
+        help="rerank with a cross-encoder registered in the project"
+        + (" (the knowledge base's default)" if default else ""),
+    )
+    p.add_argument(
+        "--rerank-top-n",
+        dest="rerank_top_n",
+        type=int,
+        metavar="N",
+        help="how many first hits the reranker scores (1-200, default 3 x k)",
+    )
+    if not default:
+        p.add_argument(
+            "--no-rerank",
+            dest="no_rerank",
+            action="store_true",
+            help="no reranker, not even the knowledge base's default",
+        )
+
+
 def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     kb = groups.add_parser("kb", help="knowledge bases: documents to search").add_subparsers(
         dest="command", required=True
@@ -517,6 +583,7 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
         help="engine milvus: a .db file name in the knowledge base's folder (Milvus Lite) or "
         "http(s)://host:19530 (a Milvus server)",
     )
+    add_rerank(p, default=True)
     command(kb, "list", kb_list, "list the knowledge bases you can see")
     p = command(kb, "show", kb_show, "a knowledge base and its sources")
     p.add_argument("name")
@@ -533,17 +600,20 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p = command(kb, "remove", kb_remove, "remove a source and its chunks")
     p.add_argument("name")
     p.add_argument("source", help="a file as added, or upload:NAME")
-    p = command(kb, "search", kb_search, "the chunks that best match a query")
-    p.add_argument("name")
-    p.add_argument("query")
-    p.add_argument("-k", type=int, default=5, help="how many chunks (1-100, default 5)")
-    p.add_argument("--mode", choices=MODES, default="hybrid")
-    add_filters(p)
+    for verb in ("search", "query"):
+        p = command(kb, verb, kb_search, "the chunks that best match a query")
+        p.add_argument("name")
+        p.add_argument("query")
+        p.add_argument("-k", type=int, default=5, help="how many chunks (1-100, default 5)")
+        p.add_argument("--mode", choices=MODES, default="hybrid")
+        add_filters(p)
+        add_rerank(p)
     p = command(kb, "eval", kb_eval, "recall@k, MRR and nDCG@10 of a question set")
     p.add_argument("name")
     p.add_argument("questions", help=".json list or .jsonl of {question, source(s) | chunks}")
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--mode", choices=MODES, default="hybrid")
+    add_rerank(p)
     p = command(kb, "chat", kb_chat, "ask a model with the passages that match, cited")
     p.add_argument("name")
     p.add_argument("query")
@@ -561,5 +631,6 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("--max-tokens", dest="max_tokens", type=int)
     p.add_argument("--temperature", type=float)
     add_filters(p)
+    add_rerank(p)
     p = command(kb, "delete", kb_delete, "delete a knowledge base and its index")
     p.add_argument("name")

@@ -23,7 +23,7 @@ from .base import CubeHandler
 from .sse import EventStreamHandler
 
 CREATE_FIELDS = {
-    "project", "name", "chunking", "chunk_size", "overlap", "model", "engine", "milvus"
+    "project", "name", "chunking", "chunk_size", "overlap", "model", "engine", "milvus", "rerank"
 }  # fmt: skip
 _CHUNKING = ("chunking", "chunk_size", "overlap")  # an ingest's or a preview's chunking
 
@@ -88,6 +88,7 @@ class KnowledgeBasesHandler(KnowledgeBaseHandler):
                 ("model", "model"),
                 ("engine", "engine"),
                 ("milvus", "milvus"),
+                ("rerank", "rerank"),
             )
             if body.get(field) is not None
         }
@@ -181,7 +182,7 @@ class SearchHandler(KnowledgeBaseHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
         body = self.json_body()
-        _check_fields(body, {"query", "k", "mode", "filters"}, ("query",))
+        _check_fields(body, {"query", "k", "mode", "filters", "rerank"}, ("query",))
         k, mode = _k(body.get("k"), 5), body.get("mode") or "hybrid"
         hits = await self.call(
             self.kb.query,
@@ -193,10 +194,13 @@ class SearchHandler(KnowledgeBaseHandler):
             mode=mode,
             filters=body.get("filters"),
             name_source=self.source_name,
+            rerank=body.get("rerank"),
         )
         answer = {"query": body["query"], "mode": mode, "k": k, "hits": self.with_sources(hits)}
         if body.get("filters"):
             answer["filters"] = body["filters"]
+        if body.get("rerank"):
+            answer["rerank"] = body["rerank"]
         self.reply(answer)
 
 
@@ -204,7 +208,7 @@ class EvaluateHandler(KnowledgeBaseHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
         body = self.json_body()
-        _check_fields(body, {"questions", "k", "mode"}, ("questions",))
+        _check_fields(body, {"questions", "k", "mode", "rerank"}, ("questions",))
         questions = body["questions"]
         if not isinstance(questions, list):
             raise InvalidInput(
@@ -229,6 +233,7 @@ class EvaluateHandler(KnowledgeBaseHandler):
             stored,
             k=_k(body.get("k"), 10),
             mode=body.get("mode") or "hybrid",
+            rerank=body.get("rerank"),
         )
         self.reply(to_jsonable(scores))
 

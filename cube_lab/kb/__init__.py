@@ -40,12 +40,18 @@ def list(project: str | None = None) -> builtins.list[Any]:
 
 
 def search(
-    name: str, query: str, k: int = 5, mode: str = "hybrid", project: str | None = None
+    name: str,
+    query: str,
+    k: int = 5,
+    mode: str = "hybrid",
+    project: str | None = None,
+    rerank: Any = None,
 ) -> builtins.list[dict[str, Any]]:
-    """``cl.kb.search(name, query, k=5, mode="hybrid")``: the best chunks with their scores."""
+    """``cl.kb.search(name, query, k=5, mode="hybrid", rerank="my-reranker")``: the best
+    chunks with their scores (``rerank``: a registered cross-encoder reorders them)."""
     from ..sdk import kb
 
-    return kb.search(name, query, k, mode, project)
+    return kb.search(name, query, k, mode, project, rerank=rerank)
 
 
 def chat(name: str, query: str, project: str | None = None, **options: Any) -> dict[str, Any]:

@@ -54,6 +54,7 @@ class Scores:
     mrr: float
     ndcg_at_10: float
     per_question: list[dict[str, Any]] = field(default_factory=list)
+    rerank: dict[str, Any] | None = None  # the reranker the rankings went through, if any
 
 
 def first_ranks(question: Question, ranking: Sequence[Retrieved]) -> list[int | None]:

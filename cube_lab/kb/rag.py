@@ -14,7 +14,8 @@ answer is "no answer in the documents".
 
 The threshold is on the exact cosine of the chunk with the question (vector and hybrid
 modes; every hybrid hit is scored, whichever half found it), or on the BM25 score in keyword
-mode. The request is checked by the same rules as the Chat panel's (``cube_lab.chat.params``:
+mode (a reranker, ``rerank``, reorders the passages; the threshold stays on the cosine).
+The request is checked by the same rules as the Chat panel's (``cube_lab.chat.params``:
 the target and the sampling parameters), so a bad value is the same 400 everywhere.
 """
 
@@ -34,6 +35,7 @@ from ..chat.upstream import TargetFailed
 from ..errors import InvalidInput
 from ..identity import Caller
 from ..locale.messages import _t
+from .rerank import check_rerank
 from .service import KnowledgeBaseService, check_filters, check_k, search_mode
 
 DEFAULT_K = 5
@@ -53,6 +55,7 @@ FIELDS = {
     "template",
     "system",
     "filters",
+    "rerank",
 }
 DEFAULT_TEMPLATE = """\
 Answer the question with the numbered passages from the knowledge base below. Use only what \
@@ -308,6 +311,7 @@ class _Asked:
                 "text": h["text"],
                 "score": h["score"],
                 "cosine": h["cosine"],
+                "rerank": h.get("rerank"),
                 "cited": n in cited,
             }
             for n, h in enumerate(self.given, 1)
@@ -353,6 +357,7 @@ def _ask(
     system = check_text("system", body.get("system"))
     params = check_params(body.get("params"))
     filters = check_filters(body.get("filters"))
+    check_rerank(body.get("rerank"))  # a bad value fails before the model is resolved
     if body.get("target") is None:
         raise InvalidInput(
             _t("target is required: the model that answers"),
@@ -366,7 +371,15 @@ def _ask(
     found = endpoint.resolve(serving, caller, view.project, target, api_key)
 
     hits = kb.retrieve(
-        caller, view.project, name, query, k=k, mode=mode, filters=filters, name_source=name_source
+        caller,
+        view.project,
+        name,
+        query,
+        k=k,
+        mode=mode,
+        filters=filters,
+        name_source=name_source,
+        rerank=body.get("rerank"),
     )
     score_of = "score" if mode == "keyword" else "cosine"
     given = [h for h in hits if h[score_of] is not None and h[score_of] >= threshold]

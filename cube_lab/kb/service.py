@@ -33,7 +33,7 @@ import shutil
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ from ..store import Store
 from . import chunk as chunking
 from . import embed as embedding
 from . import evaluate as evaluation
+from . import rerank as reranking
 from .engine import ENGINES, IndexEngine
 from .index import MODES, KnowledgeIndex, NewChunk
 from .parse import SUFFIXES, ParseError, parse_bytes, parse_file, supported
@@ -195,6 +196,7 @@ class KnowledgeBaseView:
     sources: int
     chunks: int
     engine: str = "embedded"  # the index engine: embedded | milvus
+    rerank: dict[str, Any] | None = None  # the default reranker: {model, top_n}
 
 
 @dataclass(frozen=True)
@@ -226,11 +228,14 @@ class KnowledgeBaseService:
         projects: ProjectService,
         settings: Settings,
         embedder: Callable[[str], embedding.Embedder] = embedding.get_embedder,
+        registry: Callable[[], Any] | None = None,
     ) -> None:
         self.store = store
         self.projects = projects
         self.settings = settings
         self.embedder = embedder
+        self._registry_of = registry
+        self._own_registry: Any = None
         self._open: dict[Path, IndexEngine] = {}
         self._locks: dict[Path, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -238,6 +243,20 @@ class KnowledgeBaseService:
     @property
     def root(self) -> Path:
         return self.settings.data_dir / "kb"
+
+    @property
+    def registry(self) -> Any:
+        """The model registry rerankers come from (the workspace's, or one on this store)."""
+        if self._registry_of is not None:
+            return self._registry_of()
+        with self._guard:
+            if self._own_registry is None:
+                from ..registry.artifacts import ArtifactStore
+                from ..registry.service import RegistryService
+
+                artifacts = ArtifactStore(self.settings.artifacts_dir)
+                self._own_registry = RegistryService(self.store, self.projects, artifacts)
+            return self._own_registry
 
     # -- where a knowledge base is -------------------------------------------------------
 
@@ -320,6 +339,7 @@ class KnowledgeBaseService:
             sources=len(index.sources()),
             chunks=len(index),
             engine=str(config.get("engine") or "embedded"),
+            rerank=config.get("rerank"),
         )
 
     # -- create / list / delete ---------------------------------------------------------
@@ -336,10 +356,14 @@ class KnowledgeBaseService:
         model: object = embedding.DEFAULT_MODEL,
         engine: object = "embedded",
         milvus: object = None,
+        rerank: object = None,
     ) -> KnowledgeBaseView:
+        """A new knowledge base; ``rerank`` (``rerank.check_rerank``) is the reranker its
+        retrievals use when a request names none."""
         check_name(name, "knowledge base name")
         assert isinstance(name, str)
         engine_config = self._check_engine(engine, milvus)
+        default_rerank = reranking.check_rerank(rerank)
         if chunking_ not in chunking.STRATEGIES:
             raise InvalidInput(
                 _t("unknown chunking {chunking_!r}", chunking_=chunking_),
@@ -355,6 +379,8 @@ class KnowledgeBaseService:
                 _t("Use one of {value}.", value=sorted(embedding.MODELS)),
             )
         project_id, project_name = self._project(caller, project)
+        if default_rerank is not None:  # an unknown or unfit model fails now, not per query
+            reranking.resolve(self.registry, caller, project_name, default_rerank)
         folder = self.root / str(project_id) / name
         config = {
             "name": name,
@@ -366,6 +392,7 @@ class KnowledgeBaseService:
             "model": model,
             "dim": embedding.MODELS[str(model)],
             **engine_config,
+            **({"rerank": default_rerank.to_json()} if default_rerank else {}),
         }
         folder.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -578,24 +605,65 @@ class KnowledgeBaseService:
         weights: tuple[float, float] = (1.0, 1.0),
         filters: object = None,
         name_source: Callable[[str], str] | None = None,
+        rerank: object = None,
     ) -> list[dict[str, Any]]:
         """The ``k`` best chunks; ``filters`` (``check_filters``) keep the search to the
         chunks that match them, ``source`` globs matched against ``name_source(source)``
-        (how the caller names sources) or the stored name."""
+        (how the caller names sources) or the stored name. ``rerank``
+        (``rerank.check_rerank``; None: the knowledge base's default, False: none) rescores
+        the first hits with a registered cross-encoder; each hit then has ``rerank``."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput(_t("query text is required"), _t('e.g. {{"query": "how do I ..."}}'))
         mode = search_mode(mode)
         k = check_k(k)
         checked = check_filters(filters)
-        folder, _ = self._folder(caller, project, name)
+        asked = reranking.check_rerank(rerank)
+        folder, project_name = self._folder(caller, project, name)
         config = self._config(folder)
         index = self._index(folder, config)
+        spec = self._rerank_spec(config, rerank, asked)
         allowed = self._allowed(index, checked, name_source)
         vector = None
         if mode != "keyword":
             vector = self.embedder(config["model"]).embed([text])[0]
-        hits = index.search(mode, k, text=text, vector=vector, weights=weights, allowed=allowed)
-        return [asdict(h) for h in hits]
+        return self._search(
+            caller, project_name, index, spec, mode, k, text, vector, weights, allowed
+        )
+
+    @staticmethod
+    def _rerank_spec(
+        config: dict[str, Any], raw: object, asked: reranking.RerankSpec | None
+    ) -> reranking.RerankSpec | None:
+        """The reranker of one retrieval: the one asked for, none (``False``), or (None) the
+        knowledge base's default."""
+        if raw is None and config.get("rerank"):
+            return reranking.check_rerank(config["rerank"])
+        return asked
+
+    def _search(
+        self,
+        caller: Caller,
+        project_name: str,
+        index: IndexEngine,
+        spec: reranking.RerankSpec | None,
+        mode: str,
+        k: int,
+        text: str,
+        vector: Any,
+        weights: tuple[float, float] = (1.0, 1.0),
+        allowed: Any = None,
+    ) -> list[dict[str, Any]]:
+        """One search as hit dicts; with ``spec`` its first ``spec.depth(k)`` hits are
+        reranked by the cross-encoder, then the best ``k`` kept."""
+        if spec is None:
+            hits = index.search(mode, k, text=text, vector=vector, weights=weights, allowed=allowed)
+            return [asdict(h) for h in hits]
+        model = reranking.resolve(self.registry, caller, project_name, spec)
+        depth = spec.depth(k)
+        found = index.search(
+            mode, max(k, depth), text=text, vector=vector, weights=weights, allowed=allowed
+        )
+        return reranking.rerank([asdict(h) for h in found], text, model.score, depth)[:k]
 
     @staticmethod
     def _allowed(
@@ -632,22 +700,26 @@ class KnowledgeBaseService:
         mode: str,
         filters: dict[str, Any] | None = None,
         name_source: Callable[[str], str] | None = None,
+        rerank: object = None,
     ) -> list[dict[str, Any]]:
         """``query``'s hits, each with ``cosine``: the exact cosine of the chunk with the
         query (``None`` in keyword mode), whichever half of a hybrid search found it;
-        ``filters`` as checked by ``check_filters``."""
-        folder, _ = self._folder(caller, project, name)
+        ``filters`` as checked by ``check_filters``; ``rerank`` as ``query``'s."""
+        asked = reranking.check_rerank(rerank)
+        folder, project_name = self._folder(caller, project, name)
         config = self._config(folder)
         index = self._index(folder, config)
+        spec = self._rerank_spec(config, rerank, asked)
         allowed = self._allowed(index, filters, name_source)
         vector = None
         if mode != "keyword":
             vector = self.embedder(config["model"]).embed([text])[0]
-        hits = index.search(mode, k, text=text, vector=vector, allowed=allowed)
-        cosines = index.cosines([h.id for h in hits], vector) if vector is not None else []
+        hits = self._search(
+            caller, project_name, index, spec, mode, k, text, vector, allowed=allowed
+        )
+        cosines = index.cosines([h["id"] for h in hits], vector) if vector is not None else []
         return [
-            {**asdict(h), "cosine": cosines[n] if vector is not None else None}
-            for n, h in enumerate(hits)
+            {**h, "cosine": cosines[n] if vector is not None else None} for n, h in enumerate(hits)
         ]
 
     def evaluate(
@@ -659,9 +731,13 @@ class KnowledgeBaseService:
         *,
         k: object = 10,
         mode: object = "hybrid",
+        rerank: object = None,
     ) -> evaluation.Scores:
+        """recall@k, MRR and nDCG@10 of ``questions``; ``rerank`` as ``query``'s (so two
+        evaluations, with and without a reranker, compare side by side)."""
         mode = search_mode(mode)
         k = check_k(k)
+        asked = reranking.check_rerank(rerank)
         if not isinstance(questions, Sequence) or isinstance(questions, str):
             raise InvalidInput(
                 _t("questions must be a list"), _t('e.g. [{{"question": ..., "source": ...}}]')
@@ -677,18 +753,21 @@ class KnowledgeBaseService:
                 _t("bad question set: {exc}", exc=exc),
                 _t("Each item: question + source(s) or chunk(s)."),
             ) from exc
-        folder, _ = self._folder(caller, project, name)
+        folder, project_name = self._folder(caller, project, name)
         config = self._config(folder)
         index = self._index(folder, config)
+        spec = self._rerank_spec(config, rerank, asked)
         vectors = None
         if mode != "keyword":
             vectors = self.embedder(config["model"]).embed([q.question for q in parsed])
         rankings = []
         for n, q in enumerate(parsed):
             vec = vectors[n] if vectors is not None else None
-            hits = index.search(mode, max(k, 10), text=q.question, vector=vec)
-            rankings.append([evaluation.Retrieved(h.id, h.source) for h in hits])
-        return evaluation.score(parsed, rankings, k)
+            depth = max(k, 10)
+            hits = self._search(caller, project_name, index, spec, mode, depth, q.question, vec)
+            rankings.append([evaluation.Retrieved(h["id"], h["source"]) for h in hits])
+        scores = evaluation.score(parsed, rankings, k)
+        return replace(scores, rerank=spec.to_json() if spec else None)
 
     # -- ingests: an add in a thread, its progress on disk ------------------------------------
 

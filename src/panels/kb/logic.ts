@@ -170,12 +170,23 @@ export function formatScore(score: number | null | undefined): string {
   return abs !== 0 && abs < 0.01 ? score.toPrecision(2) : score.toFixed(3);
 }
 
-/** The scores of a hit worth showing for its mode: [label key, value] pairs. */
+/** A kind of score a hit shows. */
+export type HitScoreKind = 'rerank' | 'fused' | 'vector' | 'keyword';
+
+/**
+ * The scores of a hit worth showing for its mode: [label key, value] pairs;
+ * first the reranker's, when a cross-encoder reranked the hits.
+ */
 export function hitScores(
-  hit: Pick<KbHit, 'score' | 'vector_score' | 'keyword_score'>,
+  hit: Pick<KbHit, 'score' | 'vector_score' | 'keyword_score'> & {
+    rerank?: number | null;
+  },
   mode: string
-): { kind: 'fused' | 'vector' | 'keyword'; value: number }[] {
-  const out: { kind: 'fused' | 'vector' | 'keyword'; value: number }[] = [];
+): { kind: HitScoreKind; value: number }[] {
+  const out: { kind: HitScoreKind; value: number }[] = [];
+  if (hit.rerank !== null && hit.rerank !== undefined) {
+    out.push({ kind: 'rerank', value: hit.rerank });
+  }
   if (mode === 'hybrid') {
     out.push({ kind: 'fused', value: hit.score });
   }

@@ -18,6 +18,7 @@ import {
   formatScore,
   highlight,
   hitScores,
+  type HitScoreKind,
   queryTerms,
   reflow,
   splitSource
@@ -182,15 +183,14 @@ export function RetrievalTest(props: {
   );
 }
 
-function scoreName(
-  kind: 'fused' | 'vector' | 'keyword',
-  trans: TranslationBundle
-): string {
-  return kind === 'fused'
-    ? trans.__('fused')
-    : kind === 'vector'
-      ? trans.__('vector')
-      : trans.__('keyword');
+function scoreName(kind: HitScoreKind, trans: TranslationBundle): string {
+  return kind === 'rerank'
+    ? trans.__('rerank')
+    : kind === 'fused'
+      ? trans.__('fused')
+      : kind === 'vector'
+        ? trans.__('vector')
+        : trans.__('keyword');
 }
 
 function HitCard(props: {
