@@ -69,7 +69,7 @@ def test_the_caller_sees_their_running_job_and_nobody_elses(
     assert job["gpus"][0]["uuid"] == "GPU-1" and job["gpus"][0]["memory_bytes"] == 2**30
     assert mine["projects"] == [
         {"project": "alice", "objects": 1, "gpus_in_use": 2, "gpu_quota": None, "quota": None,
-         "usage": None, "gpu_hours_month": None}
+         "usage": None, "gpu_hours_month": None, "gpu_hours_limit": None, "dimensions": []}
     ]  # fmt: skip
     assert [o["id"] for o in live.resources_now(ws, bob)["objects"]] == ["b1"]
     # everyone's only for an admin

@@ -2,7 +2,9 @@
 
 A training job's file is ``<job folder>/resources.json``; a pipeline run keeps one file per
 node in ``<run folder>/resources/<node folder>.json``; a tuning trial's is
-``<experiment folder>/trials/<trial id>/resources.json``. A job folder may be writable by the
+``<experiment folder>/trials/<trial id>/resources.json``; a local deployment keeps one file per
+replica in ``<deployment folder>/resources/<replica>.json``; a notebook kernel of the lab server
+has ``<data dir>/monitoring/kernels/<kernel id>.json``. A job folder may be writable by the
 job's own OS account (``accounts.job_folder``), so the file is written to a fresh name (``O_EXCL``,
 ``O_NOFOLLOW``) and renamed over, and read without following a link, at most ``MAX_BYTES``.
 """
@@ -18,6 +20,8 @@ from typing import Any
 MAX_BYTES = 4 * 1024 * 1024
 TRAINING_FILE = "resources.json"
 PIPELINE_FOLDER = "resources"
+DEPLOYMENT_FOLDER = "resources"
+KERNELS_FOLDER = ("monitoring", "kernels")
 
 
 def training_file(job_dir: Path) -> Path:
@@ -31,6 +35,18 @@ def trial_file(trial_dir: Path) -> Path:
 
 def pipeline_file(run_dir: Path, node_folder: str) -> Path:
     return run_dir / PIPELINE_FOLDER / f"{node_folder}.json"
+
+
+def deployment_file(dep_dir: Path, replica: str) -> Path:
+    return dep_dir / DEPLOYMENT_FOLDER / f"{replica}.json"
+
+
+def kernels_folder(data_dir: Path) -> Path:
+    return data_dir.joinpath(*KERNELS_FOLDER)
+
+
+def kernel_file(data_dir: Path, kernel_id: str) -> Path:
+    return kernels_folder(data_dir) / f"{kernel_id}.json"
 
 
 def write(path: Path, data: dict[str, Any]) -> None:

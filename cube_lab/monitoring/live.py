@@ -1,8 +1,9 @@
 """What runs now, as ``GET /cube/api/v1/resources`` answers it: every live sampled object the
 caller may see (a pipeline run's node, a training job with all its ranks, a local tuning
-trial) with its latest CPU,
-memory and GPU rows, each project's quota use, and this server's own CPU / memory / GPU totals
-(for the status bar).
+trial, each replica of a local deployment, a notebook kernel of this lab server) with its
+latest CPU, memory and GPU rows, each project's quota use (GPU-hours this month from
+``gpu_hours``, the hub's limits from ``quota``), and this server's own CPU / memory / GPU
+totals (for the status bar).
 
 A caller sees their own objects; a hub admin may ask for everyone's (``?all=1``). Everything is read
 from the store and the series files, like ``report``.
@@ -11,7 +12,6 @@ from the store and the series files, like ``report``.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +23,9 @@ from sqlalchemy import select
 from ..errors import Forbidden
 from ..identity import Caller
 from ..locale.messages import _t
-from ..store.models import PipelineRun, Project, TrainingJob, TuningExperiment
-from . import files
+from ..store.models import Deployment, PipelineRun, Project, TrainingJob, TuningExperiment
+from . import files, gpu_hours
+from . import quota as quota_mod
 from .gpu import GpuReader
 from .report import ACTIVE, _fresh, _project_ids, _scoped, trial_folders
 
@@ -59,6 +60,28 @@ def _latest_row(data: dict[str, Any]) -> dict[str, Any]:
 
 def _live(data: dict[str, Any] | None) -> bool:
     return bool(data) and bool(data.get("running")) and _fresh(data)  # type: ignore[arg-type]
+
+
+SERVING = ("starting", "running", "updating")
+
+
+def kernel_files(ws: Any, caller: Caller, everyone: bool) -> list[dict[str, Any]]:
+    """The lab server's kernels' files the caller may see: their own (everyone's for an
+    admin's ``everyone``) in a project they are a member of."""
+    found = []
+    for data in files.read_folder(files.kernels_folder(ws.settings.data_dir)):
+        meta = data.get("meta") if isinstance(data.get("meta"), dict) else None
+        if not meta or data.get("kind") != "kernel":
+            continue
+        if not everyone and meta.get("owner") != caller.username:
+            continue
+        found.append(data)
+    if caller.admin or not found:
+        return found
+    with ws.store.read() as s:
+        ids = _project_ids(ws, s, caller) or []
+        names = set(s.scalars(select(Project.name).where(Project.id.in_(ids))))
+    return [d for d in found if d["meta"].get("project") in names]
 
 
 def live_objects(
@@ -107,6 +130,14 @@ def live_objects(
             run_query = run_query.where(PipelineRun.owner == caller.username)
             job_query = job_query.where(TrainingJob.owner == caller.username)
             exp_query = exp_query.where(TuningExperiment.owner == caller.username)
+        dep_query = (
+            select(Deployment.id, Deployment.info, Deployment.owner, Project.name, Deployment.name)
+            .join(Project, Project.id == Deployment.project_id)
+            .where(Deployment.status.in_(SERVING), Deployment.backend == "local")
+        )
+        if not everyone:
+            dep_query = dep_query.where(Deployment.owner == caller.username)
+        deployments = s.execute(_scoped(dep_query, Deployment.project_id, ids)).all()
         runs = s.execute(_scoped(run_query, PipelineRun.project_id, ids)).all()
         jobs = s.execute(_scoped(job_query, TrainingJob.project_id, ids)).all()
         experiments = s.execute(_scoped(exp_query, TuningExperiment.project_id, ids)).all()
@@ -168,6 +199,42 @@ def live_objects(
                     **_latest_row(data),
                 }
             )
+    for dep_id, info, owner, project, name in deployments:
+        folder = Path((info or {}).get("dir") or ws.settings.data_dir / "serving" / dep_id)
+        for data in files.read_folder(folder / files.DEPLOYMENT_FOLDER):
+            if not _live(data):
+                continue
+            out.append(
+                {
+                    "kind": "deployment",
+                    "id": dep_id,
+                    "node": str(data.get("node") or ""),  # the replica
+                    "name": name,
+                    "path": None,
+                    "project": project,
+                    "user": owner,
+                    "gpus_requested": 0,
+                    **_latest_row(data),
+                }
+            )
+    for data in kernel_files(ws, caller, everyone):
+        if not _live(data):
+            continue
+        meta = data["meta"]
+        path = meta.get("path")
+        out.append(
+            {
+                "kind": "kernel",
+                "id": str(data.get("id") or ""),
+                "node": "",
+                "name": str(meta.get("name") or meta.get("kernel_name") or ""),
+                "path": str(path) if path else None,
+                "project": str(meta.get("project") or ""),
+                "user": str(meta.get("owner") or ""),
+                "gpus_requested": 0,
+                **_latest_row(data),
+            }
+        )
     out.sort(key=lambda o: -(o.get("started_at") or 0))
     return out
 
@@ -179,23 +246,10 @@ def _whole(value: Any, default: int) -> int:
         return default
 
 
-def _hub_groups() -> dict[str, dict[str, Any]] | None:
+def _hub_groups(names: set[str] | None = None) -> dict[str, dict[str, Any]] | None:
     """The caller's project groups at the hub's admission service (quota and usage), or None
-    outside a hub or when it cannot be asked."""
-    if not os.environ.get("CUBE_HUB_ADMIN_URL"):
-        return None
-    from ..hub import client
-
-    where = client._where(None, None)
-    if where is None:
-        return None
-    try:
-        me = client._call("GET", "api/me", base=where[0], token=where[1])
-    except Exception as exc:  # the panel still shows what runs
-        log.debug("admission service: %s", exc)
-        return None
-    groups = me.get("groups") if isinstance(me, dict) else None
-    return {str(g.get("name")): g for g in groups or [] if isinstance(g, dict)}
+    outside a hub or when it cannot be asked (``quota.hub_groups``)."""
+    return quota_mod.hub_groups(names)
 
 
 def _accelerator_sum(values: Any) -> float | None:
@@ -211,10 +265,13 @@ def _accelerator_sum(values: Any) -> float | None:
 
 
 def project_use(
-    objects: list[dict[str, Any]], hub_groups: dict[str, dict[str, Any]] | None
+    objects: list[dict[str, Any]],
+    hub_groups: dict[str, dict[str, Any]] | None,
+    hours: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per project of ``objects``: the GPUs its running objects hold (what they asked for, or
-    the devices seen in use), and its quota where the hub sets one."""
+    """Per project of ``objects`` (and of ``hours``): the GPUs its running objects hold (what
+    they asked for, or the devices seen in use), its quota where the hub sets one, and the
+    GPU-hours it used this month (``hours``, from ``gpu_hours.per_project``)."""
     projects: dict[str, dict[str, Any]] = {}
     for obj in objects:
         entry = projects.setdefault(
@@ -224,18 +281,20 @@ def project_use(
         entry["objects"] += 1
         entry["_requested"] += int(obj.get("gpus_requested") or 0)
         entry["_seen"].update(g["uuid"] for g in obj.get("gpus") or [])
-    for name in hub_groups or {}:
+    for name in [*(hub_groups or {}), *(hours or {})]:
         projects.setdefault(name, {"project": name, "objects": 0, "_requested": 0, "_seen": set()})
     out = []
     for name, entry in sorted(projects.items()):
         group = (hub_groups or {}).get(name) or {}
         quota = group.get("quota") if isinstance(group.get("quota"), dict) else {}
-        usage = group.get("usage") if isinstance(group.get("usage"), dict) else {}
+        usage = quota_mod.usage_of(group)
         limit = _accelerator_sum((quota or {}).get("accelerators"))
         reserved = sum(
             float(v) for k, v in (usage or {}).items() if "/" in k and isinstance(v, (int, float))
         )
         in_use = max(entry["_requested"], len(entry["_seen"]), int(reserved))
+        hours_limit = quota_mod.gpu_hours_limit(group)
+        used_hours = (hours or {}).get(name, 0.0)
         out.append(
             {
                 "project": name,
@@ -244,8 +303,19 @@ def project_use(
                 "gpu_quota": limit,
                 "quota": quota or None,
                 "usage": usage or None,
-                # the admission ledger records what is held, not GPU-hours over time
-                "gpu_hours_month": None,
+                # counted here; shown where a limit is set or some were used
+                "gpu_hours_month": used_hours if used_hours or hours_limit is not None else None,
+                "gpu_hours_limit": hours_limit,
+                # every limited dimension with its use and percent (what quota.usage alerts on)
+                "dimensions": [
+                    {
+                        "dimension": u.dimension,
+                        "used": u.used,
+                        "limit": u.limit,
+                        "percent": round(u.percent, 1),
+                    }
+                    for u in quota_mod.dimensions(group, (hours or {}).get(name))
+                ],
             }
         )
     return out
@@ -310,10 +380,22 @@ def resources_now(
         )
     ws.projects.ensure_personal(caller)
     objects = live_objects(ws, caller, everyone, display)
+    hours = gpu_hours.per_project(ws, caller)
+    if not everyone:  # the caller's own view: the projects they are a member of
+        with ws.store.read() as s:
+            mine = set(
+                s.scalars(
+                    select(Project.name).where(Project.id.in_(ws.projects.visible_ids(s, caller)))
+                )
+            )
+        hours = {k: v for k, v in hours.items() if k in mine}
+        groups = _hub_groups(mine)
+    else:
+        groups = _hub_groups()
     return {
         "all": everyone,
         "admin": bool(caller.admin),
         "objects": objects,
-        "projects": project_use(objects, _hub_groups()),
+        "projects": project_use(objects, groups, hours),
         "server": server_totals(),
     }

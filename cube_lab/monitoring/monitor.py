@@ -6,6 +6,12 @@
 tree from ``/proc``, NVML once for all of them (GPU rows for each object's own pids), appends a
 point to each object's bounded series, and writes an object's file every ``write_s``.
 
+A watch made with ``ends_itself`` (a deployment replica, a notebook kernel: nobody waits on
+their processes) stops on the first tick that finds its tree empty. ``meta`` (who owns it,
+its project, a kernel's notebook) is written into the file as it is. Each tick also adds the
+GPUs the object holds (distinct devices, MIG instances each one) times the interval to
+``gpu_seconds`` of the tick's calendar month (UTC): ``gpu_hours`` sums them per project.
+
 ``$CUBE_LAB_RESOURCE_INTERVAL_S`` (default 1; 0 turns sampling off) and
 ``$CUBE_LAB_RESOURCE_WRITE_S`` (default 5) set the rates.
 """
@@ -16,6 +22,7 @@ import logging
 import os
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +44,11 @@ def _env_float(name: str, default: float) -> float:
     except ValueError:
         log.warning("%s=%r is not a number; using %g", name, os.environ.get(name), default)
         return default
+
+
+def month_of(t: float) -> str:
+    """``"2026-12"``: the calendar month (UTC) of the unix time ``t``."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m")
 
 
 def gpu_rows(uses: list[GpuUse]) -> list[dict[str, Any]]:
@@ -61,11 +73,13 @@ class Watch:
 
     def __init__(
         self, path: Path, roots: list[int], kind: str, object_id: str, node: str | None,
-        interval_s: float,
+        interval_s: float, meta: dict[str, Any] | None = None, ends_itself: bool = False,
     ) -> None:  # fmt: skip
         self.path = path
         self.kind, self.object_id, self.node = kind, object_id, node
         self.interval_s = interval_s
+        self.meta: dict[str, Any] = dict(meta or {})
+        self.ends_itself = ends_itself
         self.sampler = TreeSampler(roots)
         self.lock = threading.Lock()
         old = files.read(path)  # an earlier attempt's series goes on
@@ -77,6 +91,12 @@ class Watch:
         self.peak: dict[str, Any] = {
             k: v for k, v in (peak.items() if isinstance(peak, dict) else ())
             if k in PEAKS and isinstance(v, int | float)
+        }  # fmt: skip
+        saved_gpu_s = (old or {}).get("gpu_seconds")
+        self.gpu_seconds: dict[str, float] = {
+            k: float(v) for k, v in (saved_gpu_s.items() if isinstance(saved_gpu_s, dict) else ())
+            if isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
+            and v >= 0
         }  # fmt: skip
         self.latest: dict[str, Any] | None = None
         self.gpu = bool((old or {}).get("gpu"))
@@ -99,6 +119,9 @@ class Watch:
             mems = [g["memory_bytes"] for g in gpus if g["memory_bytes"] is not None]
             util = round(sum(utils), 2) if utils else None
             mem = sum(mems) if mems else None
+            month = month_of(sample.t)
+            held = len(gpus) * self.interval_s
+            self.gpu_seconds[month] = round(self.gpu_seconds.get(month, 0.0) + held, 3)
         cpu = None if sample.cpu_percent is None else round(sample.cpu_percent, 2)
         point = [
             round(sample.t, 3),
@@ -136,6 +159,8 @@ class Watch:
             "latest": self.latest,
             "peak": self.peak,
             "series": self.series.to_json(),
+            "gpu_seconds": self.gpu_seconds,
+            "meta": self.meta,
         }
 
     def save(self) -> None:
@@ -216,9 +241,13 @@ class Monitor:
             pids = {pid for _, s in samples for pid in s.pids}
             uses = self.gpu.snapshot(pids) if pids else {}
         now = time.monotonic()
+        ended: list[Watch] = []
         for w, sample in samples:
             with w.lock:
                 if not w.running:
+                    continue
+                if not sample.pids and w.ends_itself:
+                    ended.append(w)
                     continue
                 gpus = (
                     None
@@ -232,6 +261,8 @@ class Monitor:
                     continue
                 if len(w.series) and now - w.written_at >= self.write_s:
                     w.save()
+        for w in ended:  # their processes are gone: written as finished, no longer sampled
+            w.stop()
         self.ticks += 1
         self.busy_s += time.thread_time() - started
 
@@ -254,12 +285,20 @@ def monitor() -> Monitor:
 
 
 def watch(
-    path: Path, roots: list[int], *, kind: str, object_id: str, node: str | None = None
+    path: Path,
+    roots: list[int],
+    *,
+    kind: str,
+    object_id: str,
+    node: str | None = None,
+    meta: dict[str, Any] | None = None,
+    ends_itself: bool = False,
 ) -> Watch:
-    """Sample the trees under ``roots`` until ``stop()``; a no-op watch when sampling is off."""
+    """Sample the trees under ``roots`` until ``stop()`` (or, ``ends_itself``, until they are
+    gone); a no-op watch when sampling is off."""
     interval = _env_float(ENV_INTERVAL, 1.0)
     m = monitor() if interval > 0 else None
-    w = Watch(path, roots, kind, object_id, node, m.interval_s if m else 0.0)
+    w = Watch(path, roots, kind, object_id, node, m.interval_s if m else 0.0, meta, ends_itself)
     if m is not None:
         m.add(w)
     return w

@@ -1,5 +1,7 @@
 """What the REST layer serves: a run's, a job's or an experiment's trials' resource series, and
-the Prometheus text of ``GET /cube/api/v1/metrics``.
+the Prometheus text of ``GET /cube/api/v1/metrics`` (the per-process gauges of pipeline nodes,
+training jobs, trials, deployment replicas and notebook kernels, labelled kind / id / node /
+project / user; each project's GPU-hours this month).
 
 Everything is read from the store and the series files (``files``), never from this process's
 memory, so the answers are the same from the lab server, the CLI's workspace and the hub's
@@ -29,9 +31,11 @@ from ..store.models import (
     TuningExperiment,
 )
 from . import files
+from .monitor import month_of
 from .series import FIELDS, BoundedSeries
 
 ACTIVE = ("queued", "running")
+SERVING = ("starting", "running", "updating")  # a deployment whose replicas may run
 STALE_AFTER_S = 30.0  # a "running" file not written for this long was left by a crash
 COUNTED = (
     ("cube_pipeline_runs", "Pipeline runs by status and project", PipelineRun),
@@ -224,6 +228,42 @@ def prometheus_text(ws: Any, caller: Caller) -> bytes:
                 ids,
             )
         ).all()
+        deployments = s.execute(
+            _scoped(
+                select(Deployment.id, Deployment.info, Deployment.owner, Project.name)
+                .join(Project, Project.id == Deployment.project_id)
+                .where(Deployment.status.in_(SERVING), Deployment.backend == "local"),
+                Deployment.project_id,
+                ids,
+            )
+        ).all()
+        visible = (
+            None if ids is None else set(s.scalars(select(Project.name).where(Project.id.in_(ids))))
+        )
+    for dep_id, info, owner, project in deployments:
+        folder = Path((info or {}).get("dir") or ws.settings.data_dir / "serving" / dep_id)
+        for data in files.read_folder(folder / files.DEPLOYMENT_FOLDER):
+            labels = {
+                "kind": "deployment",
+                "id": dep_id,
+                "node": str(data.get("node") or ""),
+                "project": project,
+                "user": owner,
+            }
+            live.append((data, labels))
+    for data in files.read_folder(files.kernels_folder(ws.settings.data_dir)):
+        meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+        project = str((meta or {}).get("project") or "")
+        if data.get("kind") != "kernel" or (visible is not None and project not in visible):
+            continue
+        labels = {
+            "kind": "kernel",
+            "id": str(data.get("id") or ""),
+            "node": "",
+            "project": project,
+            "user": str((meta or {}).get("owner") or ""),
+        }
+        live.append((data, labels))
     for experiment_id, folder, owner, project in experiments:
         for trial_id, data in trial_folders(Path(folder)):
             labels = {
@@ -256,9 +296,24 @@ def prometheus_text(ws: Any, caller: Caller) -> bytes:
             }
             live.append((data, labels))
     families += _live_families(live)
+    families.append(_gpu_hours_family(ws, caller))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Collector(families))  # type: ignore[arg-type]
     return generate_latest(registry)
+
+
+def _gpu_hours_family(ws: Any, caller: Caller) -> GaugeMetricFamily:
+    from . import gpu_hours
+
+    family = GaugeMetricFamily(
+        "cube_project_gpu_hours_month",
+        "GPU-hours used this calendar month (UTC) by the project's sampled objects",
+        labels=["project", "month"],
+    )
+    month = month_of(time.time())
+    for project, hours in sorted(gpu_hours.per_project(ws, caller).items()):
+        family.add_metric([project, month], hours)
+    return family
 
 
 def _live_families(live: list[tuple[dict[str, Any], dict[str, str]]]) -> list[GaugeMetricFamily]:

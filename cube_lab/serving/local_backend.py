@@ -34,6 +34,9 @@ from ..accounts import RunAs
 from ..config import Settings
 from ..locale.messages import _t
 from ..logtail import read_chunk
+from ..monitoring import files as resource_files
+from ..monitoring import watch as watch_resources
+from ..monitoring.monitor import Watch
 from ..processes import Group, group_of, pid_alive, start, still_ours
 from . import backend_auth
 from .backend import DeploymentFailed, OIPSpec, ServerPlan, Started
@@ -60,6 +63,9 @@ class LocalBackend:
         self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this process
         self._warm = WarmHostClient(self.root, _child_env({}), enabled=not settings.os_accounts)
         self._warm_accounts: dict[str, WarmHostClient] = {}
+        # each model server's resource sampler (cube_lab/monitoring), by pid: one file per
+        # replica in <deployment folder>/resources/, ended with the process
+        self._watches: dict[int, Watch] = {}
 
     # -- who, where ----------------------------------------------------------------------------
 
@@ -140,7 +146,23 @@ class LocalBackend:
                 argv += ["--batch-max-rows", str(plan.batching["max_rows"])]
                 argv += ["--batch-wait-ms", str(plan.batching["wait_ms"])]
             started.append((self._spawn(argv, folder, env, plan.flavor, who), ready))
+        for proc, ready in started:
+            self._watch(folder, proc.pid, ready.stem)
         return started
+
+    def _watch(self, folder: Path, pid: int, replica: str) -> None:
+        """Sample one model server's process tree while it runs (kind ``deployment``, the
+        deployment's id, the replica as the node)."""
+        for gone in [p for p, w in self._watches.items() if not w.running]:
+            del self._watches[gone]  # ended with their processes
+        self._watches[pid] = watch_resources(
+            resource_files.deployment_file(folder, replica),
+            [pid],
+            kind="deployment",
+            object_id=folder.name,
+            node=replica,
+            ends_itself=True,
+        )
 
     def _spawn(
         self,
@@ -252,6 +274,9 @@ class LocalBackend:
             if self.alive(pid):
                 self._signal(pid, signal.SIGKILL)
             self._reap(pid)
+            sampled = self._watches.pop(pid, None)
+            if sampled is not None:
+                sampled.stop()
 
     def stop_pid(self, pid: int) -> None:
         self.stop({"servers": [{"pid": pid}]})
