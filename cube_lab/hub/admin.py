@@ -23,18 +23,19 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
 from tornado import web
 
-from ..errors import CubeError, Forbidden, InvalidInput, NotFound
+from ..errors import Conflict, CubeError, Forbidden, InvalidInput, NotFound
 from ..identity import check_name
 from ..locale import html_lang, negotiate, translator_for
 from ..locale.messages import _t, localize
-from . import policy, roster
+from . import notices, policy, roster
 from .config import ADMIN_SCOPE, secret_file
+from .course import CourseBook, Courses
 from .hubapi import HubAPI
 from .ledger import GpuHours, Ledger, QuotaExceeded, Reservation
 from .quotas import (
@@ -61,8 +62,10 @@ class Context:
     def __init__(self, settings: HubSettings, hub: HubAPI, auth: HubOAuth) -> None:
         self.settings = settings
         self.ledger = Ledger(settings.ledger_path)
+        self.notices = notices.NoticeBoard(settings.hub_dir / notices.FILE_NAME)
         self.hub = hub
         self.auth = auth
+        self.courses = Courses(settings.users_dir, CourseBook(settings.hub_dir / "courses"))
         self._groups: list[dict[str, Any]] | None = None
         self._groups_at = 0.0
         self._groups_lock = asyncio.Lock()
@@ -703,6 +706,100 @@ class ReconcileHandler(BaseHandler):
         self.reply({"released": [r.to_json() for r in released]})
 
 
+# -- telling a student why: stop with a reason, a message, their notices -------------------
+
+
+class NoticeBase(BaseHandler):
+    async def require_may_tell(self, user: str) -> None:
+        """Who may stop a student's server or message them: admins, and the teachers and
+        assistants of a course the user is a student of."""
+        if self.is_admin:
+            return
+        from .course import STAFF, is_course, role_of
+
+        for g in await self.ctx.groups():
+            student = is_course(g) and role_of(g, user) == "student"
+            if student and role_of(g, self.username) in STAFF:
+                return
+        self.require_admin()
+
+    async def hub_user(self, user: str) -> dict[str, Any]:
+        try:
+            return await self.ctx.hub.user(user)
+        except NotFound:
+            raise NotFound(
+                _t("user {user!r} not found", user=user),
+                _t("Check the name on the hub's Admin page."),
+            ) from None
+
+    def reply_localized(self, value: Any, status: int = 200) -> None:
+        locale = negotiate(self.request.headers.get("Accept-Language"))
+        self.reply(localize(value, locale), status)
+
+
+class StopServerHandler(NoticeBase):
+    """POST ``{"reason": "..."}``: stop the user's servers through the hub and keep the reason,
+    which the user sees on the hub's pages until they start a server again."""
+
+    @web.authenticated
+    async def post(self, user: str) -> None:
+        await self.require_may_tell(user)
+        reason = notices.check_text(self.json_body().get("reason"), "reason")
+        info = await self.hub_user(user)
+        servers = sorted(info.get("servers") or {})
+        if not servers:
+            raise Conflict(
+                _t("{user} has no server running", user=user),
+                _t("Nothing to stop; to tell them something, send a message instead."),
+            )
+        quoted = quote(user, safe="")
+        for name in servers:
+            path = (
+                f"/users/{quoted}/server"
+                if not name
+                else f"/users/{quoted}/servers/{quote(name, safe='')}"
+            )
+            await self.ctx.hub.request("DELETE", path)
+        notice = await asyncio.to_thread(self.ctx.notices.add, user, "stop", reason, self.username)
+        log.info("%s stopped %s's servers %s: %s", self.username, user, servers, reason)
+        self.reply({"user": user, "stopped": servers, "notice": notice.to_json()})
+
+
+class MessageHandler(NoticeBase):
+    """POST ``{"message": "..."}``: a note the user sees on their hub home page."""
+
+    @web.authenticated
+    async def post(self, user: str) -> None:
+        await self.require_may_tell(user)
+        text = notices.check_text(self.json_body().get("message"), "message")
+        await self.hub_user(user)
+        notice = await asyncio.to_thread(self.ctx.notices.add, user, "message", text, self.username)
+        log.info("%s sent %s a message", self.username, user)
+        self.reply({"user": user, "notice": notice.to_json()}, 201)
+
+
+class NoticesHandler(NoticeBase):
+    """GET: the caller's open notices (why their server was stopped, messages)."""
+
+    @web.authenticated
+    async def get(self) -> None:
+        if self.current_user.get("kind") == "service":
+            raise InvalidInput(_t("a service has no notices"), _t("Ask with a user's token."))
+        found = await asyncio.to_thread(self.ctx.notices.open, self.username)
+        self.reply({"user": self.username, "notices": [n.to_json() for n in found]})
+
+
+class NoticeHandler(NoticeBase):
+    """DELETE: the caller dismisses one of their own notices."""
+
+    @web.authenticated
+    async def delete(self, notice_id: str) -> None:
+        if not await asyncio.to_thread(self.ctx.notices.dismiss, self.username, int(notice_id)):
+            raise NotFound(_t("notice {id} not found", id=notice_id))
+        self.set_status(204)
+        self.finish()
+
+
 def make_app(ctx: Context, prefix: str, cookie_secret: bytes) -> web.Application:
     p = prefix.rstrip("/")
     routes: list[Any] = [
@@ -718,7 +815,14 @@ def make_app(ctx: Context, prefix: str, cookie_secret: bytes) -> web.Application
         (rf"{p}/api/admission", AdmissionHandler),
         (rf"{p}/api/admission/([^/]+)", ReservationHandler),
         (rf"{p}/api/reconcile", ReconcileHandler),
+        (rf"{p}/api/servers/([^/]+)/stop", StopServerHandler),
+        (rf"{p}/api/users/([^/]+)/message", MessageHandler),
+        (rf"{p}/api/notices", NoticesHandler),
+        (rf"{p}/api/notices/(\d+)", NoticeHandler),
     ]
+    from .course_api import routes as course_routes  # its handlers build on this module's
+
+    routes += course_routes(p)
     handlers: list[Any] = [(path, cls, {"ctx": ctx}) for path, cls in routes]
     handlers.append((rf"{p}/oauth_callback", HubOAuthCallbackHandler))
     return web.Application(
@@ -764,16 +868,28 @@ async def _serve(args: argparse.Namespace) -> None:
                 log.exception("reconcile failed; trying again later")
             await asyncio.sleep(args.reconcile_interval)
 
+    async def collect_forever() -> None:
+        """Hand-outs whose deadline passed are collected (also on each read of the course)."""
+        while True:
+            await asyncio.sleep(args.collect_interval)
+            try:
+                await asyncio.to_thread(ctx.courses.collect_due, await ctx.groups())
+            except Exception:
+                log.exception("collecting at the deadline failed; trying again later")
+
     task = asyncio.get_running_loop().create_task(reconcile_forever())
+    collector = asyncio.get_running_loop().create_task(collect_forever())
     try:
         await asyncio.Event().wait()
     finally:
         task.cancel()
+        collector.cancel()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reconcile-interval", type=float, default=30)
+    parser.add_argument("--collect-interval", type=float, default=30)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="[cube-admin %(levelname)s] %(message)s")
     # the hub stops its services with SIGINT; a parent started from a shell's background job
