@@ -191,6 +191,17 @@ async def test_compile_for_kubeflow_pipelines(api: Any, jp_root_dir: Path) -> No
     assert downstream["taskInfo"]["name"] == "train"
     assert spec["root"]["inputDefinitions"]["parameters"]["lr"]["defaultValue"] == 0.1
     assert isinstance(body["notes"], list)
+    # each step's pod is labelled with the caller's project and name (DCGM joins on them)
+    platform = list(yaml.safe_load_all(body["yaml"]))[1]
+    executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    for executor in executors.values():
+        labels = executor["podMetadata"]["labels"]
+        assert labels["cube-lab.io/owner"] == labels["cube-lab.io/project"] == "alice"
+        assert labels["cube-lab.io/kind"] == "run-node"
+    assert {e["podMetadata"]["labels"]["cube-lab.io/node-id"] for e in executors.values()} == {
+        "prep",
+        "train",
+    }
     # Nothing is left next to the pipeline: the IR only travels in the answer.
     assert sorted(p.name for p in folder.iterdir()) == ["p.pipeline", "prep.py", "train.py"]
 

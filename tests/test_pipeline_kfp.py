@@ -425,6 +425,41 @@ def test_elyra_kubernetes_fields_reach_the_pod(tmp_path: Path) -> None:
     assert "mounted_volumes is not compiled" in ir.spec["pipelineInfo"]["description"]
 
 
+def test_every_step_pod_carries_the_pod_labels(tmp_path: Path) -> None:
+    script(tmp_path, "k.py", "")
+    nodes = [
+        node(
+            "n-1",
+            filename="k.py",
+            label="Step one",
+            # a node cannot claim another project: cube-lab's labels win
+            kubernetes_pod_labels=[
+                {"key": "team", "value": "vision"},
+                {"key": "cube-lab.io/project", "value": "someone-elses"},
+            ],
+        ),
+        node("n 2/weird id", filename="k.py", label="Step two", upstream=("n-1",)),
+    ]
+    ir = IR(compile_nodes(tmp_path, nodes, identity=("Vision Team", "alice")))
+    one = ir.kubernetes("Step one")["podMetadata"]["labels"]
+    assert one == {
+        "team": "vision",
+        "cube-lab.io/project": "x---56ision-20-54eam",
+        "cube-lab.io/owner": "alice",
+        "cube-lab.io/kind": "run-node",
+        "cube-lab.io/pipeline": "iris-flow",
+        "cube-lab.io/node-id": "n-1",
+    }
+    two = ir.kubernetes("Step two")["podMetadata"]["labels"]
+    assert two["cube-lab.io/node-id"].startswith("n-2-weird-id-")  # a label value, hashed
+    assert ir.kubernetes("Step two")["podMetadata"]["annotations"]["cube-lab.io/node-id"] == (
+        "n 2/weird id"
+    )
+    # without an identity (a library call) nothing is claimed
+    bare = IR(compile_nodes(tmp_path, nodes, out="bare.yaml"))
+    assert "cube-lab.io/kind" not in bare.kubernetes("Step one")["podMetadata"]["labels"]
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [

@@ -314,7 +314,10 @@ def pipeline_compile(ws: Workspace, caller: Caller, a: argparse.Namespace) -> No
         print(f"note: {note}", file=sys.stderr)
     logging.getLogger(kfp_compiler.__name__).setLevel(logging.ERROR)  # notes printed above
     with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
-        compiled = kfp_compiler.compile_pipeline(pipeline, ws.templates, Path(tmp) / name)
+        identity = kfp_compiler.identity_of(ws, caller)  # the steps' pods' labels
+        compiled = kfp_compiler.compile_pipeline(
+            pipeline, ws.templates, Path(tmp) / name, identity=identity
+        )
         deliver_compiled(compiled, output, path, a)
 
 

@@ -59,8 +59,9 @@ class ValidateHandler(PipelineHandler):
 _LOCAL_ONLY_PROBLEMS = ("R nodes need Rscript",)
 
 
-def compile_kfp(workspace: Any, path: Path, root: Path) -> dict[str, Any]:
-    """KFP v2 IR YAML for a saved pipeline, with what the IR could not hold (notes)."""
+def compile_kfp(workspace: Any, path: Path, root: Path, caller: Any = None) -> dict[str, Any]:
+    """KFP v2 IR YAML for a saved pipeline, with what the IR could not hold (notes); with a
+    ``caller``, the steps' pods carry the caller's project and name as labels."""
     from ..pipelines import kfp_compiler
     from ..pipelines.validation import PipelineInvalid
 
@@ -72,8 +73,9 @@ def compile_kfp(workspace: Any, path: Path, root: Path) -> dict[str, Any]:
     # The notes go back in the answer; compile_pipeline would log them once more.
     logging.getLogger(kfp_compiler.__name__).setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="cube-kfp-") as tmp:
+        identity = kfp_compiler.identity_of(workspace, caller) if caller is not None else None
         output = kfp_compiler.compile_pipeline(
-            pipeline, workspace.templates, Path(tmp) / f"{path.stem}.yaml"
+            pipeline, workspace.templates, Path(tmp) / f"{path.stem}.yaml", identity=identity
         )
         text = output.read_text(encoding="utf-8")
     return {"name": pipeline.name, "filename": f"{path.stem}.yaml", "yaml": text, "notes": notes}
@@ -89,7 +91,7 @@ class CompileHandler(PipelineHandler):
                 _t("unknown target {target!r}", target=target), _t("The only target is 'kfp'.")
             )
         path = self.pipeline_path(body.get("path"))
-        self.reply(await self.call(compile_kfp, self.workspace, path, self.root))
+        self.reply(await self.call(compile_kfp, self.workspace, path, self.root, self.caller))
 
 
 class RunsHandler(PipelineHandler):

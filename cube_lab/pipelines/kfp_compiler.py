@@ -31,6 +31,7 @@ from typing import Any
 from .. import accelerators
 from ..errors import CubeError, InvalidInput
 from ..jobtemplates.model import PLACEHOLDER_RE, TEMPLATE_DIR
+from ..k8s import pod_labels
 from ..locale.messages import _t
 from .model import OP_NOTEBOOK, OP_PYTHON, OP_R, OP_SHELL, OP_TEMPLATE, Node, Pipeline
 
@@ -258,9 +259,10 @@ def _key_values(source: Any) -> dict[str, str]:
 class _Planner:
     def __init__(
         self, pipeline: Pipeline, catalog: Any, project_dir: str, template_root: str,
-        default_image: str,
+        default_image: str, identity: tuple[str, str] | None = None,
     ) -> None:  # fmt: skip
         self.pipeline = pipeline
+        self.identity = identity  # (project, owner) the steps' pods are labelled with
         self.catalog = catalog
         self.project_dir = PurePosixPath(project_dir)
         self.template_root = PurePosixPath(template_root)
@@ -648,6 +650,18 @@ class _Planner:
                 if source.get(key):
                     self.note(f"{key} is not compiled (it needs the kfp-kubernetes extension).")
         task.pod_annotations[ANNOTATION_PREFIX + "node-id"] = node.id
+        if self.identity is not None:  # after the node's own labels: these are not the user's
+            project, owner = self.identity
+            pipeline = _slug(self.pipeline.name)
+            task.pod_labels.update(pod_labels.run_node(project, owner, pipeline, node.id))
+
+
+def identity_of(workspace: Any, caller: Any) -> tuple[str, str]:
+    """(project, owner) for a caller's compiled pipeline: the caller's personal project,
+    as local runs without a project have it."""
+    workspace.projects.ensure_personal(caller)
+    with workspace.store.read() as s:
+        return workspace.projects.resolve(s, caller, None).name, caller.username
 
 
 def plan_pipeline(
@@ -657,13 +671,18 @@ def plan_pipeline(
     project_dir: str = PROJECT_DIR,
     template_root: str = TEMPLATE_ROOT,
     default_image: str = DEFAULT_IMAGE,
+    identity: tuple[str, str] | None = None,
 ) -> PipelinePlan:
-    """What each node compiles to, checked; raises InvalidInput naming the node."""
+    """What each node compiles to, checked; raises InvalidInput naming the node.
+
+    ``identity`` (project, owner): every step's pod carries ``cube_lab.k8s.pod_labels``'
+    vocabulary (kind ``run-node``, the pipeline and the node's id; the run is the
+    ``pipeline/runid`` label KFP sets on each pod, as it is known only when KFP starts it)."""
     if not pipeline.nodes:
         raise InvalidInput(
             _t("the pipeline has no nodes"), _t("Add at least one node to compile it.")
         )
-    planner = _Planner(pipeline, catalog, project_dir, template_root, default_image)
+    planner = _Planner(pipeline, catalog, project_dir, template_root, default_image, identity)
     return planner.plan()
 
 
@@ -816,12 +835,14 @@ def compile_pipeline(
     project_dir: str = PROJECT_DIR,
     template_root: str = TEMPLATE_ROOT,
     default_image: str = DEFAULT_IMAGE,
+    identity: tuple[str, str] | None = None,
 ) -> Path:
-    """Write KFP v2 IR YAML for ``pipeline`` to ``output`` (atomically) and return the path."""
+    """Write KFP v2 IR YAML for ``pipeline`` to ``output`` (atomically) and return the path
+    (``identity``: as for ``plan_pipeline``)."""
     kfp = _kfp()
     plan = plan_pipeline(
         pipeline, catalog, project_dir=project_dir, template_root=template_root,
-        default_image=default_image,
+        default_image=default_image, identity=identity,
     )  # fmt: skip
     for note in plan.notes:
         log.warning("kfp compile of %s: %s", pipeline.name, note)
