@@ -45,6 +45,25 @@ needs_accounts = pytest.mark.skipif(
 
 
 @contextlib.contextmanager
+def bare_hub(
+    prefix: str, settings: Mapping[str, Any] | None = None, **options: Any
+) -> Iterator[devhub.DevHub]:
+    """A throwaway hub with ``settings`` (``devhub.start``'s ``options``), no users made;
+    skips the test when the proxy cannot be installed."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        running = devhub.start(root, dict(settings or {}), **options)
+    except FileNotFoundError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
+    try:
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
 def running_hub(
     prefix: str,
     users: Iterable[str],

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from cube_lab.hub import devhub
-from tests.hub_util import login
+from tests.hub_util import bare_hub, login
 
 pytestmark = pytest.mark.hub
 
@@ -30,17 +27,8 @@ REASON = "The lab session is over; please save your work before 18:00 next time.
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-accounts-"))
-    try:
-        running = devhub.start(root, {}, one_time_admin_password=True)
-    except FileNotFoundError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-    try:
+    with bare_hub("cube-hub-accounts-", one_time_admin_password=True) as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

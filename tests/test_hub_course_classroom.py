@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +20,7 @@ import httpx
 import pytest
 
 from cube_lab.hub import devhub
-from tests.hub_util import login
+from tests.hub_util import bare_hub, login
 
 pytestmark = pytest.mark.hub
 
@@ -37,17 +35,8 @@ stu3,王五,,student
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-class-"))
-    try:
-        running = devhub.start(root, {})
-    except FileNotFoundError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-    try:
+    with bare_hub("cube-hub-class-") as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

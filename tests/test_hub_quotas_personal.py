@@ -4,15 +4,13 @@ list every running server, and GPU-hours accrue and refuse in real time."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from cube_lab.hub import devhub
+from tests.hub_util import bare_hub
 
 pytestmark = pytest.mark.hub
 
@@ -24,19 +22,10 @@ SETTINGS = {
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-personal-"))
-    try:
-        running = devhub.start(root, SETTINGS)
-    except FileNotFoundError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-    try:
+    with bare_hub("cube-hub-personal-", SETTINGS) as running:
         for name in ("alice", "bob", "carol"):
             running.hub("POST", f"/users/{name}")
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
