@@ -96,6 +96,18 @@ class CubeLab(ExtensionApp):
         self.settings.update(
             {WORKSPACE: workspace, ROOT_DIR: str(root_dir), LOCAL_USER: local_user}
         )
+        # This server's notebook kernels in GET /resources and /metrics, sampled like jobs
+        # (monitoring/kernels.py). Started on the server's loop once it runs: a callback, not
+        # the start hook, which a server started without start_ioloop (pytest-jupyter) skips.
+        from .monitoring.kernels import KernelSampler
+
+        self._kernels = KernelSampler(
+            self.serverapp.kernel_manager,
+            self.serverapp.session_manager,
+            settings.data_dir,
+            local_user or config.local_username(),
+        )
+        self.serverapp.io_loop.add_callback(self._kernels.start)
         self.log.info(
             "cube-lab: data in %s, store %s, backend %s, user %s",
             settings.data_dir,
@@ -127,6 +139,8 @@ class CubeLab(ExtensionApp):
             service_connections.close()
         if getattr(self, "_scheduler", None) is not None:
             self._scheduler.cancel()
+        if getattr(self, "_kernels", None) is not None:
+            self._kernels.stop()
         workspace: Any = self.settings.get(WORKSPACE)
         if workspace is not None:
             workspace.close()
