@@ -1,7 +1,8 @@
 """deploy/grafana: every dashboard is well-formed Grafana dashboard JSON (the fields Grafana's
 dashboard JSON model requires, checked here by hand) and every PromQL expression names only
 metrics that cube-lab's own exporters emit (read from the real code), or DCGM exporter
-metrics in panels marked as such."""
+metrics in panels marked as such, or series recorded by cube-lab-dcgm-rules.yml (checked
+further in test_dcgm_rules.py)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,8 @@ def test_dashboard_model(path: Path) -> None:
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)
 def test_expressions_name_exported_metrics_only(path: Path) -> None:
     exported = _exported()
+    rules = yaml.safe_load((FOLDER / "cube-lab-dcgm-rules.yml").read_text(encoding="utf-8"))
+    recorded = {r["record"] for g in rules["groups"] for r in g["rules"]}
     dash = json.loads(path.read_text(encoding="utf-8"))
     exprs: list[tuple[str, str]] = []
     for panel in _panels(dash):
@@ -110,6 +113,10 @@ def test_expressions_name_exported_metrics_only(path: Path) -> None:
         for name in _metric_names(expr):
             if name.startswith("DCGM_FI_"):
                 assert title.startswith("[DCGM exporter]"), f"{title}: DCGM metric not marked"
+                continue
+            if name.startswith("cube:"):  # recorded by cube-lab-dcgm-rules.yml
+                assert title.startswith("[DCGM by object]"), f"{title}: recorded, not marked"
+                assert name in recorded, f"{path.name} / {title}: {name} is recorded by no rule"
                 continue
             assert name in exported, f"{path.name} / {title}: {name} is not exported"
 
