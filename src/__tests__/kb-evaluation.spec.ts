@@ -8,7 +8,9 @@ import {
   firstRank,
   formatMetric,
   parseQuestionSet,
-  readConfig
+  readConfig,
+  rerankerChoices,
+  rerankLabel
 } from '../panels/kb/evaluation';
 
 function scores(recall: number, mrr: number, ndcg: number): KbEvalScores {
@@ -66,11 +68,78 @@ describe('the two configurations', () => {
   it('checks k', () => {
     expect(readConfig({ mode: 'hybrid', k: '5' })).toEqual({
       k: 5,
-      mode: 'hybrid'
+      mode: 'hybrid',
+      rerank: false
     });
     for (const k of ['', '0', '101', '2.5', 'x']) {
       expect('error' in readConfig({ mode: 'vector', k })).toBe(true);
     }
+  });
+
+  it('asks for no reranker explicitly when none is chosen', () => {
+    // false, not absent: the knowledge base's default reranker is not used
+    for (const rerank of [undefined, '', '  ']) {
+      const c = readConfig({ mode: 'vector', k: '3', rerank, topN: '20' });
+      expect(c).toEqual({ k: 3, mode: 'vector', rerank: false });
+    }
+  });
+
+  it('sends the chosen reranker, with top_n when given', () => {
+    expect(
+      readConfig({ mode: 'hybrid', k: '5', rerank: 'ce', topN: '' })
+    ).toEqual({ k: 5, mode: 'hybrid', rerank: { model: 'ce' } });
+    expect(
+      readConfig({ mode: 'hybrid', k: '5', rerank: ' ce/2 ', topN: ' 20 ' })
+    ).toEqual({ k: 5, mode: 'hybrid', rerank: { model: 'ce/2', top_n: 20 } });
+    expect(
+      readConfig({ mode: 'hybrid', k: '5', rerank: 'ce', topN: '200' })
+    ).toEqual({ k: 5, mode: 'hybrid', rerank: { model: 'ce', top_n: 200 } });
+  });
+
+  it('checks top_n only when a reranker is chosen', () => {
+    for (const topN of ['0', '201', '2.5', 'x', '-3']) {
+      const c = readConfig({ mode: 'hybrid', k: '5', rerank: 'ce', topN });
+      expect(c).toEqual({ error: expect.stringContaining('top_n') });
+    }
+    // k is checked first
+    expect(
+      readConfig({ mode: 'hybrid', k: '0', rerank: 'ce', topN: '0' })
+    ).toEqual({ error: expect.stringContaining('k:') });
+  });
+
+  it("offers the project's registered models that have a version", () => {
+    const model = (
+      name: string,
+      project = 'p',
+      archived = false,
+      latest_version: number | null = 1
+    ) => ({ name, project, archived, latest_version });
+    expect(
+      rerankerChoices(
+        [
+          model('zeta'),
+          model('alpha'),
+          model('old', 'p', true),
+          model('empty', 'p', false, null),
+          model('theirs', 'q'),
+          model('alpha')
+        ],
+        'p'
+      )
+    ).toEqual(['alpha', 'zeta']);
+    expect(rerankerChoices([], 'p')).toEqual([]);
+  });
+
+  it('says the reranker a column used', () => {
+    expect(rerankLabel(null)).toBe('no reranker');
+    expect(rerankLabel(undefined)).toBe('no reranker');
+    expect(rerankLabel({ model: 'ce' })).toBe('reranked by ce');
+    expect(rerankLabel({ model: 'ce/2', top_n: null })).toBe(
+      'reranked by ce/2'
+    );
+    expect(rerankLabel({ model: 'ce', top_n: 20 })).toBe(
+      'reranked by ce (top 20)'
+    );
   });
 
   it('lines the metrics up and marks the better one', () => {

@@ -13,6 +13,17 @@ import { encodePath, queryString, requestAPI } from './request';
 export type KbChunking = 'tokens' | 'headings' | 'pages';
 export type KbMode = 'vector' | 'keyword' | 'bm25' | 'hybrid';
 
+/**
+ * A cross-encoder reranker (cube_lab/kb/rerank.py): a registered model of the
+ * knowledge base's project ("NAME" or "NAME/VERSION") rescoring the first
+ * `top_n` hits (default 3 x k). A request's `rerank: false` asks for none
+ * even where the knowledge base has a default one.
+ */
+export interface KbRerank {
+  model: string;
+  top_n?: number | null;
+}
+
 export interface KnowledgeBase {
   project: string;
   name: string;
@@ -25,6 +36,8 @@ export interface KnowledgeBase {
   model: string;
   sources: number;
   chunks: number;
+  /** The default reranker of its retrievals, if any. */
+  rerank?: KbRerank | null;
 }
 
 export interface NewKnowledgeBase {
@@ -406,6 +419,8 @@ export interface KbEvalScores {
   recall_at_k: number;
   mrr: number;
   ndcg_at_10: number;
+  /** The reranker the rankings went through (null: none). */
+  rerank?: KbRerank | null;
   per_question: {
     question: string;
     /** Per expected source or chunk, the first rank (from 1) it was found at; null: not found. */
@@ -419,7 +434,12 @@ export interface KbEvalScores {
 export function evaluateKnowledgeBase(
   project: string,
   name: string,
-  body: { questions: KbEvalQuestion[]; k?: number; mode?: KbMode },
+  body: {
+    questions: KbEvalQuestion[];
+    k?: number;
+    mode?: KbMode;
+    rerank?: KbRerank | false;
+  },
   settings?: ServerConnection.ISettings
 ) {
   return requestAPI<KbEvalScores>(

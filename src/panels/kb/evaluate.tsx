@@ -1,5 +1,5 @@
 /**
- * "Evaluate": two retrieval configurations (mode, k) on one question set,
+ * "Evaluate": two retrieval configurations (mode, k, reranker) on one question set,
  * recall@k, MRR and nDCG@10 in two columns with the better value marked,
  * and per question the rank each configuration found its answer at.
  */
@@ -10,7 +10,9 @@ import {
   describeError,
   evaluateKnowledgeBase,
   KbEvalScores,
-  KbMode
+  KbMode,
+  KbRerank,
+  listModels
 } from '../../api';
 import { ErrorBox } from '../errorbox';
 import {
@@ -18,9 +20,13 @@ import {
   firstRank,
   formatMetric,
   IEvalConfig,
+  IEvalRequest,
+  MAX_TOP_N,
   MetricKey,
   parseQuestionSet,
-  readConfig
+  readConfig,
+  rerankerChoices,
+  rerankLabel
 } from './evaluation';
 import { modeLabel, MODES } from './search';
 
@@ -39,10 +45,18 @@ function ConfigFields(props: {
   which: 'a' | 'b';
   config: IEvalConfig;
   error: string | undefined;
+  /** The project's registered models a reranker can be. */
+  rerankers: string[];
   trans: TranslationBundle;
   onChange: (c: IEvalConfig) => void;
 }): JSX.Element {
   const { trans, config, which } = props;
+  const rerank = config.rerank ?? '';
+  // a model named by the knowledge base's default stays selectable
+  const choices =
+    rerank && !props.rerankers.includes(rerank)
+      ? [rerank, ...props.rerankers]
+      : props.rerankers;
   return (
     <fieldset className="cube-KbEval-config" data-config={which}>
       <legend>
@@ -78,6 +92,44 @@ function ConfigFields(props: {
           onChange={e => props.onChange({ ...config, k: e.target.value })}
         />
       </label>
+      <label className="cube-KbEval-rerank">
+        <span>{trans.__('Reranker')}</span>
+        <select
+          className="jp-mod-styled cube-KbInput"
+          name={`kb-eval-rerank-${which}`}
+          value={rerank}
+          aria-label={trans.__('Reranker')}
+          title={trans.__(
+            'A registered cross-encoder of this project rescores the first hits'
+          )}
+          onChange={e => props.onChange({ ...config, rerank: e.target.value })}
+        >
+          <option value="">{trans.__('none')}</option>
+          {choices.map(m => (
+            <option key={m} value={m}>
+              {m}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label className="cube-KbSearch-k cube-KbEval-topN">
+        <span>top_n</span>
+        <input
+          className="jp-mod-styled cube-KbInput"
+          name={`kb-eval-topn-${which}`}
+          type="number"
+          min={1}
+          max={MAX_TOP_N}
+          value={config.topN ?? ''}
+          disabled={!rerank}
+          placeholder={trans.__('3 × k')}
+          aria-label={trans.__('Hits the reranker rescores (top_n)')}
+          title={trans.__(
+            'How many first hits the reranker rescores; empty: 3 × k'
+          )}
+          onChange={e => props.onChange({ ...config, topN: e.target.value })}
+        />
+      </label>
       {props.error ? (
         <div className="cube-TField-error" role="alert">
           {props.error}
@@ -90,16 +142,57 @@ function ConfigFields(props: {
 export function EvaluateBox(props: {
   project: string;
   name: string;
+  /** The knowledge base's default reranker: configuration A starts with it. */
+  defaultRerank?: KbRerank | null;
   trans: TranslationBundle;
 }): JSX.Element {
   const { trans } = props;
   const [text, setText] = React.useState('');
-  const [a, setA] = React.useState<IEvalConfig>({ mode: 'hybrid', k: '5' });
-  const [b, setB] = React.useState<IEvalConfig>({ mode: 'vector', k: '5' });
+  const [a, setA] = React.useState<IEvalConfig>({
+    mode: 'hybrid',
+    k: '5',
+    rerank: props.defaultRerank?.model ?? '',
+    topN:
+      props.defaultRerank?.top_n !== null &&
+      props.defaultRerank?.top_n !== undefined
+        ? String(props.defaultRerank.top_n)
+        : ''
+  });
+  const [b, setB] = React.useState<IEvalConfig>({
+    mode: 'vector',
+    k: '5',
+    rerank: '',
+    topN: ''
+  });
+  const [rerankers, setRerankers] = React.useState<string[]>([]);
+  const [modelsError, setModelsError] = React.useState<string | null>(null);
   const [busy, setBusy] = React.useState(false);
   const [scores, setScores] = React.useState<
     [KbEvalScores, KbEvalScores] | null
   >(null);
+  // what was run, so the headers say it even after the fields change
+  const [ran, setRan] = React.useState<[IEvalRequest, IEvalRequest] | null>(
+    null
+  );
+
+  React.useEffect(() => {
+    let live = true;
+    listModels({ project: props.project, limit: 200 })
+      .then(list => {
+        if (live) {
+          setRerankers(rerankerChoices(list.models, props.project));
+          setModelsError(null);
+        }
+      })
+      .catch(err => {
+        if (live) {
+          setModelsError(describeError(err).error);
+        }
+      });
+    return () => {
+      live = false;
+    };
+  }, [props.project]);
   const [error, setError] = React.useState<{
     error: string;
     detail: string;
@@ -127,11 +220,13 @@ export function EvaluateBox(props: {
           evaluateKnowledgeBase(props.project, props.name, {
             questions: set.questions,
             k: c.k,
-            mode: c.mode
+            mode: c.mode,
+            rerank: c.rerank
           })
         )
       );
       setScores([sa, sb]);
+      setRan([ca, cb]);
       setError(null);
     } catch (err) {
       setError(describeError(err));
@@ -141,8 +236,29 @@ export function EvaluateBox(props: {
   };
 
   const rows = scores ? compareScores(scores[0], scores[1]) : [];
-  const label = (c: IEvalConfig, k: number) =>
-    trans.__('%1, k=%2', modeLabel(c.mode, trans), k);
+  const header = (which: 0 | 1) => {
+    const s = scores?.[which];
+    const c = ran?.[which];
+    if (!s || !c) {
+      return null;
+    }
+    // the server says which reranker it used (the knowledge base's default
+    // when none was named); false asked for none
+    const used = s.rerank ?? (c.rerank === false ? null : c.rerank);
+    return (
+      <>
+        <span className="cube-KbEval-head">
+          {trans.__('%1, k=%2', modeLabel(c.mode, trans), s.k)}
+        </span>
+        <span
+          className={`cube-KbEval-reranker${used ? ' cube-mod-reranked' : ''}`}
+          data-rerank={used?.model ?? ''}
+        >
+          {rerankLabel(used, trans)}
+        </span>
+      </>
+    );
+  };
   return (
     <section className="cube-KbSection cube-KbEval">
       <h3 className="cube-KbSection-title">{trans.__('Evaluate')}</h3>
@@ -170,6 +286,7 @@ export function EvaluateBox(props: {
             which="a"
             config={a}
             error={'error' in ca ? ca.error : undefined}
+            rerankers={rerankers}
             trans={trans}
             onChange={setA}
           />
@@ -177,10 +294,16 @@ export function EvaluateBox(props: {
             which="b"
             config={b}
             error={'error' in cb ? cb.error : undefined}
+            rerankers={rerankers}
             trans={trans}
             onChange={setB}
           />
         </div>
+        {modelsError ? (
+          <div className="cube-Muted cube-KbEval-modelsError">
+            {trans.__('Rerankers could not be listed: %1', modelsError)}
+          </div>
+        ) : null}
         <button
           type="submit"
           className="cube-Button cube-mod-primary"
@@ -199,8 +322,8 @@ export function EvaluateBox(props: {
             <thead>
               <tr>
                 <th>{trans.__('Metric')}</th>
-                <th data-config="a">{label(a, scores[0].k)}</th>
-                <th data-config="b">{label(b, scores[1].k)}</th>
+                <th data-config="a">{header(0)}</th>
+                <th data-config="b">{header(1)}</th>
               </tr>
             </thead>
             <tbody>

@@ -4,7 +4,13 @@
  * or a JSON list as POST .../evaluate takes it), each configuration checked,
  * and the two results' metrics lined up with the better one marked.
  */
-import type { KbEvalQuestion, KbEvalScores, KbMode } from '../../api';
+import type {
+  KbEvalQuestion,
+  KbEvalScores,
+  KbMode,
+  KbRerank,
+  Model
+} from '../../api';
 import { identity, ITrans } from '../../validate';
 
 export interface IQuestionSet {
@@ -96,18 +102,85 @@ export function parseQuestionSet(
 export interface IEvalConfig {
   mode: KbMode;
   k: string;
+  /** The reranker: '' for none, else a registered model ("NAME" or "NAME/VERSION"). */
+  rerank?: string;
+  /** How many first-stage hits the reranker rescores ('' : the server's default, 3 x k). */
+  topN?: string;
 }
 
-/** The request body's `k` and `mode`, or what is wrong with k. */
+/** The largest top_n the server takes (cube_lab/kb/rerank.py MAX_TOP_N). */
+export const MAX_TOP_N = 200;
+
+/** A checked configuration: the request body's `k`, `mode` and `rerank`. */
+export interface IEvalRequest {
+  k: number;
+  mode: KbMode;
+  /** false: no reranker, even where the knowledge base has a default one. */
+  rerank: KbRerank | false;
+}
+
+/** The request body's `k`, `mode` and `rerank`, or what is wrong with k or top_n. */
 export function readConfig(
   config: IEvalConfig,
   trans: ITrans = identity
-): { k: number; mode: KbMode } | { error: string } {
+): IEvalRequest | { error: string } {
   const k = Number(config.k);
   if (!config.k.trim() || !Number.isInteger(k) || k < 1 || k > 100) {
     return { error: trans.__('k: a whole number from 1 to 100.') };
   }
-  return { k, mode: config.mode };
+  const model = (config.rerank ?? '').trim();
+  if (!model) {
+    return { k, mode: config.mode, rerank: false };
+  }
+  const raw = (config.topN ?? '').trim();
+  if (!raw) {
+    return { k, mode: config.mode, rerank: { model } };
+  }
+  const topN = Number(raw);
+  if (!Number.isInteger(topN) || topN < 1 || topN > MAX_TOP_N) {
+    return {
+      error: trans.__(
+        'top_n: a whole number from 1 to %1, or empty for 3 × k.',
+        MAX_TOP_N
+      )
+    };
+  }
+  return { k, mode: config.mode, rerank: { model, top_n: topN } };
+}
+
+/**
+ * The rerankers a configuration can pick: the project's registered models
+ * that have a version, not archived, by name (the latest version is used).
+ */
+export function rerankerChoices(
+  models: readonly Pick<
+    Model,
+    'name' | 'project' | 'archived' | 'latest_version'
+  >[],
+  project: string
+): string[] {
+  const names = models
+    .filter(
+      m => m.project === project && !m.archived && m.latest_version !== null
+    )
+    .map(m => m.name);
+  return [...new Set(names)].sort((x, y) => x.localeCompare(y));
+}
+
+/**
+ * A configuration's reranker as its column header says it: the one the
+ * server reports it used (the scores' `rerank`), none when it used none.
+ */
+export function rerankLabel(
+  rerank: KbRerank | null | undefined,
+  trans: ITrans = identity
+): string {
+  if (!rerank || !rerank.model) {
+    return trans.__('no reranker');
+  }
+  return rerank.top_n === null || rerank.top_n === undefined
+    ? trans.__('reranked by %1', rerank.model)
+    : trans.__('reranked by %1 (top %2)', rerank.model, rerank.top_n);
 }
 
 export type MetricKey = 'recall_at_k' | 'mrr' | 'ndcg_at_10';

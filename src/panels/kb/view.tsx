@@ -221,7 +221,12 @@ export class KnowledgeBaseView extends ReactWidget {
           </div>
         </div>
         {kb && kb.chunks > 0 ? (
-          <EvaluateBox project={this.project} name={this.name} trans={trans} />
+          <EvaluateBox
+            project={this.project}
+            name={this.name}
+            defaultRerank={kb.rerank ?? null}
+            trans={trans}
+          />
         ) : null}
       </div>
     );
