@@ -229,13 +229,15 @@ class Monitor:
             next_at = max(next_at + self.interval_s, time.monotonic())
             time.sleep(max(0.0, next_at - time.monotonic()))
 
-    def tick(self) -> None:
+    def tick(self, now: float | None = None) -> None:
+        """One sample of every watched object; ``now`` (unix s) stamps it instead of the
+        clock (tests drive a simulated clock through it)."""
         started = time.thread_time()
         watches = self.watching()
         samples = []
         for w in watches:
             with w.lock:
-                samples.append((w, w.sampler.sample()))
+                samples.append((w, w.sampler.sample(now)))
         uses: dict[int, list[GpuUse]] | None = None
         if self.gpu.module is not None:
             pids = {pid for _, s in samples for pid in s.pids}
