@@ -1,0 +1,121 @@
+"""The course page and its data API with a class on the hub: p50/p95 over N requests.
+
+Seeding: ``benchmarks/hub_seed.py`` (the real hub, ``--students`` students in one project
+group, each with a running server through the real admission path, a month of GPU-hours in the
+ledger); then that group is made a course (``POST api/courses``), a roster gives it a teacher
+and every student a Chinese display name (``POST api/groups/G/roster``), the teacher hands out
+a starter notebook to every student (``POST api/courses/G/handouts``) and half of the
+students submit it with their own tokens (``.../submit``).
+
+    python benchmarks/hub_course_page.py [--students 60] [--requests 100]
+
+Target (issue 24): < 300 ms p95 for the page and for ``GET api/courses/G`` on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hub_admin_page import measure, pct
+from hub_seed import seeded_hub
+
+SURNAMES = "王李张刘陈杨黄赵吴周"
+GIVEN = "伟芳娜敏静丽强磊军洋"
+
+
+def seed_course(hub: object, info: dict[str, object]) -> str:
+    """The seeded group as a course with a teacher, a hand-out and half of it submitted."""
+    group = str(info["group"])
+    students = list(info["students"])  # type: ignore[call-overload]
+    status, body = hub.admin("POST", "courses", {"name": group})  # type: ignore[attr-defined]
+    assert status == 200, body
+    rows = ["user name,display name,e-mail,role", "admin,林老师,lin@example.edu,teacher"]
+    for i, name in enumerate(students):
+        rows.append(f"{name},{SURNAMES[i % 10]}{GIVEN[(i // 10) % 10]},{name}@example.edu,student")
+    resp = httpx.post(
+        f"{hub.url}/services/cube-admin/api/groups/{group}/roster",  # type: ignore[attr-defined]
+        content=("\n".join(rows) + "\n").encode(),
+        headers={
+            "Authorization": f"token {hub.token}",  # type: ignore[attr-defined]
+            "Content-Type": "text/csv",
+        },
+        timeout=120,
+    )
+    body = resp.json()
+    assert resp.status_code == 200, body
+    teacher = next(r for r in body["rows"] if r["name"] == "admin")
+    assert teacher["role"] == "teacher" and not teacher.get("error"), teacher
+    starter = hub.data_dir / "users" / "admin" / "lab1-starter"  # type: ignore[attr-defined]
+    starter.mkdir(parents=True, exist_ok=True)
+    notebook = {
+        "cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# Lab 1"]}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (starter / "lab1.ipynb").write_text(json.dumps(notebook))
+    status, body = hub.admin(  # type: ignore[attr-defined]
+        "POST", f"courses/{group}/handouts", {"source": "lab1-starter", "name": "lab1"}
+    )
+    assert status == 201, body
+    assert sum(1 for s in body["students"] if s["status"] == "copied") == len(students), body
+    for name in students[: len(students) // 2]:
+        token = hub.user_token(name)  # type: ignore[attr-defined]
+        status, body = hub.admin(  # type: ignore[attr-defined]
+            "POST", f"courses/{group}/handouts/lab1/submit", token=token
+        )
+        assert status == 201, body
+    return group
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=60)
+    parser.add_argument("--requests", type=int, default=100)
+    args = parser.parse_args()
+    with seeded_hub(args.students) as (hub, info):
+        group = seed_course(hub, info)
+        headers = {"Authorization": f"token {hub.token}"}
+        base = "/services/cube-admin/"
+        with httpx.Client(base_url=hub.url, headers=headers, timeout=60) as client:
+            view = client.get(f"{base}api/courses/{group}").json()
+            assert view["running"] == info["running"], view["running"]
+            assert len(view["members"]) == args.students + 1, len(view["members"])
+            page = client.get(f"{base}courses/{group}").text
+            assert page.count("data-student=") == args.students, "submission rows"
+            rows = {
+                "course page (HTML)": measure(client, f"{base}courses/{group}", args.requests),
+                f"GET api/courses/{group}": measure(
+                    client, f"{base}api/courses/{group}", args.requests
+                ),
+                "GET .../handouts/lab1/submissions": measure(
+                    client, f"{base}api/courses/{group}/handouts/lab1/submissions", args.requests
+                ),
+            }
+    load = os.getloadavg()[0]
+    print(
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, load {load:.1f}; "
+        f"{args.students} students, {info['running']} running servers, "
+        f"{args.requests} sequential requests each (10 warm-up)"
+    )
+    print("| case | p50 ms | p95 ms | target |")
+    print("|---|---|---|---|")
+    for name, times in rows.items():
+        p95 = pct(times, 0.95)
+        met = "met" if p95 < 300 else "NOT met"
+        print(f"| {name} | {statistics.median(times):.1f} | {p95:.1f} | p95 < 300 ms: {met} |")
+
+
+if __name__ == "__main__":
+    main()
