@@ -92,7 +92,7 @@ def _pipeline_root(path: Path) -> Path:
 
 def pipeline_validate(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     path = Path(a.path)
-    pipeline, problems = ws.pipelines.check(path, _pipeline_root(path))
+    pipeline, problems = ws.pipelines.check(path, _pipeline_root(path), caller)
     if a.json:
         found = localize([asdict(p) for p in problems], env_locale())
         print_json({"valid": not problems, "problems": found})

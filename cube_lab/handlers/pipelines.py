@@ -42,7 +42,9 @@ class ValidateHandler(PipelineHandler):
     @web.authenticated
     async def post(self) -> None:
         path = self.pipeline_path(self.json_body().get("path"))
-        pipeline, problems = await self.call(self.workspace.pipelines.check, path, self.root)
+        pipeline, problems = await self.call(
+            self.workspace.pipelines.check, path, self.root, self.caller
+        )
         locale = negotiate(self.request.headers.get("Accept-Language"))  # the editor's language
         self.reply(
             {

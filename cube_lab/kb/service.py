@@ -15,7 +15,11 @@ containment rule (``cube_lab.containment``): a link leading out of it is never r
 Ingests (``start_ingest``): an add that runs in a thread of this process and writes its
 progress (files done of total, chunks, each file's outcome) to
 ``<kb folder>/ingests/<id>.json`` after every file, so any caller (the REST API, the CLI, the
-SDK) polls ``ingest(...)``; an ingest whose process is gone reads as ``interrupted``. Uploaded
+SDK) polls ``ingest(...)``; an ingest whose process is gone reads as ``interrupted``.
+
+Syncing a folder (``sync_folder``): the folder's files added by the same code (unchanged ones do
+nothing), and the sources under it whose files are gone removed; what the ``kb-ingest``
+pipeline node (``nodekind.py``), ``cube-lab kb sync`` and ``POST .../sync`` run. Uploaded
 documents (name + text) are kept in ``<kb folder>/uploads/`` and named ``upload:<name>``.
 """
 
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -32,7 +38,7 @@ import secrets
 import shutil
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +65,8 @@ KEEP_INGESTS = 20  # records kept per knowledge base (the newest)
 ACTIVE = ("queued", "running")
 _INGEST_ID = re.compile(r"[0-9a-f]{12}")
 _HOST = socket.gethostname()
+WRITE_LOCK = ".write.lock"  # held by the process that writes the index
+GENERATION = ".generation"  # changed after each write: other processes reopen the index
 
 
 def search_mode(mode: object) -> str:
@@ -238,6 +246,7 @@ class KnowledgeBaseService:
         self._own_registry: Any = None
         self._open: dict[Path, IndexEngine] = {}
         self._locks: dict[Path, threading.Lock] = {}
+        self._seen: dict[Path, str] = {}  # the generation each open index was read at
         self._guard = threading.Lock()
 
     @property
@@ -285,12 +294,44 @@ class KnowledgeBaseService:
         with self._guard:
             return self._locks.setdefault(folder, threading.Lock())
 
+    @contextlib.contextmanager
+    def _writing(self, folder: Path) -> Iterator[None]:
+        """One writer at a time per knowledge base: this process's threads (``_lock``) and
+        other processes (a pipeline's kb-ingest node, the CLI) by a file lock; afterwards the
+        generation file changes, so other processes reopen their index (``_index``)."""
+        with self._lock(folder), open(folder / WRITE_LOCK, "a") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                token = secrets.token_hex(8)
+                tmp = folder / f".{GENERATION}.{os.getpid()}.tmp"
+                try:
+                    tmp.write_text(token)
+                    tmp.replace(folder / GENERATION)
+                    with self._guard:
+                        self._seen[folder] = token
+                except FileNotFoundError:  # deleted meanwhile
+                    pass
+
+    @staticmethod
+    def _generation(folder: Path) -> str:
+        try:
+            return (folder / GENERATION).read_text()
+        except OSError:
+            return ""
+
     def _index(self, folder: Path, config: dict[str, Any]) -> IndexEngine:
         with self._guard:
             index = self._open.get(folder)
+            current = self._generation(folder)
+            if index is not None and self._seen.get(folder, "") != current:
+                index.close()  # another process wrote it since: read it again
+                index = None
             if index is None:
                 index = self._open_engine(folder, config)
                 self._open[folder] = index
+                self._seen[folder] = current
             return index
 
     @staticmethod
@@ -488,7 +529,7 @@ class KnowledgeBaseService:
     ) -> AddReport:
         config = {**self._config(folder), **(chunking_options or {})}
         results = []
-        with self._lock(folder):  # one add at a time per knowledge base; the next waits
+        with self._writing(folder):  # one add at a time per knowledge base; the next waits
             if started is not None:
                 started()
             index = self._index(folder, config)
@@ -574,7 +615,7 @@ class KnowledgeBaseService:
     def remove(self, caller: Caller, project: str | None, name: str, source: str) -> int:
         """Remove a source and its chunks; returns how many chunks went."""
         folder, _ = self._folder(caller, project, name)
-        with self._lock(folder):
+        with self._writing(folder):
             index = self._index(folder, self._config(folder))
             known = {s["source"] for s in index.sources()}
             wanted = source if source in known else str(Path(source).expanduser().resolve())
@@ -590,6 +631,111 @@ class KnowledgeBaseService:
             if wanted.startswith(UPLOAD):
                 (folder / "uploads" / wanted[len(UPLOAD) :]).unlink(missing_ok=True)
             return removed
+
+    def sync_folder(
+        self,
+        caller: Caller,
+        project: str | None,
+        name: str,
+        folder: Path,
+        *,
+        patterns: Sequence[str] | None = None,
+        delete_missing: bool = True,
+        options: dict[str, Any] | None = None,
+        boundary: Bounds = None,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Any]:
+        """Bring the knowledge base in line with a folder: its supported files (recursively,
+        hidden ones skipped; with ``patterns`` only those whose path relative to the folder or
+        whose name matches one of the globs) are added by ``add``'s code, so an unchanged
+        file (same content hash) does nothing and a changed one has its chunks replaced; with
+        ``delete_missing`` the sources under the folder that the walk no longer finds (the
+        file is gone, or no longer matches the patterns) are removed with their chunks.
+        ``options``: chunking for the files added now (as ``start_ingest``'s). With
+        ``boundary`` the folder must lie inside it and no link leads out of it.
+
+        Returns ``{project, kb, folder, added, replaced, unchanged, removed, failed:
+        [{source, error, detail}], chunks_added, chunks_removed, chunks}`` (sources as stored,
+        absolute; ``chunks``: the knowledge base's total afterwards)."""
+        from .preview import check_options
+
+        kb_folder, project_name = self._folder(caller, project, name)
+        chosen = check_options(self._config(kb_folder), options) if options else None
+        globs = self._check_patterns(patterns)
+        top = Path(folder).expanduser().resolve()
+        roots = [boundary] if isinstance(boundary, Path) else list(boundary or ())
+        if roots and not any(containment.is_inside(top, r) for r in roots):
+            raise InvalidInput(
+                _t("{raw} is outside {value}", raw=folder, value=roots[0]),
+                _t("Give a folder under your root."),
+            )
+        if not top.is_dir():
+            raise InvalidInput(
+                _t("{raw} is not a folder", raw=folder), _t("Give an existing folder to sync.")
+            )
+        work = [
+            w
+            for w in self._expand([top], boundary)
+            if not globs or self._matches(Path(w.source), top, globs)
+        ]
+        report = self._run(kb_folder, work, progress, None, chosen)
+        found = {w.source for w in work}
+        removed: list[str] = []
+        chunks_removed = 0
+        with self._writing(kb_folder):
+            index = self._index(kb_folder, self._config(kb_folder))
+            if delete_missing:
+                for known in sorted(s["source"] for s in index.sources()):
+                    path = Path(known)
+                    if (
+                        known in found
+                        or known.startswith(UPLOAD)
+                        or not path.is_relative_to(top)
+                        or (globs and not self._matches(path, top, globs))
+                    ):
+                        continue
+                    chunks_removed += index.remove_source(known)
+                    removed.append(known)
+                index.flush()
+            total = len(index)
+
+        def having(status: str) -> list[str]:
+            return [f.source for f in report.files if f.status == status]
+
+        return {
+            "project": project_name,
+            "kb": name,
+            "folder": str(top),
+            "added": having("added"),
+            "replaced": having("replaced"),
+            "unchanged": having("unchanged"),
+            "removed": removed,
+            "failed": [
+                {"source": f.source, "error": f.error, "detail": f.detail} for f in report.failed
+            ],
+            "chunks_added": sum(f.chunks for f in report.files),
+            "chunks_removed": chunks_removed,
+            "chunks": total,
+        }
+
+    @staticmethod
+    def _check_patterns(patterns: object) -> list[str]:
+        if patterns is None or patterns == "":
+            return []
+        globs = [patterns] if isinstance(patterns, str) else patterns
+        if not isinstance(globs, list | tuple) or not all(
+            isinstance(g, str) and g.strip() for g in globs
+        ):
+            raise InvalidInput(
+                _t("patterns must be a glob or a list of globs"), _t('e.g. ["*.md", "faq/*.txt"]')
+            )
+        return [g.strip() for g in globs]
+
+    @staticmethod
+    def _matches(path: Path, top: Path, globs: Sequence[str]) -> bool:
+        """Whether a file under ``top`` matches a glob by its relative path or its name."""
+        rel = path.relative_to(top).as_posix() if path.is_relative_to(top) else path.as_posix()
+        return any(fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(path.name, g) for g in globs)
 
     # -- retrieval ----------------------------------------------------------------------
 

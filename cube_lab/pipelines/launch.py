@@ -147,8 +147,10 @@ def open_pipeline(path: Path, root: Path) -> Pipeline:
     return elyra_format.load(path)
 
 
-def node_context(pipeline: Pipeline, root: Path, catalog: Any) -> NodeContext:
-    return NodeContext(pipeline.folder or root, root, catalog)
+def node_context(
+    pipeline: Pipeline, root: Path, catalog: Any, caller: Any = None, services: Any = None
+) -> NodeContext:
+    return NodeContext(pipeline.folder or root, root, catalog, caller=caller, services=services)
 
 
 def plan_launch(
@@ -162,16 +164,19 @@ def plan_launch(
     cache: bool = False,
     parallelism: int | None = None,
     logical_date: str | None = None,
+    caller: Any = None,
+    services: Any = None,
 ) -> Launch:
     """Validate everything about a run request; raise a clear error or return the plan."""
     pipeline = open_pipeline(path, root)
-    problems = validation.check(pipeline, node_context(pipeline, root, catalog), params)
+    ctx = node_context(pipeline, root, catalog, caller, services)
+    problems = validation.check(pipeline, ctx, params)
     if problems:
         raise validation.PipelineInvalid(problems)
     if only and from_node:
         raise InvalidInput(_t("give --only or --from, not both"))
     values = coerce_params(pipeline, params or {})
-    problems = path_param_problems(pipeline, node_context(pipeline, root, catalog), values)
+    problems = path_param_problems(pipeline, ctx, values)
     if problems:
         raise validation.PipelineInvalid(problems)
     width = parallelism or pipeline.parallelism or os.cpu_count() or 1

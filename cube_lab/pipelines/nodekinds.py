@@ -44,6 +44,10 @@ class NodeContext:
     catalog: Any  # cube_lab.jobtemplates.TemplateCatalog
     run_dir: Path | None = None  # the node's folder inside the run folder, when running
     params: dict[str, Any] = field(default_factory=dict)  # resolved parameters for the node
+    # Who checks the pipeline and the pipeline service (its store, projects, settings), when
+    # known: kinds that name stored objects (a knowledge base) check that the caller sees them.
+    caller: Any = None
+    services: Any = None
 
 
 @dataclass

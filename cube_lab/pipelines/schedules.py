@@ -148,7 +148,7 @@ class ScheduleService:
         params: dict[str, Any] | None = None,
     ) -> ScheduleView:
         check_cron(cron)
-        pipeline, problems = self.pipelines.check(path, root)
+        pipeline, problems = self.pipelines.check(path, root, caller)
         if problems:
             from .validation import PipelineInvalid
 

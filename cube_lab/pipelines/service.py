@@ -84,9 +84,14 @@ class PipelineService:
 
     # -- reading and checking ---------------------------------------------------------------
 
-    def check(self, path: Path, root: Path) -> tuple[Pipeline, list[Problem]]:
+    def check(
+        self, path: Path, root: Path, caller: Caller | None = None
+    ) -> tuple[Pipeline, list[Problem]]:
+        """The pipeline and its problems; with ``caller`` nodes that name stored objects
+        (a knowledge base) are checked against what the caller sees."""
         pipeline = open_pipeline(path, root)
-        return pipeline, validation.check(pipeline, node_context(pipeline, root, self.catalog))
+        ctx = node_context(pipeline, root, self.catalog, caller, self)
+        return pipeline, validation.check(pipeline, ctx)
 
     # -- starting runs ------------------------------------------------------------------------
 
@@ -117,6 +122,8 @@ class PipelineService:
             cache=cache,
             parallelism=parallelism,
             logical_date=logical_date,
+            caller=caller,
+            services=self,
         )
         priors, project_id = self.record(caller, launch, project, trigger, schedule_id)
         recorder = StoreRecorder(lambda: self.store, launch.run_id)
