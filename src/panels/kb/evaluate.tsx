@@ -47,6 +47,8 @@ function ConfigFields(props: {
   error: string | undefined;
   /** The project's registered models a reranker can be. */
   rerankers: string[];
+  /** List the models again (when the reranker field is focused). */
+  onReload: () => void;
   trans: TranslationBundle;
   onChange: (c: IEvalConfig) => void;
 }): JSX.Element {
@@ -102,6 +104,7 @@ function ConfigFields(props: {
           title={trans.__(
             'A registered cross-encoder of this project rescores the first hits'
           )}
+          onFocus={props.onReload}
           onChange={e => props.onChange({ ...config, rerank: e.target.value })}
         >
           <option value="">{trans.__('none')}</option>
@@ -175,24 +178,30 @@ export function EvaluateBox(props: {
     null
   );
 
-  React.useEffect(() => {
-    let live = true;
+  // the project's models, listed again when a reranker field is focused
+  // (a model registered meanwhile shows up)
+  const live = React.useRef(true);
+  const loadRerankers = React.useCallback(() => {
     listModels({ project: props.project, limit: 200 })
       .then(list => {
-        if (live) {
+        if (live.current) {
           setRerankers(rerankerChoices(list.models, props.project));
           setModelsError(null);
         }
       })
       .catch(err => {
-        if (live) {
+        if (live.current) {
           setModelsError(describeError(err).error);
         }
       });
-    return () => {
-      live = false;
-    };
   }, [props.project]);
+  React.useEffect(() => {
+    live.current = true;
+    loadRerankers();
+    return () => {
+      live.current = false;
+    };
+  }, [loadRerankers]);
   const [error, setError] = React.useState<{
     error: string;
     detail: string;
@@ -287,6 +296,7 @@ export function EvaluateBox(props: {
             config={a}
             error={'error' in ca ? ca.error : undefined}
             rerankers={rerankers}
+            onReload={loadRerankers}
             trans={trans}
             onChange={setA}
           />
@@ -295,6 +305,7 @@ export function EvaluateBox(props: {
             config={b}
             error={'error' in cb ? cb.error : undefined}
             rerankers={rerankers}
+            onReload={loadRerankers}
             trans={trans}
             onChange={setB}
           />
