@@ -1,6 +1,7 @@
 import {
   holdsText,
   quotaText,
+  objectLabel,
   ruleRequest,
   emptyRuleForm,
   serverSummary,
@@ -10,6 +11,7 @@ import {
   ALERT_EVENTS
 } from '../panels/resources/logic';
 import type { LiveObject, ResourceSeries } from '../api';
+import type { ITrans } from '../validate';
 
 const FIELDS = [
   't',
@@ -155,7 +157,8 @@ describe('summaries', () => {
       gpu_quota: 4,
       quota: null,
       usage: null,
-      gpu_hours_month: null
+      gpu_hours_month: null,
+      gpu_hours_limit: null
     };
     expect(quotaText(use)).toBe('2 of 4 GPUs in use');
     expect(quotaText({ ...use, gpu_quota: null })).toBe(
@@ -163,6 +166,42 @@ describe('summaries', () => {
     );
     expect(quotaText({ ...use, gpu_hours_month: 3.25 })).toContain(
       '3.3 GPU-hours this month'
+    );
+    expect(
+      quotaText({ ...use, gpu_hours_month: 3.25, gpu_hours_limit: 100 })
+    ).toBe('2 of 4 GPUs in use · 3.3 of 100 GPU-hours this month');
+    // a limit with nothing used yet says 0 of it
+    expect(quotaText({ ...use, gpu_hours_limit: 12.5 })).toBe(
+      '2 of 4 GPUs in use · 0 of 12.5 GPU-hours this month'
+    );
+  });
+  it('names a deployment replica as it names a job', () => {
+    const base: LiveObject = {
+      kind: 'deployment',
+      id: 'd1',
+      node: 'replica-0',
+      name: 'iris',
+      path: null,
+      project: 'p',
+      user: 'u',
+      gpus_requested: 0,
+      cpu_percent: 1,
+      rss_bytes: 1,
+      procs: 1,
+      gpus: [],
+      updated_at: null,
+      started_at: null
+    };
+    expect(objectLabel(base)).toBe('Deployment iris · replica replica-0');
+    expect(objectLabel({ ...base, name: '', node: '' })).toBe('Deployment d1');
+    expect(objectLabel({ ...base, kind: 'training' })).toBe(
+      'Training job iris'
+    );
+    const zh: ITrans = {
+      __: (s: string, ...a: unknown[]) => `ZH:${s}:${a.join(',')}`
+    };
+    expect(objectLabel(base, zh)).toBe(
+      'ZH:Deployment %1 · replica %2:iris,replica-0'
     );
   });
   it('says what an object holds', () => {

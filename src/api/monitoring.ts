@@ -75,6 +75,8 @@ export interface ProjectUse {
   quota: Record<string, unknown> | null;
   usage: Record<string, number> | null;
   gpu_hours_month: number | null;
+  /** The group's GPU-hours a month, `null` without one. */
+  gpu_hours_limit: number | null;
 }
 
 export interface ServerTotals {

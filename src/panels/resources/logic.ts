@@ -153,7 +153,7 @@ export function serverSummary(
   return { cpu, memory, gpus, title: lines.join('\n') };
 }
 
-/** "2 of 4 GPUs" / "2 GPUs (no quota)". */
+/** "2 of 4 GPUs in use · 3.5 of 100 GPU-hours this month" / "2 GPUs in use (no GPU quota)". */
 export function quotaText(use: ProjectUse, trans: ITrans = identity): string {
   const held =
     use.gpu_quota === null
@@ -163,6 +163,15 @@ export function quotaText(use: ProjectUse, trans: ITrans = identity): string {
           use.gpus_in_use,
           formatQuantity(use.gpu_quota)
         );
+  const limit = use.gpu_hours_limit ?? null;
+  if (limit !== null) {
+    const used = use.gpu_hours_month ?? 0;
+    return `${held} · ${trans.__(
+      '%1 of %2 GPU-hours this month',
+      formatQuantity(used),
+      formatQuantity(limit)
+    )}`;
+  }
   if (use.gpu_hours_month !== null) {
     return `${held} · ${trans.__('%1 GPU-hours this month', formatQuantity(use.gpu_hours_month))}`;
   }
@@ -187,6 +196,11 @@ export function objectLabel(obj: LiveObject, trans: ITrans = identity): string {
       obj.name || obj.id,
       obj.node
     );
+  }
+  if (obj.kind === 'deployment') {
+    return obj.node
+      ? trans.__('Deployment %1 · replica %2', obj.name || obj.id, obj.node)
+      : trans.__('Deployment %1', obj.name || obj.id);
   }
   return `${obj.kind} ${obj.name || obj.id}`;
 }
