@@ -2,7 +2,8 @@
 
 The front end (src/links.ts) follows them: ``job``/``experiment`` by ``id``, ``run`` by ``id``
 and ``path`` (the pipeline file), ``deployment``/``labeling`` by ``project`` and ``name``,
-``model`` by ``project``, ``name`` and an optional ``version``.
+``model`` by ``project``, ``name`` and an optional ``version``, ``resources`` (the Resources
+panel) by ``project``.
 
 Where the lab is: the server extension puts its lab URL in ``$CUBE_LAB_LAB_URL`` when it
 starts (cube_lab/app.py), so its kernels and terminals know it; under the hub that is a path
@@ -16,7 +17,7 @@ import os
 from urllib.parse import urlencode
 
 ENV_LAB_URL = "CUBE_LAB_LAB_URL"
-KINDS = ("job", "experiment", "run", "deployment", "model", "labeling")
+KINDS = ("job", "experiment", "run", "deployment", "model", "labeling", "resources")
 
 
 def lab_url(base_url: str, connection_url: str | None, under_hub: bool) -> str:

@@ -159,8 +159,14 @@ class Workspace:
     def alert_watcher(self) -> AlertWatcher:
         """Checks the conditions rules watch while objects run (``start_background``)."""
         from .alerts.watch import Watcher
+        from .identity import Caller
+        from .monitoring import gpu_hours
 
-        return Watcher(self.store, self.alert_engine, self.serving)
+        # quota.usage rules: GPU-hours this month from the sampled series of every project
+        def hours() -> dict[str, float]:
+            return gpu_hours.per_project(self, Caller("cube-lab-alerts", admin=True))
+
+        return Watcher(self.store, self.alert_engine, self.serving, gpu_hours=hours)
 
     @functools.cached_property
     def alerts(self) -> AlertRuleService:

@@ -76,6 +76,7 @@ def title(event: str, name: str) -> Text:
             "Deployment {name}: p99 latency past its threshold", name=name
         ),
         "rule.test": lambda: _t("Test message of alert rule {name}", name=name),
+        "quota.usage": lambda: _t("Quota use of {name} past its threshold", name=name),
     }
     found = titles.get(event)
     return found() if found else _t("{event}: {name}", event=event, name=name)
@@ -89,6 +90,17 @@ def text(event: Event, limit_s: float | None = None) -> str:
             "Alert rule {name} of project {project} can reach its channel.",
             name=obj.get("name") or "",
             project=event.project,
+        )
+    if event.name == "quota.usage":  # cube_lab/alerts/watch.py
+        return _t(
+            "Project {project} uses {used:g} of its {limit:g} {resource} quota ({percent:.0f} %), "
+            "at or past the threshold of {threshold:g} %.",
+            project=event.project,
+            used=float(obj.get("used") or 0),
+            limit=float(obj.get("limit") or 0),
+            resource=obj.get("resource") or "",
+            percent=float(obj.get("percent") or 0),
+            threshold=float(obj.get("threshold_pct") or 0),
         )
     lines = [
         _t(

@@ -37,9 +37,12 @@ OUTCOMES = ("succeeded", "failed", "stopped", "duration")
 # watched while a deployment serves; the last two fire past the rule's ``threshold``
 THRESHOLD_EVENTS = ("deployment.error_rate", "deployment.p99")
 DEPLOYMENT_EVENTS = ("deployment.unhealthy", *THRESHOLD_EVENTS)
+# watched: a project's quota use past the rule's ``threshold`` percent (of its ``resource``)
+QUOTA_EVENT = "quota.usage"
 EVENTS = (
     *(f"{kind}.{outcome}" for kind in KINDS for outcome in OUTCOMES),
     *DEPLOYMENT_EVENTS,
+    QUOTA_EVENT,
 )
 # a record's final status -> the outcome published (others publish only ``duration``)
 STATUS_OUTCOME = {

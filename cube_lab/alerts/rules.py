@@ -38,7 +38,7 @@ from ..projects import ProjectService
 from ..store import Store
 from ..store.models import AlertDelivery, AlertRule, Project
 from . import channels
-from .events import EVENTS, THRESHOLD_EVENTS, Event
+from .events import EVENTS, QUOTA_EVENT, THRESHOLD_EVENTS, Event
 
 if TYPE_CHECKING:
     from .engine import AlertEngine
@@ -55,7 +55,12 @@ EMAIL_FIELDS: dict[str, type] = {
     "password": str,
 }
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-FIELDS = {"name", "events", "duration_s", "threshold", "channel", "enabled"}
+FIELDS = {
+    "name", "events", "duration_s", "threshold", "threshold_pct", "resource", "channel", "enabled"
+}  # fmt: skip
+# quota.usage's resources: a plain quota dimension, any accelerator (gpus), or any dimension
+QUOTA_RESOURCES = ("any", "gpus", "gpu_hours", "cpu", "memory", "servers", "jobs")
+_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
 TEST_EVENT = "rule.test"
 
 
@@ -66,7 +71,8 @@ class RuleView:
     owner: str
     events: list[str]
     duration_s: float | None
-    threshold: float | None  # deployment.error_rate: a fraction; deployment.p99: ms
+    threshold: float | None  # error_rate: a fraction; p99: ms; quota.usage: percent
+    resource: str | None  # quota.usage: the quota dimension watched
     channel: dict[str, Any]  # masked
     enabled: bool
     created_at: datetime
@@ -81,6 +87,7 @@ class RuleView:
             list(rule.events or []),
             rule.duration_s,
             rule.threshold,
+            rule.resource,
             channels.masked(dict(rule.channel or {})),
             rule.enabled,
             rule.created_at,
@@ -177,6 +184,61 @@ def check_threshold(value: object, events: list[str]) -> float | None:
             ),
         )
     return float(value)
+
+
+def _quota_threshold(data: dict[str, Any], old: float | None = None) -> float | None:
+    """``threshold_pct`` (or ``threshold``) of a ``quota.usage`` rule: a percentage of the
+    quota above 0 and at most 1000 (past 100: use beyond the limit, where the hub lets it)."""
+    value = data.get("threshold_pct", data.get("threshold", old))
+    if value is None:
+        raise InvalidInput(
+            _t("a rule on quota.usage needs a threshold"),
+            _t('Give "threshold_pct": the percentage of the quota, e.g. 80.'),
+        )
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(_t("threshold must be a number"), _t("got {value!r}", value=value))
+    if not 0 < value <= 1000:
+        raise InvalidInput(
+            _t("threshold {value!r} is out of range for {event}", value=value, event=QUOTA_EVENT),
+            _t("quota.usage takes a percentage of the quota above 0 and at most 1000."),
+        )
+    return float(value)
+
+
+def check_resource(value: object) -> str:
+    """The quota dimension of a ``quota.usage`` rule (``any`` when not given)."""
+    if value is None:
+        return "any"
+    if not isinstance(value, str) or not (value in QUOTA_RESOURCES or _RESOURCE_NAME.match(value)):
+        raise InvalidInput(
+            _t("resource {value!r} is not a quota dimension", value=value),
+            _t(
+                "Known: {value}, or an accelerator resource name such as nvidia.com/gpu",
+                value=", ".join(QUOTA_RESOURCES),
+            ),
+        )
+    return value
+
+
+def check_limits(
+    data: dict[str, Any], events: list[str], old_threshold: float | None = None,
+    old_resource: str | None = None,
+) -> tuple[float | None, str | None]:  # fmt: skip
+    """The rule's ``threshold`` and ``resource``: a quota.usage rule's percentage and
+    dimension, else a deployment threshold (``check_threshold``) and no resource."""
+    if QUOTA_EVENT not in events:  # a broad pattern ("*") does not hear quota.usage
+        if "threshold_pct" in data or "resource" in data:
+            raise InvalidInput(
+                _t("threshold_pct and resource belong to quota.usage rules"),
+                _t('Add "quota.usage" to events, or leave them out.'),
+            )
+        return check_threshold(data.get("threshold", old_threshold), events), None
+    if len(events) != 1:
+        raise InvalidInput(
+            _t("a quota.usage rule names no other events"),
+            _t("Make one rule for quota.usage and another for the other events."),
+        )
+    return _quota_threshold(data, old_threshold), check_resource(data.get("resource", old_resource))
 
 
 def check_channel(channel: object) -> dict[str, Any]:
@@ -280,7 +342,7 @@ class AlertRuleService:
         name = check_name(data.get("name"))
         events = check_events(data.get("events"))
         duration = check_duration(data.get("duration_s"), events)
-        threshold = check_threshold(data.get("threshold"), events)
+        threshold, resource = check_limits(data, events)
         channel = check_channel(data.get("channel"))
         enabled = _bool(data.get("enabled", True))
         self.projects.ensure_personal(caller)
@@ -305,6 +367,7 @@ class AlertRuleService:
                 events=events,
                 duration_s=duration,
                 threshold=threshold,
+                resource=resource,
                 channel=channel,
                 enabled=enabled,
                 created_at=now,
@@ -344,7 +407,9 @@ class AlertRuleService:
             events = check_events(data["events"]) if "events" in data else list(rule.events)
             duration = data.get("duration_s", rule.duration_s)
             rule.duration_s = check_duration(duration, events)
-            rule.threshold = check_threshold(data.get("threshold", rule.threshold), events)
+            rule.threshold, rule.resource = check_limits(
+                data, events, rule.threshold, rule.resource
+            )
             rule.events = events
             if "channel" in data:
                 sent = data["channel"]

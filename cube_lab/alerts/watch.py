@@ -12,6 +12,12 @@ enabled rules whose events it watches and, for each rule's project:
 - ``deployment.p99``: the 99th percentile latency of those requests past ``threshold`` ms
   (estimated from the router's histogram buckets, as Prometheus' ``histogram_quantile``).
 
+- ``quota.usage``: the rule's project uses at least ``threshold`` percent of its quota in the
+  rule's ``resource`` (a dimension: servers, jobs, cpu, memory, an accelerator, gpu_hours this
+  month; ``gpus`` any accelerator, ``any`` every dimension), read from the hub's admission
+  service (``monitoring.quota``; GPU-hours from the sampled series where the hub has none).
+  Each dimension fires once per upward crossing and re-arms once a check finds it below.
+
 A deployment condition fires when it becomes true and again only after a check found it
 false: a deployment that stays bad sends one message, not one per check. The window is the
 time between two checks, so it is ``interval_s`` long once the watcher runs.
@@ -27,6 +33,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -36,12 +43,14 @@ from sqlalchemy import select
 from .. import lab_links
 from ..errors import CubeError
 from ..identity import Caller
+from ..monitoring import quota as quota_mod
+from ..monitoring.quota import Use
 from ..serialize import aware
 from ..serving.metrics_summary import Totals, quantile, totals
 from ..store import Store
 from ..store.models import AlertRule, Deployment, Project
 from .engine import _MODELS, Direct, already_sent
-from .events import DEPLOYMENT_EVENTS, KINDS, Event
+from .events import DEPLOYMENT_EVENTS, KINDS, QUOTA_EVENT, Event
 
 if TYPE_CHECKING:
     from ..serving.service import DeploymentService
@@ -84,11 +93,19 @@ class Watcher:
         engine: AlertEngine,
         deployments: DeploymentService | None,
         interval_s: float | None = None,
+        quota_use: Callable[[str], list[Use] | None] | None = None,
+        gpu_hours: Callable[[], dict[str, float]] | None = None,
     ) -> None:
+        """``quota_use(project)``: its quota dimensions with their use now (None: unknown);
+        by default the hub's (``monitoring.quota``), with ``gpu_hours()`` (GPU-hours this
+        month per project) where the hub reports none."""
         self.store = store
         self.engine = engine
         self.deployments = deployments
         self.interval_s = interval_s or interval_from_env()
+        self.quota_use = quota_use or self._hub_quota_use
+        self.gpu_hours = gpu_hours
+        self._over: set[tuple[int, str]] = set()  # (rule, quota dimension) at or past its limit
         self._readings: dict[str, _Reading] = {}  # deployment id -> its last counters
         self._serving: set[str] = set()  # deployments seen serving at the last check
         self._firing: set[tuple[int, str, str]] = set()  # (rule, event, deployment) still bad
@@ -122,8 +139,9 @@ class Watcher:
                 .order_by(AlertRule.id)
             ).all()
             s.expunge_all()
+        quota_rules = [(r, p) for r, p in rows if QUOTA_EVENT in (r.events or [])]
         rules = [(r, p) for r, p in rows if _names(r, (*DURATIONS, *DEPLOYMENT_EVENTS))]
-        queued = 0
+        queued = self._quotas(quota_rules)
         for rule, project in rules:
             if rule.duration_s is not None:
                 queued += self._durations(rule, project)
@@ -168,6 +186,65 @@ class Watcher:
                     continue
                 link = lab_links.link(kind, id=obj["id"], path=obj.pop("path")) or ""
                 self.engine.enqueue(Direct(rule.id, Event(event_name, project, obj, link)))
+                queued += 1
+        return queued
+
+    # -- quota use -----------------------------------------------------------------------------
+
+    def _hub_quota_use(self, project: str) -> list[Use] | None:
+        groups = quota_mod.hub_groups({project})
+        group = (groups or {}).get(project)
+        if group is None:
+            return None  # outside a hub, not a hub group, or the hub did not answer
+        hours = self.gpu_hours().get(project) if self.gpu_hours is not None else None
+        return quota_mod.dimensions(group, hours)
+
+    @staticmethod
+    def _watched(resource: str | None, use: Use) -> bool:
+        if resource in (None, "any"):
+            return True
+        if resource == "gpus":  # any accelerator
+            return use.dimension not in (*quota_mod.PLAIN, "gpu_hours")
+        return use.dimension == resource
+
+    def _quotas(self, rules: list[tuple[AlertRule, str]]) -> int:
+        uses: dict[str, list[Use] | None] = {}
+        queued = 0
+        for rule, project in rules:
+            if rule.threshold is None:
+                continue
+            if project not in uses:
+                try:
+                    uses[project] = self.quota_use(project)
+                except Exception:  # an unreadable quota says nothing: as it was
+                    log.warning("cube-lab alerts: quota of %s unreadable", project, exc_info=True)
+                    uses[project] = None
+            found = uses[project]
+            if found is None:
+                continue
+            for use in found:
+                if not self._watched(rule.resource, use):
+                    continue
+                key = (rule.id, use.dimension)
+                if use.percent < rule.threshold:
+                    self._over.discard(key)  # re-armed
+                    continue
+                if key in self._over:
+                    continue  # still past it: told once
+                self._over.add(key)
+                obj = {
+                    "kind": "quota",
+                    "id": project,
+                    "name": use.dimension,
+                    "status": "over",
+                    "resource": use.dimension,
+                    "used": use.used,
+                    "limit": use.limit,
+                    "percent": round(use.percent, 1),
+                    "threshold_pct": rule.threshold,
+                }
+                link = lab_links.link("resources", project=project) or ""
+                self.engine.enqueue(Direct(rule.id, Event(QUOTA_EVENT, project, obj, link)))
                 queued += 1
         return queued
 

@@ -523,6 +523,9 @@ class AlertRule(Base):
     events: Mapped[list[str]] = mapped_column(JSON, default=list)
     duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # quota.usage: the quota dimension watched (gpus, gpu_hours, cpu, memory, servers, jobs,
+    # an accelerator resource name, or any)
+    resource: Mapped[str | None] = mapped_column(String(128), nullable=True)
     channel: Mapped[dict[str, Any]] = mapped_column(default=dict)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
