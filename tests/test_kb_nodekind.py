@@ -185,3 +185,68 @@ def test_the_service_refuses_a_folder_outside_its_boundary(ws: Any, tmp_path: Pa
     summary = ws.kb.sync_folder(ALICE, None, "docs", root, boundary=root)
     assert len(summary["added"]) == 3 and summary["chunks"] == summary["chunks_added"]
     assert json.dumps(summary)  # plain JSON
+
+
+async def test_sync_over_rest(api: Any, jp_root_dir: Path) -> None:
+    make_folder(jp_root_dir / "docs")
+    status, view = await api("alice", "POST", "kb", {"name": "docs", "chunk_size": 64})
+    assert status == 201, view
+    where = "kb/alice/docs/sync"
+    status, summary = await api("alice", "POST", where, {"folder": "docs"})
+    assert status == 200, summary
+    assert sorted(summary["added"]) == ["docs/alpaca.md", "docs/notes/boats.md", "docs/tea.txt"]
+    assert summary["folder"] == "docs" and summary["chunks"] == summary["chunks_added"] >= 3
+    (jp_root_dir / "docs" / "alpaca.md").unlink()
+    status, summary = await api("alice", "POST", where, {"folder": "docs", "patterns": ["*.md"]})
+    assert status == 200, summary
+    assert (summary["added"], summary["removed"]) == ([], ["docs/alpaca.md"])
+    assert summary["unchanged"] == ["docs/notes/boats.md"]  # tea.txt matches no pattern: kept
+    status, sources = await api("alice", "GET", "kb/alice/docs/sources")
+    assert sorted(s["source"] for s in sources["sources"]) == [
+        "docs/notes/boats.md",
+        "docs/tea.txt",
+    ]
+
+    status, err = await api("alice", "POST", where, {"folder": "../"})
+    assert status in (400, 403) and err["error"], err
+    status, err = await api("alice", "POST", where, {"folder": "docs", "delete_missing": "no"})
+    assert status == 400 and "delete_missing" in err["error"]
+    status, err = await api("alice", "POST", where, {})
+    assert status == 400 and "folder" in err["error"]
+    status, err = await api("alice", "POST", where, {"folder": "docs", "colour": 1})
+    assert status == 400 and "unknown fields" in err["error"]
+    status, err = await api("alice", "POST", "kb/alice/nope/sync", {"folder": "docs"})
+    assert status == 404, err
+    status, err = await api("bob", "POST", where, {"folder": "docs"})
+    assert status == 404, err
+    status, _ = await api(None, "POST", where, {"folder": "docs"})
+    assert status in (401, 403)
+
+
+def test_kb_sync_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
+    from cube_lab.cli import main
+
+    monkeypatch.setenv("CUBE_LAB_USER", "alice")
+    monkeypatch.chdir(tmp_path)
+    docs = make_folder(tmp_path / "docs")
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    assert cli("kb", "create", "docs", "--chunk-size", "64")[0] == 0
+    code, out, _ = cli("kb", "sync", "docs", "docs")
+    assert code == 0 and "3 added, 0 changed, 0 unchanged, 0 removed, 0 failed" in out
+    (docs / "alpaca.md").unlink()
+    (docs / "broken.ipynb").write_text('{"cells": [')
+    code, out, err = cli("kb", "sync", "docs", "docs", "--keep-missing", "--json")
+    summary = json.loads(out)
+    assert code == 1  # a file failed (the others are synced)
+    assert summary["removed"] == [] and len(summary["unchanged"]) == 2
+    assert [f["source"] for f in summary["failed"]] == [str(docs / "broken.ipynb")]
+    (docs / "broken.ipynb").unlink()
+    code, out, _ = cli("kb", "sync", "docs", "docs")
+    assert code == 0 and f"removed {docs / 'alpaca.md'}" in out
+    code, _, err = cli("kb", "sync", "docs", "missing")
+    assert code == 2 and "not a folder" in err

@@ -1,5 +1,6 @@
-"""`cube-lab kb create|list|show|add|preview|remove|search|eval|chat|delete`: knowledge bases from a
-shell (``query`` is ``search``).
+"""`cube-lab kb create|list|show|add|sync|preview|remove|search|eval|chat|delete`: knowledge
+bases from a shell (``query`` is ``search``). ``sync`` brings a knowledge base in line with a
+folder (new and changed files added, gone ones removed; exit 1 when a file failed).
 
 Each command is a thin call of ``KnowledgeBaseService`` (in this process) or of the REST API
 (under the hub, ``REMOTE``), and prints the same text from the same JSON (``show_*``);
@@ -395,6 +396,47 @@ def kb_preview(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     finish_preview(a, result)
 
 
+def show_sync(summary: Json) -> None:
+    for f in summary["failed"]:
+        detail = f" ({f['detail']})" if f.get("detail") else ""
+        print(f"{f['source']}: FAILED: {f['error']}{detail}", file=sys.stderr)
+    for source in summary["removed"]:
+        print(f"removed {source}")
+    print(
+        f"Synced {summary['project']}/{summary['kb']} with {summary['folder']}: "
+        f"{len(summary['added'])} added, {len(summary['replaced'])} changed, "
+        f"{len(summary['unchanged'])} unchanged, {len(summary['removed'])} removed, "
+        f"{len(summary['failed'])} failed; {summary['chunks']} chunk(s) in all"
+    )
+
+
+def _sync_options(a: argparse.Namespace) -> Json:
+    return {
+        key: getattr(a, key)
+        for key in ("chunking", "chunk_size", "overlap")
+        if getattr(a, key) is not None
+    }
+
+
+def finish_sync(a: argparse.Namespace, summary: Json) -> None:
+    print_json(summary) if a.json else show_sync(summary)
+    if summary["failed"]:
+        raise SystemExit(1)
+
+
+def kb_sync(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
+    summary = ws.kb.sync_folder(
+        caller,
+        a.project,
+        a.name,
+        Path(a.folder).expanduser(),
+        patterns=a.pattern,
+        delete_missing=not a.keep_missing,
+        options=_sync_options(a) or None,
+    )
+    finish_sync(a, summary)
+
+
 def kb_delete(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     ws.kb.delete(caller, a.project, a.name)
     if a.json:
@@ -511,6 +553,19 @@ def remote_preview(client: ServiceClient, a: argparse.Namespace) -> None:
     finish_preview(a, client.post(f"{_where(client, a)}/preview", body))
 
 
+def remote_sync(client: ServiceClient, a: argparse.Namespace) -> None:
+    from .remote.common import relative
+
+    body: Json = {
+        "folder": relative(a.folder, "folder"),
+        "delete_missing": not a.keep_missing,
+        **_sync_options(a),
+    }
+    if a.pattern:
+        body["patterns"] = a.pattern
+    finish_sync(a, client.post(f"{_where(client, a)}/sync", body))
+
+
 def remote_delete(client: ServiceClient, a: argparse.Namespace) -> None:
     client.delete(_where(client, a))
     if a.json:
@@ -530,6 +585,7 @@ REMOTE: dict[str, Callable[[Any, argparse.Namespace], None]] = {
     "kb_chat": remote_chat,
     "kb_delete": remote_delete,
     "kb_preview": remote_preview,
+    "kb_sync": remote_sync,
 }
 
 
@@ -594,6 +650,21 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p = command(kb, "preview", kb_preview, "the chunks adding files would make, nothing added")
     p.add_argument("name")
     p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--chunking", choices=["tokens", "headings", "pages"], help="default the KB's")
+    p.add_argument("--chunk-size", dest="chunk_size", type=int, help="default the KB's")
+    p.add_argument("--overlap", type=int, help="default the KB's")
+    p = command(kb, "sync", kb_sync, "add a folder's new and changed files, remove gone ones")
+    p.add_argument("name")
+    p.add_argument("folder")
+    p.add_argument(
+        "--pattern", action="append", metavar="GLOB", help="only matching files (repeatable)"
+    )
+    p.add_argument(
+        "--keep-missing",
+        dest="keep_missing",
+        action="store_true",
+        help="keep the sources whose files are gone",
+    )
     p.add_argument("--chunking", choices=["tokens", "headings", "pages"], help="default the KB's")
     p.add_argument("--chunk-size", dest="chunk_size", type=int, help="default the KB's")
     p.add_argument("--overlap", type=int, help="default the KB's")

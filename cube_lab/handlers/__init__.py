@@ -132,6 +132,7 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_KB}/evaluate", kb.EvaluateHandler),
         (rf"{_KB}/chat", kb.ChatHandler),
         (rf"{_KB}/preview", kb.PreviewHandler),
+        (rf"{_KB}/sync", kb.SyncHandler),
         ("/chat/targets", chat.ChatTargetsHandler),
         ("/chat/conversations", chat.ConversationsHandler),
         (_CHAT, chat.ConversationHandler),

@@ -274,6 +274,38 @@ class PreviewHandler(KnowledgeBaseHandler):
         )
 
 
+class SyncHandler(KnowledgeBaseHandler):
+    @web.authenticated
+    async def post(self, project: str, name: str) -> None:
+        """``KnowledgeBaseService.sync_folder`` of a folder under the caller's root; the
+        answer names sources as the client does."""
+        body = self.json_body()
+        _check_fields(body, {"folder", "patterns", "delete_missing", *_CHUNKING}, ("folder",))
+        delete_missing = body.get("delete_missing", True)
+        if not isinstance(delete_missing, bool):
+            raise InvalidInput(
+                _t("delete_missing must be true or false"), _t('e.g. {{"delete_missing": false}}')
+            )
+        folder = self.resolve(body["folder"], what="folder")[0]
+        summary = await self.call(
+            self.kb.sync_folder,
+            self.caller,
+            project,
+            name,
+            folder,
+            patterns=body.get("patterns"),
+            delete_missing=delete_missing,
+            options={key: body[key] for key in _CHUNKING if body.get(key) is not None},
+            boundary=self.roots,
+        )
+        named = {
+            key: [self.source_name(s) for s in summary[key]]
+            for key in ("added", "replaced", "unchanged", "removed")
+        }
+        failed = self.with_sources(summary["failed"])
+        self.reply({**summary, **named, "failed": failed, "folder": self.client_path(str(folder))})
+
+
 class ChatHandler(KnowledgeBaseHandler, EventStreamHandler):
     @web.authenticated
     async def post(self, project: str, name: str) -> None:
@@ -315,4 +347,5 @@ __all__ = [
     "PreviewHandler",
     "SearchHandler",
     "SourcesHandler",
+    "SyncHandler",
 ]
