@@ -80,6 +80,12 @@ const KINDS: Record<
     command: LabelingCommandIDs.openProject,
     needs: ['project', 'name'],
     args: q => ({ project: q.get('project')!, name: q.get('name')! })
+  },
+  // a quota.usage alert's link (cube_lab/alerts/watch.py): the Resources panel
+  resources: {
+    command: 'cube-lab:show-resources',
+    needs: ['project'],
+    args: q => ({ project: q.get('project')! })
   }
 };
 

@@ -38,6 +38,10 @@ describe('deep links (lab?cube-open=...)', () => {
     expect(
       resolveLink('?cube-open=labeling&project=p&name=cats')?.command
     ).toBe('cube-lab:open-labeling-project');
+    expect(resolveLink('?cube-open=resources&project=team-a')).toEqual({
+      command: 'cube-lab:show-resources',
+      args: { project: 'team-a' }
+    });
   });
 
   it('ignores an unknown kind and a link that lacks what its kind needs', () => {

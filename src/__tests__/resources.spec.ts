@@ -204,6 +204,26 @@ describe('summaries', () => {
       'ZH:Deployment %1 · replica %2:iris,replica-0'
     );
   });
+  it('names a kernel by its notebook', () => {
+    const kernel: LiveObject = {
+      kind: 'kernel',
+      id: 'k-1',
+      node: '',
+      name: 'busy.ipynb',
+      path: 'work/busy.ipynb',
+      project: 'p',
+      user: 'u',
+      gpus_requested: 0,
+      cpu_percent: 1,
+      rss_bytes: 1,
+      procs: 1,
+      gpus: [],
+      updated_at: null,
+      started_at: null
+    };
+    expect(objectLabel(kernel)).toBe('Notebook kernel · work/busy.ipynb');
+    expect(objectLabel({ ...kernel, path: null })).toBe('Kernel busy.ipynb');
+  });
   it('says what an object holds', () => {
     const obj: LiveObject = {
       kind: 'training',
@@ -291,6 +311,35 @@ describe('ruleRequest', () => {
   it('lists the server events', () => {
     expect(ALERT_EVENTS).toContain('experiment.duration');
     expect(ALERT_EVENTS).toContain('deployment.p99');
-    expect(ALERT_EVENTS.length).toBe(15);
+    expect(ALERT_EVENTS).toContain('quota.usage');
+    expect(ALERT_EVENTS.length).toBe(16);
+  });
+});
+
+describe('ruleRequest for quota use', () => {
+  const form = {
+    ...emptyRuleForm(),
+    name: 'quota',
+    events: ['quota.usage'],
+    url: 'https://hooks.example/x'
+  };
+  it('sends the percentage and the quota watched', () => {
+    const checked = ruleRequest({ ...form, quotaResource: 'gpus' });
+    expect('request' in checked && checked.request).toMatchObject({
+      events: ['quota.usage'],
+      threshold_pct: 80,
+      resource: 'gpus'
+    });
+  });
+  it('refuses a bad percentage or other events with it', () => {
+    expect('problem' in ruleRequest({ ...form, thresholdPct: '0' })).toBe(true);
+    expect('problem' in ruleRequest({ ...form, thresholdPct: 'x' })).toBe(true);
+    expect('problem' in ruleRequest({ ...form, thresholdPct: '5000' })).toBe(
+      true
+    );
+    expect(
+      'problem' in
+        ruleRequest({ ...form, events: ['quota.usage', 'job.failed'] })
+    ).toBe(true);
   });
 });

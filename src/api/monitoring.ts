@@ -156,6 +156,8 @@ export interface AlertRule {
   events: string[];
   duration_s: number | null;
   threshold: number | null;
+  /** quota.usage: the quota dimension watched (any, gpus, gpu_hours, ...). */
+  resource?: string | null;
   channel: AlertChannel;
   enabled: boolean;
   created_at: string;
@@ -167,6 +169,9 @@ export interface AlertRuleRequest {
   events: string[];
   duration_s?: number | null;
   threshold?: number | null;
+  /** quota.usage: the percentage of the quota it fires at. */
+  threshold_pct?: number;
+  resource?: string;
   channel: AlertChannel;
   enabled?: boolean;
 }

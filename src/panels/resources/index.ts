@@ -64,6 +64,8 @@ export const resourcesPlugin: JupyterFrontEndPlugin<void> = {
           id: obj.id,
           name: obj.name
         });
+      } else if (obj.kind === 'kernel' && obj.path) {
+        void commands.execute('docmanager:open', { path: obj.path });
       } else if (obj.kind === 'pipeline' && obj.path) {
         void commands.execute(CommandIDs.openPipelineRun, {
           path: obj.path,

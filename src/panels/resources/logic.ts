@@ -197,6 +197,11 @@ export function objectLabel(obj: LiveObject, trans: ITrans = identity): string {
       obj.node
     );
   }
+  if (obj.kind === 'kernel') {
+    return obj.path
+      ? trans.__('Notebook kernel · %1', obj.path)
+      : trans.__('Kernel %1', obj.name || obj.id);
+  }
   if (obj.kind === 'deployment') {
     return obj.node
       ? trans.__('Deployment %1 · replica %2', obj.name || obj.id, obj.node)
@@ -232,6 +237,9 @@ export const CHANNEL_TYPES: ChannelType[] = [
   'email'
 ];
 
+/** A project's quota use past a percentage (watched by the server). */
+export const QUOTA_EVENT = 'quota.usage';
+
 /** The events a rule may name (the server's `cube_lab/alerts/events.py`). */
 export const ALERT_EVENTS: string[] = [
   ...['job', 'run', 'experiment'].flatMap(kind =>
@@ -239,8 +247,45 @@ export const ALERT_EVENTS: string[] = [
   ),
   'deployment.unhealthy',
   'deployment.error_rate',
-  'deployment.p99'
+  'deployment.p99',
+  QUOTA_EVENT
 ];
+
+/** The quota dimensions a quota.usage rule may watch (`resource`). */
+export const QUOTA_RESOURCES = [
+  'any',
+  'gpus',
+  'gpu_hours',
+  'cpu',
+  'memory',
+  'servers',
+  'jobs'
+];
+
+/** A quota dimension's name in the form. */
+export function quotaResourceLabel(
+  resource: string,
+  trans: ITrans = identity
+): string {
+  switch (resource) {
+    case 'any':
+      return trans.__('Any quota');
+    case 'gpus':
+      return trans.__('GPUs');
+    case 'gpu_hours':
+      return trans.__('GPU-hours this month');
+    case 'cpu':
+      return trans.__('CPU');
+    case 'memory':
+      return trans.__('Memory');
+    case 'servers':
+      return trans.__('Servers');
+    case 'jobs':
+      return trans.__('Jobs');
+    default:
+      return resource;
+  }
+}
 
 export const RULE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -250,6 +295,8 @@ export interface IRuleForm {
   events: string[];
   durationMinutes: string;
   threshold: string;
+  thresholdPct: string;
+  quotaResource: string;
   type: ChannelType;
   url: string;
   secret: string;
@@ -268,6 +315,8 @@ export function emptyRuleForm(): IRuleForm {
     events: ['job.failed', 'run.failed'],
     durationMinutes: '',
     threshold: '',
+    thresholdPct: '80',
+    quotaResource: 'any',
     type: 'webhook',
     url: '',
     secret: '',
@@ -307,6 +356,25 @@ export function ruleRequest(
     channel: { type: form.type },
     enabled: true
   };
+  if (form.events.includes(QUOTA_EVENT)) {
+    if (form.events.length > 1) {
+      return {
+        problem: trans.__(
+          'A quota use rule names no other events: make another rule for them.'
+        )
+      };
+    }
+    const pct = Number(form.thresholdPct);
+    if (!form.thresholdPct.trim() || !(pct > 0 && pct <= 1000)) {
+      return {
+        problem: trans.__(
+          'A quota use rule needs a percentage above 0 and at most 1000.'
+        )
+      };
+    }
+    request.threshold_pct = pct;
+    request.resource = form.quotaResource || 'any';
+  }
   if (form.events.some(e => e.endsWith('.duration'))) {
     const minutes = Number(form.durationMinutes);
     if (!form.durationMinutes.trim() || !(minutes > 0)) {

@@ -23,6 +23,9 @@ import {
 } from '../../api';
 import {
   ALERT_EVENTS,
+  QUOTA_EVENT,
+  QUOTA_RESOURCES,
+  quotaResourceLabel,
   CHANNEL_TYPES,
   channelText,
   emptyRuleForm,
@@ -387,6 +390,25 @@ function AddRule(props: {
             trans.__('Threshold (error rate 0–1, or p99 in ms)')
           )
         : null}
+      {form.events.includes(QUOTA_EVENT) ? (
+        <>
+          {text('thresholdPct', trans.__('Quota use threshold (%)'))}
+          <label className="cube-Notifications-field">
+            <span>{trans.__('Quota')}</span>
+            <select
+              name="quotaResource"
+              value={form.quotaResource}
+              onChange={e => set({ quotaResource: e.currentTarget.value })}
+            >
+              {QUOTA_RESOURCES.map(r => (
+                <option key={r} value={r}>
+                  {quotaResourceLabel(r, trans)}
+                </option>
+              ))}
+            </select>
+          </label>
+        </>
+      ) : null}
       <label className="cube-Notifications-field">
         <span>{trans.__('Channel')}</span>
         <select
