@@ -1,0 +1,311 @@
+/**
+ * A class on the hub, in Chromium, in English and in Chinese: the teacher (the hub's admin)
+ * makes a course (over the cube-admin API: no page has a form for it), imports a roster CSV
+ * of two students with Chinese display names on the admin page's group card, hands out a
+ * starter notebook on the course page; each student logs in with the initial password the
+ * import showed (roster accounts are not forced to change it), starts a server, opens the
+ * handed-out notebook in their own JupyterLab and submits it (POST .../submit on the
+ * cube-admin service, as the student: the REST call the CLI's `cube-lab course submit`
+ * makes); the teacher sees both submissions on the course page. The page's language comes
+ * from the browser's Accept-Language (the context's locale), the lab's from its
+ * Settings > Language. Runs only under playwright.hub.config.js (a throwaway hub).
+ */
+import { expect, test, type Browser, type Page } from '@playwright/test';
+import * as fs from 'fs';
+import * as path from 'path';
+
+import { loginAsAdmin, needsHub, ROOT } from './hub-helpers';
+
+needsHub();
+
+const SHOTS = path.resolve(__dirname, '..', 'screenshots');
+const VIEWPORT = { width: 1280, height: 720 };
+
+interface Case {
+  lang: 'en' | 'zh';
+  locale: string;
+  heading: (c: string) => string;
+  handedOut: string;
+  onTime: string;
+}
+
+const CASES: Case[] = [
+  {
+    lang: 'en',
+    locale: 'en-US',
+    heading: c => `Course ${c}`,
+    handedOut: 'Handed out lab1 to 2 students',
+    onTime: 'on time'
+  },
+  {
+    lang: 'zh',
+    locale: 'zh-CN',
+    heading: c => `课程 ${c}`,
+    handedOut: '已将 lab1 分发给 2 名学生',
+    onTime: '按时'
+  }
+];
+
+/** A fetch on a cube-admin page, with the service's XSRF cookie. */
+async function adminCall(
+  page: Page,
+  method: string,
+  url: string,
+  body?: unknown
+): Promise<{ status: number; body: any }> {
+  return page.evaluate(
+    async ([m, u, b]) => {
+      const xsrf = document.cookie.match(/_xsrf=([^;]+)/);
+      const resp = await fetch(u as string, {
+        method: m as string,
+        headers: {
+          'Content-Type': 'application/json',
+          'X-XSRFToken': xsrf ? decodeURIComponent(xsrf[1]) : ''
+        },
+        body: b === undefined ? undefined : JSON.stringify(b)
+      });
+      return { status: resp.status, body: await resp.json() };
+    },
+    [method, url, body]
+  );
+}
+
+/** The starter notebook, saved in the teacher's space (their home under the hub's data). */
+function writeStarter(folder: string): void {
+  const dir = path.join(ROOT as string, 'data', 'users', 'admin', folder);
+  fs.mkdirSync(dir, { recursive: true });
+  const notebook = {
+    cells: [
+      {
+        cell_type: 'markdown',
+        metadata: {},
+        source: ['# Lab 1: 线性回归\n', '\n', 'Fill in the code below.']
+      },
+      {
+        cell_type: 'code',
+        execution_count: null,
+        metadata: {},
+        outputs: [],
+        source: ['answer = 6 * 7  # 你的代码']
+      }
+    ],
+    metadata: {
+      kernelspec: {
+        display_name: 'Python 3',
+        language: 'python',
+        name: 'python3'
+      }
+    },
+    nbformat: 4,
+    nbformat_minor: 5
+  };
+  fs.writeFileSync(path.join(dir, 'lab1.ipynb'), JSON.stringify(notebook));
+}
+
+/** A student logs in, starts their server, opens the notebook, and submits it. */
+async function studentSubmits(
+  browser: Browser,
+  c: Case,
+  course: string,
+  name: string,
+  password: string,
+  shot: string | null
+): Promise<void> {
+  const context = await browser.newContext({
+    locale: c.locale,
+    viewport: VIEWPORT
+  });
+  const page = await context.newPage();
+  try {
+    await page.goto('/hub/login');
+    await page.locator('#username_input').fill(name);
+    await page.locator('#password_input').fill(password);
+    await page.locator('#login_submit').click();
+    await page.waitForURL(/\/hub\/(spawn|home)/);
+    await page.goto('/hub/spawn');
+    const start = page.locator('input[type="submit"], button[type="submit"]');
+    if (await start.count()) {
+      await start.first().click();
+    }
+    await page.waitForURL(new RegExp(`/user/${name}/lab`), {
+      timeout: 170 * 1000
+    });
+    await expect(page.locator('#jp-main-dock-panel')).toBeVisible({
+      timeout: 60 * 1000
+    });
+    if (c.lang === 'zh') {
+      const xsrf = (await context.cookies()).find(
+        k => k.name === '_xsrf' && k.path.startsWith(`/user/${name}`)
+      );
+      const set = await page.request.put(
+        `/user/${name}/lab/api/settings/@jupyterlab/translation-extension:plugin`,
+        {
+          data: { raw: '{"locale": "zh_CN"}' },
+          headers: { 'X-XSRFToken': xsrf ? xsrf.value : '' }
+        }
+      );
+      expect(set.status(), await set.text()).toBe(204);
+    }
+    await page.goto(`/user/${name}/lab/tree/course/${course}/lab1/lab1.ipynb`);
+    const notebook = page.locator('.jp-NotebookPanel');
+    await expect(notebook.locator('.jp-MarkdownOutput h1')).toContainText(
+      'Lab 1',
+      { timeout: 60 * 1000 }
+    );
+    await expect(notebook.locator('.jp-CodeCell').first()).toContainText(
+      'answer = 6 * 7'
+    );
+    if (c.lang === 'zh') {
+      // the lab itself speaks Chinese: its File menu is 文件
+      await expect(
+        page.locator('.lm-MenuBar-itemLabel', { hasText: '文件' })
+      ).toBeVisible();
+    }
+    if (shot) {
+      await page.screenshot({ path: path.join(SHOTS, shot) });
+    }
+    // the submission, as the student, on the service (its OAuth session opened first)
+    await page.goto('/services/cube-admin/');
+    const done = await adminCall(
+      page,
+      'POST',
+      `api/courses/${course}/handouts/lab1/submit`
+    );
+    expect(done.status, JSON.stringify(done.body)).toBe(201);
+    expect(done.body.late).toBe(false);
+    expect(done.body.files.map((f: any) => f.path)).toEqual(['lab1.ipynb']);
+  } finally {
+    await context.close();
+  }
+}
+
+for (const c of CASES) {
+  test.describe(`a class on the hub (${c.lang})`, () => {
+    test.use({ locale: c.locale, viewport: VIEWPORT });
+
+    test(`teacher hands out, two students submit (${c.lang})`, async ({
+      page,
+      browser
+    }) => {
+      test.setTimeout(600 * 1000);
+      const course = `ml-${c.lang}`;
+      const students = [`s1${c.lang}`, `s2${c.lang}`];
+      const display = ['王伟', '李娜'];
+      fs.mkdirSync(SHOTS, { recursive: true });
+      await loginAsAdmin(page);
+
+      // the course: an API call (the pages have no form to make one)
+      await page.goto('/services/cube-admin/');
+      const made = await adminCall(page, 'POST', 'api/courses', {
+        name: course,
+        profiles: ['cpu']
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+
+      // the roster, on the admin page: the teacher and two students
+      await page.reload();
+      const card = page.locator(`.cube-group[data-group="${course}"]`);
+      await expect(card).toBeVisible();
+      const csv =
+        'user name,display name,e-mail,role\n' +
+        'admin,林老师,lin@example.edu,teacher\n' +
+        `${students[0]},${display[0]},${students[0]}@example.edu,学生\n` +
+        `${students[1]},${display[1]},${students[1]}@example.edu,student\n`;
+      await card.locator('[data-role=roster-file]').setInputFiles({
+        name: 'roster.csv',
+        mimeType: 'text/csv',
+        buffer: Buffer.from(csv, 'utf-8')
+      });
+      await card.locator('[data-action=import-roster]').click();
+      const report = page
+        .locator(`.cube-group[data-group="${course}"]`)
+        .locator('table.roster-report');
+      await expect(report).toBeVisible({ timeout: 30 * 1000 });
+      const passwords: string[] = [];
+      for (const s of students) {
+        const row = report.locator('tbody tr', { hasText: s });
+        await expect(row.locator('td').nth(2)).toHaveText(
+          display[students.indexOf(s)]
+        );
+        passwords.push((await row.locator('td').nth(6).innerText()).trim());
+      }
+      expect(passwords.every(p => p.length >= 8)).toBe(true);
+
+      // the hand-out, on the course page
+      writeStarter(`lab1-starter-${c.lang}`);
+      await page.goto(`/services/cube-admin/courses/${course}`);
+      await expect(
+        page.getByRole('heading', { name: c.heading(course) })
+      ).toBeVisible();
+      await page.locator('#handout-source').fill(`lab1-starter-${c.lang}`);
+      await page.locator('#handout-name').fill('lab1');
+      await page.locator('#hand-out').click();
+      await expect(page.locator('#cube-message')).toHaveText(c.handedOut);
+      const handout = page.locator('.cube-handout[data-handout="lab1"]');
+      await expect(handout).toBeVisible({ timeout: 30 * 1000 });
+
+      // the students, one after the other (a server each: slow on 2 cores)
+      for (let i = 0; i < students.length; i++) {
+        await studentSubmits(
+          browser,
+          c,
+          course,
+          students[i],
+          passwords[i],
+          i === 0 ? `hub-course-student-lab-${c.lang}.png` : null
+        );
+      }
+
+      // the teacher sees both, on time, with the display names and the running servers
+      await page.reload();
+      for (let i = 0; i < students.length; i++) {
+        const row = handout.locator(`tr[data-student="${students[i]}"]`);
+        await expect(row).toContainText(display[i]);
+        await expect(row.locator('td').nth(1)).toHaveText(c.onTime);
+        await expect(row.locator('td').nth(3)).toHaveText('1');
+        await expect(
+          page.locator(`#members tr[data-member="${students[i]}"]`)
+        ).toContainText(display[i]);
+      }
+      await expect(page.locator('[data-total=running]')).toHaveText('2');
+      await page.screenshot({
+        path: path.join(SHOTS, `hub-course-page-${c.lang}.png`),
+        fullPage: false
+      });
+      // the hand-out and its submissions, below the members
+      await handout.scrollIntoViewIfNeeded();
+      await page.screenshot({
+        path: path.join(SHOTS, `hub-course-submissions-${c.lang}.png`)
+      });
+      // the submissions are in the teacher's space, with the manifest
+      const where = path.join(
+        ROOT as string,
+        'data',
+        'users',
+        'admin',
+        'course',
+        course,
+        'lab1',
+        'submissions'
+      );
+      for (const s of students) {
+        expect(fs.existsSync(path.join(where, s, 'lab1.ipynb'))).toBe(true);
+      }
+      const manifest = JSON.parse(
+        fs.readFileSync(path.join(where, 'manifest.json'), 'utf-8')
+      );
+      expect(Object.keys(manifest.submissions).sort()).toEqual(students);
+
+      // the teacher stops the students' servers with a reason
+      page.on('dialog', dialog => dialog.accept('end of the lab'));
+      for (const s of students) {
+        await page
+          .locator(`#members button[data-action=stop][data-user="${s}"]`)
+          .click();
+        await expect(page.locator('#cube-message')).toHaveClass(
+          /alert-success/
+        );
+      }
+    });
+  });
+}
