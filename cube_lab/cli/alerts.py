@@ -65,6 +65,8 @@ def _rule_body(a: argparse.Namespace) -> dict[str, Any]:
         data["duration_s"] = a.duration_s
     if a.threshold is not None:
         data["threshold"] = a.threshold
+    if a.resource is not None:
+        data["resource"] = a.resource
     return data
 
 
@@ -218,14 +220,20 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
         action="append",
         metavar="EVENT",
         help="an event or pattern: job|run|experiment.succeeded|failed|stopped|duration, "
-        "deployment.unhealthy|error_rate|p99 (repeat it; e.g. --on job.failed --on '*.duration')",
+        "deployment.unhealthy|error_rate|p99, quota.usage (alone) "
+        "(repeat it; e.g. --on job.failed --on '*.duration')",
     )
     p.add_argument("--duration-s", type=float, help="a duration event fires past this (seconds)")
     p.add_argument(
         "--threshold",
         type=float,
         help="deployment.error_rate fires past this share of requests (0.05 = 5 %%), "
-        "deployment.p99 past this many milliseconds",
+        "deployment.p99 past this many milliseconds, quota.usage at this percent of the quota",
+    )
+    p.add_argument(
+        "--resource",
+        help="quota.usage: the quota watched: any (default), gpus, gpu_hours, cpu, memory, "
+        "servers, jobs or an accelerator resource name",
     )
     p.add_argument("--channel", choices=CHANNEL_TYPES, help="the channel's type")
     p.add_argument("--url", help="the webhook's url")
