@@ -137,7 +137,13 @@ async function createAndIngest(
   ).toBeVisible({ timeout: 30_000 });
   await page.sidebar.openTab('cube-lab-kb-panel');
   const panel = page.locator('.cube-KbPanel');
-  await panel.getByRole('button', { name: labels.create }).first().click();
+  // the side panel's toolbar button (the empty state's own one is there
+  // only while no knowledge base is listed)
+  await page
+    .locator('#cube-lab-kb-panel')
+    .getByRole('button', { name: labels.create })
+    .first()
+    .click();
   const form = panel.locator('.cube-KbCreate');
   await form.locator('input[name="kb-name"]').fill(name);
   await form.locator('button[type="submit"]').click();
@@ -233,6 +239,46 @@ async function askInChat(
     timeout: 30_000
   });
   return answer;
+}
+
+/**
+ * Register, in the knowledge base's project, a model that is no reranker
+ * (a two-label classifier's config): what the Evaluate reranker can pick.
+ */
+async function registerNotAReranker(
+  request: APIRequestContext,
+  base: string,
+  folder: string,
+  kb: string
+): Promise<string> {
+  const list = await (await request.get(`${base}${API}/kb`)).json();
+  const project = (list.knowledge_bases ?? []).find(
+    (k: { name: string }) => k.name === kb
+  )?.project;
+  expect(project, 'the knowledge base is listed').toBeTruthy();
+  const dir = `${folder}/two-labels`;
+  const made = await request.put(
+    `${base}/api/contents/${dir.split('/').map(encodeURIComponent).join('/')}`,
+    { data: { type: 'directory' } }
+  );
+  expect(made.ok(), await made.text()).toBeTruthy();
+  await putText(
+    request,
+    base,
+    `${dir}/config.json`,
+    JSON.stringify({
+      model_type: 'bert',
+      architectures: ['BertForSequenceClassification'],
+      id2label: { '0': 'no', '1': 'yes' },
+      label2id: { no: 0, yes: 1 }
+    })
+  );
+  const name = 'two-labels';
+  const registered = await request.post(`${base}${API}/models`, {
+    data: { name, path: dir, project }
+  });
+  expect(registered.status(), await registered.text()).toBe(201);
+  return name;
 }
 
 async function retrievalTest(view: Locator, query: string): Promise<Locator> {
@@ -421,10 +467,50 @@ test.describe('cube-lab knowledge bases', () => {
         metrics.locator(`tr[data-metric="mrr"] td[data-config="${which}"]`)
       ).toHaveText(/^[01]\.\d{3}$/);
     }
+    // neither configuration reranked: the headers say so
+    await expect(
+      metrics.locator('th[data-config] .cube-KbEval-reranker')
+    ).toHaveText(['no reranker', 'no reranker']);
     await evaluate.locator('.cube-KbEval-per summary').click();
     await expect(evaluate.locator('.cube-KbEval-per tbody tr')).toHaveCount(3);
     await evaluate.scrollIntoViewIfNeeded();
     await lightAndDark(page, 'kb-evaluate', { ready: metrics });
+
+    // B reranked by a registered model of the project: top_n only then, checked
+    const notReranker = await registerNotAReranker(
+      request,
+      base,
+      tmpPath,
+      'handbook'
+    );
+    const rerankB = evaluate.locator('select[name="kb-eval-rerank-b"]');
+    const topNB = evaluate.locator('input[name="kb-eval-topn-b"]');
+    await expect(topNB).toBeDisabled();
+    await expect(rerankB.locator('option').first()).toHaveText('none');
+    // listed again when the field is focused: the model registered just now
+    await rerankB.focus();
+    await expect(rerankB.locator(`option[value="${notReranker}"]`)).toHaveCount(
+      1,
+      { timeout: 15_000 }
+    );
+    await rerankB.selectOption(notReranker);
+    await expect(topNB).toBeEnabled();
+    await topNB.fill('500');
+    await expect(
+      evaluate.locator('[data-config="b"] [role="alert"]')
+    ).toContainText('top_n');
+    await expect(evaluate.locator('button[name="kb-eval-run"]')).toBeDisabled();
+    await topNB.fill('4');
+    await evaluate.locator('button[name="kb-eval-run"]').click();
+    // a two-label classifier is no cross-encoder: the server says why
+    await expect(evaluate.locator('.cube-TError')).toContainText(
+      'not a cross-encoder',
+      { timeout: 60_000 }
+    );
+    await evaluate.scrollIntoViewIfNeeded();
+    await lightAndDark(page, 'kb-evaluate-reranker');
+    await rerankB.selectOption('');
+    await expect(topNB).toBeDisabled();
 
     // a corrupt PDF fails alone, its error shown under its name
     await putText(request, base, `${tmpPath}/broken.pdf`, 'not a PDF at all');
@@ -508,6 +594,29 @@ test.describe('cube-lab knowledge bases in Chinese', () => {
       '来源'
     );
     await lightAndDark(page, 'zh-kb-view');
+    // Evaluate in Chinese: both configurations with their reranker fields
+    const evaluate = view.locator('.cube-KbEval');
+    await evaluate
+      .locator('textarea[name="kb-eval-questions"]')
+      .fill(
+        [
+          `How long until my refund is paid? => ${tmpPath}/refunds.md`,
+          `When do parcels leave the warehouse? => ${tmpPath}/shipping.md`
+        ].join('\n')
+      );
+    await expect(
+      evaluate.locator('select[name="kb-eval-rerank-a"] option').first()
+    ).toHaveText('无');
+    await evaluate.locator('button[name="kb-eval-run"]').click();
+    const metrics = evaluate.locator('.cube-KbEval-table').first();
+    await expect(metrics.locator('tbody tr')).toHaveCount(3, {
+      timeout: 30_000
+    });
+    await expect(
+      metrics.locator('th[data-config="a"] .cube-KbEval-reranker')
+    ).toHaveText('不重排序');
+    await evaluate.scrollIntoViewIfNeeded();
+    await lightAndDark(page, 'zh-kb-evaluate', { ready: metrics });
     // the Chat tab on the knowledge base, in Chinese
     const model = await fakeModel();
     try {
