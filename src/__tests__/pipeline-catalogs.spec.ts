@@ -9,6 +9,7 @@ import {
   catalogValues,
   kindLabel,
   parentOutputs,
+  pluginSchema,
   withCatalogValues
 } from '../panels/pipelines/kinds';
 
@@ -143,5 +144,31 @@ describe('catalog components', () => {
     expect(kindLabel({ op: GREET.op }, trans, [], KINDS)).toBe(
       'Write greeting (catalog My components)'
     );
+  });
+});
+
+describe('plug-in node kinds', () => {
+  const INGEST: NodeKind = {
+    op: 'cube-lab:kb-ingest',
+    name: 'kb_ingest',
+    display_name: 'Knowledge base ingest',
+    schema: {
+      type: 'object',
+      required: ['kb', 'folder'],
+      properties: { kb: { type: 'string' }, folder: { type: 'string' } }
+    }
+  };
+  const kinds = [...KINDS, INGEST];
+
+  it('gives the parameter form of a kind that has one', () => {
+    expect(pluginSchema(INGEST.op, kinds)?.required).toEqual(['kb', 'folder']);
+  });
+
+  it('gives none for built-in ops, catalog components and unknown ops', () => {
+    expect(pluginSchema('execute-notebook-node', kinds)).toBeUndefined();
+    expect(pluginSchema(GREET.op, kinds)).toBeUndefined();
+    expect(pluginSchema('cube-lab:nothing', kinds)).toBeUndefined();
+    const bare = { ...INGEST, schema: { type: 'object' } };
+    expect(pluginSchema(INGEST.op, [bare])).toBeUndefined();
   });
 });

@@ -77,6 +77,8 @@ export interface NodeKind {
   op: string;
   name: string;
   display_name: string;
+  /** For a plug-in kind (fine-tune, kb-ingest...): the form of its parameters. */
+  schema?: JSONSchema | null;
   /** For an Elyra catalog component (`name` "catalog"): what its catalog says. */
   component?: CatalogComponent;
 }

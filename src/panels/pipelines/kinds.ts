@@ -98,6 +98,21 @@ export function catalogComponent(
   return kinds.find(k => k.op === op)?.component;
 }
 
+/**
+ * The parameter form of a plug-in node kind (one registered through the
+ * `cube_lab.node_kinds` entry point, such as fine-tune or kb-ingest), or
+ * undefined for built-in ops and catalog components.
+ */
+export function pluginSchema(
+  op: string,
+  kinds: readonly NodeKind[]
+): JSONSchema | undefined {
+  const kind = kinds.find(k => k.op === op);
+  return kind && !kind.component && kind.schema?.properties
+    ? kind.schema
+    : undefined;
+}
+
 /** What the palette shows for a catalog component, under its catalog's name. */
 export interface ICatalogPaletteEntry {
   category: string;

@@ -13,6 +13,7 @@ import {
   catalogValues,
   kindLabel,
   parentOutputs,
+  pluginSchema,
   serverText,
   withCatalogValues
 } from './kinds';
@@ -455,6 +456,7 @@ function NodeProperties(props: {
     );
   const isFile = FILE_OPS.includes(node.op);
   const component = catalogComponent(node.op, model.nodeKinds);
+  const kindSchema = pluginSchema(node.op, model.nodeKinds);
   const envPairs: [string, string][] = (
     Array.isArray(node.params.env_vars) ? node.params.env_vars : []
   ).map((e: Json) => [String(e?.env_var ?? ''), showValue(e?.value)]);
@@ -741,7 +743,25 @@ function NodeProperties(props: {
             ))}
         </fieldset>
       ) : null}
+      {kindSchema ? (
+        <fieldset className="cube-Fieldset">
+          <legend>{props.kindName}</legend>
+          <SchemaForm
+            schema={kindSchema}
+            value={node.params as Record<string, Json>}
+            error={problems
+              .filter(p => p.field in (kindSchema.properties ?? {}))
+              .map(p => p.message)
+              .join(' ')}
+            trans={trans}
+            onChange={v =>
+              model.apply(g => updateNode(g, node.id, { params: v }))
+            }
+          />
+        </fieldset>
+      ) : null}
       {!component &&
+      !kindSchema &&
       !isFile &&
       node.op !== Ops.shell &&
       node.op !== Ops.template ? (
