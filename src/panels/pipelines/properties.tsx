@@ -842,6 +842,31 @@ function PipelineProperties(props: {
           )
         }
       />
+      <Field
+        label={trans.__('Alert rules on failure')}
+        name="alert_rules"
+        hint={trans.__(
+          "Names of the project's alert rules a failed run is sent to, separated by commas (Notifications panel)"
+        )}
+        value={
+          Array.isArray(graph.cube.alert_rules)
+            ? graph.cube.alert_rules.join(', ')
+            : ''
+        }
+        error={problemFor(problems, 'alert_rules')}
+        onCommit={v => {
+          const names = v.split(/[\s,]+/).filter(Boolean);
+          model.apply(g =>
+            updatePipeline(g, {
+              cube: withKey(
+                g.cube,
+                'alert_rules',
+                names.length ? names : undefined
+              )
+            })
+          );
+        }}
+      />
       <div
         className="cube-Field"
         role="group"
