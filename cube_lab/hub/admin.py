@@ -35,7 +35,7 @@ from ..locale import html_lang, negotiate, translator_for
 from ..locale.messages import _t, localize
 from . import notices, policy, roster
 from .config import ADMIN_SCOPE, secret_file
-from .course import CourseBook, Courses
+from .course import CourseBook, Courses, is_course, members
 from .hubapi import HubAPI
 from .ledger import GpuHours, Ledger, QuotaExceeded, Reservation
 from .quotas import (
@@ -344,7 +344,22 @@ class PageHandler(BaseHandler):
             self.finish(self.render_page("forbidden.html"))
             return
         view = await self.usage_view()
-        self.finish(self.render_page("admin.html", **view))
+        self.finish(self.render_page("admin.html", courses=await self.courses_view(), **view))
+
+    async def courses_view(self) -> list[dict[str, Any]]:
+        """The courses, each with its teachers and number of students (links to their pages)."""
+        out = []
+        for group in sorted(await self.ctx.groups(), key=lambda g: g["name"]):
+            if is_course(group):
+                people = members(group)
+                out.append(
+                    {
+                        "name": group["name"],
+                        "teachers": [m["name"] for m in people if m["role"] == "teacher"],
+                        "students": sum(1 for m in people if m["role"] == "student"),
+                    }
+                )
+        return out
 
     def render_page(self, name: str, **values: Any) -> str:
         prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
@@ -383,15 +398,47 @@ def page_texts(locale: str) -> dict[str, Any]:
             return text("%1 (%2)", text(words[: -len(suffix)]), dimension)
         return text(words)
 
+    def units(dimension: str) -> tuple[str, str]:
+        """How an amount of ``dimension`` reads: "%1" one, "%1" several ("1 GiB memory")."""
+        if dimension in _UNITS:
+            one, many = _UNITS[dimension]
+            return text(one), text(many)
+        if str(label(dimension)).startswith("GPUs ("):
+            return text(_t("%1 GPU (%2)"), "%1", dimension), text(
+                _t("%1 GPUs (%2)"), "%1", dimension
+            )
+        words = "%1 " + page_label(dimension)  # "2 MIG slices (nvidia.com/mig-1g.10gb)"
+        return words, words
+
+    def amount(dimension: str, value: float) -> str:
+        one, many = units(dimension)
+        return _fill_amount(one if value == 1 else many, show(dimension, value))
+
     return {
         "_": translator_for(locale, html=True),
         "_js": text,
         "lang": html_lang(locale),
         "label": page_label,
+        # "1 server, 2 CPU cores, 1 GiB memory, 1 GPU (nvidia.com/gpu)"; the live refresh's
+        # patterns of the same
+        "usage_text": lambda usage: ", ".join(amount(d, v) for d, v in usage.items()),
+        "units_for": lambda dimensions: {d: units(d) for d in dimensions},
         # the live refresh's names of dimensions, as the page renders them
         "labels_for": lambda dimensions: {d: page_label(d) for d in dimensions},
         "show_hours": show_hours,
     }
+
+
+_UNITS: dict[str, tuple[str, str]] = {
+    "servers": (_t("%1 server"), _t("%1 servers")),
+    "jobs": (_t("%1 job"), _t("%1 jobs")),
+    "cpu": (_t("%1 CPU core"), _t("%1 CPU cores")),
+    "memory": (_t("%1 GiB memory"), _t("%1 GiB memory")),
+}
+
+
+def _fill_amount(pattern: str, value: str) -> str:
+    return pattern.replace("%1", value, 1)
 
 
 def _accelerator_resources(settings: HubSettings) -> list[str]:

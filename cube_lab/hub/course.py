@@ -170,6 +170,32 @@ class Courses:
         record = self.book.load(course)
         return [summary(h) for _, h in sorted(record["handouts"].items())]
 
+    def mine(self, course: str, student: str) -> list[dict[str, Any]]:
+        """What one student sees of the course's hand-outs: each one's folder in their space,
+        deadline and their own last submission (None before the first), nobody else's."""
+        record = self.book.load(course)
+        out = []
+        for _, h in sorted(record["handouts"].items()):
+            entry = (h.get("submissions") or {}).get(student)
+            out.append(
+                {
+                    "name": h["name"],
+                    "mode": h["mode"],
+                    "deadline": h.get("deadline"),
+                    "folder": "/".join(self.folder(course, h["name"])),
+                    "handed_out": student in (h.get("students") or {}),
+                    "submission": None
+                    if entry is None
+                    else {
+                        "at": entry["at"],
+                        "late": entry["late"],
+                        "how": entry["how"],
+                        "files": len(entry.get("files") or ()),
+                    },
+                }
+            )
+        return out
+
     def get(self, course: str, name: str) -> dict[str, Any]:
         found = self.book.load(course)["handouts"].get(name)
         if found is None:

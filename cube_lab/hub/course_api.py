@@ -10,7 +10,8 @@ column) their course's routes; its students only ``submit`` (403 elsewhere); any
   teacher's space (again: a sync for students added since);
 - ``POST .../handouts/{h}/collect``, ``POST .../handouts/{h}/submit`` (as the student),
   ``GET .../handouts/{h}/submissions``;
-- the page ``courses/{name}``.
+- the page ``courses/{name}``: for the staff the course's figures and hand-outs; for a
+  student their own hand-outs (deadline, last submission) with a Submit button.
 """
 
 from __future__ import annotations
@@ -304,9 +305,18 @@ class CoursePageHandler(CourseMixin, PageHandler):
     async def get(self, name: str) -> None:  # type: ignore[override]
         try:
             group = await self.staff_course(name)
-        except Forbidden:
-            self.set_status(403)
-            self.finish(self.render_page("forbidden.html"))
+        except Forbidden:  # a student: their own hand-outs and submissions, with Submit
+            group = await self.course(name)
+            await self.collect_due(group)
+            mine = await asyncio.to_thread(courses_of(self).mine, name, self.username)
+            roster = {m["name"]: m for m in members(group)}
+            self.finish(
+                self.render_page(
+                    "course_student.html",
+                    course={"name": name, "handouts": mine},
+                    me=roster.get(self.username) or {"name": self.username},
+                )
+            )
             return
         await self.collect_due(group)
         view = await self.view(group)

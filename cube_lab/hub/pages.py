@@ -53,7 +53,8 @@ class PageText(Extension):
 def page_vars(board_path: Path, *, native: bool) -> Any:
     """The ``cube`` template variable (``c.JupyterHub.template_vars``; JupyterHub calls it
     with the page's user): the stop notice while no server runs, the open messages, and
-    whether the user has a password to change (NativeAuthenticator's accounts, not SSO)."""
+    whether the user has a password to change (NativeAuthenticator's accounts, not SSO), and
+    the courses they are in."""
     board = NoticeBoard(board_path)
 
     def of(user: Any) -> dict[str, Any]:
@@ -65,9 +66,22 @@ def page_vars(board_path: Path, *, native: bool) -> Any:
             "stop": stop,
             "messages": board.messages(name),
             "has_password": native and _has_password(user),
+            "courses": _courses_of(user),
         }
 
     return of
+
+
+def _courses_of(user: Any) -> list[str]:
+    """The courses (hub groups made courses, cube_lab.hub.course) ``user`` is in: the home
+    page links their course pages."""
+    from .course import COURSE_PROPERTY
+
+    found = []
+    for group in getattr(user, "groups", None) or ():
+        if COURSE_PROPERTY in (getattr(group, "properties", None) or {}):
+            found.append(group.name)
+    return sorted(found)
 
 
 def _has_password(user: Any) -> bool:
