@@ -242,7 +242,9 @@ def test_the_course_page(hub: devhub.DevHub, course: dict[str, Any]) -> None:
         with httpx.Client(base_url=hub.url, follow_redirects=False) as client:
             assert login(client, "stu2", course["passwords"]["stu2"]).status_code == 302
             page = client.get("/services/cube-admin/courses/ai101", follow_redirects=True)
-            assert page.status_code == 403
+            # a student's own page: their hand-outs with Submit, not the members' figures
+            assert page.status_code == 200 and 'id="my-handouts"' in page.text
+            assert 'data-member="stu1"' not in page.text and "张三" not in page.text
         # Stop and Message: the course's teacher may, for a student of theirs; a student not
         tokens = course["tokens"]
         body = {"message": "save your work"}
