@@ -517,7 +517,14 @@ test.describe('cube-lab knowledge bases', () => {
     await view.locator('input[name="kb-preview-first"]').uncheck(); // added at once
     await view.locator('input[name="kb-paths"]').fill(`${tmpPath}/broken.pdf`);
     await view.getByRole('button', { name: 'Add', exact: true }).click();
-    const failed = view.locator('.cube-KbIngest').first();
+    // the new ingest (the earlier one may still be first a moment)
+    const failed = view
+      .locator('.cube-KbIngest')
+      .filter({
+        has: view.locator('.cube-KbIngest-file[data-source$="broken.pdf"]')
+      })
+      .first();
+    await expect(failed).toBeVisible({ timeout: 60_000 });
     await expect(failed.locator('.cube-KbIngest-file')).toHaveClass(
       /cube-mod-failed/,
       { timeout: 60_000 }
