@@ -1,12 +1,12 @@
 /**
  * A class on the hub, in Chromium, in English and in Chinese: the teacher (the hub's admin)
- * makes a course (over the cube-admin API: no page has a form for it), imports a roster CSV
- * of two students with Chinese display names on the admin page's group card, hands out a
- * starter notebook on the course page; each student logs in with the initial password the
- * import showed (roster accounts are not forced to change it), starts a server, opens the
- * handed-out notebook in their own JupyterLab and submits it (POST .../submit on the
- * cube-admin service, as the student: the REST call the CLI's `cube-lab course submit`
- * makes); the teacher sees both submissions on the course page. The page's language comes
+ * makes a course with the admin page's New course form (a bad name first: the error in the
+ * page's message area), imports a roster CSV of two students with Chinese display names on
+ * the admin page's group card, hands out a starter notebook on the course page; each student
+ * logs in with the initial password the import showed (roster accounts are not forced to
+ * change it), starts a server, opens the handed-out notebook in their own JupyterLab and
+ * presses Submit on their own course page (which shows nobody else); the teacher sees both
+ * submissions on the course page, and each member's resources in words. The page's language comes
  * from the browser's Accept-Language (the context's locale), the lab's from its
  * Settings > Language. Runs only under playwright.hub.config.js (a throwaway hub).
  */
@@ -27,6 +27,9 @@ interface Case {
   heading: (c: string) => string;
   handedOut: string;
   onTime: string;
+  created: (c: string) => string;
+  submitted: string;
+  resources: string;
 }
 
 const CASES: Case[] = [
@@ -35,14 +38,20 @@ const CASES: Case[] = [
     locale: 'en-US',
     heading: c => `Course ${c}`,
     handedOut: 'Handed out lab1 to 2 students',
-    onTime: 'on time'
+    onTime: 'on time',
+    created: c => `Created course ${c}`,
+    submitted: 'Submitted lab1',
+    resources: '1 server, 1 CPU core, 1 GiB memory'
   },
   {
     lang: 'zh',
     locale: 'zh-CN',
     heading: c => `课程 ${c}`,
     handedOut: '已将 lab1 分发给 2 名学生',
-    onTime: '按时'
+    onTime: '按时',
+    created: c => `已创建课程 ${c}`,
+    submitted: '已提交 lab1',
+    resources: '1 个服务器, 1 个 CPU 核, 1 GiB 内存'
   }
 ];
 
@@ -102,14 +111,16 @@ function writeStarter(folder: string): void {
   fs.writeFileSync(path.join(dir, 'lab1.ipynb'), JSON.stringify(notebook));
 }
 
-/** A student logs in, starts their server, opens the notebook, and submits it. */
+/** A student logs in, starts their server, opens the notebook, and submits it on their
+ * course page. */
 async function studentSubmits(
   browser: Browser,
   c: Case,
   course: string,
   name: string,
   password: string,
-  shot: string | null
+  shot: string | null,
+  other: string
 ): Promise<void> {
   const context = await browser.newContext({
     locale: c.locale,
@@ -164,16 +175,27 @@ async function studentSubmits(
     if (shot) {
       await page.screenshot({ path: path.join(SHOTS, shot) });
     }
-    // the submission, as the student, on the service (its OAuth session opened first)
-    await page.goto('/services/cube-admin/');
-    const done = await adminCall(
-      page,
-      'POST',
-      `api/courses/${course}/handouts/lab1/submit`
+    // the submission, on the student's own course page: their hand-out, nobody else's
+    await page.goto(`/services/cube-admin/courses/${course}`);
+    await expect(
+      page.getByRole('heading', { name: c.heading(course) })
+    ).toBeVisible();
+    const row = page.locator('#my-handouts tr[data-handout="lab1"]');
+    await expect(row.locator('[data-field=submission]')).not.toContainText(
+      c.onTime
     );
-    expect(done.status, JSON.stringify(done.body)).toBe(201);
-    expect(done.body.late).toBe(false);
-    expect(done.body.files.map((f: any) => f.path)).toEqual(['lab1.ipynb']);
+    await expect(page.locator('body')).not.toContainText(other);
+    await expect(page.locator('#members')).toHaveCount(0);
+    await row.locator('[data-action=submit]').click();
+    await expect(page.locator('#cube-message')).toHaveText(c.submitted);
+    await expect(row.locator('[data-field=submission]')).toContainText(
+      c.onTime
+    );
+    if (shot) {
+      await page.screenshot({
+        path: path.join(SHOTS, shot.replace('-lab-', '-page-'))
+      });
+    }
   } finally {
     await context.close();
   }
@@ -194,16 +216,26 @@ for (const c of CASES) {
       fs.mkdirSync(SHOTS, { recursive: true });
       await loginAsAdmin(page);
 
-      // the course: an API call (the pages have no form to make one)
+      // the course, with the admin page's New course form (a bad name first)
       await page.goto('/services/cube-admin/');
-      const made = await adminCall(page, 'POST', 'api/courses', {
-        name: course,
-        profiles: ['cpu']
-      });
-      expect(made.status, JSON.stringify(made.body)).toBe(201);
+      await page.locator('#new-course-name').fill('bad name!');
+      await page.locator('#create-course').click();
+      await expect(page.locator('#cube-message')).toHaveClass(/alert-danger/);
+      await page.locator('#new-course-name').fill(course);
+      await page.locator('#new-course-servers').fill('10');
+      await page.locator('#create-course').click();
+      await expect(page.locator('#cube-message')).toHaveText(c.created(course));
+      const listed = page.locator(`#course-list tr[data-course="${course}"]`);
+      await expect(listed.locator('a')).toHaveAttribute(
+        'href',
+        `/services/cube-admin/courses/${course}`
+      );
+      const made = await adminCall(page, 'GET', `api/courses/${course}`);
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      expect(made.body.quota.servers).toBe(10);
+      expect(made.body.profiles).toEqual(['cpu']);
 
       // the roster, on the admin page: the teacher and two students
-      await page.reload();
       const card = page.locator(`.cube-group[data-group="${course}"]`);
       await expect(card).toBeVisible();
       const csv =
@@ -252,7 +284,8 @@ for (const c of CASES) {
           course,
           students[i],
           passwords[i],
-          i === 0 ? `hub-course-student-lab-${c.lang}.png` : null
+          i === 0 ? `hub-course-student-lab-${c.lang}.png` : null,
+          display[1 - i]
         );
       }
 
@@ -268,6 +301,13 @@ for (const c of CASES) {
         ).toContainText(display[i]);
       }
       await expect(page.locator('[data-total=running]')).toHaveText('2');
+      const usage = page.locator(
+        `#members tr[data-member="${students[0]}"] [data-field=usage]`
+      );
+      await expect(usage).toHaveText(c.resources);
+      // the live refresh words them the same
+      await usage.evaluate(el => (el.textContent = '?'));
+      await expect(usage).toHaveText(c.resources, { timeout: 20 * 1000 });
       await page.screenshot({
         path: path.join(SHOTS, `hub-course-page-${c.lang}.png`),
         fullPage: false
