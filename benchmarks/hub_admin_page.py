@@ -45,6 +45,23 @@ def measure(client: httpx.Client, path: str, n: int, warmup: int = 10) -> list[f
     return times
 
 
+def report(rows: dict[str, list[float]], *, students: int, running: int, requests: int) -> None:
+    """The machine, the seeding and a Markdown row per case (p50, p95, the 300 ms target)."""
+    load = os.getloadavg()[0]
+    print(
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, load {load:.1f}; "
+        f"{students} students, {running} running servers, "
+        f"{requests} sequential requests each (10 warm-up)"
+    )
+    print("| case | p50 ms | p95 ms | target |")
+    print("|---|---|---|---|")
+    for name, times in rows.items():
+        p95 = pct(times, 0.95)
+        met = "met" if p95 < 300 else "NOT met"
+        print(f"| {name} | {statistics.median(times):.1f} | {p95:.1f} | p95 < 300 ms: {met} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=60)
@@ -61,19 +78,7 @@ def main() -> None:
                 "admin page (HTML)": measure(client, "/services/cube-admin/", args.requests),
                 "GET api/usage": measure(client, "/services/cube-admin/api/usage", args.requests),
             }
-    load = os.getloadavg()[0]
-    print(
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}, load {load:.1f}; "
-        f"{args.students} students, {info['running']} running servers, "
-        f"{args.requests} sequential requests each (10 warm-up)"
-    )
-    print("| case | p50 ms | p95 ms | target |")
-    print("|---|---|---|---|")
-    for name, times in rows.items():
-        p95 = pct(times, 0.95)
-        met = "met" if p95 < 300 else "NOT met"
-        print(f"| {name} | {statistics.median(times):.1f} | {p95:.1f} | p95 < 300 ms: {met} |")
+    report(rows, students=args.students, running=info["running"], requests=args.requests)
 
 
 if __name__ == "__main__":

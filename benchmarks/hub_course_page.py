@@ -15,18 +15,14 @@ Target (issue 24): < 300 ms p95 for the page and for ``GET api/courses/G`` on th
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
-import platform
-import statistics
 import sys
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hub_admin_page import measure, pct
+from hub_admin_page import measure, report
 from hub_seed import seeded_hub
 
 SURNAMES = "王李张刘陈杨黄赵吴周"
@@ -102,19 +98,7 @@ def main() -> None:
                     client, f"{base}api/courses/{group}/handouts/lab1/submissions", args.requests
                 ),
             }
-    load = os.getloadavg()[0]
-    print(
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}, load {load:.1f}; "
-        f"{args.students} students, {info['running']} running servers, "
-        f"{args.requests} sequential requests each (10 warm-up)"
-    )
-    print("| case | p50 ms | p95 ms | target |")
-    print("|---|---|---|---|")
-    for name, times in rows.items():
-        p95 = pct(times, 0.95)
-        met = "met" if p95 < 300 else "NOT met"
-        print(f"| {name} | {statistics.median(times):.1f} | {p95:.1f} | p95 < 300 ms: {met} |")
+    report(rows, students=args.students, running=info["running"], requests=args.requests)
 
 
 if __name__ == "__main__":
