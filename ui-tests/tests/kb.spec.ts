@@ -521,7 +521,7 @@ test.describe('cube-lab knowledge bases', () => {
     const failed = view
       .locator('.cube-KbIngest')
       .filter({
-        has: view.locator('.cube-KbIngest-file[data-source$="broken.pdf"]')
+        has: page.locator('.cube-KbIngest-file[data-source$="broken.pdf"]')
       })
       .first();
     await expect(failed).toBeVisible({ timeout: 60_000 });
