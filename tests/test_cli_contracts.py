@@ -122,6 +122,7 @@ EXEMPT: dict[str, str] = {
     "chat export": "tests/test_chat_rest.py runs it with --json on feedback given over REST",
     "course import": "tests/test_hub_course.py runs it with --json against a real hub",
     "kb query": "another name for kb search (the same handler), which test_kb_commands runs",
+    "kb sync": "tests/test_kb_nodekind.py runs it with --json on a folder made there",
     **dict.fromkeys(
         [
             "course create",
