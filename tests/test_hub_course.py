@@ -8,18 +8,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from cube_lab.hub import devhub
-from tests.hub_util import login
+from tests.hub_util import bare_hub, login
 
 pytestmark = pytest.mark.hub
 
@@ -30,17 +27,8 @@ STRONG = "a-Strong-pass-123"
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-course-"))
-    try:
-        running = devhub.start(root, {"groups": {"ai-course": {"profiles": ["cpu"]}}})
-    except FileNotFoundError as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-    try:
+    with bare_hub("cube-hub-course-", {"groups": {"ai-course": {"profiles": ["cpu"]}}}) as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def roster_csv() -> str:
