@@ -122,6 +122,20 @@ def login(client: httpx.Client, username: str, password: str | None) -> httpx.Re
     return client.post("/hub/login", data=form)
 
 
+def xsrf_of(page: httpx.Response) -> str:
+    found = re.search(r'name="_xsrf" value="([^"]*)"', page.text)
+    assert found, page.text[:500]
+    return found.group(1)
+
+
+def change_password(client: httpx.Client, old: str, new: str, **headers: str) -> httpx.Response:
+    page = client.get("/hub/change-password", headers=headers)
+    assert page.status_code == 200, page.text[:300]
+    form = {"old_password": old, "new_password": new, "new_password_confirmation": new,
+            "_xsrf": xsrf_of(page)}  # fmt: skip
+    return client.post("/hub/change-password", data=form, headers=headers)
+
+
 def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:
     """A cube-lab API request through ``owner``'s server, with ``token``."""
     return hub.request(

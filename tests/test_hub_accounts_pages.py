@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from cube_lab.hub import devhub
-from tests.hub_util import bare_hub, login
+from tests.hub_util import bare_hub, change_password, login, xsrf_of
 
 pytestmark = pytest.mark.hub
 
@@ -33,33 +33,25 @@ def hub() -> Iterator[devhub.DevHub]:
 
 @pytest.fixture(scope="module")
 def student(hub: devhub.DevHub) -> tuple[str, str]:
-    """An account made the way a roster makes them: approved, with a generated password."""
+    """An account made the way a roster makes them: approved, with a generated one-time
+    password, which the student changed at first login."""
     body = {"accounts": [{"name": "stud1", "create": True}]}
     status, made = hub.hub("POST", "/cube/accounts", body)
     assert status == 200, made
     [account] = made["accounts"]
-    assert account["status"] == "created"
-    return "stud1", account["password"]
+    assert account["status"] == "created" and account["must_change"] is True
+    mine = "stud1-own-Pass-42"
+    with browser(hub) as client:
+        assert login(client, "stud1", account["password"]).status_code == 302
+        done = change_password(client, account["password"], mine)
+        assert "Your password has been changed successfully!" in done.text
+    return "stud1", mine
 
 
 @pytest.fixture(scope="module")
 def admin_token(hub: devhub.DevHub) -> str:
     """The admin user's own API token (its requests are "by admin")."""
     return hub.user_token("admin")
-
-
-def xsrf_of(page: httpx.Response) -> str:
-    found = re.search(r'name="_xsrf" value="([^"]*)"', page.text)
-    assert found, page.text[:500]
-    return found.group(1)
-
-
-def change_password(client: httpx.Client, old: str, new: str, **headers: str) -> httpx.Response:
-    page = client.get("/hub/change-password", headers=headers)
-    assert page.status_code == 200, page.text[:300]
-    form = {"old_password": old, "new_password": new, "new_password_confirmation": new,
-            "_xsrf": xsrf_of(page)}  # fmt: skip
-    return client.post("/hub/change-password", data=form, headers=headers)
 
 
 def browser(hub: devhub.DevHub) -> httpx.Client:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from cube_lab.hub import devhub
-from tests.hub_util import bare_hub, login
+from tests.hub_util import bare_hub, change_password, login
 
 pytestmark = pytest.mark.hub
 
@@ -81,10 +81,23 @@ def test_a_60_student_roster_in_one_call_then_again_with_nothing_changed(
     # the hub users exist before anyone logged in; a student logs in with the given password
     status, user = hub.hub("GET", "/users/s042")
     assert status == 200 and "ai-course" in user["groups"]
+    # the initial passwords are one-time: the first login goes to change it, then on
+    assert all(r["must_change"] for r in rows.values() if r.get("password"))
     with httpx.Client(base_url=hub.url, follow_redirects=False) as client:
         assert login(client, "s042", passwords["s042"]).status_code == 302
+        moved = client.get("/hub/home")
+        assert (moved.status_code, moved.headers.get("Location")) == (302, "/hub/change-password")
+        page = client.get("/hub/change-password")
+        assert 'id="one-time-notice"' in page.text
+        done = change_password(client, passwords["s042"], STRONG)
+        assert "Your password has been changed successfully!" in done.text
+        assert client.get("/hub/home").status_code == 200
     with httpx.Client(base_url=hub.url, follow_redirects=False) as client:
-        assert login(client, "s042", "not-the-password").status_code != 302
+        assert login(client, "s043", passwords["s043"]).status_code == 302
+        assert client.get("/hub/home").status_code == 302  # s043's is still one-time
+    with httpx.Client(base_url=hub.url, follow_redirects=False) as client:
+        assert login(client, "s042", passwords["s042"]).status_code != 302  # changed
+        assert login(client, "s042", STRONG).status_code == 302
 
     # again: nothing is made, nothing added, no password handed out twice
     again = post_roster(hub, roster_csv(), lang="zh-CN")

@@ -33,9 +33,13 @@ stu3,王五,,student
 """
 
 
+# the people here keep their initial passwords (test_hub_course checks they are one-time)
+KEEP_PASSWORDS = {"sign_up": {"roster_passwords_one_time": False}}
+
+
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    with bare_hub("cube-hub-class-") as running:
+    with bare_hub("cube-hub-class-", KEEP_PASSWORDS) as running:
         yield running
 
 

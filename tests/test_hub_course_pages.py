@@ -28,9 +28,13 @@ stu9,李四,,student
 """
 
 
+# the people here keep their initial passwords (test_hub_course checks they are one-time)
+KEEP_PASSWORDS = {"sign_up": {"roster_passwords_one_time": False}}
+
+
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
-    with bare_hub("cube-hub-class-pages-") as running:
+    with bare_hub("cube-hub-class-pages-", KEEP_PASSWORDS) as running:
         yield running
 
 

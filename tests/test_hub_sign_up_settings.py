@@ -25,6 +25,14 @@ def test_defaults_are_class_friendly(tmp_path: Path) -> None:
     configure(c, s)
     n = c.NativeAuthenticator
     assert (n.open_signup, n.allowed_failed_logins, n.seconds_before_next_try) == (False, 10, 30)
+    assert c.CubeNativeAuthenticator.roster_passwords_one_time is True
+
+
+def test_roster_passwords_may_be_kept(tmp_path: Path) -> None:
+    c = Config()
+    extra = "sign_up: {roster_passwords_one_time: false}\n"
+    configure(c, hub_settings.load(_write(tmp_path, extra)))
+    assert c.CubeNativeAuthenticator.roster_passwords_one_time is False
 
 
 def test_settings_reach_native_authenticator(tmp_path: Path) -> None:

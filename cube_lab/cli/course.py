@@ -118,13 +118,19 @@ def course_import(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
             **s,
         ).translated(env_locale())
     )
-    if s["created"]:
-        print(
-            _t(
-                "Initial passwords are shown only now: hand them out; each user changes theirs "
-                "at /hub/change-password."
-            ).translated(env_locale())
+    if any(r.get("must_change") for r in report["rows"]):
+        text = _t(
+            "Initial passwords are shown only now: hand them out; at first login the hub asks "
+            "each user to change theirs."
         )
+    elif s["created"]:
+        text = _t(
+            "Initial passwords are shown only now: hand them out; each user changes theirs "
+            "at /hub/change-password."
+        )
+    else:
+        return
+    print(text.translated(env_locale()))
 
 
 def admin_json(a: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:

@@ -4,7 +4,9 @@ NativeAuthenticator keeps bcrypt hashes in the hub database; sign-ups wait for a
 approval (/hub/authorize). Its trap: a name listed in ``admin_users`` is approved on sign-up,
 so whoever signs up first as "admin" becomes admin. ``CubeNativeAuthenticator`` closes it by
 creating every configured admin at first start with a generated one-time password, printed
-once and stored only as its hash; the admin changes it at /hub/change-password.
+once and stored only as its hash; the admin changes it at /hub/change-password. The initial
+passwords of a course roster's accounts are one-time too (``roster_passwords_one_time``): every
+hub page sends such a user to change theirs before anything else.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from nativeauthenticator.orm import UserInfo
 from tornado import web
 from tornado.escape import url_escape
 from tornado.httputil import url_concat
-from traitlets import Unicode
+from traitlets import Bool, Unicode
 
 from ..locale import negotiate
 from ..locale.messages import _t, localize
@@ -268,6 +270,12 @@ class CubeNativeAuthenticator(NativeAuthenticator):
         help="A JSON file of {user: bcrypt hash} of the one-time passwords handed out; while a "
         "user's stored hash is still that one, every hub page sends them to change it.",
     )
+    roster_passwords_one_time = Bool(
+        True,
+        config=True,
+        help="Are the initial passwords of accounts made by a roster import one-time (each "
+        "user changes theirs at first login)? The hub settings' sign_up.roster_passwords_one_time.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -293,12 +301,12 @@ class CubeNativeAuthenticator(NativeAuthenticator):
             return {}
         return found if isinstance(found, dict) else {}
 
-    def remember_one_time(self, username: str, hashed: bytes) -> None:
-        """Record that ``username``'s password is a generated one-time one (its hash)."""
-        if not self.one_time_file:
+    def remember_one_time(self, hashes: Mapping[str, bytes]) -> None:
+        """Record that these users' passwords are generated one-time ones (their hashes)."""
+        if not self.one_time_file or not hashes:
             return
         found = self._one_time()
-        found[username] = hashed.decode("ascii")
+        found.update({name: hashed.decode("ascii") for name, hashed in hashes.items()})
         path = Path(self.one_time_file)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".tmp")
@@ -332,7 +340,7 @@ class CubeNativeAuthenticator(NativeAuthenticator):
         info = UserInfo(username=username, password=hashed, is_authorized=True)
         self.db.add(info)
         self.db.commit()
-        self.remember_one_time(username, hashed)
+        self.remember_one_time({username: hashed})
         banner = (
             f"\n{'=' * 72}\n cube-lab hub: first start. Admin {username!r}, one-time password:\n"
             f"     {password}\n Log in and change it (the hub asks for that at once). It is shown"
@@ -438,10 +446,10 @@ def _accounts_handler() -> type:
     """``POST /hub/api/cube/accounts`` (the ``admin:users`` scope: the cube-admin service):
     ``{"accounts": [{"name", "email"?, "create"?: bool}]}``. For each name, in the hub's own
     database: a NativeAuthenticator account is made when ``create`` and none exists (approved,
-    with a generated initial password, answered only here), an unapproved one is approved
-    when ``create``, and the JupyterHub user is made when the account is approved. Answers
-    ``{"accounts": [{"name", "status": created|approved|existed|missing|unapproved,
-    "password"?}]}``."""
+    with a generated initial password, answered only here and one-time unless the setting
+    ``roster_passwords_one_time`` is off), an unapproved one is approved when ``create``, and
+    the JupyterHub user is made when the account is approved. Answers ``{"accounts": [{"name",
+    "status": created|approved|existed|missing|unapproved, "password"?, "must_change"?}]}``."""
     import asyncio
     import json
 
@@ -473,6 +481,7 @@ def _accounts_handler() -> type:
                   for n in new)
             )  # fmt: skip
             hashes = dict(zip(new, hashed_all, strict=True))
+            one_time = bool(getattr(self.authenticator, "roster_passwords_one_time", False))
             out = []
             for name, item in zip(names, wanted, strict=True):
                 info = UserInfo.find(self.db, name)
@@ -488,6 +497,8 @@ def _accounts_handler() -> type:
                     self.db.add(info)
                     self.db.commit()
                     result.update(status="created", password=password)
+                    if one_time:
+                        result["must_change"] = True
                 elif info is None and self.find_user(name) is not None:
                     result["status"] = "existed"  # a hub user made over the API (no password)
                 elif info is None:
@@ -503,6 +514,9 @@ def _accounts_handler() -> type:
                 if result["status"] in ("created", "approved", "existed"):
                     self.user_from_username(name)  # the hub's user, before any login
                 out.append(result)
+            if one_time:
+                made = {r["name"] for r in out if r["status"] == "created"}
+                self.authenticator.remember_one_time({n: hashes[n] for n in made})
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps({"accounts": out}))
 

@@ -119,6 +119,7 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
         c.Authenticator.allow_all = True  # approval is NativeAuthenticator's own gate
         # the one-time admin passwords' hashes: still one of them -> change it first (auth.py)
         c.CubeNativeAuthenticator.one_time_file = str(hub_dir / ONE_TIME_FILE)
+        c.CubeNativeAuthenticator.roster_passwords_one_time = settings.roster_passwords_one_time
     configure_pages(c, settings, native=not settings.sso)
 
     # -- the servers -------------------------------------------------------------------

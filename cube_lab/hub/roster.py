@@ -56,6 +56,7 @@ class RowResult:
     account: str = ""  # created | approved | existed | error
     member: str = ""  # added | existed
     password: str | None = None
+    must_change: bool = False  # the password is one-time: changed at first login
     error: Text | None = None
     detail: Text | None = None
 
@@ -66,6 +67,7 @@ class RowResult:
         }  # fmt: skip
         if self.password:
             out["password"] = self.password
+            out["must_change"] = self.must_change
         if self.error:
             out["error"] = self.error
             out["detail"] = self.detail
@@ -202,6 +204,7 @@ async def import_roster(
         answer = accounts.get(row.name) or {"status": "missing"}
         result.account = answer["status"]
         result.password = answer.get("password")
+        result.must_change = bool(answer.get("must_change"))
         if result.account not in ("created", "approved", "existed"):
             result.account = "error"
             result.error = _t("the hub did not make an account for {name}", name=row.name)

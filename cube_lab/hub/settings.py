@@ -170,6 +170,7 @@ class HubSettings:
     seconds_before_next_try: int = 30
     minimum_password_length: int = 10  # the sign-up and change-password rule, said on refusal
     check_common_password: bool = True  # refuse NativeAuthenticator's list of common ones
+    roster_passwords_one_time: bool = True  # a roster account changes its password at first login
     # what a user may hold outside every project group (the ``personal_quota:`` section), and
     # the admins' own (``admin_quota:``, else the personal one): no server runs unmetered
     personal_quota: Quota = field(default_factory=lambda: DEFAULT_PERSONAL_QUOTA)
@@ -331,13 +332,12 @@ def _personal_quota(raw: Mapping[str, Any], key: str, default: Quota) -> Quota:
 
 def _sign_up(raw: dict[str, Any]) -> dict[str, Any]:
     """The ``sign_up:`` section: open_signup, allowed_failed_logins, seconds_before_next_try,
-    minimum_password_length, check_common_password."""
+    minimum_password_length, check_common_password, roster_passwords_one_time."""
     if not isinstance(raw, dict):
         raise InvalidInput(_t("sign_up in the hub settings must be a mapping"))
     out: dict[str, Any] = {"open_signup": bool(raw.get("open_signup", HubSettings.open_signup))}
-    out["check_common_password"] = bool(
-        raw.get("check_common_password", HubSettings.check_common_password)
-    )
+    for key in ("check_common_password", "roster_passwords_one_time"):
+        out[key] = bool(raw.get(key, getattr(HubSettings, key)))
     for key in ("allowed_failed_logins", "seconds_before_next_try", "minimum_password_length"):
         value = raw.get(key, getattr(HubSettings, key))
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:

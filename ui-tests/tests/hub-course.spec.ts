@@ -3,8 +3,8 @@
  * makes a course with the admin page's New course form (a bad name first: the error in the
  * page's message area), imports a roster CSV of two students with Chinese display names on
  * the admin page's group card, hands out a starter notebook on the course page; each student
- * logs in with the initial password the import showed (roster accounts are not forced to
- * change it), starts a server, opens the handed-out notebook in their own JupyterLab and
+ * logs in with the initial password the import showed, is sent to change it (it is one-time)
+ * and does, starts a server, opens the handed-out notebook in their own JupyterLab and
  * presses Submit on their own course page (which shows nobody else); the teacher sees both
  * submissions on the course page, and each member's resources in words. The page's language comes
  * from the browser's Accept-Language (the context's locale), the lab's from its
@@ -132,7 +132,19 @@ async function studentSubmits(
     await page.locator('#username_input').fill(name);
     await page.locator('#password_input').fill(password);
     await page.locator('#login_submit').click();
-    await page.waitForURL(/\/hub\/(spawn|home)/);
+    // the roster's initial password is one-time: the hub asks for a new one first
+    await page.waitForURL(/\/hub\/change-password/);
+    await expect(page.locator('#one-time-notice')).toBeVisible();
+    await page.locator('#old_password_input').fill(password);
+    await page.locator('#new_password_input').fill(`${password}-Mine-7`);
+    await page.locator('#new_password_confirmation_input').fill(`${password}-Mine-7`);
+    if (shot) {
+      await page.screenshot({
+        path: path.join(SHOTS, `hub-course-change-password-${c.lang}.png`)
+      });
+    }
+    await page.locator('#change_password_submit').click();
+    await expect(page.locator('.alert-success')).toBeVisible();
     await page.goto('/hub/spawn');
     const start = page.locator('input[type="submit"], button[type="submit"]');
     if (await start.count()) {
