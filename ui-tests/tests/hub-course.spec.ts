@@ -137,7 +137,9 @@ async function studentSubmits(
     await expect(page.locator('#one-time-notice')).toBeVisible();
     await page.locator('#old_password_input').fill(password);
     await page.locator('#new_password_input').fill(`${password}-Mine-7`);
-    await page.locator('#new_password_confirmation_input').fill(`${password}-Mine-7`);
+    await page
+      .locator('#new_password_confirmation_input')
+      .fill(`${password}-Mine-7`);
     if (shot) {
       await page.screenshot({
         path: path.join(SHOTS, `hub-course-change-password-${c.lang}.png`)
