@@ -62,6 +62,14 @@ async def test_openapi_and_whoami(api: Any) -> None:
     ]
 
 
+async def test_no_courses_outside_the_hub(api: Any, monkeypatch: Any) -> None:
+    monkeypatch.delenv("CUBE_HUB_ADMIN_URL", raising=False)
+    status, mine = await api("alice", "GET", "courses/mine")
+    assert status == 200 and mine == {"hub": False, "user": "alice", "courses": []}
+    status, err = await api("alice", "POST", "courses/ai101/handouts/lab1/submit")
+    assert status == 400 and "hub" in err["error"] and err["detail"]
+
+
 def write_model(root: Path, name: str = "model.pkl") -> str:
     (root / "models").mkdir(exist_ok=True)
     (root / "models" / name).write_bytes(b"pickled bytes" * 50)

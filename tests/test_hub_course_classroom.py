@@ -261,3 +261,48 @@ def test_the_course_page(hub: devhub.DevHub, course: dict[str, Any]) -> None:
         assert status == 200 and stopped["stopped"] == [""], stopped
     finally:
         hub.stop_server("stu1")
+
+
+def lab(hub: devhub.DevHub, method: str, path: str, token: str, body: Any = None) -> Any:
+    """A cube-lab API request to the cube-lab service, as the JupyterLab panels make them."""
+    return hub.request(method, f"/services/cube-lab/cube/api/v1/{path}", body, token=token)
+
+
+def test_the_lab_course_panel_lists_and_submits(hub: devhub.DevHub, course: dict[str, Any]) -> None:
+    """What the JupyterLab Course panel calls: the cube-lab service asks cube-admin, with its
+    own token, for the user a request came from; nobody acts for anybody else."""
+    tokens = course["tokens"]
+    status, mine = lab(hub, "GET", "courses/mine", tokens["stu3"])
+    assert status == 200 and mine["hub"] is True and mine["user"] == "stu3", mine
+    [ai101] = mine["courses"]
+    assert (ai101["name"], ai101["role"]) == ("ai101", "student")
+    assert ai101["page"] == "/services/cube-admin/courses/ai101"
+    lab2 = {h["name"]: h for h in ai101["handouts"]}["lab2"]
+    assert lab2["folder"] == "course/ai101/lab2" and lab2["handed_out"] is True
+    assert lab2["submission"]["how"] == "collect"  # collected by the CLI test
+    status, staff = lab(hub, "GET", "courses/mine", tokens["teach1"])
+    assert [(c["role"], c["handouts"]) for c in staff["courses"]] == [("teacher", [])]
+    assert lab(hub, "GET", "courses/mine", tokens["outsider"])[1]["courses"] == []
+
+    (home(hub, "stu3") / "course/ai101/lab2/answer.py").write_text("print(42)")
+    status, sub = lab(hub, "POST", "courses/ai101/handouts/lab2/submit", tokens["stu3"],
+                      {"user": "stu2"})  # fmt: skip
+    assert status == 201, sub
+    assert (sub["student"], sub["how"], sub["late"]) == ("stu3", "submit", False)
+    assert "answer.py" in [f["path"] for f in sub["files"]]
+    status, after = lab(hub, "GET", "courses/mine", tokens["stu3"])
+    lab2 = {h["name"]: h for h in after["courses"][0]["handouts"]}["lab2"]
+    assert lab2["submission"]["how"] == "submit" and lab2["submission"]["files"] == len(
+        sub["files"]
+    )
+    # refusals keep cube-admin's words
+    status, err = lab(hub, "POST", "courses/ai101/handouts/lab2/submit", tokens["teach1"])
+    assert status == 403 and err["detail"]
+    status, err = lab(hub, "POST", "courses/nope/handouts/lab2/submit", tokens["stu3"])
+    assert status == 404 and err["error"]
+    # cube-admin itself: only an admin names another user
+    assert call(hub, "GET", "my/courses?user=stu2", tokens["stu3"])[0] == 403
+    assert call(hub, "POST", "courses/ai101/handouts/lab2/submit", tokens["stu3"],
+                {"user": "stu2"})[0] == 403  # fmt: skip
+    status, own = call(hub, "GET", "my/courses", tokens["stu3"])
+    assert status == 200 and own["user"] == "stu3"

@@ -7,6 +7,7 @@ from typing import Any
 from . import (
     alerts,
     chat,
+    courses,
     finetune,
     kb,
     kserve,
@@ -133,6 +134,8 @@ def routes() -> list[tuple[str, type[Any]]]:
         (rf"{_KB}/chat", kb.ChatHandler),
         (rf"{_KB}/preview", kb.PreviewHandler),
         (rf"{_KB}/sync", kb.SyncHandler),
+        ("/courses/mine", courses.MyCoursesHandler),
+        (rf"/courses/{_SEG}/handouts/{_SEG}/submit", courses.SubmitHandoutHandler),
         ("/chat/targets", chat.ChatTargetsHandler),
         ("/chat/conversations", chat.ConversationsHandler),
         (_CHAT, chat.ConversationHandler),

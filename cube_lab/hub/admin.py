@@ -236,6 +236,17 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
                 ),
             )
 
+    def acting_for(self, named: Any) -> str:
+        """Whom a request acts for: the caller, or the user it names (``named``) where the
+        caller is an admin (the cube-lab service asks for the user a request came from); a
+        service must name one."""
+        if self.current_user.get("kind") == "service" and not named:
+            raise InvalidInput(_t("a service must name the user it asks for"), _t('Add "user".'))
+        if named and named != self.username:
+            self.require_admin()  # only admins act on someone else's behalf
+            return str(named)
+        return self.username
+
     def check_xsrf_cookie(self) -> None:
         if self.request.headers.get("Authorization"):
             return  # token requests carry no cookie to forge
@@ -657,12 +668,7 @@ class AdmissionHandler(BaseHandler):
     @web.authenticated
     async def post(self) -> None:
         body = self.json_body()
-        user = self.username
-        if self.current_user.get("kind") == "service" and not body.get("user"):
-            raise InvalidInput(_t("a service must name the user it asks for"), _t('Add "user".'))
-        if body.get("user") and body["user"] != user:
-            self.require_admin()  # only admins reserve on someone else's behalf
-            user = str(body["user"])
+        user = self.acting_for(body.get("user"))
         kind = body.get("kind", "job")
         if kind not in ("job", "server"):
             raise InvalidInput(_t("kind must be 'job' or 'server'"))

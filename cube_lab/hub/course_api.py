@@ -8,6 +8,7 @@ column) their course's routes; its students only ``submit`` (403 elsewhere); any
   (display names beside account names, roles), running servers, resources, GPU-hours;
 - ``GET/POST api/courses/{name}/handouts``, ``GET .../handouts/{h}``: hand out a folder of the
   teacher's space (again: a sync for students added since);
+- ``GET api/my/courses``: the caller's own courses (role, page, a student's hand-outs);
 - ``POST .../handouts/{h}/collect``, ``POST .../handouts/{h}/submit`` (as the student),
   ``GET .../handouts/{h}/submissions``;
 - the page ``courses/{name}``: for the staff the course's figures and hand-outs; for a
@@ -272,13 +273,41 @@ class CollectHandler(CourseMixin):
         self.reply_localized(report)
 
 
+class MyCoursesHandler(CourseMixin):
+    """GET ``?user=NAME`` (admins only: the cube-lab service asks for the user a request came
+    from): the courses the user is a member of, with their role, the course page and, for a
+    student, their own hand-outs (deadline, folder, last submission): the JupyterLab Course
+    panel's list."""
+
+    MY_COURSES = "api/my/courses"
+
+    @web.authenticated
+    async def get(self) -> None:
+        user = self.acting_for(self.get_argument("user", ""))
+        page = self.request.path[: -len(self.MY_COURSES)] + "courses/"
+        out = []
+        for group in sorted(await self.ctx.groups(), key=lambda g: g["name"]):
+            role = role_of(group, user) if is_course(group) else None
+            if role is None:
+                continue
+            handouts: list[dict[str, Any]] = []
+            if role == "student":
+                await self.collect_due(group)
+                handouts = await asyncio.to_thread(courses_of(self).mine, group["name"], user)
+            out.append({"name": group["name"], "role": role, "page": page + group["name"],
+                        "handouts": handouts})  # fmt: skip
+        self.reply({"hub": True, "user": user, "courses": out})
+
+
 class SubmitHandler(CourseMixin):
-    """The student's own submission of their folder, now (late after the deadline)."""
+    """The student's own submission of their folder, now (late after the deadline); an admin
+    (the cube-lab service) names the student with ``{"user": NAME}``."""
 
     @web.authenticated
     async def post(self, name: str, handout: str) -> None:
+        student = self.acting_for(self.json_body().get("user"))
         group = await self.course(name)
-        role = role_of(group, self.username)
+        role = role_of(group, student)
         if role is None:
             raise NotFound(_t("course {name!r} not found", name=name))
         if role != "student":
@@ -287,7 +316,7 @@ class SubmitHandler(CourseMixin):
                 _t("Teachers collect: POST api/courses/{name}/handouts/{handout}/collect.",
                    name=name, handout=handout),
             )  # fmt: skip
-        entry = await asyncio.to_thread(courses_of(self).submit, group, handout, self.username)
+        entry = await asyncio.to_thread(courses_of(self).submit, group, handout, student)
         entry = {k: v for k, v in entry.items() if k != "status"}
         self.reply_localized(entry, 201)
 
@@ -332,6 +361,7 @@ def routes(p: str) -> list[tuple[str, type[BaseHandler]]]:
     h = rf"{p}/api/courses/([^/]+)/handouts/([^/]+)"
     return [
         (rf"{p}/api/courses", CoursesHandler),
+        (rf"{p}/{MyCoursesHandler.MY_COURSES}", MyCoursesHandler),
         (rf"{p}/api/courses/([^/]+)", CourseHandler),
         (rf"{p}/api/courses/([^/]+)/handouts", HandoutsHandler),
         (h, HandoutHandler),
