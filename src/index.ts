@@ -12,6 +12,7 @@ import { ITranslator } from '@jupyterlab/translation';
 import { setUiTranslator } from './locale';
 
 import { chatPlugin } from './panels/chat';
+import { coursePlugin } from './panels/course';
 import { deploymentsPlugin } from './panels/deployments';
 import { kbPlugin } from './panels/kb';
 import { linksPlugin } from './links';
@@ -86,6 +87,7 @@ const plugins: JupyterFrontEndPlugin<any>[] = [
   labelingPlugin,
   kbPlugin,
   resourcesPlugin,
+  coursePlugin,
   linksPlugin
 ];
 

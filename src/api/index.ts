@@ -31,3 +31,4 @@ export * from './labeling';
 export * from './chat';
 export * from './kb';
 export * from './monitoring';
+export * from './courses';
