@@ -4,8 +4,9 @@
  * page's message area), imports a roster CSV of two students with Chinese display names on
  * the admin page's group card, hands out a starter notebook on the course page; each student
  * logs in with the initial password the import showed, is sent to change it (it is one-time)
- * and does, starts a server, opens the handed-out notebook in their own JupyterLab and
- * presses Submit on their own course page (which shows nobody else); the teacher sees both
+ * and does, starts a server, opens the handed-out notebook in their own JupyterLab; the
+ * first presses Submit on their own course page (which shows nobody else), the second in the
+ * lab's Course panel; the teacher sees both
  * submissions on the course page, and each member's resources in words. The page's language comes
  * from the browser's Accept-Language (the context's locale), the lab's from its
  * Settings > Language. Runs only under playwright.hub.config.js (a throwaway hub).
@@ -30,6 +31,9 @@ interface Case {
   created: (c: string) => string;
   submitted: string;
   resources: string;
+  notSubmitted: string;
+  labSubmitted: string;
+  labStatus: string;
 }
 
 const CASES: Case[] = [
@@ -41,7 +45,10 @@ const CASES: Case[] = [
     onTime: 'on time',
     created: c => `Created course ${c}`,
     submitted: 'Submitted lab1',
-    resources: '1 server, 1 CPU core, 1 GiB memory'
+    resources: '1 server, 1 CPU core, 1 GiB memory',
+    notSubmitted: 'Not submitted yet',
+    labSubmitted: 'Submitted lab1 at',
+    labStatus: 'Submitted '
   },
   {
     lang: 'zh',
@@ -51,7 +58,10 @@ const CASES: Case[] = [
     onTime: '按时',
     created: c => `已创建课程 ${c}`,
     submitted: '已提交 lab1',
-    resources: '1 个服务器, 1 个 CPU 核, 1 GiB 内存'
+    resources: '1 个服务器, 1 个 CPU 核, 1 GiB 内存',
+    notSubmitted: '尚未提交',
+    labSubmitted: '提交 lab1',
+    labStatus: '已提交'
   }
 ];
 
@@ -112,7 +122,7 @@ function writeStarter(folder: string): void {
 }
 
 /** A student logs in, starts their server, opens the notebook, and submits it on their
- * course page. */
+ * course page, or (``fromLab``) from the lab's Course panel. */
 async function studentSubmits(
   browser: Browser,
   c: Case,
@@ -120,7 +130,8 @@ async function studentSubmits(
   name: string,
   password: string,
   shot: string | null,
-  other: string
+  other: string,
+  fromLab: boolean
 ): Promise<void> {
   const context = await browser.newContext({
     locale: c.locale,
@@ -188,6 +199,30 @@ async function studentSubmits(
     }
     if (shot) {
       await page.screenshot({ path: path.join(SHOTS, shot) });
+    }
+    if (fromLab) {
+      // the submission, from the lab's Course panel
+      await page
+        .locator('.lm-TabBar-tab[data-id="cube-lab-course-panel"]')
+        .click();
+      const mine = page.locator(
+        `.cube-Course[data-course="${course}"] .cube-Handout[data-handout="lab1"]`
+      );
+      await expect(mine.locator('[data-field=status]')).toHaveText(
+        c.notSubmitted
+      );
+      await mine.locator('[data-action=submit]').click();
+      await page.locator('.jp-Dialog .jp-mod-accept').click();
+      await expect(page.locator('.cube-CoursePanel-message')).toContainText(
+        c.labSubmitted
+      );
+      await expect(mine.locator('[data-field=status]')).toContainText(
+        c.labStatus
+      );
+      await page.screenshot({
+        path: path.join(SHOTS, `hub-course-lab-panel-${c.lang}.png`)
+      });
+      return;
     }
     // the submission, on the student's own course page: their hand-out, nobody else's
     await page.goto(`/services/cube-admin/courses/${course}`);
@@ -290,7 +325,8 @@ for (const c of CASES) {
       const handout = page.locator('.cube-handout[data-handout="lab1"]');
       await expect(handout).toBeVisible({ timeout: 30 * 1000 });
 
-      // the students, one after the other (a server each: slow on 2 cores)
+      // the students, one after the other (a server each: slow on 2 cores): the first on
+      // the course page, the second from the lab's Course panel
       for (let i = 0; i < students.length; i++) {
         await studentSubmits(
           browser,
@@ -299,7 +335,8 @@ for (const c of CASES) {
           students[i],
           passwords[i],
           i === 0 ? `hub-course-student-lab-${c.lang}.png` : null,
-          display[1 - i]
+          display[1 - i],
+          i === 1
         );
       }
 

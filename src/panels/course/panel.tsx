@@ -9,6 +9,7 @@ import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
 import { ErrorBox } from '../errorbox';
+import type { ErrorText } from '../formpage';
 import {
   Course,
   describeError,
@@ -28,8 +29,6 @@ import {
   sortHandouts,
   statusText
 } from './logic';
-
-type ErrorText = { error: string; detail: string };
 
 export class CoursePanel extends ReactWidget {
   constructor(options: CoursePanel.IOptions) {
