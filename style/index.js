@@ -9,3 +9,4 @@ import './labeling.css';
 import './chat.css';
 import './kb.css';
 import './resources.css';
+import './course.css';

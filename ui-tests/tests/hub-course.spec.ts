@@ -169,18 +169,26 @@ async function studentSubmits(
     await expect(page.locator('#jp-main-dock-panel')).toBeVisible({
       timeout: 60 * 1000
     });
-    if (c.lang === 'zh') {
-      const xsrf = (await context.cookies()).find(
-        k => k.name === '_xsrf' && k.path.startsWith(`/user/${name}`)
-      );
+    const xsrf = (await context.cookies()).find(
+      k => k.name === '_xsrf' && k.path.startsWith(`/user/${name}`)
+    );
+    const setting = async (plugin: string, raw: string): Promise<void> => {
       const set = await page.request.put(
-        `/user/${name}/lab/api/settings/@jupyterlab/translation-extension:plugin`,
-        {
-          data: { raw: '{"locale": "zh_CN"}' },
-          headers: { 'X-XSRFToken': xsrf ? xsrf.value : '' }
-        }
+        `/user/${name}/lab/api/settings/${plugin}`,
+        { data: { raw }, headers: { 'X-XSRFToken': xsrf ? xsrf.value : '' } }
       );
       expect(set.status(), await set.text()).toBe(204);
+    };
+    // no "Jupyter news?" toast over the screenshots
+    await setting(
+      '@jupyterlab/apputils-extension:notification',
+      '{"fetchNews": "false"}'
+    );
+    if (c.lang === 'zh') {
+      await setting(
+        '@jupyterlab/translation-extension:plugin',
+        '{"locale": "zh_CN"}'
+      );
     }
     await page.goto(`/user/${name}/lab/tree/course/${course}/lab1/lab1.ipynb`);
     const notebook = page.locator('.jp-NotebookPanel');
@@ -221,6 +229,33 @@ async function studentSubmits(
       );
       await page.screenshot({
         path: path.join(SHOTS, `hub-course-lab-panel-${c.lang}.png`)
+      });
+      // the same panel in the dark theme
+      await setting(
+        '@jupyterlab/apputils-extension:themes',
+        '{"theme": "JupyterLab Dark"}'
+      );
+      await page.reload();
+      await expect(notebook.locator('.jp-CodeCell').first()).toBeVisible({
+        timeout: 60 * 1000
+      });
+      // the restored layout may have the panel open already
+      const tab = page.locator(
+        '.lm-TabBar-tab[data-id="cube-lab-course-panel"]'
+      );
+      if (!/lm-mod-current/.test((await tab.getAttribute('class')) ?? '')) {
+        await tab.click();
+      }
+      await expect(mine).toBeVisible();
+      await expect(mine.locator('[data-field=status]')).toContainText(
+        c.labStatus
+      );
+      await expect(page.locator('body')).toHaveAttribute(
+        'data-jp-theme-light',
+        'false'
+      );
+      await page.screenshot({
+        path: path.join(SHOTS, `hub-course-lab-panel-dark-${c.lang}.png`)
       });
       return;
     }

@@ -229,7 +229,7 @@ export class CoursePanel extends ReactWidget {
         {canSubmit(h) ? (
           <div className="cube-Handout-actions">
             <button
-              className="jp-Button jp-mod-minimal"
+              className="jp-mod-styled cube-Handout-open"
               data-action="open"
               onClick={() =>
                 void this._execute('filebrowser:go-to-path', {
@@ -240,7 +240,7 @@ export class CoursePanel extends ReactWidget {
               {trans.__('Open folder')}
             </button>
             <button
-              className="jp-Button jp-mod-accept"
+              className="jp-mod-styled jp-mod-accept"
               data-action="submit"
               disabled={busy}
               onClick={() => void this.submit(c.name, h.name)}
