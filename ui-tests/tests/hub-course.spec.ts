@@ -314,6 +314,13 @@ for (const c of CASES) {
         'href',
         `/services/cube-admin/courses/${course}`
       );
+      // (instant: the hub's Bootstrap scrolls smoothly)
+      await page
+        .locator('#courses')
+        .evaluate(el => el.scrollIntoView({ behavior: 'instant' }));
+      await page.screenshot({
+        path: path.join(SHOTS, `hub-course-admin-courses-${c.lang}.png`)
+      });
       const made = await adminCall(page, 'GET', `api/courses/${course}`);
       expect(made.status, JSON.stringify(made.body)).toBe(200);
       expect(made.body.quota.servers).toBe(10);
@@ -343,9 +350,20 @@ for (const c of CASES) {
         await expect(row.locator('td').nth(2)).toHaveText(
           display[students.indexOf(s)]
         );
+        // the role and the account's state, in the page's language
+        await expect(row.locator('td').nth(3)).toHaveText(
+          c.lang === 'zh' ? '学生' : 'student'
+        );
+        await expect(row.locator('td').nth(4)).toHaveText(
+          c.lang === 'zh' ? '新建账号' : 'new account'
+        );
         passwords.push((await row.locator('td').nth(6).innerText()).trim());
       }
       expect(passwords.every(p => p.length >= 8)).toBe(true);
+      await report.scrollIntoViewIfNeeded();
+      await page.screenshot({
+        path: path.join(SHOTS, `hub-course-roster-${c.lang}.png`)
+      });
 
       // the hand-out, on the course page
       writeStarter(`lab1-starter-${c.lang}`);
