@@ -118,18 +118,18 @@ def course_import(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
             **s,
         ).translated(env_locale())
     )
+    if not s["created"]:
+        return
     if any(r.get("must_change") for r in report["rows"]):
         text = _t(
             "Initial passwords are shown only now: hand them out; at first login the hub asks "
             "each user to change theirs."
         )
-    elif s["created"]:
+    else:
         text = _t(
             "Initial passwords are shown only now: hand them out; each user changes theirs "
             "at /hub/change-password."
         )
-    else:
-        return
     print(text.translated(env_locale()))
 
 

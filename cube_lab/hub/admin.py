@@ -56,6 +56,11 @@ TEMPLATES = Path(__file__).with_name("templates")
 GROUPS_TTL_S = 1.0
 
 
+def service_prefix() -> str:
+    """This service's path on the hub (``/services/cube-admin/``, as the hub sets it)."""
+    return os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
+
+
 class Context:
     """What every handler shares: settings, the ledger, the hub API, the OAuth helper."""
 
@@ -373,7 +378,7 @@ class PageHandler(BaseHandler):
         return out
 
     def render_page(self, name: str, **values: Any) -> str:
-        prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
+        prefix = service_prefix()
         hub_prefix = os.environ.get("JUPYTERHUB_BASE_URL", "/") + "hub/"
         resources = sorted({*_accelerator_resources(self.ctx.settings)})
         locale = negotiate(self.request.headers.get("Accept-Language"))
@@ -897,7 +902,7 @@ def _is_address(host: str) -> bool:
 
 async def _serve(args: argparse.Namespace) -> None:
     settings = load()
-    prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/services/cube-admin/")
+    prefix = service_prefix()
     # the singleton: HubOAuthCallbackHandler uses HubOAuth.instance(), which keeps the PKCE state
     auth = HubOAuth.instance(api_token=os.environ["JUPYTERHUB_API_TOKEN"], cache_max_age=5)
     ctx = Context(settings, HubAPI(), auth)

@@ -27,7 +27,7 @@ from ..errors import Forbidden, InvalidInput, NotFound
 from ..identity import check_name
 from ..locale import negotiate
 from ..locale.messages import _t, localize
-from .admin import BaseHandler, GroupsHandler, PageHandler, usage_summary
+from .admin import BaseHandler, GroupsHandler, PageHandler, service_prefix, usage_summary
 from .course import (
     COURSE_PROPERTY,
     KEEP,
@@ -279,12 +279,10 @@ class MyCoursesHandler(CourseMixin):
     student, their own hand-outs (deadline, folder, last submission): the JupyterLab Course
     panel's list."""
 
-    MY_COURSES = "api/my/courses"
-
     @web.authenticated
     async def get(self) -> None:
         user = self.acting_for(self.get_argument("user", ""))
-        page = self.request.path[: -len(self.MY_COURSES)] + "courses/"
+        page = service_prefix() + "courses/"
         out = []
         for group in sorted(await self.ctx.groups(), key=lambda g: g["name"]):
             role = role_of(group, user) if is_course(group) else None
@@ -361,7 +359,7 @@ def routes(p: str) -> list[tuple[str, type[BaseHandler]]]:
     h = rf"{p}/api/courses/([^/]+)/handouts/([^/]+)"
     return [
         (rf"{p}/api/courses", CoursesHandler),
-        (rf"{p}/{MyCoursesHandler.MY_COURSES}", MyCoursesHandler),
+        (rf"{p}/api/my/courses", MyCoursesHandler),
         (rf"{p}/api/courses/([^/]+)", CourseHandler),
         (rf"{p}/api/courses/([^/]+)/handouts", HandoutsHandler),
         (h, HandoutHandler),
