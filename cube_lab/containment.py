@@ -400,6 +400,22 @@ def copy_tree(
     return count
 
 
+def link_copy(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """A copy of a file or folder that the store wrote and never changes (a model version's
+    artifact, a dataset version): hard links where the file system has them, else copies."""
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system, or one without hard links
+            shutil.copy2(src, dst)
+
+    if Path(source).is_dir():
+        shutil.copytree(source, target, symlinks=True, copy_function=link)
+    else:
+        link(os.fspath(source), os.fspath(target))
+
+
 def files_of(
     top: str | os.PathLike[str], boundary: str | os.PathLike[str] | None = None
 ) -> list[Path]:

@@ -85,6 +85,7 @@ class ModelHandler(CubeHandler):
                 name,
                 description=body.get("description", UNSET),
                 archived=body.get("archived", UNSET),
+                read_only=body.get("read_only", UNSET),
             )
         )
 

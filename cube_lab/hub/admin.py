@@ -34,10 +34,11 @@ from ..identity import check_name
 from ..locale import html_lang, negotiate, translator_for
 from ..locale.messages import _t, localize
 from . import notices, policy, roster
-from .config import ADMIN_SCOPE, secret_file
+from .config import ADMIN_SCOPE, secret_file, service_base
 from .course import CourseBook, Courses, is_course, members
 from .hubapi import HubAPI
 from .ledger import GpuHours, Ledger, QuotaExceeded, Reservation
+from .material_client import StoreMaterial
 from .quotas import (
     PROPERTY,
     GroupPolicy,
@@ -70,7 +71,11 @@ class Context:
         self.notices = notices.NoticeBoard(settings.hub_dir / notices.FILE_NAME)
         self.hub = hub
         self.auth = auth
-        self.courses = Courses(settings.users_dir, CourseBook(settings.hub_dir / "courses"))
+        self.courses = Courses(
+            settings.users_dir,
+            CourseBook(settings.hub_dir / "courses"),
+            material=StoreMaterial(service_base(settings), hub.token),
+        )
         self._groups: list[dict[str, Any]] | None = None
         self._groups_at = 0.0
         self._groups_lock = asyncio.Lock()

@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import CubeError, Forbidden, InvalidInput, NotFound
+from ..errors import Conflict, CubeError, Forbidden, InvalidInput, NotFound
 from ..locale.messages import _t
 from .ledger import QuotaExceeded
 
@@ -38,15 +38,29 @@ class AdmissionUnavailable(CubeError):
     status = 503
 
 
-def _call(method: str, path: str, body: Any = None, *, base: str, token: str) -> Any:
+def _call(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    base: str,
+    token: str,
+    timeout: float = 30,
+    language: str = "",
+) -> Any:
+    """A JSON call to a hub service; its 4xx answers raised as the matching ``CubeError``
+    with its words (in ``language``, an Accept-Language, where the service translates)."""
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+    if language:
+        headers["Accept-Language"] = language
     request = urllib.request.Request(
         base.rstrip("/") + "/" + path,
         data=None if body is None else json.dumps(body).encode(),
         method=method,
-        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        headers=headers,
     )
     try:
-        with urllib.request.urlopen(request, timeout=30) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             raw = resp.read()
     except urllib.error.HTTPError as exc:
         try:
@@ -57,7 +71,9 @@ def _call(method: str, path: str, body: Any = None, *, base: str, token: str) ->
         detail = payload.get("detail")
         if payload.get("quota_exceeded"):
             raise QuotaExceeded(error, detail) from None
-        cls = {400: InvalidInput, 403: Forbidden, 404: NotFound}.get(exc.code, AdmissionUnavailable)
+        cls = {400: InvalidInput, 403: Forbidden, 404: NotFound, 409: Conflict}.get(
+            exc.code, AdmissionUnavailable
+        )
         raise cls(error, detail) from None
     except OSError as exc:
         raise AdmissionUnavailable(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import threading
@@ -40,9 +41,12 @@ from ..errors import Conflict, CubeError, InvalidInput, NotFound
 from ..locale.messages import _t
 from ..names import folder_name
 from . import course_files as files
+from .course_refs import parse_refs
+from .material_client import Material
 from .roster import ROLES, roster_of
 from .spawner import settle_home
 
+log = logging.getLogger("cube-admin")
 COURSE_PROPERTY = "cube_lab_course"
 STAFF = ("teacher", "assistant")
 MODES = ("copy", "readonly")
@@ -51,6 +55,8 @@ HANDOUT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # the deadline's snapshot; later ones (an admin's collection days after) are marked late
 COLLECT_GRACE_S = 300.0
 KEEP: Any = object()  # hand_out(deadline=KEEP): a second hand-out keeps the deadline it had
+RUNS_FOLDER = "cube-lab-runs"  # in a snapshot: the records and log tails of its runs
+RUN_FIELDS = ("kind", "id", "name", "status")  # of each run, in a submission's entry
 
 
 def is_course(group: dict[str, Any]) -> bool:
@@ -149,11 +155,13 @@ class CourseBook:
 
 @dataclass
 class Courses:
-    """Hand-outs and collections of the courses; ``clock`` is a test's to replace."""
+    """Hand-outs and collections of the courses; ``clock`` is a test's to replace.
+    ``material``: the store's side (models, datasets, runs); None where no store is run."""
 
     users_dir: Path
     book: CourseBook
     clock: Callable[[], float] = time.time
+    material: Material | None = None
 
     # -- where --------------------------------------------------------------------------
 
@@ -182,7 +190,9 @@ class Courses:
                     "name": h["name"],
                     "mode": h["mode"],
                     "deadline": h.get("deadline"),
-                    "folder": "/".join(self.folder(course, h["name"])),
+                    "folder": "/".join(self.folder(course, h["name"])) if h["source"] else None,
+                    "models": h.get("models") or [],
+                    "datasets": h.get("datasets") or [],
                     "handed_out": student in (h.get("students") or {}),
                     "submission": None
                     if entry is None
@@ -191,6 +201,8 @@ class Courses:
                         "late": entry["late"],
                         "how": entry["how"],
                         "files": len(entry.get("files") or ()),
+                        "models": len(entry.get("models") or ()),
+                        "runs": len(entry.get("runs") or ()),
                     },
                 }
             )
@@ -210,53 +222,54 @@ class Courses:
         group: dict[str, Any],
         *,
         name: str,
-        source: str,
-        mode: str = "copy",
+        source: str | None = None,
+        mode: str | None = None,
         deadline: float | None = KEEP,
         owner: str,
+        models: Any = None,
+        datasets: Any = None,
     ) -> dict[str, Any]:
-        """Copy (or share read-only) ``owner``'s folder ``source`` into every student's space.
-        Again with the same name: students who lack it (e.g. added since) get it; those who
-        have it get only the files they are missing (read-only: the teacher's changes)."""
+        """Copy (or share read-only) ``owner``'s folder ``source`` into every student's space,
+        and put ``owner``'s ``models`` and ``datasets`` (``course_refs``) into the course's
+        project as read-only course material. Again with the same name: students who lack the
+        folder (e.g. added since) get it; those who have it get only the files they are
+        missing (read-only: the teacher's changes); the folder and the material it had are
+        kept unless given anew. ``mode`` defaults to copy (an assignment) with a folder."""
         course = group["name"]
         name = check_handout_name(name)
-        if mode not in MODES:
-            raise InvalidInput(
-                _t("mode must be 'copy' or 'readonly'"),
-                _t("copy: each student edits their own copy; readonly: shared to read."),
-            )
         if role_of(group, owner) not in STAFF:
             raise InvalidInput(
                 _t("{user} is not a teacher or assistant of {course}", user=owner, course=course),
                 _t("Give the teacher whose folder it is (the roster's role column)."),
             )
-        parts = files.check_relative(source, _t("source"))
+        refs = {"models": parse_refs(models, _t("models")),
+                "datasets": parse_refs(datasets, _t("datasets"))}  # fmt: skip
+        if (refs["models"] or refs["datasets"]) and self.material is None:
+            raise InvalidInput(
+                _t("models and datasets are handed out by the cube-lab service, not run here"),
+                _t("Put their files in the hand-out's folder instead."),
+            )
         with self.book.lock(course):
             record = self.book.load(course)
             existing = record["handouts"].get(name)
-            if existing and existing["mode"] != mode:
-                raise Conflict(
-                    _t(
-                        "hand-out {name} is already handed out as {mode}",
-                        name=name,
-                        mode=existing["mode"],
-                    ),
-                    _t("Keep its mode, or hand it out under another name."),
-                )
-            try:
-                fd = files.open_dir(self.home(owner), parts)
-            except FileNotFoundError:
+            if not source and existing:
+                source = existing["source"]
+            mode = mode or (existing["mode"] if existing else "copy" if source else "readonly")
+            self._check_mode(name, mode, source, existing)
+            if not source and not existing and not (refs["models"] or refs["datasets"]):
                 raise InvalidInput(
-                    _t("{source} is not a folder in {user}'s space", source=source, user=owner),
-                    _t("Give a folder relative to the home folder, e.g. lab1-starter."),
-                ) from None
-            with files.opened(fd):
-                tree = files.read_tree(fd)
-            if not tree.files:
-                raise InvalidInput(
-                    _t("{source} holds no files to hand out", source=source),
-                    _t("Put the notebooks and files in it first."),
+                    _t("give a folder, models or datasets to hand out"),
+                    _t('e.g. {{"name": "lab1", "source": "lab1-starter"}}'),
                 )
+            tree = self._read_source(owner, source) if source else files.Tree()
+            material = {"models": [], "datasets": []}
+            if refs["models"] or refs["datasets"]:
+                assert self.material is not None
+                material = self.material.hand_out(
+                    teacher=owner, course=course, handout=name,
+                    models=[r.given for r in refs["models"]],
+                    datasets=[r.given for r in refs["datasets"]],
+                )  # fmt: skip
             now = self.clock()
             handout = existing or {
                 "name": name,
@@ -271,15 +284,21 @@ class Courses:
                 handout["collected"] = None  # a new deadline is collected again
             handout.update(
                 {
-                    "source": "/".join(parts),
+                    "source": "/".join(files.check_relative(source, _t("source")))
+                    if source
+                    else None,
                     "mode": mode,
                     "owner": owner,
                     "deadline": deadline,
                     "updated": now,
                 }
             )
+            for kind, rows in material.items():
+                kept = [m for m in handout.get(kind) or () if m["ref"] not in
+                        {r["ref"] for r in rows}]  # fmt: skip
+                handout[kind] = kept + [{"ref": r["ref"], **r["to"]} for r in rows]
             report = []
-            for student in students(group):
+            for student in students(group) if source else ():
                 report.append(self._copy_to(student, course, name, tree, mode))
                 if report[-1]["status"] != "error":
                     handout["students"][student] = {
@@ -293,7 +312,50 @@ class Courses:
             "files": [f.path for f in tree.files],
             "skipped": tree.skipped,
             "students": report,
+            **material,
         }
+
+    @staticmethod
+    def _check_mode(
+        name: str, mode: str, source: str | None, existing: dict[str, Any] | None
+    ) -> None:
+        if mode not in MODES:
+            raise InvalidInput(
+                _t("mode must be 'copy' or 'readonly'"),
+                _t("copy: each student edits their own copy; readonly: shared to read."),
+            )
+        if existing and existing["mode"] != mode:
+            raise Conflict(
+                _t(
+                    "hand-out {name} is already handed out as {mode}",
+                    name=name,
+                    mode=existing["mode"],
+                ),
+                _t("Keep its mode, or hand it out under another name."),
+            )
+        if mode == "copy" and not source:
+            raise InvalidInput(
+                _t("an assignment (mode copy) needs a folder for the students to work in"),
+                _t("Give its source folder, or hand the models and datasets out as readonly."),
+            )
+
+    def _read_source(self, owner: str, source: str) -> files.Tree:
+        parts = files.check_relative(source, _t("source"))
+        try:
+            fd = files.open_dir(self.home(owner), parts)
+        except FileNotFoundError:
+            raise InvalidInput(
+                _t("{source} is not a folder in {user}'s space", source=source, user=owner),
+                _t("Give a folder relative to the home folder, e.g. lab1-starter."),
+            ) from None
+        with files.opened(fd):
+            tree = files.read_tree(fd)
+        if not tree.files:
+            raise InvalidInput(
+                _t("{source} holds no files to hand out", source=source),
+                _t("Put the notebooks and files in it first."),
+            )
+        return tree
 
     def _copy_to(
         self, student: str, course: str, name: str, tree: files.Tree, mode: str
@@ -451,8 +513,9 @@ class Courses:
         self, group: dict[str, Any], handout: dict[str, Any], student: str, how: str
     ) -> dict[str, Any]:
         course, name = group["name"], handout["name"]
+        folder = self.folder(course, name)
         try:
-            fd = files.open_dir(self.home(student), self.folder(course, name))
+            fd = files.open_dir(self.home(student), folder)
         except FileNotFoundError:
             return {"status": "missing"}
         with files.opened(fd):
@@ -461,9 +524,12 @@ class Courses:
         deadline = handout.get("deadline")
         grace = 0.0 if how == "submit" else COLLECT_GRACE_S
         late = deadline is not None and at > deadline + grace
-        where = [*self.folder(course, name), "submissions", folder_name(student)]
-        files.replace_tree(self.home(handout["owner"]), where, tree.files)
-        return {
+        found, problem = self._references(course, handout, student, "/".join(folder))
+        where = [*folder, "submissions", folder_name(student)]
+        files.replace_tree(
+            self.home(handout["owner"]), where, tree.files + run_files(found["runs"], found["logs"])
+        )
+        entry = {
             "status": "ok",
             "student": student,
             "how": how,
@@ -475,7 +541,29 @@ class Courses:
                 for f in tree.files
             ],
             "skipped": tree.skipped,
+            "models": found["models"],
+            "runs": [{k: run.get(k) for k in RUN_FIELDS} for run in found["runs"]],
         }
+        if problem is not None:
+            entry["references_error"] = problem
+        return entry
+
+    def _references(
+        self, course: str, handout: dict[str, Any], student: str, folder: str
+    ) -> tuple[dict[str, Any], str | None]:
+        """The runs and models the student's folder references (``course_material.collect``);
+        a store that cannot answer costs those, never the snapshot of the files."""
+        none: dict[str, Any] = {"runs": [], "models": [], "logs": {}}
+        if self.material is None:
+            return none, None
+        try:
+            return self.material.collect(
+                student=student, teacher=handout["owner"], course=course,
+                handout=handout["name"], folder=folder,
+            ), None  # fmt: skip
+        except CubeError as exc:
+            log.warning("the runs and models of %s's %s: %s", student, folder, exc.error)
+            return none, exc.error
 
     def _write_manifest(self, course: str, handout: dict[str, Any]) -> None:
         manifest = {
@@ -493,6 +581,22 @@ class Courses:
         files.write_tree(self.home(handout["owner"]), where, [item], overwrite=True)
 
 
+def run_files(runs: list[dict[str, Any]], logs: dict[str, str]) -> list[files.SourceFile]:
+    """The records of a snapshot's runs (``runs.json``) and their log tails, as files of the
+    snapshot under ``RUNS_FOLDER``."""
+    if not runs:
+        return []
+    out = {"runs.json": json.dumps(runs, ensure_ascii=False, indent=1).encode()}
+    out.update({path: text.encode() for path, text in logs.items()})
+    now = time.time()
+    return [
+        files.SourceFile(
+            f"{RUNS_FOLDER}/{path}", len(data), now, hashlib.sha256(data).hexdigest(), data
+        )
+        for path, data in out.items()
+    ]
+
+
 def summary(handout: dict[str, Any]) -> dict[str, Any]:
     subs = handout.get("submissions") or {}
     return {
@@ -507,4 +611,6 @@ def summary(handout: dict[str, Any]) -> dict[str, Any]:
         "students": len(handout.get("students") or {}),
         "submitted": len(subs),
         "late": sum(1 for s in subs.values() if s.get("late")),
+        "models": handout.get("models") or [],
+        "datasets": handout.get("datasets") or [],
     }

@@ -27,6 +27,7 @@ from ..errors import Forbidden, InvalidInput, NotFound
 from ..identity import check_name
 from ..locale import negotiate
 from ..locale.messages import _t, localize
+from . import material_client
 from .admin import BaseHandler, GroupsHandler, PageHandler, service_prefix, usage_summary
 from .course import (
     COURSE_PROPERTY,
@@ -50,6 +51,11 @@ def courses_of(handler: BaseHandler) -> Courses:
 
 
 class CourseMixin(BaseHandler):
+    def prepare(self) -> None:
+        super().prepare()
+        # the cube-lab service (hand-outs of models, collections) answers in the reader's words
+        material_client.LANGUAGE.set(self.request.headers.get("Accept-Language", ""))
+
     def reply_localized(self, value: Any, status: int = 200) -> None:
         self.reply(localize(value, negotiate(self.request.headers.get("Accept-Language"))), status)
 
@@ -222,8 +228,9 @@ class HandoutsHandler(CourseMixin):
 
     @web.authenticated
     async def post(self, name: str) -> None:
-        """``{"source", "name", "mode", "deadline", "teacher"}``: hand out ``source`` (a folder
-        in the teacher's space: the caller's; an admin names the teacher)."""
+        """``{"source", "name", "mode", "deadline", "teacher", "models", "datasets"}``: hand out
+        ``source`` (a folder in the teacher's space: the caller's; an admin names the teacher)
+        and the teacher's models and dataset versions (``[PROJECT/]NAME[:VERSION]`` each)."""
         group = await self.staff_course(
             name,
         )
@@ -248,9 +255,11 @@ class HandoutsHandler(CourseMixin):
             group,
             name=body.get("name"),
             source=body.get("source"),
-            mode=body.get("mode") or "copy",
+            mode=body.get("mode") or None,
             deadline=parse_deadline(body["deadline"]) if "deadline" in body else KEEP,
             owner=str(owner),
+            models=body.get("models"),
+            datasets=body.get("datasets"),
         )
         log.info("%s handed out %s/%s", self.username, name, report["handout"]["name"])
         self.reply_localized(report, 201)

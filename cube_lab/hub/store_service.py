@@ -45,7 +45,7 @@ from ..identity import Caller
 from ..locale.messages import _t
 from ..names import folder_name
 from ..workspace import Workspace
-from . import client
+from . import client, course_material_api
 from .browser_session import BrowserSessionHandler
 from .config import STORE_SERVICE, secret_file, service_base
 from .hubapi import HubAPI
@@ -224,6 +224,7 @@ def make_app(
 ) -> web.Application:
     base = prefix.rstrip("/")
     handlers: list[Any] = [(base + pattern, handler) for pattern, handler in routes()]
+    handlers += course_material_api.routes(base)  # cube-admin's alone
     handlers += [
         (f"{base}/browser-session", BrowserSessionHandler),
         (f"{base}/oauth_callback", HubOAuthCallbackHandler),

@@ -439,6 +439,10 @@ class DatasetService:
         """Write a snapshot with ``write(folder) -> file name or ""`` into a temporary
         folder, then number it and move it into place in one transaction, so a version
         is never seen half-written and two exports never get the same number."""
+        with self.store.read() as s:
+            found = s.get(Dataset, dataset_id)
+            if found is not None:
+                self._check_may_add(caller, found)
         self.root.mkdir(parents=True, exist_ok=True)
         staging = self.root / f".staging-{uuid.uuid4().hex}"
         staging.mkdir()
@@ -526,6 +530,23 @@ class DatasetService:
         shutil.rmtree(folder, ignore_errors=True)
 
     @staticmethod
+    def _check_may_add(caller: Caller, dataset: Dataset) -> None:
+        """Course material (``read_only``, a teacher's hand-out) gets versions from its owner
+        (or an admin) only: what the class loads as the newest never changes under them."""
+        if dataset.read_only and dataset.owner != caller.username and not caller.admin:
+            raise Forbidden(
+                _t(
+                    "dataset {name!r} is read-only course material of {owner}",
+                    name=dataset.name,
+                    owner=dataset.owner,
+                ),
+                _t(
+                    "Read it as it is; to label it yourself, register its files as a dataset "
+                    "of your own (cube_lab.datasets.path gives the folder)."
+                ),
+            )
+
+    @staticmethod
     def _check_may_change(s: Session, caller: Caller, dataset: Dataset) -> None:
         if dataset.owner != caller.username and not is_project_owner(s, dataset.project_id, caller):
             raise Forbidden(
@@ -533,5 +554,6 @@ class DatasetService:
                     "only {owner} or a project owner may delete dataset {name!r}",
                     owner=dataset.owner,
                     name=dataset.name,
-                )
+                ),
+                _t("Ask them to delete it."),
             )

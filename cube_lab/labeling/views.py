@@ -27,10 +27,14 @@ class VersionView:
     labeling: str
     path: str
     item_count: int
+    origin: str | None = None  # a copy's original, "<project>/<dataset>:v<N>"
 
     @classmethod
     def of(cls, row: DatasetVersion) -> VersionView:
-        return cls(row.version, row.created_at, row.format, row.labeling, row.path, row.item_count)
+        return cls(
+            row.version, row.created_at, row.format, row.labeling, row.path, row.item_count,
+            row.origin,
+        )  # fmt: skip
 
 
 @dataclass
@@ -44,6 +48,7 @@ class DatasetView:
     owner: str
     created_at: datetime
     versions: list[VersionView] = field(default_factory=list)
+    read_only: bool = False  # course material: only its owner (or an admin) adds versions
 
     @classmethod
     def of(cls, row: Dataset, project: str) -> DatasetView:
@@ -57,6 +62,7 @@ class DatasetView:
             row.owner,
             row.created_at,
             [VersionView.of(v) for v in row.versions],
+            bool(row.read_only),
         )
 
 

@@ -102,6 +102,17 @@ class ArtifactStore:
             shutil.rmtree(folder, ignore_errors=True)
             raise
 
+    def stage_link(self, artifact: Path) -> StagedArtifact:
+        """A committed artifact staged again for another version: its files hard-linked (a
+        version's files never change), copied where the file system links none."""
+        folder = self.new_staging()
+        try:
+            containment.link_copy(artifact, folder / artifact.name)
+            return self.finish_staging(folder, artifact.name)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+
     def check_source(self, source: Path) -> None:
         """Refuse what must never be copied whole: the file system's root, and a folder
         that holds this store (the copy would copy itself, and every other model)."""

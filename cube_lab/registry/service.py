@@ -14,7 +14,7 @@ from sqlalchemy import Select, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
 from ..locale.messages import _t
 from ..projects import ProjectService
@@ -35,6 +35,7 @@ from .views import Comparison, Download, ModelDetail, ModelPage, ModelView, Vers
 
 UNSET: Any = object()
 MAX_PAGE = 500
+ORIGIN_TAG = "cube_lab.origin"  # a copied version's original: "<project>/<model>:v<N>"
 
 
 class RegistryService:
@@ -128,6 +129,53 @@ class RegistryService:
         finally:
             self.artifacts.discard(staged)
 
+    def register_copy(
+        self,
+        caller: Caller,
+        original: VersionView,
+        artifact: Path,
+        *,
+        name: str,
+        project: str | None,
+        tags: dict[str, str] | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+    ) -> tuple[VersionView, bool]:
+        """A version of ``name`` in ``project`` holding ``original``'s artifact (``artifact``,
+        what ``download`` gives: linked, not copied, since a version never changes), metrics,
+        params and lineage, tagged with its origin. Asked again, the copy made before is
+        returned: ``(view, False)``. The caller registers it; that the original may be read
+        is for whoever calls this to have checked (``get_version`` as its reader)."""
+        check_name(name, "model name")
+        origin = f"{original.project}/{original.model}:v{original.version}"
+        with self.store.read() as s:
+            target = self.projects.resolve(s, caller, project)
+            model = s.scalars(
+                select(RegisteredModel)
+                .where(RegisteredModel.project_id == target.id, RegisteredModel.name == name)
+                .options(selectinload(RegisteredModel.versions))
+            ).first()
+            for row in model.versions if model is not None else ():
+                if row.checksum == original.checksum and (row.tags or {}).get(ORIGIN_TAG) == origin:
+                    return VersionView.of(row, target.name, name, []), False
+        staged = self.artifacts.stage_link(artifact)
+        fields = {
+            "description": original.description if description is None else description,
+            "params": dict(original.params),
+            "metrics": dict(original.metrics),
+            "tags": {**original.tags, **(tags or {}), ORIGIN_TAG: origin},
+            "source": original.lineage.source,
+            "pipeline_run_id": original.lineage.pipeline_run_id,
+            "training_job_id": original.lineage.training_job_id,
+            "datasets": list(original.lineage.datasets) or None,
+        }
+        try:
+            view = self._insert(caller, name, project, staged, original.format, original.flavor,
+                                fields, [], read_only=read_only)  # fmt: skip
+        finally:
+            self.artifacts.discard(staged)
+        return view, True
+
     def _stage(self, path: Path | None, obj: Any) -> tuple[StagedArtifact, str, str]:
         if (path is None) == (obj is None):
             raise InvalidInput(_t("give exactly one of a path or an object to register"))
@@ -165,18 +213,35 @@ class RegistryService:
         flavor: str,
         fields: dict[str, Any],
         aliases: list[str],
+        read_only: bool = False,
     ) -> VersionView:
+        """``read_only``: the model becomes course material (``_check_may_change``); it must be
+        the caller's own, or new."""
         final: Path | None = None
         try:
             with self.store.write() as s:
                 project = self.projects.resolve(s, caller, project_name)
                 model = self._lock_model(s, project.id, name)
+                if model is not None:
+                    self._check_may_change(model, caller)
+                    if read_only and model.owner != caller.username:
+                        raise Conflict(
+                            _t(
+                                "model {name!r} in project {project!r} is {owner}'s",
+                                name=name,
+                                project=project.name,
+                                owner=model.owner,
+                            ),
+                            _t("Hand out your model under a name nobody uses in that project."),
+                        )
                 if model is None:
                     model = RegisteredModel(
                         project_id=project.id, name=name, description="", owner=caller.username
                     )
                     s.add(model)
                     s.flush()
+                if read_only:
+                    model.read_only = True
                 number = (
                     s.scalar(
                         select(func.max(ModelVersion.version)).where(
@@ -328,6 +393,7 @@ class RegistryService:
         *,
         description: object = UNSET,
         archived: object = UNSET,
+        read_only: object = UNSET,
     ) -> ModelView:
         with self.store.write() as s:
             model = self._model(s, caller, project, name, lock=True)
@@ -337,6 +403,16 @@ class RegistryService:
                 if not isinstance(archived, bool):
                     raise InvalidInput(_t("archived must be true or false"))
                 model.archived = archived
+            if read_only is not UNSET:
+                if not isinstance(read_only, bool):
+                    raise InvalidInput(_t("read_only must be true or false"))
+                if model.owner != caller.username and not caller.admin:
+                    raise Forbidden(
+                        _t("only {owner}, its owner, may make {name!r} read-only or not",
+                           owner=model.owner, name=name),
+                        _t("Ask them, or register a model of your own."),
+                    )  # fmt: skip
+                model.read_only = read_only
             model.updated_at = utcnow()
         return self.get_model(caller, project, name)
 
@@ -506,7 +582,26 @@ class RegistryService:
                 _t("model {name!r} not found in project {project!r}", name=name, project=project),
                 _t("GET /cube/api/v1/models lists the models you can see."),
             )
+        if lock:  # taken to change it
+            self._check_may_change(model, caller)
         return model
+
+    @staticmethod
+    def _check_may_change(model: RegisteredModel, caller: Caller) -> None:
+        """Course material (``read_only``, a teacher's hand-out) is changed by its owner or an
+        admin only; everyone who sees it may still read, download and deploy it."""
+        if model.read_only and model.owner != caller.username and not caller.admin:
+            raise Forbidden(
+                _t(
+                    "model {name!r} is read-only course material of {owner}",
+                    name=model.name,
+                    owner=model.owner,
+                ),
+                _t(
+                    "Use it as it is (download, deploy, fine-tune from it); register your "
+                    "own model under another name or in your personal project."
+                ),
+            )
 
     @staticmethod
     def _lock_model(s: Session, project_id: int, name: str) -> RegisteredModel | None:

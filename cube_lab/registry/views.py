@@ -83,6 +83,7 @@ class ModelView:
     version_count: int
     flavor: str | None
     aliases: dict[str, int]
+    read_only: bool  # course material: only its owner (or an admin) changes it
 
     @classmethod
     def of(
@@ -107,6 +108,7 @@ class ModelView:
             version_count=count,
             flavor=flavor,
             aliases=dict(sorted(aliases.items())),
+            read_only=bool(row.read_only),
         )
 
 

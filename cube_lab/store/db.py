@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # The newest revision; tests check it matches the migrations folder. Knowing it lets a
 # start-up with an up-to-date database skip importing Alembic (half a second per CLI call).
-HEAD_REVISION = "0015_alert_quota_resource"
+HEAD_REVISION = "0016_course_material"
 _IMMEDIATE = "cube_lab_immediate"
 
 

@@ -98,6 +98,8 @@ class RegisteredModel(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     owner: Mapped[str] = mapped_column(String(255))
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    # course material (a teacher's hand-out): only its owner (or an admin) changes it
+    read_only: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
 
@@ -403,6 +405,8 @@ class Dataset(Base):
     source: Mapped[str] = mapped_column(String(1024))  # absolute folder or file
     text_field: Mapped[str | None] = mapped_column(String(128), nullable=True)
     item_count: Mapped[int] = mapped_column(Integer, default=0)
+    # course material (a teacher's hand-out): only its owner (or an admin) adds versions
+    read_only: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     versions: Mapped[list[DatasetVersion]] = relationship(
@@ -443,6 +447,8 @@ class DatasetVersion(Base):
     labeling: Mapped[str] = mapped_column(String(128))  # the labeling project's name
     path: Mapped[str] = mapped_column(String(1024))  # absolute
     item_count: Mapped[int] = mapped_column(Integer, default=0)
+    # a copy's original, "<project>/<dataset>:v<N>" (a course hand-out), else None
+    origin: Mapped[str | None] = mapped_column(String(512), nullable=True)
     created_by: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
