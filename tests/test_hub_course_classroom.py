@@ -21,6 +21,7 @@ import pytest
 
 from cube_lab.hub import devhub
 from tests.hub_util import bare_hub, login
+from tests.pipeline_util import node, write_pipeline
 
 pytestmark = pytest.mark.hub
 
@@ -306,3 +307,78 @@ def test_the_lab_course_panel_lists_and_submits(hub: devhub.DevHub, course: dict
                 {"user": "stu2"})[0] == 403  # fmt: skip
     status, own = call(hub, "GET", "my/courses", tokens["stu3"])
     assert status == 200 and own["user"] == "stu3"
+
+
+def test_models_and_runs_travel_through_both_services(
+    hub: devhub.DevHub, course: dict[str, Any]
+) -> None:
+    """A model handed out lands read-only in the course's project (cube-admin asks the cube-lab
+    service with its own token); a student's submission carries the model registered from
+    the assignment's notebook and the pipeline run of the assignment's .pipeline file."""
+    tokens = course["tokens"]
+    teacher = home(hub, "teach1")
+    (teacher / "lab3").mkdir(parents=True)
+    (teacher / "base.bin").write_bytes(b"weights" * 100)
+    status, base = lab(hub, "POST", "models", tokens["teach1"],
+                       {"name": "base", "path": "base.bin", "metrics": {"acc": 0.6}})  # fmt: skip
+    assert status == 201, base
+    (teacher / "lab3" / "task.md").write_text("Fine-tune base; register your model.")
+    status, out = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"],
+                       {"name": "lab3", "source": "lab3", "models": ["base"]})  # fmt: skip
+    assert status == 201, out
+    assert [(m["status"], m["to"]) for m in out["models"]] == [
+        ("copied", {"project": "ai101", "name": "base", "version": 1})]  # fmt: skip
+    # a student reads it and may not delete it; the reason says what to do instead
+    status, seen = lab(hub, "GET", "projects/ai101/models/base", tokens["stu1"])
+    assert status == 200 and seen["read_only"] is True and seen["owner"] == "teach1", seen
+    status, err = lab(hub, "DELETE", "projects/ai101/models/base", tokens["stu1"])
+    assert status == 403 and "course material" in err["error"] and err["detail"], err
+    # a reference nobody has, a model of someone else's: 4xx from the store, nothing handed out
+    for bad in (["nope"], ["stu1/base"], "../x"):
+        status, err = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"],
+                           {"name": "lab4", "models": bad})  # fmt: skip
+        assert status in (400, 404) and err["detail"], (bad, err)
+    assert "lab4" not in {h["name"] for h in call(hub, "GET", "courses/ai101/handouts",
+                                                   tokens["teach1"])[1]["handouts"]}  # fmt: skip
+    # only cube-admin may call the store's course routes
+    body = {"teacher": "teach1", "course": "ai101", "handout": "x", "models": ["base"]}
+    for token in (tokens["teach1"], hub.token):
+        status, err = hub.request("POST", "/services/cube-lab/course-material/handout", body,
+                                  token=token)  # fmt: skip
+        assert status == 403, err
+
+    # the student works in the folder: a pipeline run, a model from the notebook
+    work = home(hub, "stu1") / "course/ai101/lab3"
+    (work / "step.py").write_text("print('epoch 1 loss 0.25')\n")
+    write_pipeline(work, [node("train", filename="step.py")], name="lab3")
+    status, run = lab(hub, "POST", "pipelines/runs", tokens["stu1"],
+                      {"path": "course/ai101/lab3/p.pipeline"})  # fmt: skip
+    assert status in (200, 201, 202), run
+    deadline = time.monotonic() + 120
+    while run["status"] in ("queued", "pending", "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        run = lab(hub, "GET", f"pipelines/runs/{run['id']}", tokens["stu1"])[1]
+    assert run["status"] == "succeeded", run
+    (work / "tuned.bin").write_bytes(b"tuned" * 100)
+    body = {"name": "tuned", "path": "course/ai101/lab3/tuned.bin", "metrics": {"acc": 0.9},
+            "source": "course/ai101/lab3/train.ipynb"}  # fmt: skip
+    status, mine = lab(hub, "POST", "models", tokens["stu1"], body)
+    assert status == 201, mine
+
+    status, sub = call(hub, "POST", "courses/ai101/handouts/lab3/submit", tokens["stu1"])
+    assert status == 201, sub
+    assert [(r["kind"], r["id"], r["status"]) for r in sub["runs"]] == [
+        ("pipeline", run["id"], "succeeded")]  # fmt: skip
+    [copied] = sub["models"]
+    assert copied["to"] == {"project": "teach1", "name": "ai101.lab3.tuned", "version": 1}
+    status, version = lab(hub, "GET", "projects/teach1/models/ai101.lab3.tuned/versions/1",
+                          tokens["teach1"])  # fmt: skip
+    assert status == 200 and version["tags"]["cube_lab.student"] == "stu1", version
+    assert version["metrics"] == {"acc": 0.9}
+    assert lab(hub, "GET", "projects/teach1/models/ai101.lab3.tuned", tokens["stu1"])[0] == 404
+    runs = teacher / "course/ai101/lab3/submissions/stu1/cube-lab-runs"
+    assert json.loads((runs / "runs.json").read_text())[0]["id"] == run["id"]
+    assert "epoch 1 loss 0.25" in (runs / f"pipeline-{run['id']}" / "train.log").read_text()
+    status, table = call(hub, "GET", "courses/ai101/handouts/lab3/submissions", tokens["teach1"])
+    row = next(r for r in table["submissions"] if r["student"] == "stu1")
+    assert len(row["models"]) == 1 and len(row["runs"]) == 1
