@@ -3,8 +3,10 @@ same calls as the admin page and the course page):
 
 - ``create NAME`` / ``list`` / ``show NAME``: courses (``cube_lab.hub.course``);
 - ``import GROUP roster.csv``: a roster (``cube_lab.hub.roster``), as the admin page's Import;
-- ``handout COURSE FOLDER --name lab1 [--mode copy|readonly] [--deadline ISO]``: a folder of
-  the teacher's space into every student's (again: students added since get it too);
+- ``handout COURSE [FOLDER] --name lab1 [--mode copy|readonly] [--deadline ISO] [--model REF]
+  [--dataset REF]``: a folder of the teacher's space into every student's (again: students
+  added since get it too), and the teacher's models and dataset versions (``[PROJECT/]NAME
+  [:VERSION]``) into the course's project, read-only;
 - ``collect COURSE HANDOUT``, ``submissions COURSE HANDOUT``; ``submit COURSE HANDOUT`` (a
   student's own).
 
@@ -223,11 +225,13 @@ def course_show(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
 
 
 def course_handout(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
-    body: dict[str, Any] = {
-        "source": a.source,
-        "name": a.name or a.source.rstrip("/").rsplit("/", 1)[-1],
-        "mode": a.mode,
-    }
+    name = a.name or (a.source.rstrip("/").rsplit("/", 1)[-1] if a.source else None)
+    if not name:
+        raise InvalidInput(
+            _t("name the hand-out"), _t("Add --name, e.g. --name lab1 (a folder names its own).")
+        )
+    body: dict[str, Any] = {"source": a.source, "name": name, "mode": a.mode,
+                            "models": a.model or [], "datasets": a.dataset or []}  # fmt: skip
     if a.deadline is not None:
         body["deadline"] = a.deadline
     if a.teacher:
@@ -236,25 +240,39 @@ def course_handout(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
     if a.json:
         print_json(out)
         return
-    print_table(
-        [
+    if out["students"]:
+        print_table(
             [
-                r["student"],
-                r["status"],
-                str(len(r["copied"]) + len(r["updated"])),
-                str(len(r["kept"])),
-                (r.get("error") or "") + (" " + r["detail"] if r.get("detail") else ""),
-            ]
-            for r in out["students"]
-        ],
-        ["STUDENT", "STATUS", "COPIED", "KEPT (NOT OVERWRITTEN)", "PROBLEM"],
-    )
+                [
+                    r["student"],
+                    r["status"],
+                    str(len(r["copied"]) + len(r["updated"])),
+                    str(len(r["kept"])),
+                    (r.get("error") or "") + (" " + r["detail"] if r.get("detail") else ""),
+                ]
+                for r in out["students"]
+            ],
+            ["STUDENT", "STATUS", "COPIED", "KEPT (NOT OVERWRITTEN)", "PROBLEM"],
+        )
+    material = [("model", r) for r in out.get("models") or ()] + [
+        ("dataset", r) for r in out.get("datasets") or ()
+    ]
+    if material:
+        print_table(
+            [[kind, r["ref"], _material_ref(r["to"]), r["status"]] for kind, r in material],
+            ["KIND", "GIVEN", "IN THE COURSE (READ-ONLY)", "STATUS"],
+        )
     if out["skipped"]:
         print(
             _t(
                 "Not copied (links or special files): {files}", files=", ".join(out["skipped"])
             ).translated(env_locale())
         )
+
+
+def _material_ref(ref: dict[str, Any]) -> str:
+    version = ref.get("version")
+    return f"{ref['project']}/{ref['name']}" + (f":v{version}" if version else "")
 
 
 def course_collect(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
@@ -292,10 +310,12 @@ def course_submissions(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
                 r.get("how", ""),
                 _when(r.get("at")),
                 str(len(r.get("files") or [])),
+                ", ".join(_material_ref(m["to"]) for m in r.get("models") or ()),
+                str(len(r.get("runs") or [])),
             ]
             for r in out["submissions"]
         ],
-        ["STUDENT", "DISPLAY NAME", "STATUS", "HOW", "AT", "FILES"],
+        ["STUDENT", "DISPLAY NAME", "STATUS", "HOW", "AT", "FILES", "MODELS", "RUNS"],
     )
 
 
@@ -310,6 +330,11 @@ def course_submit(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
     else:
         text = _t("Submitted {n} files at {at}.", **values)
     print(text.translated(env_locale()))
+    models, runs = len(out.get("models") or ()), len(out.get("runs") or ())
+    if models or runs:
+        more = _t("With it: {models} models and {runs} runs of the folder.", models=models,
+                  runs=runs)  # fmt: skip
+        print(more.translated(env_locale()))
 
 
 def add_commands(groups: Any, command: Callable[..., Any]) -> None:
@@ -337,15 +362,26 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p = hub_command("import", course_import, "import a roster CSV into a project group")
     p.add_argument("group", help="the course's project group")
     p.add_argument("roster", help="CSV: user name, display name, e-mail, role")
-    p = hub_command("handout", course_handout, "hand out a folder of your space to the students")
+    p = hub_command(
+        "handout", course_handout, "hand out a folder of your space, models and datasets"
+    )
     p.add_argument("course", help="the course")
-    p.add_argument("source", help="the folder, relative to your home folder")
+    p.add_argument("source", nargs="?", help="the folder, relative to your home folder")
     p.add_argument("--name", help="the hand-out's name (default: the folder's)")
     p.add_argument(
         "--mode",
         choices=["copy", "readonly"],
-        default="copy",
-        help="copy: a copy each; readonly: shared to read",
+        help="copy: a copy each (default with a folder); readonly: shared to read",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        help="a model of yours, [PROJECT/]NAME[:VERSION], read-only in the course (repeat it)",
+    )
+    p.add_argument(
+        "--dataset",
+        action="append",
+        help="a dataset of yours, [PROJECT/]NAME[:vN], read-only in the course (repeat it)",
     )
     p.add_argument("--deadline", help="ISO 8601 with the zone, e.g. 2026-12-20T23:59+08:00")
     p.add_argument("--teacher", help="whose folder (an admin's choice; default: yours)")

@@ -22,6 +22,7 @@ from ..handlers.base import ROOT_DIR, CubeHandler
 from ..identity import Caller, check_name
 from ..locale.messages import _t
 from .config import ADMIN_SERVICE
+from .course_files import check_relative
 from .course_material import CourseMaterial
 
 
@@ -55,11 +56,10 @@ class MaterialHandler(CubeHandler):
             if not isinstance(value, str) or not value:
                 raise InvalidInput(_t("{name} is required", name=name))
             out[name] = value
-        for user in ("teacher", "student"):
-            if user in out and (out[user].startswith(".") or "/" in out[user]):
-                raise InvalidInput(_t("invalid user name {value!r}", value=out[user]))
         if "course" in out:
             check_name(out["course"], "course name")
+        if "folder" in out:  # compared with recorded paths only; still, never above the home
+            check_relative(out["folder"], _t("folder"))
         return out
 
 

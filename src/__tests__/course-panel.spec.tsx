@@ -14,7 +14,9 @@ import { CoursePanel, setupCourses } from '../panels/course';
 import {
   canSubmit,
   deadlineText,
+  extrasText,
   isOverdue,
+  materialRef,
   sortHandouts,
   statusText
 } from '../panels/course/logic';
@@ -59,6 +61,18 @@ const DATA: MyCourses = {
           name: 'lab9',
           handed_out: false,
           folder: 'course/ai101/lab9'
+        }),
+        handout({
+          name: 'base',
+          mode: 'readonly',
+          folder: null,
+          handed_out: false,
+          models: [
+            { ref: 'resnet', project: 'ai101', name: 'resnet', version: 1 }
+          ],
+          datasets: [
+            { ref: 'pets', project: 'ai101', name: 'pets', version: null }
+          ]
         })
       ]
     },
@@ -97,6 +111,19 @@ describe('course logic', () => {
     ).toMatch(/^Collected at the deadline /);
     expect(canSubmit(handout({ mode: 'readonly' }))).toBe(false);
     expect(canSubmit(handout({ handed_out: false }))).toBe(false);
+    expect(statusText(handout({ folder: null }), trans)).toBe(
+      "Read-only in the course's project"
+    );
+    expect(canSubmit(handout({ folder: null }))).toBe(false);
+  });
+
+  it('names material and what a submission brought along', () => {
+    const m = { ref: 'r', project: 'ai101', name: 'resnet', version: 3 };
+    expect(materialRef(m)).toBe('ai101/resnet:v3');
+    expect(materialRef({ ...m, version: null })).toBe('ai101/resnet');
+    expect(extrasText(0, 0, trans)).toBe('');
+    expect(extrasText(1, 2, trans)).toBe('With it: 1 model, 2 runs');
+    expect(extrasText(0, 1, trans)).toBe('With it: 1 run');
   });
 
   it('sorts by deadline, no deadline last', () => {
@@ -169,7 +196,13 @@ describe('CoursePanel', () => {
     const names = [...ai101.querySelectorAll('.cube-Handout')].map(e =>
       e.getAttribute('data-handout')
     );
-    expect(names).toEqual(['lab0', 'lab1', 'lab9', 'notes']);
+    expect(names).toEqual(['lab0', 'lab1', 'base', 'lab9', 'notes']);
+    const base = q('.cube-Handout[data-handout="base"]');
+    expect(
+      [...base.querySelectorAll('[data-material]')].map(e => e.textContent)
+    ).toEqual(['Model ai101/resnet:v1', 'Dataset ai101/pets']);
+    expect(base.querySelector('button')).toBeNull();
+    expect(base.textContent).toContain("Read-only in the course's project");
     const lab0 = q('.cube-Handout[data-handout="lab0"]');
     expect(lab0.classList).toContain('cube-mod-overdue');
     expect(lab0.querySelector('[data-field=status]')!.textContent).toMatch(
@@ -202,7 +235,9 @@ describe('CoursePanel', () => {
       at: NOW,
       late: false,
       how: 'submit',
-      files: 2
+      files: 2,
+      models: 1,
+      runs: 1
     };
     const { seen } = server((method, url) =>
       method === 'POST'
@@ -213,7 +248,9 @@ describe('CoursePanel', () => {
               at: NOW,
               late: false,
               how: 'submit',
-              files: [{ path: 'a.ipynb' }, { path: 'b.py' }]
+              files: [{ path: 'a.ipynb' }, { path: 'b.py' }],
+              models: [{ from: {}, to: {} }],
+              runs: [{ kind: 'pipeline', id: 'r1', name: 'p', status: 'ok' }]
             }
           }
         : { status: 200, body: after }
@@ -226,11 +263,11 @@ describe('CoursePanel', () => {
       'GET courses/mine'
     ]);
     expect(q('.cube-CoursePanel-message').textContent).toMatch(
-      /^Submitted lab1 at .*: 2 files\.$/
+      /^Submitted lab1 at .*: 2 files\. With it: 1 model, 1 run\.$/
     );
     expect(
       q('.cube-Handout[data-handout="lab1"] [data-field=status]').textContent
-    ).toMatch(/\(2 files\)$/);
+    ).toMatch(/\(2 files\) · With it: 1 model, 1 run$/);
   });
 
   it('shows an error with its detail and lets the student try again', async () => {

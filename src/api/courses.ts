@@ -12,6 +12,19 @@ export interface HandoutSubmission {
   late: boolean;
   how: 'submit' | 'collect';
   files: number;
+  /** Models the folder made, copied to the teacher with it. */
+  models?: number;
+  /** Pipeline runs, training jobs and tuning experiments of the folder. */
+  runs?: number;
+}
+
+/** A model or dataset version handed out: read-only in the course's project. */
+export interface CourseMaterial {
+  ref: string;
+  project: string;
+  name: string;
+  /** null: a dataset as registered (no exported version). */
+  version: number | null;
 }
 
 export interface Handout {
@@ -19,8 +32,10 @@ export interface Handout {
   mode: 'copy' | 'readonly';
   /** Epoch seconds (UTC), or null: no deadline. */
   deadline: number | null;
-  /** Relative to the JupyterLab root. */
-  folder: string;
+  /** Relative to the JupyterLab root; null: models and datasets only. */
+  folder: string | null;
+  models?: CourseMaterial[];
+  datasets?: CourseMaterial[];
   handed_out: boolean;
   submission: HandoutSubmission | null;
 }
@@ -39,12 +54,20 @@ export interface MyCourses {
   courses: Course[];
 }
 
+export interface MaterialTarget {
+  project: string;
+  name: string;
+  version: number;
+}
+
 export interface SubmitResult {
   student: string;
   at: number;
   late: boolean;
   how: string;
   files: { path: string; size: number; sha256: string; mtime: number }[];
+  models?: { from: MaterialTarget; to: MaterialTarget }[];
+  runs?: { kind: string; id: string; name: string | null; status: string }[];
   [key: string]: unknown;
 }
 

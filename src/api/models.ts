@@ -62,6 +62,8 @@ export interface Model {
   flavor: string | null;
   /** alias -> version number */
   aliases: Record<string, number>;
+  /** Course material: only its owner (or an admin) changes it. */
+  read_only?: boolean;
 }
 
 export interface ModelVersion {

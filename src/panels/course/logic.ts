@@ -1,7 +1,7 @@
 /** Pure helpers of the Course panel: deadline and status text, sorting. */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import type { Course, Handout } from '../../api';
+import type { Course, CourseMaterial, Handout } from '../../api';
 
 /** An epoch-seconds time as local date and time in the UI language. */
 export function formatEpoch(seconds: number, locale?: string): string {
@@ -35,7 +35,28 @@ export function deadlineText(
 
 /** Whether the hand-out can be submitted from here. */
 export function canSubmit(handout: Handout): boolean {
-  return handout.mode === 'copy' && handout.handed_out;
+  return handout.mode === 'copy' && handout.handed_out && !!handout.folder;
+}
+
+/** "ai101/resnet:v3": a handed-out model or dataset as the SDK and CLI name it. */
+export function materialRef(m: CourseMaterial): string {
+  return `${m.project}/${m.name}${m.version === null ? '' : `:v${m.version}`}`;
+}
+
+/** What a submission brought along beside its files, or "" for nothing. */
+export function extrasText(
+  models: number,
+  runs: number,
+  trans: TranslationBundle
+): string {
+  const parts = [];
+  if (models) {
+    parts.push(trans._n('%1 model', '%1 models', models));
+  }
+  if (runs) {
+    parts.push(trans._n('%1 run', '%1 runs', runs));
+  }
+  return parts.length ? trans.__('With it: %1', parts.join(', ')) : '';
 }
 
 /** The hand-out's state, as the panel shows it. */
@@ -44,6 +65,9 @@ export function statusText(
   trans: TranslationBundle,
   locale?: string
 ): string {
+  if (!handout.folder) {
+    return trans.__("Read-only in the course's project");
+  }
   if (!handout.handed_out) {
     return trans.__('Not in your space yet');
   }

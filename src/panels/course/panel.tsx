@@ -22,9 +22,11 @@ import { uiLanguage } from '../../locale';
 import {
   canSubmit,
   deadlineText,
+  extrasText,
   formatEpoch,
   isOverdue,
   isStaff,
+  materialRef,
   sortCourses,
   sortHandouts,
   statusText
@@ -55,6 +57,7 @@ export class CoursePanel extends ReactWidget {
 
   /** Submit a hand-out after confirming. Resolves when done. */
   async submit(course: string, handout: string): Promise<void> {
+    const trans = this._trans;
     const h = this._find(course, handout);
     const late = h ? isOverdue(h) : false;
     const folder = h?.folder ?? `course/${course}/${handout}`;
@@ -86,6 +89,14 @@ export class CoursePanel extends ReactWidget {
             handout,
             at
           );
+      const extras = extrasText(
+        r.models?.length ?? 0,
+        r.runs?.length ?? 0,
+        trans
+      );
+      if (extras) {
+        this._message = `${this._message} ${extras}.`;
+      }
       this._busy.delete(key);
       await this.refresh();
     } catch (err) {
@@ -225,7 +236,11 @@ export class CoursePanel extends ReactWidget {
         </div>
         <div className="cube-Handout-status" data-field="status">
           {statusText(h, trans, lang)}
+          {h.submission
+            ? this._extras(h.submission.models ?? 0, h.submission.runs ?? 0)
+            : null}
         </div>
+        {this._renderMaterial(h, trans)}
         {canSubmit(h) ? (
           <div className="cube-Handout-actions">
             <button
@@ -233,7 +248,7 @@ export class CoursePanel extends ReactWidget {
               data-action="open"
               onClick={() =>
                 void this._execute('filebrowser:go-to-path', {
-                  path: h.folder
+                  path: h.folder ?? ''
                 })
               }
             >
@@ -256,6 +271,45 @@ export class CoursePanel extends ReactWidget {
           </div>
         ) : null}
       </div>
+    );
+  }
+
+  private _extras(models: number, runs: number): JSX.Element | null {
+    const text = extrasText(models, runs, this._trans);
+    return text ? (
+      <span className="cube-Handout-extras">
+        {' · '}
+        {text}
+      </span>
+    ) : null;
+  }
+
+  /** The models and datasets handed out with it, read-only in the course. */
+  private _renderMaterial(
+    h: Handout,
+    trans: TranslationBundle
+  ): JSX.Element | null {
+    const items = [
+      ...(h.models ?? []).map(m => ({ kind: trans.__('Model'), m })),
+      ...(h.datasets ?? []).map(m => ({ kind: trans.__('Dataset'), m }))
+    ];
+    if (!items.length) {
+      return null;
+    }
+    return (
+      <ul
+        className="cube-Handout-material"
+        title={trans.__(
+          "Read-only in the course's project: the Models panel lists the models; cube_lab.datasets.load(NAME, project=...) reads a dataset."
+        )}
+      >
+        {items.map(({ kind, m }) => (
+          <li key={`${kind}:${materialRef(m)}`} data-material={materialRef(m)}>
+            <span className="cube-Handout-materialKind">{kind}</span>{' '}
+            <code>{materialRef(m)}</code>
+          </li>
+        ))}
+      </ul>
     );
   }
 

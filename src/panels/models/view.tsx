@@ -180,6 +180,24 @@ function ArchivedBadge(props: { trans: TranslationBundle }): JSX.Element {
   );
 }
 
+/** Course material (a teacher's hand-out): readable, deployable, not changeable. */
+function ReadOnlyBadge(props: {
+  owner: string;
+  trans: TranslationBundle;
+}): JSX.Element {
+  return (
+    <span
+      className="cube-Badge cube-Badge-readonly"
+      title={props.trans.__(
+        'Course material of %1: use it as it is; only they change it.',
+        props.owner
+      )}
+    >
+      {props.trans.__('read-only')}
+    </span>
+  );
+}
+
 function ErrorBox(props: {
   error: IErrorInfo;
   trans: TranslationBundle;
@@ -504,6 +522,7 @@ function ModelItem(props: {
           </span>
         )}
         {item.archived && <ArchivedBadge trans={trans} />}
+        {item.read_only && <ReadOnlyBadge owner={item.owner} trans={trans} />}
         <span className="cube-ModelItem-time">
           <RelativeTime value={item.updated_at} />
         </span>
@@ -674,6 +693,9 @@ function ModelDetailBody(props: {
         <div className="cube-Header-title">
           <h2 title={detail.name}>{detail.name}</h2>
           {detail.archived && <ArchivedBadge trans={trans} />}
+          {detail.read_only && (
+            <ReadOnlyBadge owner={detail.owner} trans={trans} />
+          )}
         </div>
         <div className="cube-Header-meta cube-mod-dotted">
           <span
