@@ -340,6 +340,20 @@ def test_models_and_runs_travel_through_both_services(
         assert status in (400, 404) and err["detail"], (bad, err)
     assert "lab4" not in {h["name"] for h in call(hub, "GET", "courses/ai101/handouts",
                                                    tokens["teach1"])[1]["handouts"]}  # fmt: skip
+    # a dataset handed out from the CLI, on its own (no folder: read-only material)
+    (teacher / "reviews.csv").write_text("text,label\n好看,pos\n难看,neg\n", encoding="utf-8")
+    status, made = lab(hub, "POST", "datasets", tokens["teach1"],
+                       {"name": "reviews", "path": "reviews.csv"})  # fmt: skip
+    assert status == 201, made
+    shown = cli(hub, "handout", "ai101", "--name", "data1", "--dataset", "reviews",
+                token=tokens["teach1"])  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "ai101/reviews" in shown.stdout and "copied" in shown.stdout
+    status, found = lab(hub, "GET", "projects/ai101/datasets/reviews", tokens["stu2"])
+    assert status == 200 and found["read_only"] is True and found["item_count"] == 2, found
+    missing = cli(hub, "handout", "ai101", "--name", "data2", "--dataset", "nope",
+                  token=tokens["teach1"])  # fmt: skip
+    assert missing.returncode != 0 and "nope" in missing.stderr
     # only cube-admin may call the store's course routes
     body = {"teacher": "teach1", "course": "ai101", "handout": "x", "models": ["base"]}
     for token in (tokens["teach1"], hub.token):
