@@ -7,7 +7,10 @@
  * and does, starts a server, opens the handed-out notebook in their own JupyterLab; the
  * first presses Submit on their own course page (which shows nobody else), the second in the
  * lab's Course panel; the teacher sees both
- * submissions on the course page, and each member's resources in words. The page's language comes
+ * submissions on the course page, and each member's resources in words. The hand-out carries
+ * the teacher's model too (read-only in the course: listed on the course page and in the
+ * lab's panel); the second student registers a model from the hand-out's notebook, which their
+ * submission brings to the teacher. The page's language comes
  * from the browser's Accept-Language (the context's locale), the lab's from its
  * Settings > Language. Runs only under playwright.hub.config.js (a throwaway hub).
  */
@@ -15,7 +18,13 @@ import { expect, test, type Browser, type Page } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
 
-import { loginAsAdmin, needsHub, ROOT } from './hub-helpers';
+import {
+  loginAsAdmin,
+  needsHub,
+  ROOT,
+  storeCall,
+  userToken
+} from './hub-helpers';
 
 needsHub();
 
@@ -34,6 +43,8 @@ interface Case {
   notSubmitted: string;
   labSubmitted: string;
   labStatus: string;
+  withModel: string;
+  material: (c: string) => string;
 }
 
 const CASES: Case[] = [
@@ -48,7 +59,9 @@ const CASES: Case[] = [
     resources: '1 server, 1 CPU core, 1 GiB memory',
     notSubmitted: 'Not submitted yet',
     labSubmitted: 'Submitted lab1 at',
-    labStatus: 'Submitted '
+    labStatus: 'Submitted ',
+    withModel: 'With it: 1 model',
+    material: c => `Model ${c}/base-en:v1`
   },
   {
     lang: 'zh',
@@ -61,7 +74,9 @@ const CASES: Case[] = [
     resources: '1 个服务器, 1 个 CPU 核, 1 GiB 内存',
     notSubmitted: '尚未提交',
     labSubmitted: '提交 lab1',
-    labStatus: '已提交'
+    labStatus: '已提交',
+    withModel: '一并提交：1 个模型',
+    material: c => `模型 ${c}/base-zh:v1`
   }
 ];
 
@@ -209,6 +224,26 @@ async function studentSubmits(
       await page.screenshot({ path: path.join(SHOTS, shot) });
     }
     if (fromLab) {
+      // a model registered from the hand-out's notebook: the submission brings it along
+      const folder = `course/${course}/lab1`;
+      fs.writeFileSync(
+        path.join(ROOT as string, 'data', 'users', name, folder, 'answer.bin'),
+        'weights of the answer'
+      );
+      const token = await userToken(page.request, name);
+      const registered = await storeCall(
+        page.request,
+        token,
+        'POST',
+        'models',
+        {
+          name: 'answer',
+          path: `${folder}/answer.bin`,
+          source: `${folder}/lab1.ipynb`,
+          metrics: { accuracy: 0.9 }
+        }
+      );
+      expect(registered.status, JSON.stringify(registered.body)).toBe(201);
       // the submission, from the lab's Course panel
       await page
         .locator('.lm-TabBar-tab[data-id="cube-lab-course-panel"]')
@@ -219,10 +254,17 @@ async function studentSubmits(
       await expect(mine.locator('[data-field=status]')).toHaveText(
         c.notSubmitted
       );
+      // the teacher's model, handed out with the folder: read-only in the course
+      await expect(mine.locator('[data-material]')).toHaveText([
+        c.material(course)
+      ]);
       await mine.locator('[data-action=submit]').click();
       await page.locator('.jp-Dialog .jp-mod-accept').click();
       await expect(page.locator('.cube-CoursePanel-message')).toContainText(
         c.labSubmitted
+      );
+      await expect(page.locator('.cube-CoursePanel-message')).toContainText(
+        c.withModel
       );
       await expect(mine.locator('[data-field=status]')).toContainText(
         c.labStatus
@@ -365,18 +407,35 @@ for (const c of CASES) {
         path: path.join(SHOTS, `hub-course-roster-${c.lang}.png`)
       });
 
-      // the hand-out, on the course page
+      // the teacher's model, registered through the cube-lab service
       writeStarter(`lab1-starter-${c.lang}`);
+      fs.writeFileSync(
+        path.join(ROOT as string, 'data', 'users', 'admin', 'base.bin'),
+        'weights of the base model'
+      );
+      const teacher = await userToken(page.request, 'admin');
+      const base = await storeCall(page.request, teacher, 'POST', 'models', {
+        name: `base-${c.lang}`,
+        path: 'base.bin',
+        metrics: { accuracy: 0.8 }
+      });
+      expect(base.status, JSON.stringify(base.body)).toBe(201);
+
+      // the hand-out, on the course page: the starter folder and the model
       await page.goto(`/services/cube-admin/courses/${course}`);
       await expect(
         page.getByRole('heading', { name: c.heading(course) })
       ).toBeVisible();
       await page.locator('#handout-source').fill(`lab1-starter-${c.lang}`);
       await page.locator('#handout-name').fill('lab1');
+      await page.locator('#handout-models').fill(`base-${c.lang}`);
       await page.locator('#hand-out').click();
       await expect(page.locator('#cube-message')).toHaveText(c.handedOut);
       const handout = page.locator('.cube-handout[data-handout="lab1"]');
       await expect(handout).toBeVisible({ timeout: 30 * 1000 });
+      await expect(handout.locator('.cube-material')).toContainText(
+        `${course}/base-${c.lang}:v1`
+      );
 
       // the students, one after the other (a server each: slow on 2 cores): the first on
       // the course page, the second from the lab's Course panel
@@ -399,7 +458,12 @@ for (const c of CASES) {
         const row = handout.locator(`tr[data-student="${students[i]}"]`);
         await expect(row).toContainText(display[i]);
         await expect(row.locator('td').nth(1)).toHaveText(c.onTime);
-        await expect(row.locator('td').nth(3)).toHaveText('1');
+        // the notebook (and the second student's model file)
+        await expect(row.locator('td').nth(3)).toHaveText(i === 1 ? '2' : '1');
+        // the second student's model, copied into the teacher's project
+        await expect(row.locator('td').nth(4)).toHaveText(
+          i === 1 ? `${course}.lab1.answer v1` : ''
+        );
         await expect(
           page.locator(`#members tr[data-member="${students[i]}"]`)
         ).toContainText(display[i]);

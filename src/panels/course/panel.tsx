@@ -95,7 +95,7 @@ export class CoursePanel extends ReactWidget {
         trans
       );
       if (extras) {
-        this._message = `${this._message} ${extras}.`;
+        this._message = trans.__('%1 %2.', this._message, extras);
       }
       this._busy.delete(key);
       await this.refresh();
