@@ -360,6 +360,8 @@ def test_models_and_runs_travel_through_both_services(
         status, err = hub.request("POST", "/services/cube-lab/course-material/handout", body,
                                   token=token)  # fmt: skip
         assert status == 403, err
+    anonymous = httpx.post(f"{hub.url}/services/cube-lab/course-material/collect", json=body)
+    assert anonymous.status_code == 403, anonymous.text
 
     # the student works in the folder: a pipeline run, a model from the notebook
     work = home(hub, "stu1") / "course/ai101/lab3"
