@@ -318,6 +318,43 @@ test.describe('cube-lab models', () => {
     ).toBeVisible({ timeout: 15000 });
   });
 
+  test('a read-only model (course material) wears its badge', async ({
+    page,
+    request,
+    baseURL,
+    tmpPath
+  }) => {
+    const base = baseURL!;
+    await putFile(request, base, `${tmpPath}/m.bin`, Buffer.from('weights'));
+    const v = await register(request, base, {
+      name: 'course-base',
+      path: `${tmpPath}/m.bin`,
+      flavor: 'generic',
+      metrics: { accuracy: 0.8 }
+    });
+    const url = `${base}${API}/projects/${encodeURIComponent(v.project)}/models/course-base`;
+    // its owner (here, the one local user) makes it read-only, as a hand-out does
+    const patched = await request.patch(url, { data: { read_only: true } });
+    expect(patched.status(), await patched.text()).toBe(200);
+    expect((await patched.json()).read_only).toBe(true);
+
+    await openModelsPanel(page);
+    const item = page.locator(
+      '#cube-lab-models .cube-ModelItem[data-model="course-base"]'
+    );
+    await expect(item.locator('.cube-Badge-readonly')).toHaveText('read-only');
+    await item.click();
+    const header = page.locator('.cube-ModelTab .cube-Header-title');
+    await expect(header.locator('.cube-Badge-readonly')).toHaveAttribute(
+      'title',
+      /Course material of /
+    );
+    await lightAndDark(page, 'models-read-only', { ready: header });
+    // the owner may lift it
+    const lifted = await request.patch(url, { data: { read_only: false } });
+    expect((await lifted.json()).read_only).toBe(false);
+  });
+
   test('each capability has a left-sidebar panel with its icon, restored after a reload', async ({
     page
   }) => {
