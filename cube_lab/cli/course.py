@@ -211,7 +211,7 @@ def course_show(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
             [
                 [
                     h["name"],
-                    h["source"],
+                    h["source"] or "-",
                     h["mode"],
                     _when(h["deadline"]),
                     str(h["students"]),

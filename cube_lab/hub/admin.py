@@ -37,6 +37,7 @@ from . import notices, policy, roster
 from .config import ADMIN_SCOPE, secret_file, service_base
 from .course import CourseBook, Courses, is_course, members
 from .hubapi import HubAPI
+from .idle import IdleServer, idle_servers
 from .ledger import GpuHours, Ledger, QuotaExceeded, Reservation
 from .material_client import StoreMaterial
 from .quotas import (
@@ -45,6 +46,7 @@ from .quotas import (
     Quota,
     demand,
     label,
+    parse_idle_timeout,
     show,
     show_hours,
     show_time,
@@ -118,6 +120,33 @@ class Context:
         for res in released:
             log.info("released %s (%s, %s): nothing holds it", res.holder, res.username, res.group)
         return released
+
+    async def stop_idle(self) -> list[IdleServer]:
+        """Stop the servers idle longer than their group's ``idle_timeout`` (``idle.py``); each
+        user is told why on the hub's pages."""
+        if not any(p.idle_timeout for p in (await self.policies()).values()):
+            return []
+        users = await self.hub.request("GET", "/users?state=active&limit=10000")
+        reservations = await asyncio.to_thread(self.ledger.reservations)
+        found = idle_servers(await self.policies(), reservations, users or (), time.time())
+        for s in found:
+            user = quote(s.user, safe="")
+            path = (
+                f"/users/{user}/server"
+                if not s.server
+                else (f"/users/{user}/servers/{quote(s.server, safe='')}")
+            )
+            await self.hub.request("DELETE", path)
+            minutes = max(1, round(s.timeout / 60))
+            text = _t(
+                "idle for more than {minutes} minutes, the limit of project {group}",
+                minutes=minutes,
+                group=s.group,
+            )
+            await asyncio.to_thread(self.notices.add, s.user, "idle", text, s.group)
+            log.info("stopped %s/%s: idle %.0f s (%s allows %d s)",
+                     s.user, s.server, s.idle, s.group, s.timeout)  # fmt: skip
+        return found
 
     async def seed_groups(self) -> None:
         """Create the settings file's groups that do not exist yet (never overwrites)."""
@@ -346,6 +375,7 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
                     "roster": roster.roster_of(g),
                     "profiles": list(gp.profiles),
                     "quota": gp.quota.to_json(),
+                    "idle_timeout": gp.idle_timeout,
                     "usage": usage,
                     "gpu_hours": gpu_hours_view(gp.quota, hours, g["name"]),
                     "problem": problem,
@@ -503,7 +533,12 @@ class GroupsHandler(BaseHandler):
         for p in profiles:
             self.ctx.settings.profile(p)
         quota = Quota.parse(body["quota"]) if "quota" in body else (base.quota if base else Quota())
-        return GroupPolicy(name, tuple(profiles), quota)
+        idle = (
+            parse_idle_timeout(body["idle_timeout"])
+            if "idle_timeout" in body
+            else (base.idle_timeout if base else None)
+        )
+        return GroupPolicy(name, tuple(profiles), quota, idle)
 
     async def one(self, name: str) -> dict[str, Any]:
         found = [g for g in await self.groups_view() if g["name"] == name]
@@ -766,7 +801,9 @@ class ReconcileHandler(BaseHandler):
         self.require_admin()
         grace = float(self.get_argument("grace", "60"))
         released = await self.ctx.reconcile(grace_s=grace)
-        self.reply({"released": [r.to_json() for r in released]})
+        idle = await self.ctx.stop_idle()
+        self.reply({"released": [r.to_json() for r in released],
+                    "stopped_idle": [vars(s) for s in idle]})  # fmt: skip
 
 
 # -- telling a student why: stop with a reason, a message, their notices -------------------
@@ -927,6 +964,7 @@ async def _serve(args: argparse.Namespace) -> None:
         while True:
             try:
                 await ctx.reconcile()
+                await ctx.stop_idle()
             except Exception:
                 log.exception("reconcile failed; trying again later")
             await asyncio.sleep(args.reconcile_interval)

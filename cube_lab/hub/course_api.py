@@ -137,6 +137,7 @@ class CourseMixin(BaseHandler):
             "name": name,
             "profiles": list(gp.profiles),
             "quota": gp.quota.to_json(),
+            "idle_timeout": gp.idle_timeout,
             "usage": usage["total"],
             "gpu_hours": None if hours is None else sum(hours.values()),
             "members": people,

@@ -35,6 +35,7 @@ from .quotas import (
     Quota,
     device_count,
     gpu_hours_refusal,
+    member_refusal,
     month_bounds,
     personal_refusal,
     refusal,
@@ -206,6 +207,10 @@ class Ledger:
                     used = self._usage(db, group)
                     why = refusal(group, quota, used, amounts)
                     fix = _t("Stop a server or job of the project, or ask an admin for more.")
+                    if not why and quota.per_member is not None:
+                        mine = self._usage(db, group, username)
+                        why = member_refusal(username, group, quota, mine, amounts)
+                        fix = _t("Stop a server or job of yours in the project first.")
                 else:
                     used = self._personal_usage(db, username)
                     why = personal_refusal(username, quota, used, amounts)
@@ -308,9 +313,13 @@ class Ledger:
         return [Reservation.of(r) for r in rows]
 
     @staticmethod
-    def _usage(db: sqlite3.Connection, group: str) -> dict[str, float]:
+    def _usage(db: sqlite3.Connection, group: str, username: str | None = None) -> dict[str, float]:
+        """What ``group``'s reservations hold (only ``username``'s, when given)."""
         used: dict[str, float] = {}
-        for (amounts,) in db.execute("SELECT amounts FROM reservations WHERE grp = ?", (group,)):
+        query, args = "SELECT amounts FROM reservations WHERE grp = ?", (group,)
+        if username is not None:
+            query, args = query + " AND username = ?", (group, username)
+        for (amounts,) in db.execute(query, args):
             for dimension, amount in json.loads(amounts).items():
                 used[dimension] = used.get(dimension, 0) + amount
         return used

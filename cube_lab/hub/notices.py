@@ -23,8 +23,11 @@ from typing import Any, Literal
 from ..errors import InvalidInput
 from ..locale.messages import _t
 
-Kind = Literal["stop", "message"]
-KINDS: tuple[str, ...] = ("stop", "message")
+Kind = Literal["stop", "idle", "message"]
+KINDS: tuple[str, ...] = ("stop", "idle", "message")
+# why a server was stopped: by someone ("stop", the text is their reason) or for idling past a
+# project group's idle_timeout ("idle", ``by`` is the group); the latest one is shown
+STOPS = ("stop", "idle")
 MAX_TEXT = 2000
 FILE_NAME = "notices.sqlite"
 
@@ -107,9 +110,9 @@ class NoticeBoard:
             raise ValueError(f"kind must be one of {KINDS}")
         at = datetime.now(UTC).isoformat(timespec="seconds")
         with self._db() as conn:
-            if kind == "stop":  # the latest stop is the reason; older ones are history
+            if kind in STOPS:  # the latest stop is the reason; older ones are history
                 conn.execute(
-                    "UPDATE notices SET cleared_at=? WHERE username=? AND kind='stop'"
+                    "UPDATE notices SET cleared_at=? WHERE username=? AND kind IN ('stop', 'idle')"
                     " AND cleared_at IS NULL",
                     (at, username),
                 )
@@ -130,7 +133,7 @@ class NoticeBoard:
         return [Notice(**dict(r)) for r in rows]
 
     def latest_stop(self, username: str) -> Notice | None:
-        stops = [n for n in self.open(username) if n.kind == "stop"]
+        stops = [n for n in self.open(username) if n.kind in STOPS]
         return stops[-1] if stops else None
 
     def messages(self, username: str) -> list[Notice]:
@@ -138,7 +141,7 @@ class NoticeBoard:
 
     def clear_stops(self, username: str) -> int:
         """The user started a server again: their stop notice has been read."""
-        return self._clear(username, "kind='stop'", ())
+        return self._clear(username, "kind IN ('stop', 'idle')", ())
 
     def dismiss(self, username: str, notice_id: int) -> bool:
         """The user dismissed one of their own notices; False if there is no such open one."""

@@ -13,6 +13,11 @@ servers/jobs/cpu/memory limit means no limit; an accelerator a quota does not na
 granted at all, so GPUs are handed out only on purpose (a share of a device - its memory or
 cores - is limited only when the quota names it).
 
+``per_member`` holds the same plain and accelerator limits for each member's own share of the
+group (a course's "each student at most"): ``{"servers": 60, "cpu": 120, "per_member":
+{"servers": 1, "cpu": 2, "memory": "4G", "accelerators": {"nvidia.com/gpu": 1}}}``. There, a
+resource it does not name is not limited per member (the group's own limit still holds).
+
 GPU-hours are limited per calendar month (UTC): ``gpu_hours`` for the whole group,
 ``gpu_hours_per_member`` for each member's own use in it (in a personal quota, ``gpu_hours`` is
 the user's own). A GPU-hour is one device (any accelerator count: GPUs, MIG slices, vGPUs,
@@ -38,7 +43,8 @@ from .units import format_memory, parse_cpu, parse_memory
 PROPERTY = "cube_lab"  # the key in JupyterHub group properties
 PLAIN_DIMENSIONS = ("servers", "jobs", "cpu", "memory")
 HOURS_FIELDS = ("gpu_hours", "gpu_hours_per_member")
-FIELDS = (*PLAIN_DIMENSIONS, "accelerators", *HOURS_FIELDS)
+MEMBER_FIELDS = (*PLAIN_DIMENSIONS, "accelerators")  # what ``per_member`` may limit
+FIELDS = (*MEMBER_FIELDS, *HOURS_FIELDS, "per_member")
 
 
 def known_resources() -> dict[str, tuple[accelerators.Accelerator, str]]:
@@ -95,20 +101,21 @@ class Quota:
     accelerators: dict[str, int] = field(default_factory=dict)
     gpu_hours: float | None = None  # the group's (a personal quota's: the user's) per month
     gpu_hours_per_member: float | None = None  # each member's own, per month
+    per_member: Quota | None = None  # each member's own share at most (no hours, no nesting)
 
     @classmethod
-    def parse(cls, raw: Any) -> Quota:
+    def parse(cls, raw: Any, *, fields: tuple[str, ...] = FIELDS) -> Quota:
         if raw is None:
             return cls()
         if not isinstance(raw, Mapping):
             raise InvalidInput(
                 _t("a quota must be an object"), _t("got {name__}", name__=type(raw).__name__)
             )
-        unknown = set(raw) - set(FIELDS)
+        unknown = set(raw) - set(fields)
         if unknown:
             raise InvalidInput(
                 _t("unknown quota field(s) {value}", value=sorted(unknown)),
-                _t("Use {value}.", value=list(FIELDS)),
+                _t("Use {value}.", value=list(fields)),
             )
 
         def whole(name: str) -> int | None:
@@ -162,7 +169,18 @@ class Quota:
             accelerators=checked,
             gpu_hours=hours("gpu_hours"),
             gpu_hours_per_member=hours("gpu_hours_per_member"),
+            per_member=None
+            if raw.get("per_member") in (None, {})
+            else cls.parse(raw["per_member"], fields=MEMBER_FIELDS),
         )
+
+    def member_limit(self, dimension: str) -> float | None:
+        """``per_member``'s limit of ``dimension``; None: not limited per member."""
+        if self.per_member is None:
+            return None
+        if dimension in PLAIN_DIMENSIONS:
+            return getattr(self.per_member, dimension)  # type: ignore[no-any-return]
+        return self.per_member.accelerators.get(dimension)
 
     def limit(self, dimension: str) -> float | None:
         if dimension in PLAIN_DIMENSIONS:
@@ -190,6 +208,8 @@ class Quota:
             value = getattr(self, name)
             if value is not None:
                 out[name] = int(value) if value.is_integer() else value
+        if self.per_member is not None and self.per_member.to_json():
+            out["per_member"] = self.per_member.to_json()
         return out
 
 
@@ -200,6 +220,8 @@ class GroupPolicy:
     name: str
     profiles: tuple[str, ...] = ()
     quota: Quota = field(default_factory=Quota)
+    # seconds a server charged to the group may sit idle before cube-admin stops it (idle.py)
+    idle_timeout: int | None = None
 
     @classmethod
     def from_properties(cls, name: str, properties: Mapping[str, Any] | None) -> GroupPolicy:
@@ -207,10 +229,30 @@ class GroupPolicy:
         profiles = ours.get("profiles") or []
         if not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles):
             raise InvalidInput(_t("allowed profiles must be a list of profile names"))
-        return cls(name, tuple(profiles), Quota.parse(ours.get("quota")))
+        return cls(
+            name,
+            tuple(profiles),
+            Quota.parse(ours.get("quota")),
+            parse_idle_timeout(ours.get("idle_timeout")),
+        )
 
     def to_properties(self) -> dict[str, Any]:
-        return {"profiles": list(self.profiles), "quota": self.quota.to_json()}
+        out: dict[str, Any] = {"profiles": list(self.profiles), "quota": self.quota.to_json()}
+        if self.idle_timeout:
+            out["idle_timeout"] = self.idle_timeout
+        return out
+
+
+def parse_idle_timeout(value: Any) -> int | None:
+    """Seconds (a whole number > 0), or None: no idle timeout of the group's own."""
+    if value is None or value == "" or value == 0:
+        return None
+    if isinstance(value, bool) or not str(value).isdigit():
+        raise InvalidInput(
+            _t("idle_timeout must be a whole number of seconds > 0"),
+            _t("got {value!r}; e.g. 1800 stops servers idle for 30 minutes", value=value),
+        )
+    return int(value)
 
 
 def demand(
@@ -319,6 +361,31 @@ def refusal(
         limit=limit_,
         what=what,
     )
+
+
+def member_refusal(
+    user: str, group: str, quota: Quota, used: Mapping[str, float], need: Mapping[str, float]
+) -> str | None:
+    """Why ``need`` does not fit next to what ``user`` already holds in ``group`` (``used``),
+    under the group's limits for each member; None if it fits. e.g. "stu1 uses 1 of the 1
+    servers each member of project ai101 may use"."""
+    for dimension, amount in need.items():
+        limit = quota.member_limit(dimension)
+        if amount <= 0 or limit is None:
+            continue
+        have = used.get(dimension, 0)
+        if have + amount > limit + 1e-9:
+            return _t(
+                "{user} uses {have} of the {limit} {what} each member of project {group} may"
+                " use; this needs {need}",
+                user=user,
+                have=show(dimension, have),
+                limit=show(dimension, limit),
+                what=label(dimension),
+                group=group,
+                need=show(dimension, amount),
+            )
+    return None
 
 
 def personal_refusal(

@@ -322,10 +322,14 @@ def _personal_quota(raw: Mapping[str, Any], key: str, default: Quota) -> Quota:
         raise InvalidInput(
             _t("{key} in the hub settings: {error}", key=key, error=exc.error), exc.detail
         ) from None
-    if quota.gpu_hours_per_member is not None:
+    if quota.gpu_hours_per_member is not None or quota.per_member is not None:
         raise InvalidInput(
-            _t("{key} in the hub settings is one user's: it has no gpu_hours_per_member", key=key),
-            _t("Use gpu_hours."),
+            _t(
+                "{key} in the hub settings is one user's: it has no gpu_hours_per_member or"
+                " per_member",
+                key=key,
+            ),
+            _t("Give the user's own limits at its top level (gpu_hours for GPU-hours)."),
         )
     return quota
 
