@@ -398,3 +398,53 @@ def test_models_and_runs_travel_through_both_services(
     status, table = call(hub, "GET", "courses/ai101/handouts/lab3/submissions", tokens["teach1"])
     row = next(r for r in table["submissions"] if r["student"] == "stu1")
     assert len(row["models"]) == 1 and len(row["runs"]) == 1
+
+
+def test_each_students_share_and_idle_servers(hub: devhub.DevHub, course: dict[str, Any]) -> None:
+    """A course whose students may each hold 1 CPU core, and whose servers are stopped after
+    2 idle seconds (an idle_timeout in seconds; the page takes minutes)."""
+    tokens = course["tokens"]
+    made = cli(hub, "create", "ai103", "--profile", "cpu", "--servers", "10",
+               "--student-cpu", "1", "--student-servers", "1", "--json")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    view = json.loads(made.stdout)
+    assert view["quota"]["per_member"] == {"servers": 1, "cpu": 1}
+    assert view["per_member"] == {"servers": 1, "cpu": 1}
+    status, _ = hub.admin("POST", "groups/ai103/members", {"users": "stu1 stu2"})
+    assert status == 200
+    status, changed = hub.admin("PATCH", "groups/ai103", {"idle_timeout": 2})
+    assert status == 200 and changed["idle_timeout"] == 2, changed
+    assert hub.admin("PATCH", "groups/ai103", {"idle_timeout": "soon"})[0] == 400
+
+    status, server = hub.spawn("stu1", {"profile": "cpu", "project": "ai103"})
+    assert status == 201, server
+    try:
+        # stu1's one core is taken by the server: a job of theirs is refused with their share
+        job = {"kind": "job", "project": "ai103", "cpu": 1}
+        status, refused = call(hub, "POST", "admission", tokens["stu1"], job)
+        assert status == 403 and refused["quota_exceeded"], refused
+        assert refused["error"] == (
+            "stu1 uses 1 of the 1 CPU cores each member of project ai103 may use; this needs 1"
+        )
+        status, granted = call(hub, "POST", "admission", tokens["stu2"], job)  # stu2's own
+        assert status == 201, granted
+        call(hub, "DELETE", f"admission/{granted['id']}", tokens["stu2"])
+        # idle past the course's 2 seconds: stopped at the next reconcile, and told why
+        time.sleep(3)
+        status, swept = hub.admin("POST", "reconcile")
+        assert status == 200, swept
+        assert [(s["user"], s["group"]) for s in swept["stopped_idle"]] == [("stu1", "ai103")]
+        deadline = time.monotonic() + 30
+        while hub.hub("GET", "/users/stu1")[1].get("servers") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not hub.hub("GET", "/users/stu1")[1].get("servers")
+        status, notices = call(hub, "GET", "notices", tokens["stu1"])
+        [idle] = [n for n in notices["notices"] if n["kind"] == "idle"]
+        assert idle["by"] == "ai103" and "limit of project ai103" in idle["text"]
+        with httpx.Client(base_url=hub.url, headers={"Accept-Language": "zh-CN"}) as client:
+            assert login(client, "stu1", course["passwords"]["stu1"]).status_code == 302
+            page = client.get("/hub/home", follow_redirects=True)
+            assert "空闲" in page.text and "ai103" in page.text, page.text[:2000]
+    finally:
+        hub.stop_server("stu1")
+        hub.admin("DELETE", "groups/ai103")

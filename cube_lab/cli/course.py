@@ -150,18 +150,32 @@ def _when(seconds: float | None) -> str:
     return datetime.fromtimestamp(seconds, UTC).astimezone().strftime("%Y-%m-%d %H:%M %Z")
 
 
-def course_create(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
-    quota: dict[str, Any] = {}
+def _limits(a: argparse.Namespace, prefix: str) -> dict[str, Any]:
+    """The quota fields given as --servers ... --gpus (or --student-servers ...)."""
+    out: dict[str, Any] = {}
     for key in ("servers", "jobs", "cpu", "memory"):
-        if getattr(a, key) is not None:
-            quota[key] = getattr(a, key)
-    if a.gpus is not None:
-        quota["accelerators"] = {"nvidia.com/gpu": a.gpus}
+        if getattr(a, prefix + key) is not None:
+            out[key] = getattr(a, prefix + key)
+    if getattr(a, prefix + "gpus") is not None:
+        out["accelerators"] = {"nvidia.com/gpu": getattr(a, prefix + "gpus")}
+    return out
+
+
+def course_create(_ws: Any, _caller: Any, a: argparse.Namespace) -> None:
+    quota = _limits(a, "")
+    per_student = _limits(a, "student_")
+    if per_student:
+        quota["per_member"] = per_student
+    for key, value in (("gpu_hours", a.gpu_hours), ("gpu_hours_per_member", a.student_gpu_hours)):
+        if value is not None:
+            quota[key] = value
     body: dict[str, Any] = {"name": a.name}
     if a.profile:
         body["profiles"] = a.profile
     if quota:
         body["quota"] = quota
+    if a.idle_minutes is not None:
+        body["idle_timeout"] = round(a.idle_minutes * 60)
     view = admin_json(a, "POST", "courses", body)
     if a.json:
         print_json(view)
@@ -356,6 +370,19 @@ def add_commands(groups: Any, command: Callable[..., Any]) -> None:
     p.add_argument("--cpu", help="CPU cores, in total")
     p.add_argument("--memory", help="memory, in total (e.g. 128G)")
     p.add_argument("--gpus", type=int, help="GPUs (nvidia.com/gpu), in total")
+    p.add_argument("--gpu-hours", type=float, help="GPU-hours a month, in total")
+    for key, kind, help_ in (
+        ("servers", int, "servers at once, each student"),
+        ("jobs", int, "jobs at once, each student"),
+        ("cpu", str, "CPU cores, each student"),
+        ("memory", str, "memory, each student (e.g. 8G)"),
+        ("gpus", int, "GPUs (nvidia.com/gpu), each student"),
+        ("gpu-hours", float, "GPU-hours a month, each student"),
+    ):
+        p.add_argument(f"--student-{key}", type=kind, help=help_)
+    p.add_argument(
+        "--idle-minutes", type=float, help="stop the course's servers idle this long (minutes)"
+    )
     hub_command("list", course_list, "the courses you teach (all, for an admin)")
     p = hub_command("show", course_show, "a course: members, servers, resources, hand-outs")
     p.add_argument("name", help="the course")

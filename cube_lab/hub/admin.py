@@ -375,6 +375,7 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
                     "roster": roster.roster_of(g),
                     "profiles": list(gp.profiles),
                     "quota": gp.quota.to_json(),
+                    "per_member": gp.quota.per_member.amounts() if gp.quota.per_member else {},
                     "idle_timeout": gp.idle_timeout,
                     "usage": usage,
                     "gpu_hours": gpu_hours_view(gp.quota, hours, g["name"]),

@@ -192,6 +192,14 @@ class Quota:
         role = known_resources().get(dimension, (None, "count"))[1]
         return 0 if role == "count" else None
 
+    def amounts(self) -> dict[str, float]:
+        """The limits it sets on flat dimensions (memory in bytes), as usage is counted."""
+        out: dict[str, float] = {
+            d: getattr(self, d) for d in PLAIN_DIMENSIONS if getattr(self, d) is not None
+        }
+        out.update(self.accelerators)
+        return out
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             name: getattr(self, name)
