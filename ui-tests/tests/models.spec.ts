@@ -57,6 +57,23 @@ async function register(
   return response.json();
 }
 
+/** A small weights file uploaded and registered as model `name` (generic). */
+async function registerWeights(
+  request: APIRequestContext,
+  baseURL: string,
+  folder: string,
+  name: string,
+  accuracy: number
+): Promise<any> {
+  await putFile(request, baseURL, `${folder}/w.bin`, Buffer.from('weights'));
+  return register(request, baseURL, {
+    name,
+    path: `${folder}/w.bin`,
+    flavor: 'generic',
+    metrics: { accuracy }
+  });
+}
+
 const NOTEBOOK = JSON.stringify({
   cells: [
     {
@@ -260,13 +277,7 @@ test.describe('cube-lab models', () => {
     tmpPath
   }) => {
     const base = baseURL!;
-    await putFile(request, base, `${tmpPath}/w.bin`, Buffer.from('weights'));
-    const v = await register(request, base, {
-      name: 'alias-demo',
-      path: `${tmpPath}/w.bin`,
-      flavor: 'generic',
-      metrics: { accuracy: 0.5 }
-    });
+    const v = await registerWeights(request, base, tmpPath, 'alias-demo', 0.5);
 
     await openModelsPanel(page);
     const section = page.locator('#cube-lab-models');
@@ -325,13 +336,7 @@ test.describe('cube-lab models', () => {
     tmpPath
   }) => {
     const base = baseURL!;
-    await putFile(request, base, `${tmpPath}/m.bin`, Buffer.from('weights'));
-    const v = await register(request, base, {
-      name: 'course-base',
-      path: `${tmpPath}/m.bin`,
-      flavor: 'generic',
-      metrics: { accuracy: 0.8 }
-    });
+    const v = await registerWeights(request, base, tmpPath, 'course-base', 0.8);
     const url = `${base}${API}/projects/${encodeURIComponent(v.project)}/models/course-base`;
     // its owner (here, the one local user) makes it read-only, as a hand-out does
     const patched = await request.patch(url, { data: { read_only: true } });
