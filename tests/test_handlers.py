@@ -116,6 +116,7 @@ async def test_register_list_get_download_delete(api: Any, jp_root_dir: Path) ->
         "version_count": 2,
         "flavor": "generic",
         "aliases": {"staging": 1},
+        "read_only": False,
     }
     status, detail = await api("alice", "GET", "projects/alice/models/iris")
     assert status == 200 and [x["version"] for x in detail["versions"]] == [2, 1]
