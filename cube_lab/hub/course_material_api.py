@@ -27,6 +27,9 @@ from .course_material import CourseMaterial
 
 
 class MaterialHandler(CubeHandler):
+    """No hub *user* calls these routes, so their methods are ``allow_unauthenticated`` for
+    jupyter-server; ``prepare`` lets only cube-admin's own token through."""
+
     async def prepare(self) -> None:  # type: ignore[override]
         await super().prepare()
         hub_auth = self.identity_provider.hub_auth  # type: ignore[attr-defined]
@@ -61,9 +64,6 @@ class MaterialHandler(CubeHandler):
         if "folder" in out:  # compared with recorded paths only; still, never above the home
             check_relative(out["folder"], _t("folder"))
         return out
-
-
-# allow_unauthenticated: no hub *user* calls; ``prepare`` lets only cube-admin's token through
 
 
 class HandOutHandler(MaterialHandler):
