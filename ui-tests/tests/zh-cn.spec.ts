@@ -58,6 +58,13 @@ test('the workspace and every cube-lab panel are in Chinese', async ({
     data: { name: 'zh-demo', path: file, description: '中文模型说明' }
   });
   expect(registered.ok(), await registered.text()).toBeTruthy();
+  // course material (read-only), so the panel shows that badge in Chinese too
+  const { project } = await registered.json();
+  const readOnly = await request.patch(
+    `${baseURL}${API}/projects/${encodeURIComponent(project)}/models/zh-demo`,
+    { data: { read_only: true } }
+  );
+  expect(readOnly.ok(), await readOnly.text()).toBeTruthy();
 
   // JupyterLab's own menus come from its language pack
   await expect(
@@ -76,6 +83,7 @@ test('the workspace and every cube-lab panel are in Chinese', async ({
     await expect(panel.locator('.cube-SidePanel-title')).toHaveText(header);
     if (id === 'cube-lab-models-panel') {
       await expect(panel.getByText('zh-demo')).toBeVisible({ timeout: 15_000 });
+      await expect(panel.locator('.cube-Badge-readonly')).toHaveText('只读');
     }
     await lightAndDark(page, picture, {
       ready: panel.locator('.cube-SidePanel-title')
