@@ -20,6 +20,11 @@ class Caller:
     groups: tuple[str, ...] = field(default_factory=tuple)
     admin: bool = False
 
+    def may_change(self, owner: str) -> bool:
+        """Whether the caller may change what ``owner`` made read-only (course material): its
+        owner and admins may."""
+        return self.admin or self.username == owner
+
 
 def check_name(value: object, what: str) -> str:
     """Validate a user-chosen name (model, project, alias) and say the rule when it fails."""

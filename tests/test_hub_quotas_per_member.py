@@ -25,8 +25,8 @@ def test_per_member_limits_parse_and_round_trip() -> None:
     q = Quota.parse(COURSE)
     assert q.per_member is not None
     assert (q.per_member.servers, q.per_member.cpu, q.per_member.memory) == (1, 2, 4 * 1024**3)
-    assert q.member_limit("nvidia.com/gpu") == 1
-    assert q.member_limit("jobs") is None  # not named: not limited per member
+    assert q.member_amounts().get("nvidia.com/gpu") == 1
+    assert q.member_amounts().get("jobs") is None  # not named: not limited per member
     assert Quota.parse(q.to_json()) == q
     assert q.to_json()["per_member"] == {"servers": 1, "cpu": 2, "memory": "4G",
                                          "accelerators": {"nvidia.com/gpu": 1}}  # fmt: skip

@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlparse
+from urllib.parse import urlparse
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
@@ -124,19 +124,14 @@ class Context:
     async def stop_idle(self) -> list[IdleServer]:
         """Stop the servers idle longer than their group's ``idle_timeout`` (``idle.py``); each
         user is told why on the hub's pages."""
-        if not any(p.idle_timeout for p in (await self.policies()).values()):
+        policies = await self.policies()
+        if not any(p.idle_timeout for p in policies.values()):
             return []
         users = await self.hub.request("GET", "/users?state=active&limit=10000")
         reservations = await asyncio.to_thread(self.ledger.reservations)
-        found = idle_servers(await self.policies(), reservations, users or (), time.time())
+        found = idle_servers(policies, reservations, users or (), time.time())
         for s in found:
-            user = quote(s.user, safe="")
-            path = (
-                f"/users/{user}/server"
-                if not s.server
-                else (f"/users/{user}/servers/{quote(s.server, safe='')}")
-            )
-            await self.hub.request("DELETE", path)
+            await self.hub.stop_server(s.user, s.server)
             minutes = max(1, round(s.timeout / 60))
             text = _t(
                 "idle for more than {minutes} minutes, the limit of project {group}",
@@ -375,7 +370,7 @@ class BaseHandler(HubOAuthenticated, web.RequestHandler):
                     "roster": roster.roster_of(g),
                     "profiles": list(gp.profiles),
                     "quota": gp.quota.to_json(),
-                    "per_member": gp.quota.per_member.amounts() if gp.quota.per_member else {},
+                    "per_member": gp.quota.member_amounts(),
                     "idle_timeout": gp.idle_timeout,
                     "usage": usage,
                     "gpu_hours": gpu_hours_view(gp.quota, hours, g["name"]),
@@ -853,14 +848,8 @@ class StopServerHandler(NoticeBase):
                 _t("{user} has no server running", user=user),
                 _t("Nothing to stop; to tell them something, send a message instead."),
             )
-        quoted = quote(user, safe="")
         for name in servers:
-            path = (
-                f"/users/{quoted}/server"
-                if not name
-                else f"/users/{quoted}/servers/{quote(name, safe='')}"
-            )
-            await self.ctx.hub.request("DELETE", path)
+            await self.ctx.hub.stop_server(user, name)
         notice = await asyncio.to_thread(self.ctx.notices.add, user, "stop", reason, self.username)
         log.info("%s stopped %s's servers %s: %s", self.username, user, servers, reason)
         self.reply({"user": user, "stopped": servers, "notice": notice.to_json()})

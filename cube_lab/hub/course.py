@@ -24,7 +24,6 @@ students who have not submitted are collected; a submission after the deadline i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -261,7 +260,8 @@ class Courses:
                     _t("give a folder, models or datasets to hand out"),
                     _t('e.g. {{"name": "lab1", "source": "lab1-starter"}}'),
                 )
-            tree = self._read_source(owner, source) if source else files.Tree()
+            parts = files.check_relative(source, _t("source")) if source else None
+            tree = self._read_source(owner, parts) if parts else files.Tree()
             material = {"models": [], "datasets": []}
             if refs["models"] or refs["datasets"]:
                 assert self.material is not None
@@ -284,9 +284,7 @@ class Courses:
                 handout["collected"] = None  # a new deadline is collected again
             handout.update(
                 {
-                    "source": "/".join(files.check_relative(source, _t("source")))
-                    if source
-                    else None,
+                    "source": "/".join(parts) if parts else None,
                     "mode": mode,
                     "owner": owner,
                     "deadline": deadline,
@@ -339,8 +337,8 @@ class Courses:
                 _t("Give its source folder, or hand the models and datasets out as readonly."),
             )
 
-    def _read_source(self, owner: str, source: str) -> files.Tree:
-        parts = files.check_relative(source, _t("source"))
+    def _read_source(self, owner: str, parts: list[str]) -> files.Tree:
+        source = "/".join(parts)
         try:
             fd = files.open_dir(self.home(owner), parts)
         except FileNotFoundError:
@@ -526,9 +524,8 @@ class Courses:
         late = deadline is not None and at > deadline + grace
         found, problem = self._references(course, handout, student, "/".join(folder))
         where = [*folder, "submissions", folder_name(student)]
-        files.replace_tree(
-            self.home(handout["owner"]), where, tree.files + run_files(found["runs"], found["logs"])
-        )
+        records = run_files(found["runs"], found["logs"], at)
+        files.replace_tree(self.home(handout["owner"]), where, tree.files + records)
         entry = {
             "status": "ok",
             "student": student,
@@ -574,27 +571,21 @@ class Courses:
             "submissions": handout["submissions"],
         }
         data = json.dumps(manifest, ensure_ascii=False, indent=1).encode()
-        item = files.SourceFile(
-            "manifest.json", len(data), self.clock(), hashlib.sha256(data).hexdigest(), data
-        )
+        item = files.SourceFile.of("manifest.json", data, self.clock())
         where = [*self.folder(course, handout["name"]), "submissions"]
         files.write_tree(self.home(handout["owner"]), where, [item], overwrite=True)
 
 
-def run_files(runs: list[dict[str, Any]], logs: dict[str, str]) -> list[files.SourceFile]:
+def run_files(
+    runs: list[dict[str, Any]], logs: dict[str, str], at: float
+) -> list[files.SourceFile]:
     """The records of a snapshot's runs (``runs.json``) and their log tails, as files of the
     snapshot under ``RUNS_FOLDER``."""
     if not runs:
         return []
     out = {"runs.json": json.dumps(runs, ensure_ascii=False, indent=1).encode()}
     out.update({path: text.encode() for path, text in logs.items()})
-    now = time.time()
-    return [
-        files.SourceFile(
-            f"{RUNS_FOLDER}/{path}", len(data), now, hashlib.sha256(data).hexdigest(), data
-        )
-        for path, data in out.items()
-    ]
+    return [files.SourceFile.of(f"{RUNS_FOLDER}/{path}", data, at) for path, data in out.items()]
 
 
 def summary(handout: dict[str, Any]) -> dict[str, Any]:

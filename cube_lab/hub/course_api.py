@@ -137,7 +137,7 @@ class CourseMixin(BaseHandler):
             "name": name,
             "profiles": list(gp.profiles),
             "quota": gp.quota.to_json(),
-            "per_member": gp.quota.per_member.amounts() if gp.quota.per_member else {},
+            "per_member": gp.quota.member_amounts(),
             "idle_timeout": gp.idle_timeout,
             "usage": usage["total"],
             "gpu_hours": None if hours is None else sum(hours.values()),

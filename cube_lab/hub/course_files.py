@@ -41,6 +41,11 @@ class SourceFile:
     sha256: str
     data: bytes
 
+    @classmethod
+    def of(cls, path: str, data: bytes, mtime: float) -> SourceFile:
+        """A file of ``data``, with its size and SHA-256."""
+        return cls(path, len(data), mtime, hashlib.sha256(data).hexdigest(), data)
+
 
 @dataclass
 class Tree:
@@ -152,8 +157,7 @@ def read_tree(dir_fd: int, *, max_files: int = MAX_FILES, max_bytes: int = MAX_B
                             _t("Move data sets out of it (register them instead) and retry."),
                         )
                     data = f.read()
-                digest = hashlib.sha256(data).hexdigest()
-                tree.files.append(SourceFile(rel, len(data), real.st_mtime, digest, data))
+                tree.files.append(SourceFile.of(rel, data, real.st_mtime))
             else:
                 tree.skipped.append(rel)
 

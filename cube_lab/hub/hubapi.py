@@ -93,6 +93,13 @@ class HubAPI:
     async def user(self, name: str) -> dict[str, Any]:
         return await self.request("GET", f"/users/{quote(name, safe='')}")
 
+    async def stop_server(self, user: str, server: str = "") -> None:
+        """Stop ``user``'s server (``""``: the default one) through the hub."""
+        path = f"/users/{quote(user, safe='')}/server"
+        if server:
+            path = f"/users/{quote(user, safe='')}/servers/{quote(server, safe='')}"
+        await self.request("DELETE", path)
+
     async def users(self) -> list[dict[str, Any]]:
         return await self.request("GET", "/users?limit=10000")
 

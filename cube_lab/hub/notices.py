@@ -28,6 +28,7 @@ KINDS: tuple[str, ...] = ("stop", "idle", "message")
 # why a server was stopped: by someone ("stop", the text is their reason) or for idling past a
 # project group's idle_timeout ("idle", ``by`` is the group); the latest one is shown
 STOPS = ("stop", "idle")
+_STOPS_SQL = "kind IN ({})".format(", ".join(f"'{k}'" for k in STOPS))
 MAX_TEXT = 2000
 FILE_NAME = "notices.sqlite"
 
@@ -112,7 +113,7 @@ class NoticeBoard:
         with self._db() as conn:
             if kind in STOPS:  # the latest stop is the reason; older ones are history
                 conn.execute(
-                    "UPDATE notices SET cleared_at=? WHERE username=? AND kind IN ('stop', 'idle')"
+                    f"UPDATE notices SET cleared_at=? WHERE username=? AND {_STOPS_SQL}"
                     " AND cleared_at IS NULL",
                     (at, username),
                 )
@@ -141,7 +142,7 @@ class NoticeBoard:
 
     def clear_stops(self, username: str) -> int:
         """The user started a server again: their stop notice has been read."""
-        return self._clear(username, "kind IN ('stop', 'idle')", ())
+        return self._clear(username, _STOPS_SQL, ())
 
     def dismiss(self, username: str, notice_id: int) -> bool:
         """The user dismissed one of their own notices; False if there is no such open one."""

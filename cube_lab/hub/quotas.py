@@ -174,14 +174,6 @@ class Quota:
             else cls.parse(raw["per_member"], fields=MEMBER_FIELDS),
         )
 
-    def member_limit(self, dimension: str) -> float | None:
-        """``per_member``'s limit of ``dimension``; None: not limited per member."""
-        if self.per_member is None:
-            return None
-        if dimension in PLAIN_DIMENSIONS:
-            return getattr(self.per_member, dimension)  # type: ignore[no-any-return]
-        return self.per_member.accelerators.get(dimension)
-
     def limit(self, dimension: str) -> float | None:
         if dimension in PLAIN_DIMENSIONS:
             return getattr(self, dimension)
@@ -199,6 +191,11 @@ class Quota:
         }
         out.update(self.accelerators)
         return out
+
+    def member_amounts(self) -> dict[str, float]:
+        """``per_member``'s limits as ``amounts`` gives them; a dimension not there is not
+        limited per member."""
+        return self.per_member.amounts() if self.per_member is not None else {}
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -377,8 +374,9 @@ def member_refusal(
     """Why ``need`` does not fit next to what ``user`` already holds in ``group`` (``used``),
     under the group's limits for each member; None if it fits. e.g. "stu1 uses 1 of the 1
     servers each member of project ai101 may use"."""
+    limits = quota.member_amounts()
     for dimension, amount in need.items():
-        limit = quota.member_limit(dimension)
+        limit = limits.get(dimension)
         if amount <= 0 or limit is None:
             continue
         have = used.get(dimension, 0)

@@ -161,14 +161,11 @@ def _link_version(root: Path, original: Original, version: PickedVersion, into: 
     that the copy's path names inside it."""
     path = version.path
     folder = root / str(original.dataset_id) / f"v{version.version}"
-    if not path.exists():
+    if not path.exists() or not path.is_relative_to(folder):  # exports write only there
         raise InvalidInput(
             _t("version {number} of the dataset is missing on disk", number=version.version),
             _t("Looked for {path}; export the labels again.", path=str(path)),
         )
-    if not path.is_relative_to(folder):  # not where exports write: take the path alone
-        folder, into = path.parent, into / "v"
-        into.parent.mkdir(exist_ok=True)
     containment.link_copy(folder, into)
     entry = path.relative_to(folder).as_posix()
     return "" if entry == "." else entry

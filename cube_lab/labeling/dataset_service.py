@@ -533,7 +533,7 @@ class DatasetService:
     def _check_may_add(caller: Caller, dataset: Dataset) -> None:
         """Course material (``read_only``, a teacher's hand-out) gets versions from its owner
         (or an admin) only: what the class loads as the newest never changes under them."""
-        if dataset.read_only and dataset.owner != caller.username and not caller.admin:
+        if dataset.read_only and not caller.may_change(dataset.owner):
             raise Forbidden(
                 _t(
                     "dataset {name!r} is read-only course material of {owner}",

@@ -406,7 +406,7 @@ class RegistryService:
             if read_only is not UNSET:
                 if not isinstance(read_only, bool):
                     raise InvalidInput(_t("read_only must be true or false"))
-                if model.owner != caller.username and not caller.admin:
+                if not caller.may_change(model.owner):
                     raise Forbidden(
                         _t("only {owner}, its owner, may make {name!r} read-only or not",
                            owner=model.owner, name=name),
@@ -590,7 +590,7 @@ class RegistryService:
     def _check_may_change(model: RegisteredModel, caller: Caller) -> None:
         """Course material (``read_only``, a teacher's hand-out) is changed by its owner or an
         admin only; everyone who sees it may still read, download and deploy it."""
-        if model.read_only and model.owner != caller.username and not caller.admin:
+        if model.read_only and not caller.may_change(model.owner):
             raise Forbidden(
                 _t(
                     "model {name!r} is read-only course material of {owner}",
