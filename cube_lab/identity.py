@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from .errors import InvalidInput
 from .locale.messages import _t
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 NAME_RULE = (
     "use 1-128 characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
 )

@@ -39,7 +39,7 @@ import re
 
 from .locale.messages import _t
 
-PLAIN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+PLAIN = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")  # whole names only: PLAIN.fullmatch
 ESCAPED = "x--"  # what an escaped slug starts with (a plain name cannot hold "--")
 HASHED = "---"  # between a shortened slug and its hash
 HASH_LEN = 10
@@ -89,7 +89,7 @@ def slug(name: str, max_len: int = FOLDER_MAX, *, letter_first: bool = False) ->
         raise ValueError(
             _t("names shorter than {n} characters cannot stay distinct", n=2 * HASH_LEN)
         )
-    plain = bool(PLAIN.match(name)) and not (letter_first and name[0].isdigit())
+    plain = bool(PLAIN.fullmatch(name)) and not (letter_first and name[0].isdigit())
     full = name if plain else ESCAPED + escape(name)
     if len(full) <= max_len:
         return full
@@ -111,7 +111,7 @@ def unslug(text: str) -> str:
         raise ValueError(_t("{text!r} is a shortened name: its hash cannot be reversed", text=text))
     if text.startswith(ESCAPED):
         return unescape(text[len(ESCAPED) :])
-    if PLAIN.match(text):
+    if PLAIN.fullmatch(text):
         return text
     raise ValueError(_t("not a slug: {text!r}", text=text))
 
@@ -144,7 +144,7 @@ def object_name(name: str, prefix: str, max_len: int = LABEL_MAX) -> str:
     slug, within ``max_len`` in all. ``prefix`` is fixed per kind of object (``cube-``,
     ``cube-project-``), so distinct names keep distinct objects; with an empty prefix the
     slug starts with a letter (RFC 1035, as Services and namespaces want)."""
-    if prefix and not re.match(r"^[a-z][a-z0-9-]*$", prefix):
+    if prefix and not re.fullmatch(r"[a-z][a-z0-9-]*", prefix):
         raise ValueError(
             _t("a Kubernetes name prefix must be lower case: {prefix!r}", prefix=prefix)
         )

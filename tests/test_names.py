@@ -15,7 +15,7 @@ import escapism
 import kubespawner.spawner
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kubespawner.slugs import is_valid_label, is_valid_object_name
 from sqlalchemy import select
@@ -141,6 +141,8 @@ def test_escaping_is_injective_in_every_place(batch: list[str]) -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(NAMES)
+@example("0\n")  # a plain name plus a newline once passed for plain ($ matches before \n)
+@example("alice\n")
 def test_escaping_is_valid_everywhere_and_reversible_where_promised(name: str) -> None:
     assert_valid(name)
     assert names.unescape(names.escape(name)) == name

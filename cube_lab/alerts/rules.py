@@ -54,13 +54,13 @@ EMAIL_FIELDS: dict[str, type] = {
     "username": str,
     "password": str,
 }
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 FIELDS = {
     "name", "events", "duration_s", "threshold", "threshold_pct", "resource", "channel", "enabled"
 }  # fmt: skip
 # quota.usage's resources: a plain quota dimension, any accelerator (gpus), or any dimension
 QUOTA_RESOURCES = ("any", "gpus", "gpu_hours", "cpu", "memory", "servers", "jobs")
-_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
+_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}\Z")
 TEST_EVENT = "rule.test"
 
 

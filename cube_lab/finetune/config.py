@@ -28,8 +28,8 @@ PREFERENCE_METHODS = ("rm", "dpo")
 EVAL_STRATEGIES = ("no", "steps", "epoch")
 FINETUNING_TYPES = ("lora", "full")
 DATA_FORMATS = ("auto", "alpaca", "sharegpt", "openai", "preference", "text")
-_REF = re.compile(r"^[A-Za-z0-9][\w.-]*:(\d+|[A-Za-z][\w-]*)$")  # name:version (or :alias)
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_REF = re.compile(r"^[A-Za-z0-9][\w.-]*:(\d+|[A-Za-z][\w-]*)\Z")  # name:version (or :alias)
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+\Z")
 
 
 @dataclass

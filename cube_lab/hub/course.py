@@ -49,7 +49,7 @@ log = logging.getLogger("cube-admin")
 COURSE_PROPERTY = "cube_lab_course"
 STAFF = ("teacher", "assistant")
 MODES = ("copy", "readonly")
-HANDOUT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+HANDOUT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 # a folder collected this long after the deadline (the timer's interval and then some) is still
 # the deadline's snapshot; later ones (an admin's collection days after) are marked late
 COLLECT_GRACE_S = 300.0

@@ -28,7 +28,7 @@ ROLE_WORDS = {
 }  # fmt: skip
 HEADER_WORDS = {"username", "user name", "user", "name", "login", "用户名", "账号", "学号"}
 # what every shape can run as: a POSIX account, a Kubernetes label, a folder name
-USER_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,31}$")
+USER_RE = re.compile(r"^[a-z][a-z0-9_.-]{0,31}\Z")
 USER_RULE = _t(
     "start with a lowercase letter and use only lowercase letters, digits, '.', '_' and '-' "
     "(at most 32)"

@@ -12,7 +12,7 @@ from .model import CATEGORIES, PLACEHOLDER_RE, TEMPLATE_DIR, JobTemplate, Templa
 from .params import check_schema
 
 TEMPLATE_FILE = "template.yaml"
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*\Z")
 REQUIRED = ("name", "display_name", "category", "description", "command", "parameters")
 OPTIONAL = ("image", "outputs")
 

@@ -18,7 +18,7 @@ from ..errors import InvalidInput
 from ..locale.messages import _t
 
 # Only top-level names can be placeholders or outputs, so keep them identifier-like.
-PARAM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PARAM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ..names import label_value, object_name
 __all__ = ["MAX_LABEL", "identity_name", "is_label", "k8s_name", "user_label"]
 
 MAX_LABEL = 63
-_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 
 
 def k8s_name(text: str, max_len: int = 50) -> str:

@@ -78,7 +78,7 @@ ID_LABELS: dict[Kind, tuple[str, ...]] = {
     "server": (SERVER,),
 }
 
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 MAX_VALUE = 63
 _HASH = 10
 

@@ -40,7 +40,7 @@ PALETTE = (
     "#808080",
 )
 MAX_LABELS = 200
-_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
+_COLOR = re.compile(r"^#[0-9a-fA-F]{6}\Z")
 
 
 def check_type(value: object) -> str:

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 ENV_PROJECT = "CUBE_LAB_PROJECT"  # cube_lab/hub/spawner.py sets it for a project's server
 EVERY_S = 2.0
 KEEP_S = 62 * 86400.0  # this month's and last month's files are kept
-KERNEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+KERNEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\Z")
 
 
 def kernel_pid(km: Any) -> int | None:

@@ -42,7 +42,7 @@ URL_TIMEOUT_S = 10.0
 CACHE_S = 5.0  # URL catalogs are fetched again after this many seconds at most
 
 # An op as Elyra's catalogs write it: <schema name>:<12 hex digits>[:<Airflow class>]
-CATALOG_OP = re.compile(r"^[A-Za-z0-9_.-]+:[0-9a-f]{12}(:[A-Za-z_][A-Za-z0-9_]*)?$")
+CATALOG_OP = re.compile(r"^[A-Za-z0-9_.-]+:[0-9a-f]{12}(:[A-Za-z_][A-Za-z0-9_]*)?\Z")
 
 # KFP type name -> JSON type (as Elyra's parser maps them)
 _JSON_TYPES = {

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..locale.messages import _t
 
-ALIAS_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+ALIAS_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}\Z")
 RESERVED_ALIASES = {"latest"}
 
 

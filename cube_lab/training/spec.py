@@ -20,8 +20,8 @@ FRAMEWORKS = ("pytorch", "deepspeed", "tensorflow", "mpi", "plain")
 BACKENDS = ("local", "kubernetes")
 CLUSTER_KINDS = ("pytorchjob", "tfjob", "mpijob", "trainjob")
 MAX_PROCESSES = 1024
-_QUANTITY = re.compile(r"^(\d+(\.\d+)?|\.\d+)([KMGTPE]i|[numkMGTPE])?$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_QUANTITY = re.compile(r"^(\d+(\.\d+)?|\.\d+)([KMGTPE]i|[numkMGTPE])?\Z")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _int(value: Any, name: str, low: int, high: int | None = None) -> int:
