@@ -923,3 +923,39 @@ async def test_deploy_with_an_engine_makes_the_same_deployment_in_both_shapes(
             view,
         )
         assert view["engine_options"] == {"url": fake_ollama, "model": "llama3"}, (shape, view)
+
+
+def test_train_refuses_the_kubeconfig_options_under_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--namespace, --kubeconfig and --kube-context choose the cluster credentials of the
+    in-process command; under the hub the service uses its own, so they are refused there (as
+    finetune refuses them), not dropped."""
+    from cube_lab.cli import remote as cli_remote
+
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for flag, value in (("--namespace", "ml"), ("--kubeconfig", "k.yaml"), ("--kube-context", "c")):
+        a = build_parser().parse_args(["train", "--backend", "kubernetes", flag, value, "t.py"])
+        with pytest.raises(InvalidInput, match=f"cube-lab train {flag} are not available"):
+            cli_remote.training.train_run(None, a)  # type: ignore[arg-type]
+
+
+def test_pipeline_compile_sends_its_target_under_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cube_lab.cli import remote as cli_remote
+
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    posted: list[tuple[str, Any]] = []
+
+    def post(path: str, body: Any = None) -> dict[str, Any]:
+        posted.append((path, body))
+        return {"yaml": "pipelineSpec: {}\n", "notes": []}
+
+    a = build_parser().parse_args(["pipeline", "compile", "flows/p.pipeline", "--target", "kfp"])
+    cli_remote.pipelines.pipeline_compile(SimpleNamespace(post=post), a)  # type: ignore[arg-type]
+    assert posted == [("pipelines/compile", {"path": "flows/p.pipeline", "target": "kfp"})]
+    assert (tmp_path / "flows" / "p.yaml").read_text() == "pipelineSpec: {}\n"
+    capsys.readouterr()
