@@ -71,6 +71,7 @@ lint: install-test
 	$(BIN)/ruff check cube_lab tests benchmarks
 	$(BIN)/ruff format --check cube_lab tests benchmarks
 	$(BIN)/lint-imports --no-cache
+	$(PY) scripts/import_graph.py --check
 	$(JLPM) lint:check
 
 pytest: install-test postgres hub/node_modules/.bin/configurable-http-proxy
