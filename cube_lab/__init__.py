@@ -8,7 +8,10 @@ work after the one import, and ``dir(cl)`` (tab completion) lists them all.
 
 from __future__ import annotations
 
-from typing import Any
+# typing.TYPE_CHECKING without importing typing: most of what `import cube_lab` costs otherwise
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 try:
     from ._version import __version__
@@ -89,7 +92,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     """What tab completion offers: the module's own names and every lazy one."""
-    names = {*globals(), *_CAPABILITIES, *_MODULES, *_LAZY} - {"annotations", "Any"}
+    names = {*globals(), *_CAPABILITIES, *_MODULES, *_LAZY} - {"annotations", "TYPE_CHECKING"}
     return sorted(names)
 
 
