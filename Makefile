@@ -70,6 +70,8 @@ lab: $(LAB_STAMP)
 lint: install-test
 	$(BIN)/ruff check cube_lab tests benchmarks
 	$(BIN)/ruff format --check cube_lab tests benchmarks
+	$(BIN)/lint-imports --no-cache
+	$(PY) scripts/import_graph.py --check
 	$(JLPM) lint:check
 
 pytest: install-test postgres hub/node_modules/.bin/configurable-http-proxy

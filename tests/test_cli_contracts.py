@@ -10,6 +10,9 @@
 - ``-o``: a name ending in .json/.jsonl/.csv/.yaml/.yml is a file, a .zip is an archive,
   anything else a folder; several files asked into one file is an error that says what to
   pass instead.
+- The two shapes (in this process with a store, under the hub through the cube-lab service's
+  REST API) make the same request of the same options: ``deploy`` with ``--engine`` and
+  ``--engine-option`` makes the same deployment either way.
 """
 
 from __future__ import annotations
@@ -20,9 +23,13 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import zipfile
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -770,3 +777,185 @@ def test_alerts_commands(cli: Cli) -> None:
     finally:
         hooks.close()
     cli.covered("test_alerts_commands")
+
+
+# -- the two shapes: the same options make the same request ------------------------------------
+
+DEPLOYS = {
+    "engine": ["deploy", "notes:1", "--engine", "ollama", "--engine-option", "url=http://h:1",
+               "--engine-option", "model=llama3"],
+    "every field": ["deploy", "iris:2", "--name", "web", "--project", "team", "--replicas", "2",
+                    "--port", "8123", "--batch-max-rows", "8", "--batch-wait-ms", "5",
+                    "--samples", "10", "--auth", "required", "--runtime", "oip",
+                    "--engine", "transformers"],
+}  # fmt: skip
+
+
+def _deploy_both_ways(argv: list[str]) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    """``argv`` through the in-process command (what it asks of the serving service) and
+    through the command under the hub (what it posts to the cube-lab service)."""
+    from cube_lab.cli import remote as cli_remote
+    from cube_lab.cli import serving as cli_serving
+    from cube_lab.identity import Caller
+
+    a = build_parser().parse_args([*argv, "--json"])
+    view = {"name": "x"}
+    asked: dict[str, Any] = {}
+
+    def deploy(caller: Caller, ref: str, **kwargs: Any) -> dict[str, Any]:
+        asked.update(model=ref, **kwargs)
+        return view
+
+    posted: list[tuple[str, Any]] = []
+
+    def post(path: str, body: Any = None) -> dict[str, Any]:
+        posted.append((path, body))
+        return view
+
+    cli_serving.deploy(SimpleNamespace(serving=SimpleNamespace(deploy=deploy)), Caller("a"), a)
+    cli_remote.serving.deploy(SimpleNamespace(post=post), a)  # type: ignore[arg-type]
+    return asked, posted
+
+
+@pytest.mark.parametrize("case", sorted(DEPLOYS))
+def test_deploy_posts_what_the_in_process_command_asks(
+    case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import inspect
+
+    from cube_lab.handlers.serving import _DEPLOY_FIELDS
+    from cube_lab.serving.service import DeploymentService
+
+    asked, posted = _deploy_both_ways(DEPLOYS[case])
+    assert posted == [("deployments", {k: v for k, v in asked.items() if v is not None})]
+    # every field is one the REST handler reads and the service takes
+    takes = set(inspect.signature(DeploymentService.deploy).parameters) | {"model"}
+    assert set(asked) <= _DEPLOY_FIELDS and set(asked) <= takes
+    if case == "engine":
+        assert posted[0][1]["engine"] == "ollama"
+        assert posted[0][1]["engine_options"] == {"url": "http://h:1", "model": "llama3"}
+    capsys.readouterr()
+
+
+def test_deploy_refuses_the_clusters_options_in_both_shapes() -> None:
+    """--image and the like go with --backend kubernetes; neither shape drops them silently."""
+    from cube_lab.cli import remote as cli_remote
+    from cube_lab.cli import serving as cli_serving
+
+    for argv in (["--image", "vllm/vllm-openai"], ["--llm-backend", "vllm"], ["--gpu-cores", "50"]):
+        a = build_parser().parse_args(["deploy", "tiny:1", "--engine", "vllm", *argv])
+        with pytest.raises(InvalidInput, match=f"{argv[0]} go with --backend kubernetes"):
+            cli_serving.deploy(None, None, a)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match=f"{argv[0]} go with --backend kubernetes"):
+            cli_remote.serving.deploy(None, a)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[str]:
+    """An Ollama-shaped server with model llama3: what a deployment on engine ollama asks of
+    it before it answers (``GET /v1/models``)."""
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            data = json.dumps({"object": "list", "data": [{"id": "llama3:latest"}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+async def test_deploy_with_an_engine_makes_the_same_deployment_in_both_shapes(
+    api: Any,
+    jp_root_dir: Path,
+    jp_http_port: int,
+    jp_base_url: str,
+    fake_ollama: str,
+    tmp_path: Path,
+) -> None:
+    """``cube-lab deploy --engine ollama --engine-option ...`` as a user runs it, with a store
+    (--data-dir) and under the hub (the service: a real jupyter server with cube-lab, as
+    alice): the deployment runs on the engine asked for, with its options, either way."""
+    import asyncio
+
+    await api("alice", "GET", "whoami")  # the server is up
+    (jp_root_dir / "llama3.txt").write_text("served by Ollama as llama3")
+    hub = {
+        **os.environ,
+        "CUBE_LAB_SERVICE_URL": f"http://localhost:{jp_http_port}{jp_base_url}",
+        "JUPYTERHUB_API_TOKEN": "alice-secret",
+        "CUBE_LAB_ROOT_DIR": str(jp_root_dir),
+    }
+    shapes = {"in-process": ["--data-dir", str(tmp_path / "cli-data")], "hub": []}
+
+    async def cli(prefix: list[str], *argv: str, rc: int | None = 0) -> Any:
+        # in a thread: the service answers on this thread's event loop meanwhile
+        done = await asyncio.to_thread(
+            subprocess.run, [*CLI, *prefix, *argv], cwd=jp_root_dir, env=hub,
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        if rc is not None:
+            assert done.returncode == rc, f"cube-lab {' '.join(argv)}:\n{done.stderr}"
+        return json.loads(done.stdout) if rc == 0 else None
+
+    engine = ["--engine", "ollama", "--engine-option", f"url={fake_ollama}/v1",
+              "--engine-option", "model=llama3"]  # fmt: skip
+    made: dict[str, Any] = {}
+    try:
+        for shape, prefix in shapes.items():
+            await cli(prefix, "model", "register", "llama3.txt", "--name", "notes", "--json")
+            made[shape] = await cli(prefix, "deploy", "notes:1", "--json", *engine)
+    finally:
+        for prefix in shapes.values():
+            await cli(prefix, "undeploy", "notes", "--forget", rc=None)
+    for shape, view in made.items():
+        assert (view["status"], view["runtime"], view["engine"]) == ("running", "llm", "ollama"), (
+            shape,
+            view,
+        )
+        assert view["engine_options"] == {"url": fake_ollama, "model": "llama3"}, (shape, view)
+
+
+def test_train_refuses_the_kubeconfig_options_under_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--namespace, --kubeconfig and --kube-context choose the cluster credentials of the
+    in-process command; under the hub the service uses its own, so they are refused there (as
+    finetune refuses them), not dropped."""
+    from cube_lab.cli import remote as cli_remote
+
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for flag, value in (("--namespace", "ml"), ("--kubeconfig", "k.yaml"), ("--kube-context", "c")):
+        a = build_parser().parse_args(["train", "--backend", "kubernetes", flag, value, "t.py"])
+        with pytest.raises(InvalidInput, match=f"cube-lab train {flag} are not available"):
+            cli_remote.training.train_run(None, a)  # type: ignore[arg-type]
+
+
+def test_pipeline_compile_sends_its_target_under_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cube_lab.cli import remote as cli_remote
+
+    monkeypatch.setenv("CUBE_LAB_ROOT_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    posted: list[tuple[str, Any]] = []
+
+    def post(path: str, body: Any = None) -> dict[str, Any]:
+        posted.append((path, body))
+        return {"yaml": "pipelineSpec: {}\n", "notes": []}
+
+    a = build_parser().parse_args(["pipeline", "compile", "flows/p.pipeline", "--target", "kfp"])
+    cli_remote.pipelines.pipeline_compile(SimpleNamespace(post=post), a)  # type: ignore[arg-type]
+    assert posted == [("pipelines/compile", {"path": "flows/p.pipeline", "target": "kfp"})]
+    assert (tmp_path / "flows" / "p.yaml").read_text() == "pipelineSpec: {}\n"
+    capsys.readouterr()

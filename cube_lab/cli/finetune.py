@@ -223,9 +223,7 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
     from ..finetune.service import read_config_file
     from .remote import common
 
-    flags = [("--dry-run", "dry_run"), ("--namespace", "namespace")]
-    flags += [("--kubeconfig", "kubeconfig"), ("--kube-context", "kube_context")]
-    given = [flag for flag, key in flags if getattr(a, key, None)]
+    given = common.given(a, (("--dry-run", "dry_run"), *common.KUBE_CLIENT_FLAGS))
     if given:
         raise InvalidInput(
             _t(

@@ -163,6 +163,47 @@ def engine_options(pairs: list[str] | None) -> dict[str, str] | None:
     return options
 
 
+# deploy's options that only a deployment on the cluster (--backend kubernetes) takes
+CLUSTER_ONLY = (
+    ("--llm-backend", "llm_backend"),
+    ("--image", "image"),
+    ("--gpu-memory-mib", "gpu_memory_mib"),
+    ("--gpu-cores", "gpu_cores"),
+)
+
+
+def refuse_cluster_only(a: argparse.Namespace) -> None:
+    """A deployment on this machine (or the hub's service) refuses the cluster's options."""
+    given = [flag for flag, key in CLUSTER_ONLY if getattr(a, key, None) is not None]
+    if given:
+        raise InvalidInput(
+            _t("{value} go with --backend kubernetes", value=", ".join(given)),
+            _t("Here an LLM runs on --engine transformers, vllm, llamacpp or ollama."),
+        )
+
+
+def deploy_request(a: argparse.Namespace) -> dict[str, Any]:
+    """A new deployment as ``deploy``'s options ask for it: the body of ``POST /deployments``,
+    whose fields are ``DeploymentService.deploy``'s arguments (``model`` is its ``ref``).
+
+    The one definition of the request both shapes make: this process calls the service with
+    it, under the hub it is posted to the cube-lab service (``cli/remote/serving.py``)."""
+    return {
+        "model": a.ref,
+        "name": a.name,
+        "project": a.project,
+        "replicas": a.replicas,
+        "port": a.port,
+        "batch_max_rows": a.batch_max_rows,
+        "batch_wait_ms": a.batch_wait_ms,
+        "samples_percent": a.samples,
+        "auth": a.auth,
+        "runtime": a.runtime,
+        "engine": a.engine,
+        "engine_options": engine_options(a.engine_option),
+    }
+
+
 def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
     """Deploy NAME:VERSION (or change a running deployment's traffic); the last line printed
     is the endpoint's base URL."""
@@ -171,18 +212,7 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         return
     if a.dry_run:
         raise InvalidInput(_t("--dry-run goes with --backend kubernetes"))
-    cluster_only = [
-        flag
-        for flag, key in (("--llm-backend", "llm_backend"),
-                          ("--image", "image"), ("--gpu-memory-mib", "gpu_memory_mib"),
-                          ("--gpu-cores", "gpu_cores"))
-        if getattr(a, key, None) is not None
-    ]  # fmt: skip
-    if cluster_only:
-        raise InvalidInput(
-            _t("{value} go with --backend kubernetes", value=", ".join(cluster_only)),
-            _t("Here an LLM runs on --engine transformers, vllm, llamacpp or ollama."),
-        )
+    refuse_cluster_only(a)
     name = a.name or split_ref(a.ref)[0]
     if a.switch:
         view = ws.serving.switch(caller, name, split_ref(a.ref)[1], project=a.project)
@@ -192,21 +222,8 @@ def deploy(ws: Workspace, caller: Caller, a: argparse.Namespace) -> None:
         view = ws.serving.shadow(caller, name, split_ref(a.ref)[1], project=a.project)
     else:
         started = time.monotonic()
-        view = ws.serving.deploy(
-            caller,
-            a.ref,
-            name=a.name,
-            project=a.project,
-            replicas=a.replicas,
-            port=a.port,
-            batch_max_rows=a.batch_max_rows,
-            batch_wait_ms=a.batch_wait_ms,
-            samples_percent=a.samples,
-            auth=a.auth,
-            runtime=a.runtime,
-            engine=a.engine,
-            engine_options=engine_options(a.engine_option),
-        )
+        request = deploy_request(a)
+        view = ws.serving.deploy(caller, request.pop("model"), **request)
         if not a.json:
             show_deployed(to_jsonable(view), time.monotonic() - started)
     if a.json:

@@ -20,13 +20,12 @@ ENV_TEMPLATE_PATH = "CUBE_LAB_TEMPLATE_PATH"
 def default_template_dirs() -> list[Path]:
     """Folders from ``CUBE_LAB_TEMPLATE_PATH`` first (so users can override a shipped
     template), then the project's own ``templates/`` folder."""
-    import cube_lab
-
     dirs = [Path(p).expanduser() for p in os.environ.get(ENV_TEMPLATE_PATH, "").split(os.pathsep)]
     dirs = [d for d in dirs if str(d) not in ("", ".")]
-    # Source checkouts and editable installs; a wheel may carry them as shared data.
+    # Source checkouts and editable installs (the folder beside the package: cube_lab/../);
+    # a wheel may carry them as shared data.
     candidates = [
-        Path(cube_lab.__file__).resolve().parents[1] / "templates",
+        Path(__file__).resolve().parents[2] / "templates",
         Path(sys.prefix) / "share" / "cube-lab" / "templates",
     ]
     for candidate in candidates:

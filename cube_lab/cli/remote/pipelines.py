@@ -146,7 +146,8 @@ def pipeline_compile(client: ServiceClient, a: argparse.Namespace) -> None:
         raise InvalidInput(_t("--submit needs --host URL of the Kubeflow Pipelines API"))
     path = Path(a.path)
     try:
-        found = client.post("pipelines/compile", {"path": relative(path, "pipeline")})
+        body = {"path": relative(path, "pipeline"), "target": a.target}
+        found = client.post("pipelines/compile", body)
     except InvalidInput as exc:
         exc.problems = _problems(exc.detail)  # type: ignore[attr-defined]
         raise

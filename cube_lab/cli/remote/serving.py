@@ -11,6 +11,8 @@ from ...rest_client import ServiceClient, segment
 from ..args import print_json, split_ref
 from ..serving import (
     access_changes,
+    deploy_request,
+    refuse_cluster_only,
     show_access,
     show_deployed,
     show_deployment_state,
@@ -47,6 +49,7 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
         kserve.deploy(client, a)
         return
     kserve.refuse_local_options(a, "deploy")
+    refuse_cluster_only(a)
     name, ref = split_ref(a.ref)
     if a.switch or a.canary is not None or a.shadow:
         action = "switch" if a.switch else "canary" if a.canary is not None else "shadow"
@@ -56,19 +59,8 @@ def deploy(client: ServiceClient, a: argparse.Namespace) -> None:
         view = client.post(f"{_deployment(client, a, a.name or name)}/traffic", body)
     else:
         started = time.monotonic()
-        spec = {
-            "model": a.ref,
-            "name": a.name,
-            "project": a.project,
-            "replicas": a.replicas,
-            "port": a.port,
-            "batch_max_rows": a.batch_max_rows,
-            "batch_wait_ms": a.batch_wait_ms,
-            "samples_percent": a.samples,
-            "auth": a.auth,
-            "runtime": a.runtime,
-        }
-        view = client.post("deployments", {k: v for k, v in spec.items() if v is not None})
+        request = deploy_request(a)  # the in-process command's, field for field
+        view = client.post("deployments", {k: v for k, v in request.items() if v is not None})
         if not a.json:
             show_deployed(view, time.monotonic() - started)
     emit(a, view, show_deployment_state)

@@ -14,7 +14,16 @@ from ...rest_client import ServiceClient, segment
 from ..args import print_json
 from ..output import job_finished_line
 from ..training import _train_spec, show_jobs
-from .common import ACTIVE, LOG_POLL_S, POLL_S, _follow, emit, relative
+from .common import (
+    ACTIVE,
+    KUBE_CLIENT_FLAGS,
+    LOG_POLL_S,
+    POLL_S,
+    _follow,
+    emit,
+    given,
+    relative,
+)
 
 
 def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -24,6 +33,19 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
         raise InvalidInput(
             _t("cube-lab train --dry-run is not available under the hub yet"),
             _t("Start the job without --dry-run, or look at it in the Training panel."),
+        )
+    refused = given(a, KUBE_CLIENT_FLAGS)  # the in-process command's cluster credentials
+    if refused:
+        raise InvalidInput(
+            _t(
+                "cube-lab {what} {value} are not available under the hub",
+                what="train",
+                value=" / ".join(refused),
+            ),
+            _t(
+                "Leave them out: with --backend kubernetes the cube-lab service submits the "
+                "job to its namespace with its own cluster credentials."
+            ),
         )
     spec = _train_spec(a)
     workdir = relative(a.workdir or ".", "working directory")
