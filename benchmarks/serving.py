@@ -338,7 +338,7 @@ def write_results(text: str, command: str, alone_ms: float) -> None:
         "Why cube-lab is faster than the model's own `predict`: most of a 20-tree forest's "
         "`predict` on 2 rows is scikit-learn's per-tree joblib wrapper (a config context and a "
         "warnings filter per tree); cube-lab's model server calls each tree directly, summing "
-        "as scikit-learn does, with identical answers (tests/test_serving_forest.py). MLServer "
+        "as scikit-learn does, with identical answers (tests/serving/test_forest.py). MLServer "
         "calls `predict`. Deploy-to-ready after the first deploy forks the processes from a "
         "warm host that has NumPy and scikit-learn imported; the first deploy on a data dir is "
         "cold and is reported apart. No request failed in any run.\n"

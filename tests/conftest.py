@@ -37,7 +37,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     # a serving warm host a test started leaves soon after its last deployment
     monkeypatch.setenv("CUBE_LAB_SERVING_WARM_IDLE_S", "15")
     monkeypatch.setenv(ENV_DATA_DIR, str(tmp_path / "cube-data"))
-    # tests run as root (CI) make no system accounts unless they ask (tests/test_accounts.py)
+    # tests run as root (CI) make no system accounts unless they ask (tests/hub/test_os_accounts.py)
     monkeypatch.setenv("CUBE_LAB_OS_ACCOUNTS", "0")
     leaky = (ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, "JUPYTERHUB_USER")
     for var in leaky:

@@ -5,7 +5,9 @@ way a real API server does where kmock 0.8 differs from one, for the real client
   kubernetes_asyncio's generated client then reads as no body at all);
 - ``?watch=True`` (how kubernetes_asyncio spells it; the API server parses it with Go's
   ``strconv.ParseBool``) is a watch (kmock only knows ``watch=true``);
-- lists honour ``labelSelector`` (``a=b`` and ``a!=b`` terms), as the API server does.
+- lists honour ``labelSelector`` (``a=b`` and ``a!=b`` terms), as the API server does;
+- leaving it closes what is still open (a job's watch, a followed log) at once: aiohttp's
+  test server would wait 60 s for each such request to end by itself.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+import aiohttp.test_utils
 import aiohttp.web
 import kmock
 
@@ -66,9 +69,18 @@ class ApiServer(kmock.KubernetesEmulator):
         return found
 
 
+class _PromptServer(aiohttp.test_utils.RawTestServer):
+    """kmock's HTTP server, which ends open requests 0.5 s after it is asked to stop."""
+
+    async def _make_runner(self, debug: bool = True, **kwargs: Any) -> Any:
+        runner = await super()._make_runner(debug=debug, **kwargs)
+        runner._shutdown_timeout = 0.5  # aiohttp's BaseRunner keeps it here (default 60 s)
+        return runner
+
+
 @contextlib.asynccontextmanager
 async def api_server() -> AsyncIterator[ApiServer]:
-    async with ApiServer() as server, kmock.Server(server):
+    async with ApiServer() as server, kmock.Server(server, server_cls=_PromptServer):
         for resource in RESOURCES:
             server.resources[resource] = {}
         yield server

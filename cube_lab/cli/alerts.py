@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..workspace import Workspace
 
 # CHANNEL_TYPES, written out: importing the channels (smtplib, email) costs every CLI call
-# 60 ms; tests/test_alert_rules.py checks the two agree
+# 60 ms; tests/alerts/test_rules.py checks the two agree
 CHANNEL_TYPES = ("webhook", "wecom", "dingtalk", "feishu", "slack", "email")
 
 

@@ -45,7 +45,7 @@ LABELS = {"app.kubernetes.io/part-of": "cube-lab", "app.kubernetes.io/component"
 
 # (API group, resource, verbs): what the backends call through cube_lab.k8s.Kube
 # (create / get / watch / patch / delete a custom object, list pods, read a pod's log);
-# tests/test_hub_cluster_boundary.py checks it against the manifests the backends build.
+# tests/hub/test_cluster_boundary.py checks it against the manifests the backends build.
 _FOLLOW = ["create", "get", "list", "watch", "delete"]
 RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("kubeflow.org", "pytorchjobs", tuple(_FOLLOW)),

@@ -15,7 +15,7 @@ kube-state-metrics exports a pod's labels as ``kube_pod_labels{label_cube_lab_io
 (once they are allow-listed: ``--metric-labels-allowlist=pods=[...]``, :func:`allowlist`):
 the recording rules in ``deploy/grafana/cube-lab-dcgm-rules.yml`` join the two on
 ``namespace, pod``. Their label names come from :data:`PROMETHEUS_LABELS`, and
-``tests/test_dcgm_rules.py`` checks that they do.
+``tests/alerts/test_dcgm_rules.py`` checks that they do.
 
 Values are valid label values: user and group names go through the one reversible escaping
 (``cube_lab.names.label_value``, as ``user_label`` always did); ids are kept when they are

@@ -6,7 +6,7 @@ that wrapping is ~2.5 ms of the ~3 ms a call takes (measured here), more than th
 themselves. A model server calls the same model thousands of times a second, so for forests
 with one output it checks the input once and calls each tree's own ``predict_proba`` /
 ``predict`` in order, summing exactly as scikit-learn does (same order, same float64
-accumulator), so the answers are identical (``tests/test_serving_forest.py`` checks that).
+accumulator), so the answers are identical (``tests/serving/test_forest.py`` checks that).
 Rows scikit-learn must look at itself (missing values, non-numbers) take its own path.
 """
 

@@ -261,7 +261,7 @@ def _parse_piece(text: bytes, floats: bool) -> Any:
     ``+1``, ``01``, ``1.``, trailing commas), and more: ``NaN``, ``Infinity``, numbers that
     overflow a double, lone surrogates. Whatever orjson refuses goes to ``json``, which accepts
     or refuses it as it always did. Where both accept, the values are equal (floats are
-    correctly rounded by both: tests/test_serving_limits.py compares them) except for integers
+    correctly rounded by both: tests/serving/test_limits.py compares them) except for integers
     outside [-2**63, 2**64): ``json`` keeps them exact, orjson makes them floats. For a float
     tensor that is the same value (numpy turns the exact integer into the nearest double, which
     is orjson's float); otherwise a piece with a run of 19 or more digits goes to ``json``."""

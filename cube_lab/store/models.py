@@ -1,7 +1,7 @@
 """SQLAlchemy tables. Every owned object carries ``owner`` and ``project_id``.
 
 Changing a table means adding an Alembic revision under ``migrations/versions``;
-``tests/test_store.py`` fails when the models and the migrations disagree.
+``tests/store/test_store.py`` fails when the models and the migrations disagree.
 """
 
 from __future__ import annotations
