@@ -15,7 +15,8 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export MLFLOW_DISABLE_TELEMETRY := true
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: lab test install install-test install-lab lint pytest jest ui-test wheel benchmark clean chromium postgres hub
+.PHONY: lab test check install install-test install-lab lint pytest pytest-fast jest ui-test galata hub-ui \
+	wheel benchmark clean chromium postgres hub test-setup
 
 # -- setup -------------------------------------------------------------------------
 
@@ -66,19 +67,42 @@ lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) --ServerApp.root_dir=$(LAB_ROOT)
 
 # -- checks ------------------------------------------------------------------------------
+# `make test` runs every check; `make check` is the inner loop (lint, the fast tier, jest).
+# scripts/checks.py runs the stages below, the independent ones side by side, and prints how
+# long each took. The tiers (hub, cluster, ml, slow, browser; `fast` is none of them) are put
+# on each test by tests/tiers.py from what it uses: `make pytest PYTEST_ARGS="-m cluster"`.
+
+# pytest-xdist workers: the tests wait on servers and subprocesses as much as they compute, so
+# one more worker than cores keeps both cores busy (measured: benchmarks/RESULTS.md, "make test").
+PYTEST_WORKERS ?= 3
+PYTEST_ARGS ?=
+PYTEST := $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+
+test: $(PY)
+	$(PY) scripts/checks.py test
+
+check: $(PY)
+	$(PY) scripts/checks.py check
+
+# everything the stages need, installed once before they start side by side
+test-setup: install-test postgres chromium $(UI_STAMP) hub/node_modules/.bin/configurable-http-proxy
 
 lint: install-test
-	$(BIN)/ruff check cube_lab tests benchmarks
-	$(BIN)/ruff format --check cube_lab tests benchmarks
+	$(BIN)/ruff check cube_lab tests benchmarks scripts
+	$(BIN)/ruff format --check cube_lab tests benchmarks scripts
 	$(BIN)/lint-imports --no-cache
 	$(PY) scripts/import_graph.py --check
 	$(JLPM) lint:check
 
 pytest: install-test postgres hub/node_modules/.bin/configurable-http-proxy
-	$(BIN)/pytest -q
+	$(PYTEST) $(PYTEST_ARGS)
+
+# the fast tier only (no hub, cluster, ml, slow or browser test): the inner loop
+pytest-fast: install-test
+	$(PYTEST) -m fast $(PYTEST_ARGS)
 
 jest: install-test
-	$(JLPM) test
+	$(JLPM) test --maxWorkers=2
 
 # System packages the tests drive for real: Chromium (UI tests), PostgreSQL (store tests).
 APT_INSTALL = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -94,9 +118,15 @@ $(UI_STAMP): ui-tests/package.json $(TEST_STAMP)
 	cd ui-tests && ../$(JLPM) install
 	@touch $(UI_STAMP)
 
-ui-test: install-test chromium $(UI_STAMP) hub/node_modules/.bin/configurable-http-proxy
+ui-test: galata hub-ui
+
+# Galata: JupyterLab with cube-lab in Chromium (ui-tests/tests/*.spec.ts but the hub's)
+galata: install-test chromium $(UI_STAMP)
 	$(JLPM) build
 	cd ui-tests && ../$(JLPM) test
+
+# the hub's pages in Chromium against a throwaway hub (ui-tests/tests/hub-*.spec.ts)
+hub-ui: install-test chromium $(UI_STAMP) hub/node_modules/.bin/configurable-http-proxy
 	cd ui-tests && ../$(JLPM) playwright test -c playwright.hub.config.js
 
 # The wheel must carry the built lab extension, so `pip install` needs no Node.
@@ -108,8 +138,6 @@ wheel: install-test
 	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "kernels/cube-lab/kernel.json"
 	$(PY) -m zipfile -l dist/cube_lab-*.whl | grep -q "share/cube-lab/templates/train-sklearn"
 	@echo "wheel OK: $$(ls dist/*.whl)"
-
-test: lint pytest jest wheel ui-test
 
 # -- the multi-user hub (README "Multi-user hub"): JupyterHub + configurable-http-proxy ----
 HUB_STAMP := $(VENV)/.cube-lab-hub-installed

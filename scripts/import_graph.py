@@ -52,10 +52,14 @@ def build() -> grimp.ImportGraph:
     return grimp.build_graph(PACKAGE, exclude_type_checking_imports=True, cache_dir=None)
 
 
+GENERATED = {"_version"}  # written by the build (hatch's version hook), not by us
+
+
 def unit_of(module: str) -> str | None:
-    """``cube_lab.cli.remote.common`` -> ``cli``; the package's own __init__: None."""
+    """``cube_lab.cli.remote.common`` -> ``cli``; the package's own __init__ and the build's
+    generated modules: None."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else None
+    return parts[1] if len(parts) > 1 and parts[1] not in GENERATED else None
 
 
 def units(graph: grimp.ImportGraph) -> list[str]:

@@ -15,7 +15,7 @@ from cube_lab.config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Se
 from cube_lab.identity import Caller
 from cube_lab.workspace import Workspace
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
+pytest_plugins = ["pytest_jupyter.jupyter_server", "tiers", "property"]
 
 TOKENS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
 

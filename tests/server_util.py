@@ -21,15 +21,38 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(root: Path, data: Path, port: int, tmp: Path) -> subprocess.Popen[bytes]:
-    """The server as user alice, rooted in ``root``, its store in ``data``."""
-    env = {**os.environ, "CUBE_LAB_USER": "alice", "JUPYTER_RUNTIME_DIR": str(tmp / "rt")}
+def isolated_env(tmp: Path) -> dict[str, str]:
+    """The environment of a process that must not touch $HOME or a real Jupyter folder, for
+    servers started outside a test (a module's fixture runs before ``isolated_env``'s)."""
+    env = {"HOME": str(tmp / "home"), "MLFLOW_DISABLE_TELEMETRY": "true"}
+    for var, sub in [
+        ("JUPYTER_CONFIG_DIR", "jconfig"),
+        ("JUPYTER_DATA_DIR", "jdata"),
+        ("IPYTHONDIR", "ipython"),
+    ]:
+        env[var] = str(tmp / sub)
+    (tmp / "home").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def start_server(
+    root: Path, data: Path, port: int, tmp: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """The server as user alice, rooted in ``root``, its store in ``data`` (``env`` added to
+    this process's environment)."""
+    env = {
+        **os.environ,
+        **(env or {}),
+        "CUBE_LAB_USER": "alice",
+        "JUPYTER_RUNTIME_DIR": str(tmp / "rt"),
+    }
     return subprocess.Popen(
         [
             sys.executable,
             "-m",
             "jupyter_server",
             f"--port={port}",
+            "--ServerApp.port_retries=0",  # another's port is a failed start, not a wrong server
             "--ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}",
             f"--ServerApp.root_dir={root}",

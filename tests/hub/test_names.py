@@ -18,6 +18,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kubespawner.slugs import is_valid_label, is_valid_object_name
+from property import examples
 from sqlalchemy import select
 from traitlets.config import Config
 
@@ -132,14 +133,14 @@ EDGY = st.lists(
 NAMES = st.one_of(st.text(min_size=1, max_size=40), EDGY, st.text(min_size=1, max_size=400))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(NAMES, min_size=2, max_size=8, unique=True))
 def test_escaping_is_injective_in_every_place(batch: list[str]) -> None:
     for place in places("x"):
         assert len({places(name)[place] for name in batch}) == len(batch), (place, batch)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(NAMES)
 @example("0\n")  # a plain name plus a newline once passed for plain ($ matches before \n)
 @example("alice\n")

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pipeline_util import node, write_pipeline
+from property import examples
 
 from cube_lab.pipelines import elyra_format
 from cube_lab.pipelines.elyra_format import PipelineFormatError
@@ -201,7 +202,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_fuzzed_documents_never_crash_the_reader(doc: Any) -> None:
     try:
@@ -219,7 +220,7 @@ BASE["pipelines"][0]["nodes"] = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.tuples(

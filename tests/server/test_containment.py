@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pipeline_util import node, script, write_pipeline
+from property import examples
 
 from cube_lab import containment
 from cube_lab.errors import InvalidInput
@@ -377,7 +378,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(400),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(raw=PATHS, absolute=st.sampled_from(["refuse", "inside", "anchor"]), base=st.booleans())
 def test_resolve_is_inside_the_root_or_refused(
@@ -399,7 +402,7 @@ def test_resolve_is_inside_the_root_or_refused(
     assert "\0" not in raw
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(raw=st.one_of(st.none(), st.integers(), st.binary(), st.lists(st.text()), PATHS))
 def test_resolve_never_raises_anything_but_invalid_input(raw: Any) -> None:
     root = Path(os.path.realpath("/tmp"))
@@ -411,7 +414,9 @@ def test_resolve_never_raises_anything_but_invalid_input(raw: Any) -> None:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(names=st.lists(st.sampled_from(["f", "g", "d/f", "d/e/f", "out", "in", "up"]), max_size=6))
 def test_copy_holds_nothing_from_outside(tmp_path: Path, names: list[str]) -> None:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import io
 import re
+import urllib.error
+import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from server_util import free_port, isolated_env, start_server, wait_up
 
 from cube_lab.handlers import routes
 from cube_lab.handlers.openapi import openapi_document
@@ -21,8 +25,36 @@ def concrete(pattern: str) -> str:
     return re.sub(r"\([^)]*\)", "sample", pattern).removeprefix("/cube/api/v1/")
 
 
+@pytest.fixture(scope="module")
+def server_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """One real jupyter server with cube-lab for every route's check (they change nothing)."""
+    tmp = tmp_path_factory.mktemp("routes")
+    (tmp / "root").mkdir()
+    port = free_port()
+    proc = start_server(tmp / "root", tmp / "data", port, tmp, isolated_env(tmp))
+    try:
+        wait_up(port)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def anonymous(port: int, method: str, path: str) -> int:
+    """The status of one request without credentials."""
+    body = b"{}" if method in ("POST", "PUT", "PATCH") else None
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/cube/api/v1/{path}", method=method, data=body
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
 @pytest.mark.parametrize("pattern, handler", routes())
-async def test_every_route_needs_authentication(api: Any, pattern: str, handler: Any) -> None:
+def test_every_route_needs_authentication(server_port: int, pattern: str, handler: Any) -> None:
     methods = [
         m
         for m in METHODS
@@ -35,7 +67,7 @@ async def test_every_route_needs_authentication(api: Any, pattern: str, handler:
     ]
     assert methods, f"{handler.__name__} serves no method"
     for method in methods:
-        status, _ = await api(None, method.upper(), concrete(pattern))
+        status = anonymous(server_port, method.upper(), concrete(pattern))
         assert status in (401, 403), f"{method.upper()} {pattern} answered {status} without auth"
 
 
