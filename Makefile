@@ -120,10 +120,17 @@ $(UI_STAMP): ui-tests/package.json $(TEST_STAMP)
 
 ui-test: galata hub-ui
 
-# Galata: JupyterLab with cube-lab in Chromium (ui-tests/tests/*.spec.ts but the hub's)
+# Galata: JupyterLab with cube-lab in Chromium (ui-tests/tests/*.spec.ts but the hub's), in
+# GALATA_SHARDS shards side by side, each against a JupyterLab of its own (port 8888 + i)
+GALATA_SHARDS ?= 2
 galata: install-test chromium $(UI_STAMP)
 	$(JLPM) build
-	cd ui-tests && ../$(JLPM) test
+	@cd ui-tests && pids=""; for i in $$(seq 1 $(GALATA_SHARDS)); do \
+	  CUBE_LAB_UI_PORT=$$((8887 + i)) ../$(JLPM) playwright test --shard=$$i/$(GALATA_SHARDS) \
+	    > test-results-shard-$$i.log 2>&1 & pids="$$pids $$!"; done; \
+	rc=0; i=0; for pid in $$pids; do i=$$((i + 1)); wait $$pid || rc=1; \
+	  echo "----- galata shard $$i/$(GALATA_SHARDS) -----"; cat test-results-shard-$$i.log; done; \
+	exit $$rc
 
 # the hub's pages in Chromium against a throwaway hub (ui-tests/tests/hub-*.spec.ts)
 hub-ui: install-test chromium $(UI_STAMP) hub/node_modules/.bin/configurable-http-proxy

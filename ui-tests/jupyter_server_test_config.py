@@ -1,7 +1,7 @@
 """Jupyter server configuration for the cube-lab Galata tests.
 
 `jlpm start` (and Playwright's webServer) runs `jupyter lab` with this file:
-port 8888, no token, allowed to run as root (CI does), and every folder the
+port 8888 (or $CUBE_LAB_UI_PORT), no token, allowed to run as root (CI does), and every folder the
 server, the kernels and cube-lab write to lives in a temporary directory so
 the tests never touch $HOME. Never use this configuration in production: it
 turns security protections off.
@@ -35,6 +35,9 @@ os.environ.setdefault("JUPYTERLAB_GALATA_ROOT_DIR", str(root))
 
 configure_jupyter_server(c)  # noqa: F821
 
+# `make galata` runs the specs in shards side by side, each with a server of its own
+c.ServerApp.port = int(os.environ.get("CUBE_LAB_UI_PORT", "8888"))  # noqa: F821
+c.ServerApp.port_retries = 0  # noqa: F821  (a busy port is an error, not another server)
 c.ServerApp.root_dir = str(root)  # noqa: F821
 c.ServerApp.allow_root = True  # noqa: F821
 c.LabApp.workspaces_dir = str(tmp / "workspaces")  # noqa: F821

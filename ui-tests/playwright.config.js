@@ -42,16 +42,28 @@ const env = {
   CUBE_LAB_SERVING_WARM_IDLE_S: '30'
 };
 
+// `make galata` runs shards of the specs side by side (--shard=i/n), each against a
+// JupyterLab of its own on its own port, with its own temporary folder and store.
+const port = process.env.CUBE_LAB_UI_PORT || '8888';
+const labURL = `http://localhost:${port}`;
+env.CUBE_LAB_UI_PORT = port;
+
 module.exports = {
   ...baseConfig,
   // The hub's admin-page test runs against a hub, with its own config (playwright.hub.config.js).
   testIgnore: ['**/hub-*.spec.ts'],
   // Never open (and serve) the HTML report: `make test` must not hang.
-  reporter: [[process.env.CI ? 'github' : 'list'], ['html', { open: 'never' }]],
+  reporter: [
+    [process.env.CI ? 'github' : 'list'],
+    ['html', { open: 'never', outputFolder: `playwright-report/${port}` }]
+  ],
+  // a shard's results and traces apart from the other shards' (each run empties its own)
+  outputDir: `test-results/${port}`,
   workers: 1,
   retries: process.env.CI ? 1 : 0,
   use: {
     ...baseConfig.use,
+    baseURL: labURL,
     // The smaller of the screens the layout is made for (1280x720, 1440x900).
     viewport: { width: 1280, height: 720 },
     // Video needs Playwright's own ffmpeg download.
@@ -61,9 +73,9 @@ module.exports = {
   },
   webServer: {
     command: 'jlpm start',
-    url: 'http://localhost:8888/lab',
+    url: `${labURL}/lab`,
     timeout: 120 * 1000,
-    // The tests register models: only reuse a server on 8888 when asked to.
+    // The tests register models: only reuse a running server when asked to.
     reuseExistingServer: process.env.CUBE_LAB_UI_REUSE_SERVER === '1',
     env: { ...process.env, ...env }
   }
