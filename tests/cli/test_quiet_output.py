@@ -9,7 +9,7 @@ import http.client
 import json
 import logging
 import os
-import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from kernel_util import REPO, run_in_kernel
 from pipeline_util import node, write_pipeline
-from serving_util import stop_serving
+from serving_util import stop_serving, wait_for_warm_host, warm_capable_workspace
 
 from cube_lab.identity import Caller
 
@@ -150,15 +150,24 @@ def _post(endpoint: str, body: Any) -> tuple[int, Any]:
         conn.close()
 
 
-def test_serving_errors_say_what_is_wrong_without_warning_text(ws: Any, tmp_path: Path) -> None:
+@pytest.fixture
+def warm_ws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A workspace whose warm host can listen: under pytest-xdist ``tmp_path`` makes its
+    socket path too long, and every deploy would start cold (serving_util)."""
+    with warm_capable_workspace(monkeypatch) as ws:
+        yield ws
+
+
+def test_serving_errors_say_what_is_wrong_without_warning_text(
+    warm_ws: Any, tmp_path: Path
+) -> None:
     """Processes forked by the warm host wrote runpy's "RuntimeWarning: ... found in
     sys.modules ... unpredictable behaviour" first in their log, so a failed deploy's message
     opened with it; a model's own exception answered a bare "internal error" with no trace."""
     from sklearn.datasets import load_iris
     from sklearn.linear_model import LogisticRegression
 
-    from cube_lab.serving.warmhost import ask
-
+    ws = warm_ws
     x, y = load_iris(return_X_y=True)
     ws.registry.register(ALICE, name="iris", obj=LogisticRegression(max_iter=300).fit(x, y))
     broken = tmp_path / "broken"
@@ -175,13 +184,9 @@ def test_serving_errors_say_what_is_wrong_without_warning_text(ws: Any, tmp_path
         "        return self.table['weights']\n"
     )
     ws.registry.register(ALICE, name="custom", path=custom)
-    serving = Path(ws.settings.data_dir) / "serving"
     try:
         ws.serving.deploy(ALICE, "iris:1", name="first")  # cold; it starts the warm host
-        deadline = time.monotonic() + 60
-        while ask(serving / "warmhost.sock", {"op": "hello"}) is None:
-            assert time.monotonic() < deadline, "no warm host answered after a deploy"
-            time.sleep(0.1)
+        wait_for_warm_host(ws)
         warm = ws.serving.deploy(ALICE, "iris:1", name="warm")
         log = ws.serving.tail_log(ALICE, "warm").text
         assert "Warning" not in log and "listening on http://" in log, log

@@ -24,6 +24,12 @@ from cube_lab.cli import main
 from cube_lab.finetune import tiny
 from cube_lab.finetune.scores import exact_match, rouge_l, tokens
 
+# Every test here reads the module's ``tuned`` adapter (a fine-tune job: most of the module's
+# setup). Under pytest-xdist (``--dist loadgroup``) they go to one worker, which builds it
+# once; spread over the workers, each built its own, and again whenever a test of another
+# module ran between two of these (one build per parameter of the bad-config test).
+pytestmark = pytest.mark.xdist_group("finetune-merge-eval")
+
 
 def test_rouge_l_is_rouge_scores_on_english_and_counts_chinese_characters() -> None:
     from rouge_score import rouge_scorer

@@ -324,7 +324,9 @@ def test_a_job_displays_as_a_live_widget_in_a_kernel(here: Path, isolated_env: P
         [
             "import cube_lab as cl\njob = cl.train('report.py', framework='plain')\njob",
             "print('SEEN', job.status)",
-            "import time\njob.wait(timeout=120)\ntime.sleep(2.5)\nprint('DONE', job.status)",
+            # the view's thread ends with its last refresh (the job's end): wait for that
+            "job.wait(timeout=120)\njob._live_view.thread.join(30)\n"
+            "print('DONE', job.status, job._live_view.thread.is_alive())",
             # the stop button (SIGINT) during wait(): the cell stops, the job goes on
             "import os, signal, threading\n"
             "open('sleep.py', 'w').write('import time\\ntime.sleep(300)\\n')\n"
@@ -347,7 +349,7 @@ def test_a_job_displays_as_a_live_widget_in_a_kernel(here: Path, isolated_env: P
     assert bundle["data"]["text/plain"].startswith("<Job ")
     assert "application/vnd.jupyter.widget-view+json" in bundle["data"]
     assert "SEEN queued" in seen.outputs[0]["text"] or "SEEN running" in seen.outputs[0]["text"]
-    assert "DONE succeeded" in done.outputs[0]["text"]
+    assert "DONE succeeded False" in done.outputs[0]["text"], done.outputs
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     models = [m["state"] for m in state.values()]
     (bar,) = [m for m in models if m.get("_model_name") == "FloatProgressModel"]

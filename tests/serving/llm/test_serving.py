@@ -25,6 +25,11 @@ httpx = pytest.importorskip("httpx")
 
 from cube_lab.finetune import tiny  # noqa: E402
 
+# The tests share the module's server (a model and three adapters built, a process started:
+# ~10 s). Under pytest-xdist (``--dist loadgroup``) they go to one worker, which starts it
+# once, instead of once per worker and again after each test of another module between them.
+pytestmark = pytest.mark.xdist_group("llm-serving-server")
+
 TEXTS = [
     "hello world, the quick brown fox jumps over the lazy dog",
     "numbers one two three four five six seven eight nine ten",
