@@ -3,6 +3,13 @@ call the cube-lab API through a user's server, wait for a run.
 
 Where the machine allows it (root, and a Python and checkout other accounts can run:
 ``.ci/run`` opens them) each user's server and jobs run as their own OS account.
+
+A hub takes 10-30 s to start (with its users' servers), so each module shares one (a
+module-scoped fixture) among the tests that can: every test passes alone and in any order, so
+each makes what it needs under its own names, and a test that changes what the others see
+(a group's quota, a running server) puts it back or gets its own. Only a test that needs a
+fresh hub (it kills the hub, or checks what a first start leaves) starts one of its own with
+``bare_hub`` or ``running_hub``.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +67,7 @@ def bare_hub(
     try:
         yield running
     finally:
-        running.stop()
+        stop_hub(running)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -93,7 +101,7 @@ def running_hub(
             spawn_servers(running, users)
         yield running
     finally:
-        running.stop()
+        stop_hub(running)
         shutil.rmtree(root, ignore_errors=True)
         if OS_ACCOUNTS:  # the system accounts the hub made for the users and groups
             for name in users:
@@ -102,14 +110,58 @@ def running_hub(
                 accounts.remove_group(group)
 
 
-def spawn_servers(hub: devhub.DevHub, users: Iterable[str]) -> dict[str, Any]:
-    """Start each user's server (the cpu profile); the hub's record of each, by name."""
+def _each(work: Any, names: list[str]) -> list[Any]:
+    """``work(name)`` for every name at once (the hub starts and stops servers side by side;
+    one after the other, each waits out the last: 5-10 s a server on a busy machine)."""
+    if len(names) < 2:
+        return [work(name) for name in names]
+    with ThreadPoolExecutor(len(names)) as pool:
+        return list(pool.map(work, names))
+
+
+def spawn_servers(
+    hub: devhub.DevHub, users: Iterable[str], options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Start each user's server (the cpu profile unless ``options``), all at once, and wait
+    until every one is ready; the hub's record of each, by name."""
+    names = list(users)
+    answers = _each(lambda name: hub.spawn(name, dict(options or {"profile": "cpu"})), names)
     started = {}
-    for name in users:
-        status, server = hub.spawn(name, {"profile": "cpu"})
+    for name, (status, server) in zip(names, answers, strict=True):
         assert status == 201, f"{name}: {server}"
         started[name] = server
     return started
+
+
+def running_servers(
+    hub: devhub.DevHub, users: Iterable[str], options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Each user's running server, started (as ``spawn_servers``) where a test before stopped
+    it or none ran yet: what tests that share a hub ask for instead of the servers a module
+    started once."""
+    found, missing = {}, []
+    for name in users:
+        status, user = hub.hub("GET", f"/users/{name}")
+        assert status == 200, user
+        server = (user.get("servers") or {}).get("")
+        if server and server.get("ready") and not server.get("pending"):
+            found[name] = server
+        else:
+            if server:  # stopping: wait until it is gone before starting it again
+                hub.stop_server(name)
+            missing.append(name)
+    return {**found, **spawn_servers(hub, missing, options)}
+
+
+def stop_hub(hub: devhub.DevHub) -> None:
+    """Stop every running server at once, then the hub (``DevHub.stop`` stops them one by
+    one, each in turn waiting for its server to end)."""
+    with contextlib.suppress(OSError):
+        _, active = hub.hub("GET", "/users?state=active")
+        names = [u["name"] for u in active if u.get("servers")] if isinstance(active, list) else []
+        with contextlib.suppress(TimeoutError):
+            _each(hub.stop_server, names)
+    hub.stop()
 
 
 def login(client: httpx.Client, username: str, password: str | None) -> httpx.Response:

@@ -29,6 +29,7 @@ from cube_lab import errors
 from cube_lab.hub import devhub
 from cube_lab.rest_client import ServiceClient
 from tests.hub_kernel import Kernel
+from tests.hub_util import bare_hub, spawn_servers
 from tests.k8s_mock import InThread
 from tests.pipeline_util import node, script, write_pipeline
 
@@ -47,7 +48,6 @@ def cluster() -> Iterator[InThread]:
 
 @pytest.fixture(scope="module")
 def hub(cluster: InThread) -> Iterator[devhub.DevHub]:
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-cli-"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(
             "CUBE_LAB_OS_ACCOUNTS", "0"
@@ -56,20 +56,11 @@ def hub(cluster: InThread) -> Iterator[devhub.DevHub]:
         mp.setenv("CUBE_LAB_K8S_HOST", cluster.url)
         mp.setenv("CUBE_LAB_K8S_TOKEN", "service-account-token")
         mp.setenv("CUBE_LAB_K8S_NAMESPACE", NS)
-        try:
-            running = devhub.start(root, {})
-        except FileNotFoundError as exc:
-            shutil.rmtree(root, ignore_errors=True)
-            pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-        try:
+        with bare_hub("cube-hub-cli-") as running:
             for name in USERS:
                 running.hub("POST", f"/users/{name}")
-                status, server = running.spawn(name, {"profile": "cpu"})
-                assert status == 201, f"{name}: {server}"
+            spawn_servers(running, USERS)
             yield running
-        finally:
-            running.stop()
-            shutil.rmtree(root, ignore_errors=True)
 
 
 def home(hub: devhub.DevHub, user: str) -> Path:
