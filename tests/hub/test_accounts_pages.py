@@ -2,7 +2,8 @@
 password must be changed first, a weak sign-up password says the rule, students meet no
 cube-admin entry, and a student whose server an admin stopped reads why.
 
-One hub for the module, started as a real one is: its admin's printed password one-time.
+One hub for the module, started as a real one is: its admin's printed password one-time; the
+test of that first login has a hub of its own (it needs the password not changed yet).
 """
 
 from __future__ import annotations
@@ -54,13 +55,35 @@ def admin_token(hub: devhub.DevHub) -> str:
     return hub.user_token("admin")
 
 
+@pytest.fixture(scope="module")
+def admin_password(hub: devhub.DevHub) -> str:
+    """The admin's own password: the printed one-time one, changed at the first login."""
+    one_time = hub.admin_password()
+    assert one_time
+    with browser(hub) as client:
+        assert login(client, "admin", one_time).status_code == 302
+        done = change_password(client, one_time, NEW_ADMIN_PASSWORD)
+        assert "Your password has been changed successfully!" in done.text
+    return NEW_ADMIN_PASSWORD
+
+
+@pytest.fixture
+def first_start_hub() -> Iterator[devhub.DevHub]:
+    """A hub of its own, as it first starts: nobody has logged in, the admin's printed password
+    is still the one-time one."""
+    with bare_hub("cube-hub-accounts-first-", one_time_admin_password=True) as running:
+        yield running
+
+
 def browser(hub: devhub.DevHub) -> httpx.Client:
     return httpx.Client(base_url=hub.url, follow_redirects=False, timeout=60)
 
 
 def test_the_one_time_admin_password_must_be_changed_first(
-    hub: devhub.DevHub, admin_token: str
+    first_start_hub: devhub.DevHub,
 ) -> None:
+    hub = first_start_hub
+    admin_token = hub.user_token("admin")
     one_time = hub.admin_password()
     assert one_time
     with browser(hub) as client:
@@ -134,7 +157,7 @@ def test_a_weak_sign_up_password_says_the_rule(hub: devhub.DevHub) -> None:
 
 
 def test_students_meet_no_cube_admin_entry_and_a_403_without_admin_links(
-    hub: devhub.DevHub, student: tuple[str, str]
+    hub: devhub.DevHub, student: tuple[str, str], admin_password: str
 ) -> None:
     name, password = student
     with browser(hub) as client:
@@ -151,7 +174,7 @@ def test_students_meet_no_cube_admin_entry_and_a_403_without_admin_links(
         assert "Projects &amp; quotas" not in denied.text and "Sign-ups" not in denied.text
         assert "Ask an admin" in denied.text and 'href="/hub/home"' in denied.text
     with browser(hub) as admin:
-        assert login(admin, "admin", NEW_ADMIN_PASSWORD).status_code == 302
+        assert login(admin, "admin", admin_password).status_code == 302
         assert 'id="cube-admin-link"' in admin.get("/hub/home").text
 
 

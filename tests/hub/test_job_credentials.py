@@ -348,10 +348,11 @@ def test_alices_node_reads_her_dataset_and_registers_what_it_wrote(
     assert status == 200 and me["user"] == "alice"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def bob_kernel(
     hub: devhub.DevHub, tokens: dict[str, str], servers: dict[str, Any]
 ) -> Iterator[Kernel]:
+    """A kernel of its own for each test: what ``datasets.used()`` lists is the kernel's."""
     kernel = Kernel(hub.url, "bob", tokens["bob"])
     yield kernel
     kernel.shutdown()

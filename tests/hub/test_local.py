@@ -1,9 +1,9 @@
 """The embedded hub for real: JupyterHub, configurable-http-proxy, the cube-admin service and
 the local spawner on loopback (free ports, a temporary folder, never $HOME).
 
-One hub for the whole module (it takes 10-20 s to start on a busy 2-core machine); each
-user's server is a real ``jupyterhub-singleuser`` running JupyterLab with cube-lab.
-Run only these with ``pytest -m hub``.
+One hub for the whole module (it takes 10-20 s to start on a busy 2-core machine), but for
+the crash test, which kills its own; each user's server is a real ``jupyterhub-singleuser``
+running JupyterLab with cube-lab. Run only these with ``pytest -m hub``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ import asyncio
 import contextlib
 import os
 import re
-import shutil
 import signal
 import sqlite3
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,9 +24,13 @@ import pytest
 
 from cube_lab.hub import client, devhub
 from cube_lab.hub.ledger import Ledger, QuotaExceeded
-from tests.hub_util import login
+from tests.hub_util import bare_hub, login, running_servers, spawn_servers
 
 pytestmark = pytest.mark.hub
+
+# alice and bob run servers (whose project lists a test checks), carol makes objects and groups
+# of her own, dave is the one member of project race
+USERS = ("alice", "bob", "carol", "dave")
 
 SETTINGS = {
     "groups": {
@@ -43,37 +45,40 @@ SETTINGS = {
 @pytest.fixture(scope="module")
 def hub() -> Iterator[devhub.DevHub]:
     # not under pytest's tmp dir: other pytest sessions on this machine prune old ones
-    root = Path(tempfile.mkdtemp(prefix="cube-hub-test-"))
-    try:
-        running = devhub.start(root, SETTINGS)
-    except FileNotFoundError as exc:  # no npm to install configurable-http-proxy with
-        shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(f"cannot install configurable-http-proxy: {exc}")
-    try:
-        for name in ("alice", "bob", "carol"):
+    with bare_hub("cube-hub-test-", SETTINGS) as running:
+        for name in USERS:
             running.hub("POST", f"/users/{name}")
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def tokens(hub: devhub.DevHub) -> dict[str, str]:
-    return {name: hub.user_token(name) for name in ("alice", "bob", "carol")}
+    return {name: hub.user_token(name) for name in USERS}
 
 
 @pytest.fixture(scope="module")
-def servers(hub: devhub.DevHub, tokens: dict[str, str]) -> dict[str, Any]:
-    """alice (in project vision) and bob (in no project) each run a lab server."""
+def alice_in_vision(hub: devhub.DevHub) -> None:
     status, _ = hub.admin("PUT", "groups/vision/members/alice")
     assert status == 200
-    started = {}
-    for name in ("alice", "bob"):
-        status, server = hub.spawn(name, {"profile": "cpu"})
-        assert status == 201, f"{name}: {server}"
-        started[name] = server
-    return started
+
+
+@pytest.fixture
+def servers(hub: devhub.DevHub, tokens: dict[str, str], alice_in_vision: None) -> dict[str, Any]:
+    """alice (in project vision) and bob (in no project) each run a lab server: started by the
+    first test that asks, and again after a test stopped them."""
+    return running_servers(hub, ("alice", "bob"))
+
+
+@pytest.fixture(scope="module")
+def race(hub: devhub.DevHub) -> str:
+    """Project race: dave alone, 4 GPUs (a test that changes the quota puts it back)."""
+    status, body = hub.admin(
+        "POST",
+        "groups",
+        {"name": "race", "users": ["dave"], "quota": {"accelerators": {"nvidia.com/gpu": 4}}},
+    )
+    assert status == 201, body
+    return "race"
 
 
 def cube(hub: devhub.DevHub, owner: str, path: str, token: str, **kw: Any) -> tuple[int, Any]:
@@ -138,16 +143,21 @@ def test_another_user_cannot_reach_the_server_or_its_objects(
     assert status == 403
     status, _ = hub.request("GET", "/user/alice/api/contents", token=tokens["bob"])
     assert status == 403
-    # alice's object, made on her server, is invisible from bob's own server (one shared store)
-    status, made = cube(
-        hub, "alice", "projects", tokens["alice"], method="POST", body={"name": "alice-secret"}
-    )
-    assert status == 201, made
-    status, mine = cube(hub, "bob", "projects", tokens["bob"])
-    assert status == 200
-    assert "alice-secret" not in [p["name"] for p in mine["projects"]]
-    status, body = cube(hub, "bob", "projects/alice-secret", tokens["bob"])
-    assert status == 404, body
+    # carol's object, made on her server, is invisible from bob's own server (one shared
+    # store); carol's, not alice's: alice's list of projects is another test's
+    running_servers(hub, ["carol"])
+    try:
+        status, made = cube(
+            hub, "carol", "projects", tokens["carol"], method="POST", body={"name": "carol-secret"}
+        )
+        assert status == 201, made
+        status, mine = cube(hub, "bob", "projects", tokens["bob"])
+        assert status == 200
+        assert "carol-secret" not in [p["name"] for p in mine["projects"]]
+        status, body = cube(hub, "bob", "projects/carol-secret", tokens["bob"])
+        assert status == 404, body
+    finally:  # no server of carol's runs for the other tests
+        hub.stop_server("carol")
 
 
 def test_spawn_over_quota_is_refused_with_the_reason(
@@ -179,17 +189,10 @@ def test_non_admins_get_403_on_the_admin_page_and_api(
 
 
 def test_twenty_concurrent_admissions_never_over_admit(
-    hub: devhub.DevHub, tokens: dict[str, str]
+    hub: devhub.DevHub, tokens: dict[str, str], race: str
 ) -> None:
-    status, body = hub.admin(
-        "POST",
-        "groups",
-        {"name": "race", "users": ["bob"], "quota": {"accelerators": {"nvidia.com/gpu": 4}}},
-    )
-    assert status == 201, body
-
     async def burst() -> list[httpx.Response]:
-        headers = {"Authorization": f"token {tokens['bob']}"}
+        headers = {"Authorization": f"token {tokens['dave']}"}
         async with httpx.AsyncClient(base_url=hub.url, headers=headers, timeout=60) as client:
             ask = {"project": "race", "accelerators": {"nvidia.com/gpu": "1"}}
             return await asyncio.gather(
@@ -203,9 +206,9 @@ def test_twenty_concurrent_admissions_never_over_admit(
     assert {r["error"] for r in refused} == {"project race uses 4 of 4 GPUs (nvidia.com/gpu)"}
     status, group = hub.admin("GET", "groups/race")
     assert group["usage"]["total"]["nvidia.com/gpu"] == 4
-    assert group["usage"]["users"]["bob"]["jobs"] == 4
+    assert group["usage"]["users"]["dave"]["jobs"] == 4
     for res in admitted:
-        status, _ = hub.admin("DELETE", f"admission/{res['id']}", token=tokens["bob"])
+        status, _ = hub.admin("DELETE", f"admission/{res['id']}", token=tokens["dave"])
         assert status == 204
     status, group = hub.admin("GET", "groups/race")
     assert group["usage"]["total"] == {}
@@ -214,20 +217,30 @@ def test_twenty_concurrent_admissions_never_over_admit(
     assert status == 403, body
 
 
-def test_lab_side_client_admits_and_releases(hub: devhub.DevHub, tokens: dict[str, str]) -> None:
+def test_lab_side_client_admits_and_releases(
+    hub: devhub.DevHub, tokens: dict[str, str], race: str
+) -> None:
     """cube_lab.hub.client: what training and serving call inside a user's lab server."""
-    hub.admin("PATCH", "groups/race", {"quota": {"accelerators": {"nvidia.com/gpu": 2}}})
-    where = {"base_url": f"{hub.url}/services/cube-admin/", "token": tokens["bob"]}
-    first = client.admit(project="race", accelerators={"nvidia.com/gpu": "2"}, **where)
-    assert first is not None and first["amounts"]["nvidia.com/gpu"] == 2
-    with pytest.raises(QuotaExceeded, match=r"project race uses 2 of 2 GPUs \(nvidia.com/gpu\)"):
-        client.admit(project="race", accelerators={"nvidia.com/gpu": "1"}, **where)
-    client.release(first, **where)
-    client.release(first, **where)  # twice is harmless
-    again = client.admit(project="race", accelerators={"nvidia.com/gpu": "1"}, **where)
-    client.release(again, **where)
-    _, group = hub.admin("GET", "groups/race")
-    assert group["usage"]["total"] == {}
+    status, body = hub.admin(
+        "PATCH", "groups/race", {"quota": {"accelerators": {"nvidia.com/gpu": 2}}}
+    )
+    assert status == 200, body
+    try:
+        where = {"base_url": f"{hub.url}/services/cube-admin/", "token": tokens["dave"]}
+        first = client.admit(project="race", accelerators={"nvidia.com/gpu": "2"}, **where)
+        assert first is not None and first["amounts"]["nvidia.com/gpu"] == 2
+        with pytest.raises(
+            QuotaExceeded, match=r"project race uses 2 of 2 GPUs \(nvidia.com/gpu\)"
+        ):
+            client.admit(project="race", accelerators={"nvidia.com/gpu": "1"}, **where)
+        client.release(first, **where)
+        client.release(first, **where)  # twice is harmless
+        again = client.admit(project="race", accelerators={"nvidia.com/gpu": "1"}, **where)
+        client.release(again, **where)
+        _, group = hub.admin("GET", "groups/race")
+        assert group["usage"]["total"] == {}
+    finally:  # race's quota as the other tests know it
+        hub.admin("PATCH", "groups/race", {"quota": {"accelerators": {"nvidia.com/gpu": 4}}})
     # CPU-only work outside any project group needs no quota; accelerators do
     personal = client.admit(cpu=1, **where)
     assert personal is not None and personal["group"] == ""
@@ -309,20 +322,25 @@ def test_admin_logs_in_and_edits_a_group_on_the_admin_page(hub: devhub.DevHub) -
     assert group["properties"]["cube_lab"]["quota"]["accelerators"] == {"nvidia.com/gpu": 2}
 
 
-def test_a_hub_crash_releases_what_died_and_keeps_what_runs(
-    hub: devhub.DevHub, tokens: dict[str, str]
-) -> None:
-    """Last in the module: it kills the hub and starts another on the same folder."""
+@pytest.fixture
+def crash_hub() -> Iterator[devhub.DevHub]:
+    """A hub of its own: the test kills it and starts another on the same folder."""
+    with bare_hub("cube-hub-crash-", SETTINGS) as running:
+        for name in ("bob", "carol"):
+            running.hub("POST", f"/users/{name}")
+        yield running
+
+
+def test_a_hub_crash_releases_what_died_and_keeps_what_runs(crash_hub: devhub.DevHub) -> None:
+    """It kills the hub and starts another on the same folder."""
+    hub = crash_hub
     hub.admin(
         "POST",
         "groups",
         {"name": "crash", "users": ["bob", "carol"], "profiles": ["cpu"], "quota": {"servers": 5}},
     )
-    pids = {}
-    for name in ("bob", "carol"):
-        status, server = hub.spawn(name, {"profile": "cpu", "project": "crash"})
-        assert status == 201, server
-        pids[name] = server["state"]["pid"]
+    started = spawn_servers(hub, ("bob", "carol"), {"profile": "cpu", "project": "crash"})
+    pids = {name: server["state"]["pid"] for name, server in started.items()}
     assert hub.admin("GET", "groups/crash")[1]["usage"]["total"]["servers"] == 2
     # the hub dies; bob's server dies while it is down; carol's keeps running
     assert hub.proc is not None
@@ -333,7 +351,7 @@ def test_a_hub_crash_releases_what_died_and_keeps_what_runs(
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     restarted = devhub.start(hub.root, SETTINGS)
-    hub.__dict__.update(restarted.__dict__)  # the fixture stops the new hub at the end
+    hub.__dict__.update(restarted.__dict__)  # bare_hub stops the new hub at the end
     _, group = hub.admin("GET", "groups/crash")
     assert group["usage"]["total"]["servers"] == 1
     assert list(group["usage"]["users"]) == ["carol"]
