@@ -2,7 +2,8 @@
 imported; the teacher hands out a starter folder into every student's space; the students
 submit (one late, past a deadline), the rest are collected at the deadline; who may see what
 (teachers and assistants their course, students 403, others 404); the course page; the CLI.
-Run with ``pytest -m hub``."""
+One hub and one course (ai101) for the module; each test hands out under its own name, so
+they pass in any order. Run with ``pytest -m hub``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,29 @@ def home(hub: devhub.DevHub, user: str) -> Path:
     return hub.data_dir / "users" / user
 
 
+@pytest.fixture(scope="module")
+def lab1(hub: devhub.DevHub, course: dict[str, Any]) -> str:
+    """lab1 handed out from teach1's starter folder: copied into every student's space."""
+    starter = home(hub, "teach1") / "lab1-starter"
+    starter.mkdir(parents=True)
+    notebook = {"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}
+    (starter / "lab1.ipynb").write_text(json.dumps(notebook))
+    (starter / "flow.pipeline").write_text('{"doc_type": "pipeline", "version": "3.0"}')
+    status, out = call(hub, "POST", "courses/ai101/handouts", course["tokens"]["teach1"],
+                       {"name": "lab1", "source": "lab1-starter"})  # fmt: skip
+    assert status == 201, out
+    assert {r["student"]: r["status"] for r in out["students"]} == {
+        "stu1": "copied", "stu2": "copied", "stu3": "copied"}  # fmt: skip
+    for s in ("stu1", "stu2", "stu3"):
+        assert (home(hub, s) / "course/ai101/lab1/flow.pipeline").is_file()
+    return "lab1"
+
+
+def tree(folder: Path) -> list[str]:
+    """Every path below ``folder`` (none when it does not exist)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
 def test_who_may_see_a_course(hub: devhub.DevHub, course: dict[str, Any]) -> None:
     tokens = course["tokens"]
     status, listed = hub.admin("GET", "courses")
@@ -98,7 +123,9 @@ def test_who_may_see_a_course(hub: devhub.DevHub, course: dict[str, Any]) -> Non
     assert call(hub, "POST", "courses/ai101/handouts", tokens["stu1"], body)[0] == 403
     assert call(hub, "POST", "courses/ai101/handouts", tokens["outsider"], body)[0] == 404
     assert call(hub, "POST", "courses", tokens["teach1"], {"name": "mine"})[0] == 403
-    # bad input: 4xx with the fix
+    # bad input: 4xx with the fix, and nothing handed out: stu1's course folder is as it was
+    # (none at all when this test runs first; the other tests' hand-outs otherwise)
+    before = tree(home(hub, "stu1") / "course")
     for bad, code in (
         ({"name": "lab1", "source": "../../hub"}, 400),
         ({"name": "lab1", "source": "no-such-folder"}, 400),
@@ -108,7 +135,7 @@ def test_who_may_see_a_course(hub: devhub.DevHub, course: dict[str, Any]) -> Non
     ):
         status, err = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"], bad)
         assert status == code and err["error"] and err["detail"], (bad, err)
-    assert not (home(hub, "stu1") / "course").exists()
+    assert tree(home(hub, "stu1") / "course") == before
     status, err = hub.admin("POST", "courses", {"name": "bad name!"})
     assert status == 400
     # an existing group becomes a course (its quota kept); no group is made twice
@@ -119,21 +146,9 @@ def test_who_may_see_a_course(hub: devhub.DevHub, course: dict[str, Any]) -> Non
 
 
 def test_hand_out_submit_late_and_collected_at_the_deadline(
-    hub: devhub.DevHub, course: dict[str, Any]
+    hub: devhub.DevHub, course: dict[str, Any], lab1: str
 ) -> None:
     tokens = course["tokens"]
-    starter = home(hub, "teach1") / "lab1-starter"
-    starter.mkdir(parents=True)
-    notebook = {"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}
-    (starter / "lab1.ipynb").write_text(json.dumps(notebook))
-    (starter / "flow.pipeline").write_text('{"doc_type": "pipeline", "version": "3.0"}')
-    status, out = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"],
-                       {"name": "lab1", "source": "lab1-starter"})  # fmt: skip
-    assert status == 201, out
-    assert {r["student"]: r["status"] for r in out["students"]} == {
-        "stu1": "copied", "stu2": "copied", "stu3": "copied"}  # fmt: skip
-    for s in ("stu1", "stu2", "stu3"):
-        assert (home(hub, s) / "course/ai101/lab1/flow.pipeline").is_file()
     # stu1 edits; a second hand-out keeps the edit and says so
     mine = home(hub, "stu1") / "course/ai101/lab1/lab1.ipynb"
     mine.write_text("stu1's answer")
@@ -191,38 +206,40 @@ def cli(hub: devhub.DevHub, *args: str, token: str | None = None) -> subprocess.
     )  # fmt: skip
 
 
-def test_the_cli_scripts_a_course(hub: devhub.DevHub, course: dict[str, Any]) -> None:
+def test_the_cli_scripts_a_course(hub: devhub.DevHub, course: dict[str, Any], lab1: str) -> None:
     teacher = course["tokens"]["teach1"]
     made = cli(hub, "create", "ai102", "--profile", "cpu", "--json")
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["name"] == "ai102"
-    listed = cli(hub, "list")
-    assert listed.returncode == 0 and "ai101" in listed.stdout and "ai102" in listed.stdout
-    shown = cli(hub, "show", "ai101", token=teacher)
-    assert shown.returncode == 0, shown.stderr
-    assert "张三" in shown.stdout and "stu1" in shown.stdout and "lab1" in shown.stdout
-    (home(hub, "teach1") / "lab2").mkdir(exist_ok=True)
-    (home(hub, "teach1") / "lab2" / "task.md").write_text("do it")
-    out = cli(hub, "handout", "ai101", "lab2", "--name", "lab2", "--deadline",
-              "2099-01-01T00:00:00+08:00", token=teacher)  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    assert "stu3" in out.stdout and "copied" in out.stdout
-    assert (home(hub, "stu3") / "course/ai101/lab2/task.md").read_text() == "do it"
-    submitted = cli(hub, "submit", "ai101", "lab2", "--json", token=course["tokens"]["stu1"])
-    assert submitted.returncode == 0, submitted.stderr
-    assert json.loads(submitted.stdout)["late"] is False
-    collected = cli(hub, "collect", "ai101", "lab2", "--json", token=teacher)
-    assert collected.returncode == 0, collected.stderr
-    statuses = {r["student"]: r["status"] for r in json.loads(collected.stdout)["students"]}
-    assert statuses == {"stu1": "submitted", "stu2": "collected", "stu3": "collected"}
-    subs = cli(hub, "submissions", "ai101", "lab2", token=teacher)
-    assert subs.returncode == 0 and "王五" in subs.stdout and "on time" in subs.stdout
-    refused = cli(hub, "show", "ai101", token=course["tokens"]["stu1"])
-    assert refused.returncode == 1 and "only the teachers" in refused.stderr
-    hub.admin("DELETE", "groups/ai102")
+    try:
+        listed = cli(hub, "list")
+        assert listed.returncode == 0 and "ai101" in listed.stdout and "ai102" in listed.stdout
+        shown = cli(hub, "show", "ai101", token=teacher)
+        assert shown.returncode == 0, shown.stderr
+        assert "张三" in shown.stdout and "stu1" in shown.stdout and "lab1" in shown.stdout
+        (home(hub, "teach1") / "lab2").mkdir(exist_ok=True)
+        (home(hub, "teach1") / "lab2" / "task.md").write_text("do it")
+        out = cli(hub, "handout", "ai101", "lab2", "--name", "lab2", "--deadline",
+                  "2099-01-01T00:00:00+08:00", token=teacher)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert "stu3" in out.stdout and "copied" in out.stdout
+        assert (home(hub, "stu3") / "course/ai101/lab2/task.md").read_text() == "do it"
+        submitted = cli(hub, "submit", "ai101", "lab2", "--json", token=course["tokens"]["stu1"])
+        assert submitted.returncode == 0, submitted.stderr
+        assert json.loads(submitted.stdout)["late"] is False
+        collected = cli(hub, "collect", "ai101", "lab2", "--json", token=teacher)
+        assert collected.returncode == 0, collected.stderr
+        statuses = {r["student"]: r["status"] for r in json.loads(collected.stdout)["students"]}
+        assert statuses == {"stu1": "submitted", "stu2": "collected", "stu3": "collected"}
+        subs = cli(hub, "submissions", "ai101", "lab2", token=teacher)
+        assert subs.returncode == 0 and "王五" in subs.stdout and "on time" in subs.stdout
+        refused = cli(hub, "show", "ai101", token=course["tokens"]["stu1"])
+        assert refused.returncode == 1 and "only the teachers" in refused.stderr
+    finally:  # the course list is ai101 alone for the other tests
+        hub.admin("DELETE", "groups/ai102")
 
 
-def test_the_course_page(hub: devhub.DevHub, course: dict[str, Any]) -> None:
+def test_the_course_page(hub: devhub.DevHub, course: dict[str, Any], lab1: str) -> None:
     status, server = hub.spawn("stu1", {"profile": "cpu", "project": "ai101"})
     assert status == 201, server
     try:
@@ -273,37 +290,45 @@ def test_the_lab_course_panel_lists_and_submits(hub: devhub.DevHub, course: dict
     """What the JupyterLab Course panel calls: the cube-lab service asks cube-admin, with its
     own token, for the user a request came from; nobody acts for anybody else."""
     tokens = course["tokens"]
+    # lab5 handed out (due 2099) and collected before anybody submitted
+    (home(hub, "teach1") / "lab5").mkdir()
+    (home(hub, "teach1") / "lab5" / "task.md").write_text("do it")
+    status, out = call(hub, "POST", "courses/ai101/handouts", tokens["teach1"],
+                       {"name": "lab5", "source": "lab5", "deadline": 4070880000})  # fmt: skip
+    assert status == 201, out
+    status, out = call(hub, "POST", "courses/ai101/handouts/lab5/collect", tokens["teach1"])
+    assert status == 200, out
     status, mine = lab(hub, "GET", "courses/mine", tokens["stu3"])
     assert status == 200 and mine["hub"] is True and mine["user"] == "stu3", mine
     [ai101] = mine["courses"]
     assert (ai101["name"], ai101["role"]) == ("ai101", "student")
     assert ai101["page"] == "/services/cube-admin/courses/ai101"
-    lab2 = {h["name"]: h for h in ai101["handouts"]}["lab2"]
-    assert lab2["folder"] == "course/ai101/lab2" and lab2["handed_out"] is True
-    assert lab2["submission"]["how"] == "collect"  # collected by the CLI test
+    lab5 = {h["name"]: h for h in ai101["handouts"]}["lab5"]
+    assert lab5["folder"] == "course/ai101/lab5" and lab5["handed_out"] is True
+    assert lab5["submission"]["how"] == "collect"
     status, staff = lab(hub, "GET", "courses/mine", tokens["teach1"])
     assert [(c["role"], c["handouts"]) for c in staff["courses"]] == [("teacher", [])]
     assert lab(hub, "GET", "courses/mine", tokens["outsider"])[1]["courses"] == []
 
-    (home(hub, "stu3") / "course/ai101/lab2/answer.py").write_text("print(42)")
-    status, sub = lab(hub, "POST", "courses/ai101/handouts/lab2/submit", tokens["stu3"],
+    (home(hub, "stu3") / "course/ai101/lab5/answer.py").write_text("print(42)")
+    status, sub = lab(hub, "POST", "courses/ai101/handouts/lab5/submit", tokens["stu3"],
                       {"user": "stu2"})  # fmt: skip
     assert status == 201, sub
     assert (sub["student"], sub["how"], sub["late"]) == ("stu3", "submit", False)
     assert "answer.py" in [f["path"] for f in sub["files"]]
     status, after = lab(hub, "GET", "courses/mine", tokens["stu3"])
-    lab2 = {h["name"]: h for h in after["courses"][0]["handouts"]}["lab2"]
-    assert lab2["submission"]["how"] == "submit" and lab2["submission"]["files"] == len(
+    lab5 = {h["name"]: h for h in after["courses"][0]["handouts"]}["lab5"]
+    assert lab5["submission"]["how"] == "submit" and lab5["submission"]["files"] == len(
         sub["files"]
     )
     # refusals keep cube-admin's words
-    status, err = lab(hub, "POST", "courses/ai101/handouts/lab2/submit", tokens["teach1"])
+    status, err = lab(hub, "POST", "courses/ai101/handouts/lab5/submit", tokens["teach1"])
     assert status == 403 and err["detail"]
-    status, err = lab(hub, "POST", "courses/nope/handouts/lab2/submit", tokens["stu3"])
+    status, err = lab(hub, "POST", "courses/nope/handouts/lab5/submit", tokens["stu3"])
     assert status == 404 and err["error"]
     # cube-admin itself: only an admin names another user
     assert call(hub, "GET", "my/courses?user=stu2", tokens["stu3"])[0] == 403
-    assert call(hub, "POST", "courses/ai101/handouts/lab2/submit", tokens["stu3"],
+    assert call(hub, "POST", "courses/ai101/handouts/lab5/submit", tokens["stu3"],
                 {"user": "stu2"})[0] == 403  # fmt: skip
     status, own = call(hub, "GET", "my/courses", tokens["stu3"])
     assert status == 200 and own["user"] == "stu3"
@@ -400,6 +425,21 @@ def test_models_and_runs_travel_through_both_services(
     assert len(row["models"]) == 1 and len(row["runs"]) == 1
 
 
+def active_now(hub: devhub.DevHub, user: str) -> None:
+    """``user``'s server was active just now, as its lab reports to the hub."""
+    now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    body = {"last_activity": now, "servers": {"": {"last_activity": now}}}
+    status, answer = hub.hub("POST", f"/users/{user}/activity", body)
+    assert status == 200, answer
+
+
+def swept_already(hub: devhub.DevHub, user: str) -> bool:
+    """``user``'s server is stopping or gone though no test stopped it: cube-admin's own
+    periodic sweep (every 30 s, the same ``stop_idle``) found it idle first."""
+    server = (hub.hub("GET", f"/users/{user}")[1].get("servers") or {}).get("")
+    return not server or server.get("pending") == "stop"
+
+
 def test_each_students_share_and_idle_servers(hub: devhub.DevHub, course: dict[str, Any]) -> None:
     """A course whose students may each hold 1 CPU core, and whose servers are stopped after
     2 idle seconds (an idle_timeout in seconds; the page takes minutes)."""
@@ -407,32 +447,41 @@ def test_each_students_share_and_idle_servers(hub: devhub.DevHub, course: dict[s
     made = cli(hub, "create", "ai103", "--profile", "cpu", "--servers", "10",
                "--student-cpu", "1", "--student-servers", "1", "--json")  # fmt: skip
     assert made.returncode == 0, made.stderr
-    view = json.loads(made.stdout)
-    assert view["quota"]["per_member"] == {"servers": 1, "cpu": 1}
-    assert view["per_member"] == {"servers": 1, "cpu": 1}
-    status, _ = hub.admin("POST", "groups/ai103/members", {"users": "stu1 stu2"})
-    assert status == 200
-    status, changed = hub.admin("PATCH", "groups/ai103", {"idle_timeout": 2})
-    assert status == 200 and changed["idle_timeout"] == 2, changed
-    assert hub.admin("PATCH", "groups/ai103", {"idle_timeout": "soon"})[0] == 400
-
-    status, server = hub.spawn("stu1", {"profile": "cpu", "project": "ai103"})
-    assert status == 201, server
     try:
-        # stu1's one core is taken by the server: a job of theirs is refused with their share
-        job = {"kind": "job", "project": "ai103", "cpu": 1}
-        status, refused = call(hub, "POST", "admission", tokens["stu1"], job)
-        assert status == 403 and refused["quota_exceeded"], refused
-        assert refused["error"] == (
-            "stu1 uses 1 of the 1 CPU cores each member of project ai103 may use; this needs 1"
-        )
-        status, granted = call(hub, "POST", "admission", tokens["stu2"], job)  # stu2's own
-        assert status == 201, granted
-        call(hub, "DELETE", f"admission/{granted['id']}", tokens["stu2"])
-        # idle past the course's 2 seconds: stopped at the next reconcile, and told why
-        time.sleep(3)
-        status, swept = hub.admin("POST", "reconcile")
-        assert status == 200, swept
+        view = json.loads(made.stdout)
+        assert view["quota"]["per_member"] == {"servers": 1, "cpu": 1}
+        assert view["per_member"] == {"servers": 1, "cpu": 1}
+        status, _ = hub.admin("POST", "groups/ai103/members", {"users": "stu1 stu2"})
+        assert status == 200
+        status, changed = hub.admin("PATCH", "groups/ai103", {"idle_timeout": 2})
+        assert status == 200 and changed["idle_timeout"] == 2, changed
+        assert hub.admin("PATCH", "groups/ai103", {"idle_timeout": "soon"})[0] == 400
+
+        # cube-admin also sweeps on its own every 30 s: when that sweep stops the idle server
+        # before this test's reconcile does, start it again and wait for the next idle spell
+        # (the sweep after is 30 s away)
+        for _ in range(3):
+            hub.stop_server("stu1")  # gone (the sweep's stop may still be on its way)
+            status, server = hub.spawn("stu1", {"profile": "cpu", "project": "ai103"})
+            assert status == 201, server
+            active_now(hub, "stu1")  # idle from now (the hub may have seen it ready late)
+            # stu1's one core is taken by the server: a job of theirs is refused with their
+            # share
+            job = {"kind": "job", "project": "ai103", "cpu": 1}
+            status, refused = call(hub, "POST", "admission", tokens["stu1"], job)
+            assert status == 403 and refused["quota_exceeded"], refused
+            assert refused["error"] == (
+                "stu1 uses 1 of the 1 CPU cores each member of project ai103 may use; this needs 1"
+            )
+            status, granted = call(hub, "POST", "admission", tokens["stu2"], job)  # stu2's own
+            assert status == 201, granted
+            call(hub, "DELETE", f"admission/{granted['id']}", tokens["stu2"])
+            # idle past the course's 2 seconds: stopped at the next reconcile, and told why
+            time.sleep(3)
+            status, swept = hub.admin("POST", "reconcile")
+            assert status == 200, swept
+            if swept["stopped_idle"] or not swept_already(hub, "stu1"):
+                break
         assert [(s["user"], s["group"]) for s in swept["stopped_idle"]] == [("stu1", "ai103")]
         deadline = time.monotonic() + 30
         while hub.hub("GET", "/users/stu1")[1].get("servers") and time.monotonic() < deadline:
