@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import types
 from collections.abc import Iterable
@@ -232,7 +233,8 @@ _timed: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _timed[report.nodeid] = _timed.get(report.nodeid, 0.0) + report.duration
+    node = re.sub(r"@[\w-]+$", "", report.nodeid)  # pytest-xdist's "@group" suffix
+    _timed[node] = _timed.get(node, 0.0) + report.duration
     if report.when == "call" and "fast" in report.keywords and report.duration > FAST_BUDGET_S:
         _slow_fast.append((report.duration, report.nodeid))
 
