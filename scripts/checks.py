@@ -56,7 +56,10 @@ PLANS: dict[str, list[list[Stage]]] = {
         [make("test-setup")],
         [make("lint"), make("jest", "Tests:"), make("wheel", "wheel OK")],
         [make("pytest", *PYTEST_MARKS)],
-        [make("galata", " passed", " failed", " flaky"), make("hub-ui", " passed", " failed")],
+        [make("galata", " passed", " failed", " flaky")],
+        # after Galata: beside its two browsers, a hub's spawns and stops ran past the spec's
+        # timeouts (measured at load 15)
+        [make("hub-ui", " passed", " failed")],
     ],
     "check": [
         [make("install-test")],

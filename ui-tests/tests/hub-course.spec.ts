@@ -510,8 +510,10 @@ for (const c of CASES) {
         await page
           .locator(`#members button[data-action=stop][data-user="${s}"]`)
           .click();
+        // stopping a server waits for its process to end: seconds on a busy machine
         await expect(page.locator('#cube-message')).toHaveClass(
-          /alert-success/
+          /alert-success/,
+          { timeout: 60_000 }
         );
       }
     });
