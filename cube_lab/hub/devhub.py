@@ -48,6 +48,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(count: int, taken: int | None = None) -> list[int]:
+    """``count`` distinct free loopback ports, none of them ``taken``. Every socket stays bound
+    until all are picked: a port closed before the next is asked for may come back as the next
+    (the proxy and its API on one port: EADDRINUSE, the hub exits)."""
+    with contextlib.ExitStack() as stack:
+        found: list[int] = []
+        while len(found) < count:
+            sock = stack.enter_context(socket.socket())
+            sock.bind(("127.0.0.1", 0))
+            bound = int(sock.getsockname()[1])
+            if bound != taken:
+                found.append(bound)
+        return found
+
+
 def ensure_proxy() -> None:
     """npm install configurable-http-proxy into hub/node_modules when it is missing."""
     if (HUB_FOLDER / "node_modules" / ".bin" / "configurable-http-proxy").exists():
@@ -220,13 +235,14 @@ def write_files(
     """The settings file and a jupyterhub_config.py that applies it plus the driver service."""
     root.mkdir(parents=True, exist_ok=True)
     merged = {**DEFAULT_SETTINGS, **dict(settings or {})}
+    public, hub_port, proxy_api, admin, service = free_ports(5, taken=port)
     merged.update(
         {
-            "bind_url": f"http://127.0.0.1:{port or free_port()}",
-            "hub_bind_url": f"http://127.0.0.1:{free_port()}",
-            "proxy_api_url": f"http://127.0.0.1:{free_port()}",
-            "admin_url": f"http://127.0.0.1:{free_port()}",
-            "service_url": f"http://127.0.0.1:{free_port()}",
+            "bind_url": f"http://127.0.0.1:{port or public}",
+            "hub_bind_url": f"http://127.0.0.1:{hub_port}",
+            "proxy_api_url": f"http://127.0.0.1:{proxy_api}",
+            "admin_url": f"http://127.0.0.1:{admin}",
+            "service_url": f"http://127.0.0.1:{service}",
             "data_dir": str(root / "data"),
         }
     )
