@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ class Stage:
     summary_marks: tuple[str, ...] = ()
     status: str = "not run"
     seconds: float = 0.0
-    summary: list[str] = field(default_factory=list)
+    summary: str = ""
 
 
 def make(target: str, *marks: str) -> Stage:
@@ -77,11 +77,8 @@ def run_stage(stage: Stage, lock: threading.Lock) -> None:
     stage.seconds = time.monotonic() - start
     stage.status = "passed" if code == 0 else f"FAILED (exit {code})"
     text = log.read_text(errors="replace")
-    stage.summary = [
-        line.strip("= ").strip()
-        for line in text.splitlines()[-60:]
-        if any(mark in line for mark in stage.summary_marks)
-    ][-1:]
+    marked = [ln for ln in text.splitlines()[-60:] if any(m in ln for m in stage.summary_marks)]
+    stage.summary = marked[-1].strip("= ").strip() if marked else ""
     with lock:
         print(f"\n===== {stage.name}: {stage.status} in {minutes(stage.seconds)} =====")
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
@@ -123,13 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n===== checks ({args.plan}) in {minutes(time.monotonic() - began)} =====")
     for stage in stages:
         line = f"  {stage.name:<12} {minutes(stage.seconds):>10}  {stage.status}"
-        print(line + (f"  ({stage.summary[0]})" if stage.summary else ""))
+        print(line + (f"  ({stage.summary})" if stage.summary else ""))
     print(f"logs: {LOGS.relative_to(REPO)}/")
-    # the test runners' own closing lines, last, as they printed them
+    # pytest's own closing line, last, as it printed it
     for stage in stages:
-        for line in stage.summary:
-            if stage.name.startswith("pytest"):
-                print(f"{line}")
+        if stage.name.startswith("pytest") and stage.summary:
+            print(stage.summary)
     return 0 if all(s.status == "passed" for s in stages) else 1
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import isolation
 import pytest
 from jupyter_server.auth.identity import IdentityProvider, User
 
@@ -23,17 +24,8 @@ TOKENS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Nothing a test does may touch $HOME or a real Jupyter/MLflow folder."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for var, sub in [
-        ("JUPYTER_CONFIG_DIR", "jconfig"),
-        ("JUPYTER_DATA_DIR", "jdata"),
-        ("JUPYTER_RUNTIME_DIR", "jruntime"),
-        ("IPYTHONDIR", "ipython"),
-    ]:
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    for var, value in isolation.environment(tmp_path).items():
+        monkeypatch.setenv(var, value)
     # a serving warm host a test started leaves soon after its last deployment
     monkeypatch.setenv("CUBE_LAB_SERVING_WARM_IDLE_S", "15")
     monkeypatch.setenv(ENV_DATA_DIR, str(tmp_path / "cube-data"))

@@ -21,20 +21,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def isolated_env(tmp: Path) -> dict[str, str]:
-    """The environment of a process that must not touch $HOME or a real Jupyter folder, for
-    servers started outside a test (a module's fixture runs before ``isolated_env``'s)."""
-    env = {"HOME": str(tmp / "home"), "MLFLOW_DISABLE_TELEMETRY": "true"}
-    for var, sub in [
-        ("JUPYTER_CONFIG_DIR", "jconfig"),
-        ("JUPYTER_DATA_DIR", "jdata"),
-        ("IPYTHONDIR", "ipython"),
-    ]:
-        env[var] = str(tmp / sub)
-    (tmp / "home").mkdir(parents=True, exist_ok=True)
-    return env
-
-
 def start_server(
     root: Path, data: Path, port: int, tmp: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:

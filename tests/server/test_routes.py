@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import isolation
 import pytest
-from server_util import free_port, isolated_env, start_server, wait_up
+from server_util import free_port, start_server, wait_up
 
 from cube_lab.handlers import routes
 from cube_lab.handlers.openapi import openapi_document
@@ -31,7 +32,7 @@ def server_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     tmp = tmp_path_factory.mktemp("routes")
     (tmp / "root").mkdir()
     port = free_port()
-    proc = start_server(tmp / "root", tmp / "data", port, tmp, isolated_env(tmp))
+    proc = start_server(tmp / "root", tmp / "data", port, tmp, isolation.environment(tmp))
     try:
         wait_up(port)
         yield port
