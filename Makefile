@@ -121,16 +121,23 @@ $(UI_STAMP): ui-tests/package.json $(TEST_STAMP)
 ui-test: galata hub-ui
 
 # Galata: JupyterLab with cube-lab in Chromium (ui-tests/tests/*.spec.ts but the hub's), in
-# GALATA_SHARDS shards side by side, each against a JupyterLab of its own (port 8888 + i)
+# GALATA_SHARDS shards side by side, each against a JupyterLab of its own on a port free now
+# (a fixed 8888 can be held by a server some other program left behind). The logs of shards
+# that passed come first, then those that failed, so the end of the output says what failed.
 GALATA_SHARDS ?= 2
 galata: install-test chromium $(UI_STAMP)
 	$(JLPM) build
-	@cd ui-tests && pids=""; for i in $$(seq 1 $(GALATA_SHARDS)); do \
-	  CUBE_LAB_UI_PORT=$$((8887 + i)) ../$(JLPM) playwright test --shard=$$i/$(GALATA_SHARDS) \
+	@cd ui-tests && rm -f test-results-shard-*.log && \
+	ports="$$(../$(PY) -c 'from cube_lab.hub.devhub import free_ports; print(*free_ports($(GALATA_SHARDS)))')"; \
+	pids=""; i=0; for port in $$ports; do i=$$((i + 1)); \
+	  CUBE_LAB_UI_PORT=$$port ../$(JLPM) playwright test --shard=$$i/$(GALATA_SHARDS) \
 	    > test-results-shard-$$i.log 2>&1 & pids="$$pids $$!"; done; \
-	rc=0; i=0; for pid in $$pids; do i=$$((i + 1)); wait $$pid || rc=1; \
-	  echo "----- galata shard $$i/$(GALATA_SHARDS) -----"; cat test-results-shard-$$i.log; done; \
-	exit $$rc
+	failed=""; i=0; for pid in $$pids; do i=$$((i + 1)); \
+	  if wait $$pid; then echo "----- galata shard $$i/$(GALATA_SHARDS): passed -----"; \
+	    cat test-results-shard-$$i.log; else failed="$$failed $$i"; fi; done; \
+	for i in $$failed; do echo "----- galata shard $$i/$(GALATA_SHARDS): FAILED -----"; \
+	  cat test-results-shard-$$i.log; done; \
+	[ -z "$$failed" ]
 
 # the hub's pages in Chromium against a throwaway hub (ui-tests/tests/hub-*.spec.ts)
 hub-ui: install-test chromium $(UI_STAMP) hub/node_modules/.bin/configurable-http-proxy

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,6 +42,7 @@ class Stage:
     status: str = "not run"
     seconds: float = 0.0
     summary: str = ""
+    failures: list[str] = field(default_factory=list)
 
 
 def make(target: str, *marks: str) -> Stage:
@@ -48,6 +50,11 @@ def make(target: str, *marks: str) -> Stage:
 
 
 PYTEST_MARKS = (" passed", " failed", " error", "no tests ran")
+# lines of a failed stage's log that say what failed: pytest's short summary, Playwright's
+# failed tests and errors, a web server that could not start, make's own error
+FAILURE_LINE = re.compile(
+    r"^(FAILED|ERROR) |✘|^\s+\d+\) \[|^\s+Error: |already used|^make.*\*\*\*"
+)
 PLANS: dict[str, list[list[Stage]]] = {
     # lint and jest are quick and light; pytest's workers take the cores while jest runs. The
     # UI suites come last: Playwright's timeouts are tuned for a machine they have to
@@ -79,6 +86,8 @@ def run_stage(stage: Stage, lock: threading.Lock) -> None:
     text = log.read_text(errors="replace")
     marked = [ln for ln in text.splitlines()[-60:] if any(m in ln for m in stage.summary_marks)]
     stage.summary = marked[-1].strip("= ").strip() if marked else ""
+    if code != 0:
+        stage.failures = [ln.rstrip() for ln in text.splitlines() if FAILURE_LINE.search(ln)]
     with lock:
         print(f"\n===== {stage.name}: {stage.status} in {minutes(stage.seconds)} =====")
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
@@ -122,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
         line = f"  {stage.name:<12} {minutes(stage.seconds):>10}  {stage.status}"
         print(line + (f"  ({stage.summary})" if stage.summary else ""))
     print(f"logs: {LOGS.relative_to(REPO)}/")
+    for stage in stages:
+        if stage.failures:
+            print(f"what failed in {stage.name} ({LOGS.relative_to(REPO)}/{stage.name}.log):")
+            for line in dict.fromkeys(stage.failures[-40:]):
+                print(f"  {line.strip()}")
     # pytest's own closing line, last, as it printed it
     for stage in stages:
         if stage.name.startswith("pytest") and stage.summary:

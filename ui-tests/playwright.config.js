@@ -52,9 +52,10 @@ module.exports = {
   ...baseConfig,
   // The hub's admin-page test runs against a hub, with its own config (playwright.hub.config.js).
   testIgnore: ['**/hub-*.spec.ts'],
-  // Never open (and serve) the HTML report: `make test` must not hang.
+  // A line per test and every failure with its error, in CI too (a CI log is read, not
+  // annotated). Never open (and serve) the HTML report: `make test` must not hang.
   reporter: [
-    [process.env.CI ? 'github' : 'list'],
+    ['list'],
     ['html', { open: 'never', outputFolder: `playwright-report/${port}` }]
   ],
   // a shard's results and traces apart from the other shards' (each run empties its own)

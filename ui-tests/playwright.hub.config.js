@@ -42,7 +42,7 @@ module.exports = {
   testDir: 'tests',
   testMatch: 'hub-*.spec.ts',
   timeout: 120 * 1000,
-  reporter: [[process.env.CI ? 'github' : 'list']],
+  reporter: [['list']],
   workers: 1,
   retries: 0,
   use: {
