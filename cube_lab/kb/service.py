@@ -44,6 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
 from .. import containment
 from ..config import Settings
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -51,6 +53,7 @@ from ..identity import Caller, check_name
 from ..locale.messages import _t
 from ..projects import ProjectService
 from ..store import Store
+from ..store.models import Project
 from . import chunk as chunking
 from . import embed as embedding
 from . import evaluate as evaluation
@@ -455,18 +458,8 @@ class KnowledgeBaseService:
     def list(self, caller: Caller, project: str | None = None) -> list[KnowledgeBaseView]:
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            if project:
-                row = self.projects.resolve(s, caller, project)
-                projects = [(row.id, row.name)]
-            else:
-                ids = self.projects.visible_ids(s, caller)
-                from sqlalchemy import select
-
-                from ..store.models import Project
-
-                projects = list(
-                    s.execute(select(Project.id, Project.name).where(Project.id.in_(ids)))
-                )
+            ids = self.projects.scope_ids(s, caller, project)
+            projects = list(s.execute(select(Project.id, Project.name).where(Project.id.in_(ids))))
         out = []
         for project_id, project_name in sorted(projects, key=lambda p: p[1]):
             base = self.root / str(project_id)

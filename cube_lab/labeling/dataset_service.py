@@ -226,14 +226,8 @@ class DatasetService:
     def list(self, caller: Caller, project: str | None = None) -> list[DatasetView]:
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            if project:
-                ids = [self.projects.resolve(s, caller, project).id]
-            else:
-                ids = self.projects.visible_ids(s, caller)
             rows = s.execute(
-                select(Dataset, Project.name)
-                .join(Project, Project.id == Dataset.project_id)
-                .where(Dataset.project_id.in_(ids))
+                self.projects.visible(s, caller, Dataset, project)
                 .options(selectinload(Dataset.versions))
                 .order_by(Project.name, Dataset.name)
             ).all()
@@ -341,12 +335,8 @@ class DatasetService:
             return self.dataset(s, caller, project, name), project
         personal = self.projects.resolve(s, caller, None)
         rows = s.execute(
-            select(Dataset, Project.name)
-            .join(Project, Project.id == Dataset.project_id)
-            .where(
-                Dataset.name == name,
-                Dataset.project_id.in_(self.projects.visible_ids(s, caller)),
-            )
+            self.projects.visible(s, caller, Dataset)
+            .where(Dataset.name == name)
             .options(selectinload(Dataset.versions))
         ).all()
         mine = [r for r in rows if r[0].project_id == personal.id]

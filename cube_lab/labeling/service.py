@@ -21,7 +21,7 @@ from ..config import Settings
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
 from ..locale.messages import _t
-from ..projects import ProjectService
+from ..projects import ProjectService, check_page_limit
 from ..store import Store
 from ..store.models import (
     Dataset,
@@ -235,15 +235,10 @@ class LabelingService:
     def list(self, caller: Caller, project: str | None = None) -> list[LabelingView]:
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            if project:
-                ids = [self.projects.resolve(s, caller, project).id]
-            else:
-                ids = self.projects.visible_ids(s, caller)
             rows = s.execute(
-                select(LabelingProject, Project.name, Dataset.name)
-                .join(Project, Project.id == LabelingProject.project_id)
+                self.projects.visible(s, caller, LabelingProject, project)
                 .join(Dataset, Dataset.id == LabelingProject.dataset_id)
-                .where(LabelingProject.project_id.in_(ids))
+                .add_columns(Dataset.name)
                 .order_by(Project.name, LabelingProject.name)
             ).all()
             return [
@@ -364,11 +359,7 @@ class LabelingService:
                 _t("unknown status {status!r}", status=status),
                 _t("Use one of {value}.", value=", ".join(TASK_FILTERS)),
             )
-        if not 1 <= limit <= MAX_PAGE:
-            raise InvalidInput(
-                _t("limit must be between 1 and {MAX_PAGE}", MAX_PAGE=MAX_PAGE),
-                _t("got {limit}", limit=limit),
-            )
+        check_page_limit(limit, MAX_PAGE)
         if offset < 0:
             raise InvalidInput(_t("offset must be 0 or more"), _t("got {offset}", offset=offset))
         with self.store.read() as s:

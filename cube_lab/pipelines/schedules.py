@@ -191,21 +191,15 @@ class ScheduleService:
         now = datetime.now(UTC)
         with self.store.read() as s:
             rows = s.execute(
-                select(PipelineSchedule, Project.name)
-                .join(Project, Project.id == PipelineSchedule.project_id)
-                .where(PipelineSchedule.project_id.in_(self.projects.visible_ids(s, caller)))
-                .order_by(PipelineSchedule.id)
+                self.projects.visible(s, caller, PipelineSchedule).order_by(PipelineSchedule.id)
             ).all()
             return [ScheduleView.of(row, name, now) for row, name in rows]
 
     def _get(self, s: Session, caller: Caller, schedule_id: int) -> tuple[PipelineSchedule, str]:
         self.projects.ensure_personal(caller)
         row = s.execute(
-            select(PipelineSchedule, Project.name)
-            .join(Project, Project.id == PipelineSchedule.project_id)
-            .where(
-                PipelineSchedule.id == schedule_id,
-                PipelineSchedule.project_id.in_(self.projects.visible_ids(s, caller)),
+            self.projects.visible(s, caller, PipelineSchedule).where(
+                PipelineSchedule.id == schedule_id
             )
         ).first()
         if row is None:

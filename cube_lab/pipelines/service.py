@@ -31,9 +31,9 @@ from ..identity import Caller
 from ..locale.messages import _t
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import end_recorded, orphaned, pid_alive
-from ..projects import ProjectService
+from ..projects import ProjectService, check_page_limit
 from ..store import Store
-from ..store.models import NodeRun, PipelineRun, Project
+from ..store.models import NodeRun, PipelineRun
 from . import validation
 from .launch import (
     Launch,
@@ -274,21 +274,11 @@ class PipelineService:
         root: Display = None,
         limit: int = 50,
     ) -> list[RunView]:
-        if not 1 <= limit <= 500:
-            raise InvalidInput(
-                _t("limit must be between 1 and 500"), _t("got {limit}", limit=limit)
-            )
+        check_page_limit(limit)
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            ids = (
-                [self.projects.resolve(s, caller, project).id]
-                if project
-                else self.projects.visible_ids(s, caller)
-            )
             query = (
-                select(PipelineRun, Project.name)
-                .join(Project, Project.id == PipelineRun.project_id)
-                .where(PipelineRun.project_id.in_(ids))
+                self.projects.visible(s, caller, PipelineRun, project)
                 .options(selectinload(PipelineRun.nodes))
                 .order_by(PipelineRun.created_at.desc())
                 .limit(limit)
@@ -308,12 +298,8 @@ class PipelineService:
     def _run(self, s: Session, caller: Caller, run_id: str) -> tuple[PipelineRun, str]:
         self.projects.ensure_personal(caller)
         row = s.execute(
-            select(PipelineRun, Project.name)
-            .join(Project, Project.id == PipelineRun.project_id)
-            .where(
-                PipelineRun.id == run_id,
-                PipelineRun.project_id.in_(self.projects.visible_ids(s, caller)),
-            )
+            self.projects.visible(s, caller, PipelineRun)
+            .where(PipelineRun.id == run_id)
             .options(selectinload(PipelineRun.nodes))
         ).first()
         if row is None:

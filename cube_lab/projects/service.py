@@ -43,8 +43,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -56,6 +57,8 @@ from ..store import Store
 from ..store.models import Project, ProjectInvitation, ProjectMember, utcnow
 
 ROLES = ("owner", "member")
+PAGE_MAX = 500  # the most rows one listing answers
+Row = TypeVar("Row")
 HUB = "hub"  # created_by of the projects of hub project groups
 NAME_MAX = 128
 
@@ -226,6 +229,28 @@ class ProjectService:
                 select(ProjectMember.project_id).where(ProjectMember.username == caller.username)
             )
         )
+
+    def visible(
+        self, session: Session, caller: Caller, model: type[Row], project: str | None = None
+    ) -> Select[tuple[Row, str]]:
+        """``select(model, Project.name)`` over the rows of ``model`` (a table with a
+        ``project_id``) the caller may see: those of ``project`` (NotFound unless they are a
+        member) or, without one, of every project they are a member of. The one tenancy query
+        of the services that list and fetch per project: chain ``where``, ``order_by`` and
+        ``limit`` onto it. Call ``ensure_personal`` first."""
+        column: Any = model.project_id  # type: ignore[attr-defined]
+        return (
+            select(model, Project.name)
+            .join(Project, Project.id == column)
+            .where(column.in_(self.scope_ids(session, caller, project)))
+        )
+
+    def scope_ids(self, session: Session, caller: Caller, project: str | None) -> list[int]:
+        """The id of ``project`` (NotFound unless the caller is a member) or, without one, the
+        ids of every project they are a member of: what a listing covers."""
+        if project:
+            return [self.resolve(session, caller, project).id]
+        return self.visible_ids(session, caller)
 
     # -- the projects API -------------------------------------------------------------
 
@@ -517,3 +542,12 @@ def _yields(holder: Project, username: str) -> bool:
         and username == holder.name
         and holder.created_by != holder.name
     )
+
+
+def check_page_limit(limit: int, most: int = PAGE_MAX) -> None:
+    """A listing's ``limit`` is 1 to ``most``; anything else is the caller's mistake."""
+    if not 1 <= limit <= most:
+        raise InvalidInput(
+            _t("limit must be between 1 and {MAX_PAGE}", MAX_PAGE=most),
+            _t("got {limit}", limit=limit),
+        )

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, selectinload
 from ..errors import Conflict, Forbidden, InvalidInput, NotFound
 from ..identity import Caller, check_name
 from ..locale.messages import _t
-from ..projects import ProjectService
+from ..projects import ProjectService, check_page_limit
 from ..store import Store
 from ..store.models import ModelAlias, ModelVersion, Project, RegisteredModel, utcnow
 from .artifacts import ArtifactStore, StagedArtifact
@@ -298,19 +298,12 @@ class RegistryService:
         limit: int = 50,
         offset: int = 0,
     ) -> ModelPage:
-        if not 1 <= limit <= MAX_PAGE:
-            raise InvalidInput(
-                _t("limit must be between 1 and {MAX_PAGE}", MAX_PAGE=MAX_PAGE),
-                _t("got {limit}", limit=limit),
-            )
+        check_page_limit(limit, MAX_PAGE)
         if offset < 0:
             raise InvalidInput(_t("offset must be 0 or more"), _t("got {offset}", offset=offset))
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            if project:
-                project_ids = [self.projects.resolve(s, caller, project).id]
-            else:
-                project_ids = self.projects.visible_ids(s, caller)
+            project_ids = self.projects.scope_ids(s, caller, project)
             where: list[Any] = [RegisteredModel.project_id.in_(project_ids)]
             if not include_archived:
                 where.append(RegisteredModel.archived.is_(False))

@@ -46,7 +46,7 @@ from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..projects import ProjectService
 from ..serialize import aware
 from ..store import Store
-from ..store.models import Deployment, DeploymentKey, Project
+from ..store.models import Deployment, DeploymentKey
 from . import access as acc
 from . import backend_auth
 from .backend import DeploymentFailed, OIPSpec, ServingBackend, Started
@@ -799,16 +799,10 @@ class DeploymentService:
     def list(self, caller: Caller, *, project: str | None = None) -> list[DeploymentView]:
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            ids = (
-                [self.projects.resolve(s, caller, project).id]
-                if project
-                else self.projects.visible_ids(s, caller)
-            )
             rows = s.execute(
-                select(Deployment, Project.name)
-                .join(Project, Project.id == Deployment.project_id)
-                .where(Deployment.project_id.in_(ids))
-                .order_by(Deployment.created_at.desc())
+                self.projects.visible(s, caller, Deployment, project).order_by(
+                    Deployment.created_at.desc()
+                )
             ).all()
             views = [
                 ((row.id, row.runner_host, row.router_pid), DeploymentView.of(row, name))

@@ -49,11 +49,11 @@ from ..labeling.dataset_service import datasets_root, find_by_path
 from ..locale.messages import _t
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import end_recorded, orphaned, pid_alive, record_groups
-from ..projects import ProjectService
+from ..projects import ProjectService, check_page_limit
 from ..registry.validation import EmptyArtifact
 from ..serialize import aware
 from ..store import Store
-from ..store.models import Project, TrainingJob
+from ..store.models import TrainingJob
 from . import admission, gpus, kubernetes, metrics
 from .cluster import POLL_S, TERMINAL, ClusterJob, delete_objects
 from .local import ENV_OUTPUT_DIR, LocalJob, build_plan, check_local, check_packages, kill_marked
@@ -610,21 +610,11 @@ class TrainingService:
     # -- reading ----------------------------------------------------------------------------
 
     def list(self, caller: Caller, *, project: str | None = None, limit: int = 50) -> list[JobView]:
-        if not 1 <= limit <= 500:
-            raise InvalidInput(
-                _t("limit must be between 1 and 500"), _t("got {limit}", limit=limit)
-            )
+        check_page_limit(limit)
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            ids = (
-                [self.projects.resolve(s, caller, project).id]
-                if project
-                else self.projects.visible_ids(s, caller)
-            )
             rows = s.execute(
-                select(TrainingJob, Project.name)
-                .join(Project, Project.id == TrainingJob.project_id)
-                .where(TrainingJob.project_id.in_(ids))
+                self.projects.visible(s, caller, TrainingJob, project)
                 .order_by(TrainingJob.created_at.desc())
                 .limit(limit)
             )
@@ -638,12 +628,7 @@ class TrainingService:
     def _job(self, s: Session, caller: Caller, job_id: str) -> tuple[TrainingJob, str]:
         self.projects.ensure_personal(caller)
         row = s.execute(
-            select(TrainingJob, Project.name)
-            .join(Project, Project.id == TrainingJob.project_id)
-            .where(
-                TrainingJob.id == job_id,
-                TrainingJob.project_id.in_(self.projects.visible_ids(s, caller)),
-            )
+            self.projects.visible(s, caller, TrainingJob).where(TrainingJob.id == job_id)
         ).first()
         if row is None:
             raise NotFound(

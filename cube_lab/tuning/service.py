@@ -35,10 +35,10 @@ from ..identity import Caller
 from ..locale.messages import _t
 from ..logtail import LOG_CHUNK, LogChunk, read_chunk
 from ..processes import Group, end_recorded, orphaned, pid_alive
-from ..projects import ProjectService
+from ..projects import ProjectService, check_page_limit
 from ..registry.validation import EmptyArtifact
 from ..store import Store
-from ..store.models import Project, TuningExperiment, TuningTrial
+from ..store.models import TuningExperiment, TuningTrial
 from . import spec as specs
 from .cluster_experiments import ClusterExperiments
 from .engine import Engine, Trial
@@ -345,21 +345,11 @@ class TuningService:
     def list(
         self, caller: Caller, project: str | None = None, limit: int = 50
     ) -> list[ExperimentView]:
-        if not 1 <= limit <= 500:
-            raise InvalidInput(
-                _t("limit must be between 1 and 500"), _t("got {limit}", limit=limit)
-            )
+        check_page_limit(limit)
         self.projects.ensure_personal(caller)
         with self.store.read() as s:
-            ids = (
-                [self.projects.resolve(s, caller, project).id]
-                if project
-                else self.projects.visible_ids(s, caller)
-            )
             rows = s.execute(
-                select(TuningExperiment, Project.name)
-                .join(Project, Project.id == TuningExperiment.project_id)
-                .where(TuningExperiment.project_id.in_(ids))
+                self.projects.visible(s, caller, TuningExperiment, project)
                 .options(selectinload(TuningExperiment.trials))
                 .order_by(TuningExperiment.created_at.desc())
                 .limit(limit)
@@ -411,12 +401,8 @@ class TuningService:
         self, s: Session, caller: Caller, experiment_id: str
     ) -> tuple[TuningExperiment, str]:
         found = s.execute(
-            select(TuningExperiment, Project.name)
-            .join(Project, Project.id == TuningExperiment.project_id)
-            .where(
-                TuningExperiment.id == experiment_id,
-                TuningExperiment.project_id.in_(self.projects.visible_ids(s, caller)),
-            )
+            self.projects.visible(s, caller, TuningExperiment)
+            .where(TuningExperiment.id == experiment_id)
             .options(selectinload(TuningExperiment.trials))
         ).first()
         if found is None:
