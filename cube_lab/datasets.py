@@ -249,7 +249,7 @@ def _find_remote(client: Any, name: str, project: str | None) -> dict[str, Any]:
             ),
         )
     if len(rows) > 1:
-        from .cli.remote.common import personal_project
+        from .rest_client import personal_project
 
         mine = [r for r in rows if r["project"] == personal_project(client)]
         if mine:

@@ -52,9 +52,7 @@ def make(target: str, *marks: str) -> Stage:
 PYTEST_MARKS = (" passed", " failed", " error", "no tests ran")
 # lines of a failed stage's log that say what failed: pytest's short summary, Playwright's
 # failed tests and errors, a web server that could not start, make's own error
-FAILURE_LINE = re.compile(
-    r"^(FAILED|ERROR) |✘|^\s+\d+\) \[|^\s+Error: |already used|^make.*\*\*\*"
-)
+FAILURE_LINE = re.compile(r"^(FAILED|ERROR) |✘|^\s+\d+\) \[|^\s+Error: |already used|^make.*\*\*\*")
 PLANS: dict[str, list[list[Stage]]] = {
     # lint and jest are quick and light; pytest's workers take the cores while jest runs. The
     # UI suites come last: Playwright's timeouts are tuned for a machine they have to

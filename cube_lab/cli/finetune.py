@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInput
 from ..identity import Caller
 from ..locale.messages import _t
+from ..rest_client import follow_log, relative, segment
 from ..serialize import to_jsonable
 from .args import print_json
 
@@ -236,7 +237,7 @@ def remote_finetune(client: ServiceClient, a: argparse.Namespace) -> None:
             ),
         )
     path = Path(a.config)
-    folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
+    folder = relative(path.parent if str(path.parent) else ".", "config folder")
     body = {"config": read_config_file(path), "folder": folder, "nproc": a.nproc}
     cluster = _cluster(a)
     if cluster is not None:
@@ -257,11 +258,9 @@ def remote_merge(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def remote_evaluate(client: ServiceClient, a: argparse.Namespace) -> None:
     from ..finetune.service import read_config_file
-    from ..rest_client import segment
-    from .remote import common
 
     path = Path(a.config)
-    folder = common.relative(path.parent if str(path.parent) else ".", "config folder")
+    folder = relative(path.parent if str(path.parent) else ".", "config folder")
     body = {"config": read_config_file(path), "folder": folder}
     view, _ = _remote_job(client, a, "finetune/evaluations", body)
     result = None
@@ -274,7 +273,6 @@ def _remote_job(
     client: ServiceClient, a: argparse.Namespace, path: str, body: dict[str, Any]
 ) -> tuple[dict[str, Any], Any]:
     """Start the job at the service, follow its log to the end, register its model."""
-    from ..rest_client import segment
     from .remote import common
 
     body = {k: v for k, v in {**body, "project": a.project}.items() if v is not None}
@@ -283,7 +281,7 @@ def _remote_job(
     where = f"training/jobs/{segment(job['id'])}"
     if not a.quiet:
         print(f"job {job['id']}: {job['name']}", file=out, flush=True)
-        common._follow(client, where, True, out)
+        follow_log(client, where, True, out)
     view = client.get(where)
     while view["status"] in common.ACTIVE:
         time.sleep(common.POLL_S)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInput
 from ..identity import Caller
 from ..locale.messages import _t, env_locale, localize
+from ..rest_client import relative
 from ..serialize import to_jsonable
 from .args import print_json
 
@@ -456,8 +457,6 @@ def _where(client: ServiceClient, a: argparse.Namespace) -> str:
 
 
 def _source(raw: str) -> str:
-    from .remote.common import relative
-
     return raw if raw.startswith(UPLOAD) else relative(raw, "source")
 
 
@@ -496,8 +495,6 @@ def remote_show(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def remote_add(client: ServiceClient, a: argparse.Namespace) -> None:
-    from .remote.common import relative
-
     where = _where(client, a)
     first = client.post(f"{where}/sources", {"paths": [relative(p) for p in a.paths]})
     record = follow(lambda: client.get(f"{where}/ingests/{first['id']}"), first, a)
@@ -547,15 +544,11 @@ def remote_chat(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def remote_preview(client: ServiceClient, a: argparse.Namespace) -> None:
-    from .remote.common import relative
-
     body = {"paths": [relative(p) for p in a.paths], **_preview_options(a)}
     finish_preview(a, client.post(f"{_where(client, a)}/preview", body))
 
 
 def remote_sync(client: ServiceClient, a: argparse.Namespace) -> None:
-    from .remote.common import relative
-
     body: Json = {
         "folder": relative(a.folder, "folder"),
         "delete_missing": not a.keep_missing,

@@ -88,8 +88,7 @@ class _Stopped(Exception):
 def _main_remote(client: ServiceClient, data: dict[str, Any]) -> int:
     """Start the job at the service (the config's relative paths from its folder in the
     owner's home), print its log as it comes, wait for its record, register it there."""
-    from ..cli.remote.common import _follow, relative
-    from ..rest_client import segment
+    from ..rest_client import follow_log, relative, segment
     from ..training.service import ACTIVE
 
     def stop(_signum: int, _frame: Any) -> None:
@@ -111,7 +110,7 @@ def _main_remote(client: ServiceClient, data: dict[str, Any]) -> int:
         print(f"cube-lab: fine-tune job {job_id}: {job['name']}", flush=True)
         where = f"training/jobs/{segment(job_id)}"
         try:
-            _follow(client, where, True, sys.stdout)
+            follow_log(client, where, True, sys.stdout)
             view = client.get(where)
             while view["status"] in ACTIVE:  # the log is done; the record follows shortly
                 time.sleep(POLL_S)

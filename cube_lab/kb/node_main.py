@@ -72,8 +72,7 @@ def _local(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _remote(client: Any, spec: dict[str, Any]) -> dict[str, Any]:
-    from ..cli.remote.common import personal_project, relative
-    from ..rest_client import segment
+    from ..rest_client import personal_project, relative, segment
 
     project = spec.get("project") or personal_project(client)
     body = {

@@ -114,7 +114,7 @@ def _register_remote(client: Any, obj_or_path: Any, fields: dict[str, Any]) -> V
     import shutil
     import tempfile
 
-    from ..cli.remote.common import home, relative
+    from ..rest_client import home, relative
     from .flavors import save_object
 
     body = {k: v for k, v in fields.items() if v is not None}

@@ -77,8 +77,7 @@ def _main_remote(client: ServiceClient, data: dict[str, Any]) -> int:
     """Start the job through the service's REST API (its paths, in the owner's home, resolve
     there; its output in this node's folder is made by the job, as the owner), print its log as
     it comes, wait for its record, write the same values as in-process."""
-    from ..cli.remote.common import _follow
-    from ..rest_client import segment
+    from ..rest_client import follow_log, segment
     from .service import ACTIVE
 
     def stop(_signum: int, _frame: Any) -> None:
@@ -98,7 +97,7 @@ def _main_remote(client: ServiceClient, data: dict[str, Any]) -> int:
         print(f"cube-lab: training job {job_id} ({job['framework']}, {procs} process(es))")
         where = f"training/jobs/{segment(job_id)}"
         try:
-            _follow(client, where, True, sys.stdout)
+            follow_log(client, where, True, sys.stdout)
             view = client.get(where)
             while view["status"] in ACTIVE:  # the log is done; the record follows shortly
                 time.sleep(POLL_S)

@@ -7,9 +7,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ...rest_client import ServiceClient, segment
+from ...rest_client import ServiceClient, relative, segment
 from ..args import print_json
-from .common import emit, project_of, relative
+from .common import emit, project_of
 
 
 def _split(text: str) -> list[str]:

@@ -10,10 +10,10 @@ from typing import Any
 
 from ...errors import InvalidInput
 from ...locale.messages import _t
-from ...rest_client import ServiceClient, segment
+from ...rest_client import ServiceClient, relative, segment
 from ..args import output_target, parse_pairs, print_json, print_table, split_ref
 from ..models import show_model, show_models, show_registered
-from .common import emit, project_of, relative
+from .common import emit, project_of
 
 
 def _model(project: str, name: str) -> str:

@@ -12,11 +12,11 @@ from typing import Any
 
 from ...errors import InvalidInput
 from ...locale.messages import _t
-from ...rest_client import ServiceClient, segment
+from ...rest_client import ServiceClient, follow_log, read_log, relative, segment
 from ..args import output_target, parse_pairs, print_json
 from ..output import _print_problems
 from ..pipelines import deliver_compiled, progress_line, show_runs, show_scheduled, show_schedules
-from .common import ACTIVE, POLL_S, _follow, _read_log, emit, relative
+from .common import ACTIVE, POLL_S, emit
 
 
 def _problems(detail: Any) -> list[Any]:
@@ -108,7 +108,7 @@ def pipeline_run(client: ServiceClient, a: argparse.Namespace) -> None:
             if n["status"] != "failed":
                 continue
             print(f"--- {n['label']}: last lines of its log", file=sys.stderr)
-            log = _read_log(client, f"pipelines/runs/{segment(run_id)}/nodes/{segment(n['id'])}")
+            log = read_log(client, f"pipelines/runs/{segment(run_id)}/nodes/{segment(n['id'])}")
             print("\n".join(log.splitlines()[-15:]), file=sys.stderr)
         raise SystemExit(1)
 
@@ -127,7 +127,7 @@ def pipeline_logs(client: ServiceClient, a: argparse.Namespace) -> None:
             _t("run {run} has no node {node!r}", run=a.run, node=a.node),
             "Nodes: " + ", ".join(n["label"] for n in run.get("nodes") or []),
         )
-    _follow(client, f"pipelines/runs/{segment(a.run)}/nodes/{segment(node['id'])}", a.follow)
+    follow_log(client, f"pipelines/runs/{segment(a.run)}/nodes/{segment(node['id'])}", a.follow)
 
 
 def pipeline_cancel(client: ServiceClient, a: argparse.Namespace) -> None:

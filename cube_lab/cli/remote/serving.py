@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from ...rest_client import ServiceClient, segment
+from ...rest_client import ServiceClient, follow_log, segment
 from ..args import print_json, split_ref
 from ..serving import (
     access_changes,
@@ -23,7 +23,7 @@ from ..serving import (
     show_traffic,
 )
 from . import kserve
-from .common import _follow, emit, project_of
+from .common import emit, project_of
 
 
 def deployments_list(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -91,7 +91,7 @@ def deployment_action(client: ServiceClient, a: argparse.Namespace) -> None:
         return
     where = _deployment(client, a)
     if a.command == "logs":
-        _follow(client, where, a.follow)
+        follow_log(client, where, a.follow)
         return
     if a.command == "metrics":
         with client.stream(f"{where}/metrics") as answer:

@@ -10,20 +10,12 @@ from pathlib import Path
 
 from ...errors import InvalidInput
 from ...locale.messages import _t
-from ...rest_client import ServiceClient, segment
+from ...rest_client import ServiceClient, follow_log, relative, segment
+from ...rest_client.logs import LOG_POLL_S
 from ..args import print_json
 from ..output import job_finished_line
 from ..training import _train_spec, show_jobs
-from .common import (
-    ACTIVE,
-    KUBE_CLIENT_FLAGS,
-    LOG_POLL_S,
-    POLL_S,
-    _follow,
-    emit,
-    given,
-    relative,
-)
+from .common import ACTIVE, KUBE_CLIENT_FLAGS, POLL_S, emit, given
 
 
 def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
@@ -68,7 +60,7 @@ def train_run(client: ServiceClient, a: argparse.Namespace) -> None:
             while client.get(where)["status"] in ACTIVE:
                 time.sleep(LOG_POLL_S)
         else:
-            _follow(client, where, True, out)
+            follow_log(client, where, True, out)
         view = client.get(where)
         while view["status"] in ACTIVE:  # the log is done; the record follows a moment later
             time.sleep(POLL_S)
@@ -92,7 +84,7 @@ def training_list(client: ServiceClient, a: argparse.Namespace) -> None:
 
 
 def training_logs(client: ServiceClient, a: argparse.Namespace) -> None:
-    _follow(client, f"training/jobs/{segment(a.job)}", a.follow)
+    follow_log(client, f"training/jobs/{segment(a.job)}", a.follow)
 
 
 def training_stop(client: ServiceClient, a: argparse.Namespace) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 from ...errors import InvalidInput
 from ...locale.messages import _t
-from ...rest_client import ServiceClient, segment
+from ...rest_client import ServiceClient, read_log, relative, segment
 from ..args import print_json
-from .common import POLL_S, _read_log, relative
+from .common import POLL_S
 
 TUNING_ACTIVE = ("queued", "running")
 
@@ -175,7 +175,7 @@ def tuning_register(client: ServiceClient, a: argparse.Namespace) -> None:
 
 def tuning_log(client: ServiceClient, a: argparse.Namespace) -> None:
     where = f"tuning/experiments/{segment(a.experiment)}/trials/{segment(a.trial)}"
-    sys.stdout.write(_read_log(client, where))
+    sys.stdout.write(read_log(client, where))
 
 
 def tuning_stop(client: ServiceClient, a: argparse.Namespace) -> None:

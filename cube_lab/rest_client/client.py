@@ -26,9 +26,9 @@ from email.message import Message
 from pathlib import Path
 from typing import IO, Any
 
-from .config import ENV_SERVICE_URL
-from .errors import Conflict, CubeError, Forbidden, InvalidInput, NotFound, StoreUnavailable
-from .locale.messages import _t, accept_language, env_locale
+from ..config import ENV_SERVICE_URL
+from ..errors import Conflict, CubeError, Forbidden, InvalidInput, NotFound, StoreUnavailable
+from ..locale.messages import _t, accept_language, env_locale
 
 API = "cube/api/v1/"
 ENV_TOKEN = "JUPYTERHUB_API_TOKEN"
