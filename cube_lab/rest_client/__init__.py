@@ -13,8 +13,8 @@ from .client import (
     Unauthorized,
     segment,
 )
-from .paths import home, relative
 from .logs import follow_log, read_log
+from .paths import home, relative
 from .projects import personal_project
 
 __all__ = [
