@@ -2,7 +2,8 @@
 
 - PyTorch: ``python -m torch.distributed.run --standalone`` (torchrun) with
   ``workers x nproc`` processes; it tees each rank to ``ranks/`` and prints its lines
-  prefixed ``[rank N]``. The script picks gloo or nccl from ``$CUBE_DIST_BACKEND``.
+  prefixed ``[rank N]``. One process runs without torchrun, with the environment torchrun
+  would give it. The script picks gloo or nccl from ``$CUBE_DIST_BACKEND``.
 - TensorFlow: one process per rank with its own ``TF_CONFIG`` (MultiWorkerMirrored).
 - MPI / Horovod: ``mpirun -np N``; DeepSpeed: its launcher. Both only when installed.
 - plain: the command once per rank, with ``RANK`` / ``WORLD_SIZE`` set.
@@ -233,10 +234,18 @@ def build_plan(
     py = [sys.executable] if user[0].endswith(".py") else []
     procs: list[Proc]
     if spec.framework == "pytorch":
-        env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "[rank ${rank}] "
-        # torchrun sets 1 thread per rank with a banner a user must read past; share the
-        # CPUs among the ranks instead, unless the job says otherwise
+        # torchrun sets 1 thread per rank with a banner a user must read past (accelerate
+        # warns likewise when it is unset); share the CPUs among the ranks instead, unless the
+        # job says otherwise
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, n))))
+    if spec.framework == "pytorch" and n == 1:
+        # one process: torchrun's agent would only add an interpreter that imports torch
+        # (about 2 s of CPU before the script starts); the script gets what torchrun gives
+        # a rank and makes the process group's store itself, on a port free now
+        rank_env = _rank_env(0, 1) | _torchrun_env(str(free_port()))
+        procs = [Proc([sys.executable, *user], env | rank_env, "[rank 0] ")]  # as torchrun runs it
+    elif spec.framework == "pytorch":
+        env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = "[rank ${rank}] "
         launcher = [
             sys.executable,
             "-m",
@@ -279,6 +288,22 @@ def _rank_env(rank: int, world: int) -> dict[str, str]:
         "WORLD_SIZE": str(world),
         "LOCAL_RANK": str(rank),
         "MASTER_ADDR": "127.0.0.1",
+    }
+
+
+def _torchrun_env(port: str) -> dict[str, str]:
+    """The rest of what torchrun tells its only rank: one node, one process, no agent store."""
+    return {
+        "MASTER_PORT": port,
+        "LOCAL_WORLD_SIZE": "1",
+        "GROUP_RANK": "0",
+        "GROUP_WORLD_SIZE": "1",
+        "ROLE_RANK": "0",
+        "ROLE_WORLD_SIZE": "1",
+        "ROLE_NAME": "default",
+        "TORCHELASTIC_RESTART_COUNT": "0",
+        "TORCHELASTIC_MAX_RESTARTS": "0",
+        "TORCHELASTIC_USE_AGENT_STORE": "False",
     }
 
 

@@ -1,11 +1,12 @@
 """Training jobs as a service: submit, list, get, follow logs and metrics, stop, rerun, register.
 
 A job is a record (``training_jobs``) and a folder ``<data_dir>/training/<job id>/``
-holding ``log.txt`` (every rank, prefixed), ``ranks/`` (torchrun's per-rank files),
-``metrics.jsonl`` and ``output/`` (``$CUBE_OUTPUT_DIR``, for checkpoints). The job runs
-in the process that submitted it (the server, or ``cube-lab train``); that pid is
-recorded so a job whose process died is marked ``interrupted`` at the next server start,
-and the process groups it ran (``process_groups``) are ended then, if they are still ours.
+holding ``log.txt`` (every rank, prefixed), ``ranks/`` (torchrun's per-rank files, when
+it runs more than one), ``metrics.jsonl`` and ``output/`` (``$CUBE_OUTPUT_DIR``, for
+checkpoints). The job runs in the process that submitted it (the server, or
+``cube-lab train``); that pid is recorded so a job whose process died is marked
+``interrupted`` at the next server start, and the process groups it ran (``process_groups``)
+are ended then, if they are still ours.
 
 A job with backend ``kubernetes`` is the same record; its objects are created on the
 cluster (``cluster.py``), and the process that submitted it follows their status and

@@ -66,6 +66,23 @@ def test_ddp_all_reduce_metrics_checkpoint_and_register(
     assert version.metrics["loss"] == pytest.approx(1 / 3)
 
 
+def test_one_process_runs_without_torchrun_and_is_still_a_rank(
+    ws: Any, alice: Caller, tmp_path: Path
+) -> None:
+    """One process: no torchrun agent (an interpreter that imports torch for nothing); the
+    script still makes its process group from torchrun's environment and its lines carry its
+    rank."""
+    (tmp_path / "ddp.py").write_text(DDP)
+    job = ws.training.prepare(alice, {"script": "ddp.py"}, cwd=tmp_path)
+    (proc,) = job.plan.procs
+    assert "torch.distributed.run" not in proc.argv and proc.argv[-1] == "ddp.py"
+    assert [proc.env[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")] == ["0", "1", "1"]
+    assert ws.training.run_foreground(job) == "succeeded"
+    log = ws.training.tail_log(alice, job.plan.job_id).text
+    assert "[rank 0] all_reduce=1 world=1" in log
+    assert ws.training.metrics(alice, job.plan.job_id).series["loss"][-1] == [2, 1 / 3]
+
+
 async def test_stop_mid_run_leaves_no_process(ws: Any, alice: Caller, tmp_path: Path) -> None:
     (tmp_path / "sleep.py").write_text(SLEEPER)
     spec = {"framework": "plain", "script": "sleep.py", "args": [str(tmp_path)], "workers": 2}
