@@ -39,12 +39,16 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any
 
-from ..errors import InvalidInput
+from .. import outbound
+from ..errors import Forbidden, InvalidInput
 from ..locale.messages import _t
 
 TYPES = ("webhook", "wecom", "dingtalk", "feishu", "slack", "email")
 SECRET_FIELDS = ("url", "secret", "password")  # never returned, never logged
 TIMEOUT_S = 10.0
+# a delivery the outbound policy stopped (under the hub: an internal address): no status, no
+# reason from the target, never retried (``cube_lab.outbound``)
+REFUSED = "refused: this address is not called for a user"
 
 
 @dataclass(frozen=True)
@@ -160,11 +164,16 @@ def _post(channel: dict[str, Any], msg: Message) -> tuple[int | None, str]:
     req = build_request(channel, msg)
     http = urllib.request.Request(req.url, data=req.body, headers=req.headers, method="POST")
     try:
-        with urllib.request.urlopen(http, timeout=TIMEOUT_S) as resp:
+        outbound.check_url(req.url)
+        with outbound.urlopen(http, timeout=TIMEOUT_S) as resp:  # no redirect followed
             return resp.status, _vendor_error(str(channel.get("type")), resp.read())
+    except Forbidden:
+        return None, REFUSED
     except urllib.error.HTTPError as exc:
         return exc.code, f"HTTP {exc.code}"
     except (urllib.error.URLError, OSError) as exc:
+        if isinstance(getattr(exc, "reason", exc), outbound.Refused):  # urllib wraps it
+            return None, REFUSED
         return None, type(exc).__name__  # the reason may quote the URL: keep the token out
 
 
@@ -178,7 +187,8 @@ def _send_email(channel: dict[str, Any], msg: Message) -> tuple[int | None, str]
     mail["To"] = ", ".join(str(t) for t in to)
     mail.set_content(f"{msg.text}\n\n{msg.link}\n")
     try:
-        with smtplib.SMTP(
+        outbound.check_host(str(channel["host"]))
+        with outbound.SMTP(
             str(channel["host"]), int(channel.get("port") or 25), timeout=TIMEOUT_S
         ) as s:
             if channel.get("starttls"):
@@ -187,6 +197,8 @@ def _send_email(channel: dict[str, Any], msg: Message) -> tuple[int | None, str]
                 s.login(str(channel["username"]), str(channel.get("password") or ""))
             s.send_message(mail)
         return 250, ""
+    except (Forbidden, outbound.Refused):
+        return None, REFUSED
     except smtplib.SMTPResponseException as exc:
         return exc.smtp_code, f"SMTP {exc.smtp_code}"
     except (smtplib.SMTPException, OSError) as exc:
@@ -211,6 +223,8 @@ def deliver(
             return Outcome(True, n, status, "")
         if status is not None and 400 <= status < 500 and status not in (408, 429):
             break  # the receiver refuses this request; asking again will not help
+        if error == REFUSED:
+            break  # so does the policy
         if n < attempts:
             sleep(base_delay_s * 2 ** (n - 1))
     return Outcome(False, n, status, error or f"status {status}")

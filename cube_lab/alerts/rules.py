@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .. import lab_links
+from .. import lab_links, outbound
 from ..errors import Conflict, InvalidInput, NotFound
 from ..identity import Caller
 from ..locale.messages import _t
@@ -286,6 +286,7 @@ def check_channel(channel: object) -> dict[str, Any]:
                 _t("an email channel needs host, sender and to (a list of addresses)"),
                 _t("e.g. {example}", example='{"host": "smtp.example.com", "port": 587, ...}'),
             )
+        outbound.check_host(channel["host"], _t("mail server"))
     else:
         probe = channels.Message("rule.test", "", "", "", "", {})
         try:
@@ -295,6 +296,7 @@ def check_channel(channel: object) -> dict[str, Any]:
                 _t("a {kind} channel needs an http(s) url", kind=kind),
                 _t("Give the webhook's url, e.g. https://example.com/hook."),
             ) from None
+        outbound.check_url(channel["url"])
     return dict(channel)
 
 

@@ -4,26 +4,20 @@ gives, with their key.
 
 ``resolve`` turns a checked target (``params.check_target``) into an ``Endpoint``. A URL the
 user gives is called by this server: under the hub that is the cube-lab service, which can
-reach what users' servers cannot (its own loopback, the cloud's metadata address, the
-cluster's API server). ``check_outbound`` refuses those before any request is sent.
+reach what users' servers cannot (its own loopback, private networks, the cloud's metadata
+address, the cluster's API server). ``check_outbound`` refuses those before any request is
+sent.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import os
-import socket
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
-from .. import job_credentials
-from ..errors import Conflict, Forbidden, InvalidInput
+from .. import outbound
+from ..errors import Conflict, InvalidInput
 from ..identity import Caller
 from ..locale.messages import _t
-
-# extra hosts (comma-separated, name or address) the service may call under the hub
-ENV_ALLOWED = "CUBE_LAB_CHAT_ALLOWED_HOSTS"
 
 
 @dataclass
@@ -75,48 +69,6 @@ def llm_deployment(serving: Any, caller: Caller, project: str, name: str) -> Any
     return view
 
 
-def _internal(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast
-
-
-def _cluster_hosts() -> set[str]:
-    """The Kubernetes API server the service talks to (its credentials' host)."""
-    hosts = {"kubernetes.default", "kubernetes.default.svc"}
-    for key in ("KUBERNETES_SERVICE_HOST", "CUBE_LAB_K8S_HOST"):
-        value = os.environ.get(key, "")
-        host = urlsplit(value).hostname if "://" in value else value
-        if host:
-            hosts.add(host)
-    return hosts
-
-
 def check_outbound(url: str) -> None:
-    """Under the hub (this process issues job tokens: the service), refuse a user's URL that
-    names this machine, a link-local address (cloud metadata) or the cluster's API server,
-    unless an admin lists the host in $CUBE_LAB_CHAT_ALLOWED_HOSTS. Elsewhere the server is
-    the user's own and may call what the user can."""
-    if job_credentials.issuer() is None:
-        return
-    host = urlsplit(url).hostname or ""
-    allowed = {h.strip() for h in os.environ.get(ENV_ALLOWED, "").split(",") if h.strip()}
-    if host in allowed:
-        return
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
-    except OSError:
-        addresses = set()  # it does not resolve: the request fails on its own, clearly
-    blocked = host in _cluster_hosts() or any(_internal(a) for a in addresses)
-    if blocked:
-        raise Forbidden(
-            _t("the cube-lab service does not call {host} for a user", host=host),
-            _t(
-                "Under the hub, a URL you give may not name the service's own machine, a "
-                "link-local address or the cluster's API server. Deploy the model in your "
-                "project and chat with the deployment, or ask an admin to allow the host "
-                "({env}).",
-                env=ENV_ALLOWED,
-            ),
-        )
+    """The outbound policy (``cube_lab.outbound``) for a chat URL the user gives."""
+    outbound.check_url(url)

@@ -195,9 +195,9 @@ def check_engine(value: object, options: object = None) -> tuple[str, dict[str, 
                     value=checked["url"],
                 )
             )
-        from ...chat.endpoint import check_outbound
+        from ... import outbound
 
-        check_outbound(url)
+        outbound.check_url(url, _t("Ollama URL"))
         checked["url"] = url
     return str(engine), checked
 

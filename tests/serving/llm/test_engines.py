@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from cube_lab import job_credentials
-from cube_lab.chat.endpoint import ENV_ALLOWED
 from cube_lab.errors import CubeError, Forbidden, InvalidInput
+from cube_lab.outbound import ENV_ALLOWED
 from cube_lab.processes import pid_alive
 from cube_lab.serving.llm import deploy as llm
 
@@ -267,7 +267,7 @@ def test_engine_names_and_options_are_checked(fakes: Path, tmp_path: Path) -> No
     assert argv[argv.index("--option") + 1] == "n_ctx=256"
 
 
-def test_the_ollama_url_passes_the_chat_outbound_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ollama_url_passes_the_outbound_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     job_credentials.configure(job_credentials.Issuer(b"k" * 32, "http://hub:8020"))
     try:
         with pytest.raises(Forbidden) as caught:
