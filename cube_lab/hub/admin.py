@@ -52,6 +52,7 @@ from .quotas import (
     show_time,
     uses_accelerators,
 )
+from .request_log import log_request
 from .settings import ADMIN_GROUP, HubSettings, load
 
 log = logging.getLogger("cube-admin")
@@ -918,6 +919,7 @@ def make_app(ctx: Context, prefix: str, cookie_secret: bytes) -> web.Application
     return web.Application(
         handlers,
         cookie_secret=cookie_secret,
+        log_function=log_request,  # ?token=... never reaches the log
         xsrf_cookies=True,
         xsrf_cookie_kwargs={"path": f"{p}/"},
         hub_auth=ctx.auth,  # HubOAuthCallbackHandler finds it here

@@ -247,7 +247,7 @@ def write_files(
         }
     )
     settings_file = root / "cube_hub.yaml"
-    settings_file.write_text(yaml.safe_dump(merged, sort_keys=False))
+    _write_private(settings_file, yaml.safe_dump(merged, sort_keys=False))
     token = secrets.token_hex(24)
     config = root / "jupyterhub_config.py"
     driver_scopes = [
@@ -261,7 +261,8 @@ def write_files(
         "access:services",
         ADMIN_SCOPE,
     ]
-    config.write_text(
+    _write_private(
+        config,
         "from cube_lab.hub.config import configure\n"
         "from cube_lab.hub.settings import load\n"
         "c = get_config()  # noqa: F821\n"
@@ -269,9 +270,19 @@ def write_files(
         "c.JupyterHub.cleanup_servers = True  # a throwaway hub takes its servers with it\n"
         f"c.JupyterHub.services.append({{'name': {DRIVER!r}, 'api_token': {token!r}}})\n"
         f"c.JupyterHub.load_roles.append({{'name': {DRIVER!r}, 'scopes': {driver_scopes!r},"
-        f" 'services': [{DRIVER!r}]}})\n"
+        f" 'services': [{DRIVER!r}]}})\n",
     )
     return settings_file, config, token
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``path`` readable by its owner alone (0600, whatever the umask, an older file's
+    mode too): the hub's root is one user accounts pass through, and these files hold the
+    driver service's admin token, the admin's one-time password (the log) and the database."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        os.fchmod(fd, 0o600)
+        out.write(text)
 
 
 def start(
@@ -290,15 +301,20 @@ def start(
     settings_file, config, token = write_files(root, settings, port)
     url = yaml.safe_load(settings_file.read_text())["bind_url"]
     log = root / "hub.log"
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("jupyterhub")), "-f", str(config)],
-        cwd=root,
-        env=child_env(root, os_accounts),
-        stdout=log.open("ab"),  # a hub restarted on the same folder appends
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=_stop_with_parent,
-    )
+    log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(log_fd, 0o600)  # it holds the admin's one-time password
+    try:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("jupyterhub")), "-f", str(config)],
+            cwd=root,
+            env=child_env(root, os_accounts),
+            stdout=log_fd,  # a hub restarted on the same folder appends
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_stop_with_parent,
+        )
+    finally:
+        os.close(log_fd)  # the hub holds its own copy
     hub = DevHub(root, url, token, log, settings_file, proc)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -49,6 +49,7 @@ from . import client, course_material_api
 from .browser_session import BrowserSessionHandler
 from .config import STORE_SERVICE, secret_file, service_base
 from .hubapi import HubAPI
+from .request_log import log_request
 from .settings import ADMIN_GROUP, HubSettings, load
 
 log = logging.getLogger("cube-lab-service")
@@ -235,6 +236,7 @@ def make_app(
         identity_provider=identity,
         cookie_secret=secret_file(settings.hub_dir / f"{STORE_SERVICE}-cookie-secret"),
         allow_remote_access=True,  # callers are lab servers and browsers; tokens decide
+        log_function=log_request,  # ?token=... never reaches the log
         # HubOAuth checks the XSRF token of every cookie request (get_user above); token
         # requests need none
         xsrf_cookies=False,

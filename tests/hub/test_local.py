@@ -114,6 +114,24 @@ def test_each_user_reaches_their_own_lab_through_the_proxy(
     assert [p["name"] for p in listed["projects"]] == ["bob"]
 
 
+def test_the_hubs_secrets_stay_out_of_reach_and_out_of_its_log(
+    hub: devhub.DevHub, tokens: dict[str, str]
+) -> None:
+    """The config (the driver's admin token), the settings and the log (the admin's one-time
+    password) are the hub's owner's alone; a token in a URL reaches the services' access log
+    masked."""
+    for path in (hub.log, hub.root / "jupyterhub_config.py", hub.settings_file):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    secret = tokens["alice"]
+    for service in ("cube-lab", "cube-admin"):
+        hub.request("GET", f"/services/{service}/api/whoami?token={secret}", token=secret)
+    deadline = time.monotonic() + 30
+    while "/api/whoami?token=[secret]" not in hub.log.read_text(errors="replace"):
+        assert time.monotonic() < deadline, "the services logged no request"
+        time.sleep(0.2)
+    assert secret not in hub.log.read_text(errors="replace")
+
+
 def test_a_lab_server_asks_for_admission_with_its_own_token(
     hub: devhub.DevHub, servers: dict[str, Any]
 ) -> None:
