@@ -7,7 +7,9 @@ overrides ``data_dir`` (the tests point it at a temporary folder).
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,8 @@ from ..identity import check_name
 from ..locale.messages import _t
 from .quotas import GroupPolicy, Quota, demand
 from .units import parse_cpu, parse_memory
+
+log = logging.getLogger("cube-lab.hub")
 
 ENV_SETTINGS = "CUBE_HUB_SETTINGS"
 ENV_DATA_DIR = "CUBE_HUB_DATA_DIR"
@@ -240,7 +244,28 @@ def load(path: str | Path | None = None) -> HubSettings:
             _t("hub settings file {file} not found", file=file),
             _t("Set ${ENV_SETTINGS} or create it.", ENV_SETTINGS=ENV_SETTINGS),
         ) from None
+    warn_if_exposed(file, raw)
     return parse(raw, file)
+
+
+def warn_if_exposed(file: Path, raw: Mapping[str, Any]) -> bool:
+    """Warn (and say True) when the settings hold the store's database password
+    (``cube_db_url``) and other accounts may read the file: users' code runs on this machine."""
+    url = raw.get("cube_db_url")
+    if not isinstance(url, str) or not urlparse(url).password:
+        return False
+    mode = stat.S_IMODE(file.stat().st_mode)
+    if not mode & (stat.S_IRGRP | stat.S_IROTH):
+        return False
+    log.warning(
+        _t(
+            "hub settings file {file} holds the password of cube_db_url and other accounts "
+            "can read it (mode {mode}): run chmod 600 {file}",
+            file=file,
+            mode=f"{mode:04o}",
+        )
+    )
+    return True
 
 
 def parse(raw: Mapping[str, Any], path: Path) -> HubSettings:

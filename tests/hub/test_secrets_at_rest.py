@@ -79,3 +79,27 @@ def test_the_dev_hubs_files_are_its_owners_alone(tmp_path: Path, loose_umask: No
     assert token in config.read_text()
     for path in (settings_file, config):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_a_settings_file_with_the_database_password_warns_when_others_can_read_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from cube_lab.hub.settings import load
+
+    file = tmp_path / "cube_hub.yaml"
+    base = f"data_dir: {tmp_path / 'data'}\nadmin_users: [root]"
+    file.write_text(f"{base}\ncube_db_url: postgresql://cube:pw@db/cube\n")
+    file.chmod(0o644)
+    with caplog.at_level(logging.WARNING, logger="cube-lab.hub"):
+        load(file)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"hub settings file {file} holds the password of cube_db_url and other accounts can "
+        f"read it (mode 0644): run chmod 600 {file}"
+    ]
+    caplog.clear()
+    file.chmod(0o600)
+    load(file)
+    file.write_text(f"{base}\ncube_db_url: sqlite:///{tmp_path}/x.db\n")
+    file.chmod(0o644)  # no password in it: nothing to say
+    load(file)
+    assert caplog.records == []
