@@ -18,7 +18,6 @@ import ipaddress
 import json
 import logging
 import os
-import signal
 import time
 import uuid
 from pathlib import Path
@@ -53,6 +52,7 @@ from .quotas import (
     uses_accelerators,
 )
 from .request_log import log_request
+from .service_main import run_service
 from .settings import ADMIN_GROUP, HubSettings, load
 
 log = logging.getLogger("cube-admin")
@@ -985,10 +985,7 @@ def main() -> None:
     parser.add_argument("--collect-interval", type=float, default=30)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="[cube-admin %(levelname)s] %(message)s")
-    # the hub stops its services with SIGINT; a parent started from a shell's background job
-    # may hand SIGINT down ignored, and the hub would then wait 30 s before SIGTERM
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    asyncio.run(_serve(args))
+    run_service(_serve(args), log)
 
 
 if __name__ == "__main__":

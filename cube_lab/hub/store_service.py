@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,6 +49,7 @@ from .browser_session import BrowserSessionHandler
 from .config import STORE_SERVICE, secret_file, service_base
 from .hubapi import HubAPI
 from .request_log import log_request
+from .service_main import run_service
 from .settings import ADMIN_GROUP, HubSettings, load
 
 log = logging.getLogger("cube-lab-service")
@@ -288,8 +288,7 @@ async def _serve() -> None:
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     logging.basicConfig(level=logging.INFO, format="[cube-lab-service %(levelname)s] %(message)s")
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # see cube_lab.hub.admin.main
-    asyncio.run(_serve())
+    run_service(_serve(), log)
 
 
 if __name__ == "__main__":
