@@ -44,7 +44,7 @@ from . import (
     tuning,
 )
 from .args import json_printed, json_stdout, print_json, quiet_libraries
-from .i18n import argparse_words, translate_parser
+from .i18n import Parser, argparse_words, translate_parser
 from .output import _print_problems
 
 __all__ = ["build_parser", "local_username", "main"]
@@ -68,7 +68,10 @@ CAPABILITIES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cube-lab", description="cube-lab ML workspace")
+    from .. import __version__
+
+    parser = Parser(prog="cube-lab", description="cube-lab ML workspace")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--data-dir", help="state folder (default: $CUBE_LAB_DATA_DIR)")
     parser.add_argument("--db-url", help="SQLAlchemy URL (default: $CUBE_LAB_DB_URL)")
     parser.add_argument(

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 from collections.abc import Iterator
 from typing import Any
 
 from ..locale import catalog
+from ..locale.messages import _t, env_locale
 
 # argparse's own words a user reads (Python 3.11's msgids, its gettext domain's texts).
 ARGPARSE_TEXTS = [
@@ -29,7 +31,22 @@ ARGPARSE_TEXTS = [
     "expected one argument",
     "ambiguous option: %(option)s could match %(matches)s",
     "%(prog)s: error: %(message)s\n",
+    "show program's version number and exit",
 ]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser that, for a mistyped subcommand or choice, names the closest one."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)  # type: ignore[misc]
+        except argparse.ArgumentError as exc:
+            close = difflib.get_close_matches(str(value), [str(c) for c in action.choices or ()], 1)
+            if not close:
+                raise
+            hint = _t("did you mean {value!r}?", value=close[0]).translated(env_locale())
+            raise argparse.ArgumentError(action, f"{exc.message} - {hint}") from None
 
 
 def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
