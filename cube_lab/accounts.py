@@ -27,6 +27,7 @@ import contextlib
 import grp
 import os
 import pwd
+import stat
 import subprocess
 import threading
 from collections.abc import Iterable
@@ -216,6 +217,18 @@ def remove_group(name: str) -> None:
     with contextlib.suppress(KeyError):
         grp.getgrnam(group_account(name))
         _run(["groupdel", group_account(name)])
+
+
+def closed_folders(path: str | os.PathLike[str]) -> list[Path]:
+    """The folders on the way to ``path`` (links resolved) that other accounts cannot pass
+    (no ``o+x``), top first: a user's server or job could not reach ``path``."""
+    real = Path(os.path.realpath(path))
+    closed = []
+    for folder in reversed(real.parents):
+        with contextlib.suppress(OSError):
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                closed.append(folder)
+    return closed
 
 
 def runnable_by(path: str | os.PathLike[str], who: RunAs) -> bool:

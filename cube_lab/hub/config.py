@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..k8s import client as cluster_env
+from ..locale.messages import _t, env_locale
 from .client import ENV_ADMIN_URL
 from .notices import FILE_NAME as NOTICES_FILE
 from .settings import ADMIN_GROUP, ENV_DATA_DIR, ENV_SETTINGS, HubSettings
@@ -79,6 +80,30 @@ def configure_pages(c: Any, settings: HubSettings, *, native: bool) -> None:
         c.Spawner.pre_spawn_hook = pages.clear_stop_on_spawn(board)
 
 
+def warn_closed_folders(settings: HubSettings) -> list[Path]:
+    """Where each user's server runs as their own account (the local shape, run as root), the
+    folders on the way to the users' homes, this Python and cube-lab must let every account
+    pass; otherwise each server fails to start after the start timeout ("didn't respond").
+    Say so at start, with the chmod that fixes it; the folders found are returned."""
+    from .. import accounts
+
+    if not accounts.enabled():
+        return []
+    wanted = [settings.users_dir, Path(sys.executable), Path(__file__)]
+    closed = list(dict.fromkeys(f for path in wanted for f in accounts.closed_folders(path)))
+    if closed:
+        names = " ".join(str(f) for f in closed)
+        message = _t(
+            "cube-lab hub: user accounts cannot pass {names} (no o+x), on the way to the users'"
+            " homes, Python or cube-lab: every server would fail to start. Fix: chmod o+x"
+            " {names} (nothing becomes listable or readable), or put the hub's data_dir and"
+            " Python elsewhere.",
+            names=names,
+        )
+        print(f"\n{'=' * 72}\n{message.translated(env_locale())}\n{'=' * 72}\n", file=sys.stderr)
+    return closed
+
+
 def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
     """Everything the settings file says. ``helm=True`` (inside Zero to JupyterHub's
     ``hub.extraConfig``) leaves what the chart runs alone: addresses, database, secrets, the
@@ -129,6 +154,7 @@ def configure(c: Any, settings: HubSettings, *, helm: bool = False) -> None:
         configure_kubernetes(c, settings)
     else:
         j.spawner_class = "cube_lab.hub.spawner.CubeLocalSpawner"
+        warn_closed_folders(settings)
     c.Spawner.start_timeout = settings.start_timeout
     c.Spawner.http_timeout = settings.start_timeout
     # the spawners (in this process) read the settings file; user servers are not told where
