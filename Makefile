@@ -64,7 +64,9 @@ lab: $(LAB_STAMP)
 	@mkdir -p $(LAB_ROOT)
 	@for nb in starter/*.ipynb; do [ -e "$(LAB_ROOT)/$${nb#starter/}" ] || cp "$$nb" $(LAB_ROOT)/; done
 	@[ -e "$(LAB_ROOT)/examples" ] || cp -r examples "$(LAB_ROOT)/examples"
-	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) --ServerApp.root_dir=$(LAB_ROOT)
+	@# in the lab root: a terminal opens there, and the tour's relative paths are the workspace's
+	cd $(LAB_ROOT) && $(abspath $(BIN))/jupyter lab --ip 127.0.0.1 --no-browser $(ROOT_FLAG) \
+	  --ServerApp.root_dir=.
 
 # -- checks ------------------------------------------------------------------------------
 # `make test` runs every check; `make check` is the inner loop (lint, the fast tier, jest).

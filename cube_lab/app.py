@@ -122,7 +122,9 @@ class CubeLab(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Runs inside the server's event loop: start the pipeline scheduler there."""
         # Every extension has loaded by now, the terminals' one included.
-        terminals.adopt_terminal_manager(serverapp.web_app.settings, serverapp.terminado_settings)
+        terminals.adopt_terminal_manager(
+            serverapp.web_app.settings, serverapp.terminado_settings, serverapp.root_dir
+        )
         # Kernels and terminals start after this: their handles' `.url` opens a view here.
         os.environ[lab_links.ENV_LAB_URL] = lab_links.lab_url(
             serverapp.base_url,

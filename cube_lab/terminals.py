@@ -48,9 +48,15 @@ def login_shell_keeping_bin(shell_command: list[str]) -> list[str]:
     return [shell, "-l", "-c", _RESTORE_PATH, shell]
 
 
-def adopt_terminal_manager(web_app_settings: dict[str, Any], terminado_settings: dict) -> bool:
-    """Rewrite the terminal manager's default shell command; False when there is nothing to do."""
+def adopt_terminal_manager(
+    web_app_settings: dict[str, Any], terminado_settings: dict, root_dir: str | None = None
+) -> bool:
+    """A terminal opened with no folder opens in the lab's root (``root_dir``; terminado's
+    default is the server process's folder, a checkout for ``make lab``); rewrite the terminal
+    manager's default shell command. False when there is no shell command to rewrite."""
     manager = web_app_settings.get("terminal_manager")
+    if manager is not None and root_dir and "cwd" not in terminado_settings:
+        manager.term_settings.setdefault("cwd", root_dir)
     if manager is None or terminado_settings.get("shell_command") is not None:
         return False  # no terminals, or the admin chose the shell: theirs to set up
     manager.shell_command = login_shell_keeping_bin(list(manager.shell_command))

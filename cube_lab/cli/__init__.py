@@ -68,10 +68,8 @@ CAPABILITIES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
-
     parser = Parser(prog="cube-lab", description="cube-lab ML workspace")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--data-dir", help="state folder (default: $CUBE_LAB_DATA_DIR)")
     parser.add_argument("--db-url", help="SQLAlchemy URL (default: $CUBE_LAB_DB_URL)")
     parser.add_argument(
@@ -95,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     for capability in CAPABILITIES:
         capability.add_commands(groups, command)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cube-lab")
+    except PackageNotFoundError:  # a checkout that was never installed
+        return "0.0.0.dev0"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

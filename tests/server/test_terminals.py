@@ -97,6 +97,12 @@ async def _run_in_terminal(url: str, command: str) -> str:
     return seen
 
 
+async def test_a_terminal_opens_in_the_labs_root(server: str, tmp_path: Path) -> None:
+    """Not in the folder the server was started from (the checkout, for ``make lab``)."""
+    seen = await _run_in_terminal(server, "pwd")
+    assert f"{tmp_path / 'root'}\r\nEND-OF-TEST" in seen, seen  # pwd's line, then the marker
+
+
 async def test_a_terminal_finds_cube_lab(server: str) -> None:
     seen = await _run_in_terminal(server, "command -v cube-lab python")
     assert str(terminals.server_bin() / "cube-lab") in seen, seen

@@ -108,6 +108,15 @@ test('the README tour works as written', async ({
   await page.keyboard.type('cube-lab model list\n', { delay: 10 });
   await expect(rows).toContainText('iris-rf', { timeout: 60_000 });
   await expect(rows).toContainText('staging=v1');
+  // the file the notebook saved, registered as it is (the workspace is the notebook's folder)
+  await page.keyboard.type(
+    `cd ${tmpPath} && cube-lab model register iris-rf.joblib --name iris-file --metric accuracy=0.97\n`,
+    { delay: 10 }
+  );
+  await expect(rows).toContainText('Registered iris-file v1', {
+    timeout: 60_000
+  });
+  await expect(rows).not.toContainText('error');
   await expect(rows).not.toContainText('command not found');
   await page.screenshot({
     path: path.join(SCREENSHOTS, 'tour-terminal-light.png')
