@@ -15,7 +15,12 @@ from cube_lab.magics_data import describe, progress_lines, variable_name
 
 
 def text(cell: Any) -> str:
-    return "\n".join(o.get("text", "") or o.get("evalue", "") for o in cell.outputs)
+    """What a notebook shows of a cell: its streams as written (a busy kernel may send one
+    print in two messages), then any other output on a line of its own."""
+    return "".join(
+        o.get("text", "") if o.get("output_type") == "stream" else f"{o.get('evalue', '')}\n"
+        for o in cell.outputs
+    )
 
 
 def test_variable_names_and_descriptions() -> None:

@@ -206,8 +206,10 @@ def test_a_tuning_node_publishes_the_best_parameters(ws: Any, tmp_path: Path) ->
         ],
     )
     runner, recorder = ws.pipelines.prepare(ALICE, path, tmp_path)
-    assert ws.pipelines.run_foreground(runner, recorder) == "succeeded"
+    status = ws.pipelines.run_foreground(runner, recorder)
     view = ws.pipelines.get_run(ALICE, runner.plan.run_id)
+    logs = {n.id: ws.pipelines.tail_log(ALICE, view.id, n.id, 0).text[-3000:] for n in view.nodes}
+    assert status == "succeeded", logs  # a node's log says why
     tune = next(n for n in view.nodes if n.id == "tune")
     assert tune.kind == "tuning" and tune.values["trials"] == 3
     experiment = ws.tuning.get(ALICE, tune.values["experiment"])
