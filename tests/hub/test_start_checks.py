@@ -10,7 +10,7 @@ import pytest
 
 from cube_lab import accounts
 from cube_lab.hub.config import warn_closed_folders
-from cube_lab.hub.settings import parse
+from cube_lab.hub.settings import ENV_DATA_DIR, parse
 
 
 def test_a_data_dir_users_cannot_reach_is_named_with_its_fix(
@@ -18,6 +18,7 @@ def test_a_data_dir_users_cannot_reach_is_named_with_its_fix(
 ) -> None:
     monkeypatch.setattr(accounts, "enabled", lambda: True)  # servers run as users' accounts
     monkeypatch.setenv("LANG", "C")
+    monkeypatch.delenv(ENV_DATA_DIR, raising=False)  # it would win over the file's data_dir
     private = tmp_path / "home"
     (private / "hub").mkdir(parents=True)
     private.chmod(0o700)
