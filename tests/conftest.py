@@ -12,6 +12,7 @@ import isolation
 import pytest
 from jupyter_server.auth.identity import IdentityProvider, User
 
+from cube_lab import job_credentials
 from cube_lab.config import ENV_DATA_DIR, ENV_DB_URL, ENV_ROOT_DIR, ENV_USER, Settings
 from cube_lab.identity import Caller
 from cube_lab.workspace import Workspace
@@ -109,3 +110,13 @@ def api(jp_fetch: Any) -> Any:
         return resp.code, resp.body
 
     return call
+
+
+@pytest.fixture
+def under_the_hub() -> Iterator[None]:
+    """This process is the cube-lab service under a hub (it issues job tokens)."""
+    job_credentials.configure(job_credentials.Issuer(b"k" * 32, "http://hub:8020"))
+    try:
+        yield
+    finally:
+        job_credentials.configure(None)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -24,22 +23,6 @@ from cube_lab.errors import Forbidden
 from cube_lab.identity import Caller
 
 MSG = Message("run.failed", "Run r1 failed", "node exited 1", "http://lab/x", "p", {})
-
-
-@pytest.fixture
-def hooks() -> Iterator[Hooks]:
-    h = Hooks()
-    yield h
-    h.close()
-
-
-@pytest.fixture
-def under_the_hub() -> Iterator[None]:
-    job_credentials.configure(job_credentials.Issuer(b"k" * 32, "http://hub:8020"))
-    try:
-        yield
-    finally:
-        job_credentials.configure(None)
 
 
 @pytest.fixture

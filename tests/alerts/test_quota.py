@@ -5,7 +5,6 @@ crossing, re-armed when the use falls below; bad rules are 400 with what was wro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,13 +17,6 @@ from cube_lab.identity import Caller
 from cube_lab.monitoring import quota as quota_mod
 
 ALICE, BOB = Caller("alice"), Caller("bob")
-
-
-@pytest.fixture
-def hooks() -> Iterator[Hooks]:
-    h = Hooks()
-    yield h
-    h.close()
 
 
 class Hub:

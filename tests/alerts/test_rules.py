@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,6 @@ from cube_lab.pipelines.validation import PipelineInvalid
 LAB = "http://lab.example:8888/lab"
 FAIL = "import time, sys\ntime.sleep(0.6)\nprint('boom', flush=True)\nsys.exit(3)\n"
 OK = "print('fine')\n"
-
-
-@pytest.fixture
-def hooks() -> Iterator[Hooks]:
-    h = Hooks()
-    yield h
-    h.close()
 
 
 @pytest.fixture

@@ -29,13 +29,6 @@ from cube_lab.workspace import Workspace
 ALICE, BOB = Caller("alice"), Caller("bob")
 
 
-@pytest.fixture
-def hooks() -> Iterator[Hooks]:
-    h = Hooks()
-    yield h
-    h.close()
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
     from sklearn.datasets import load_iris

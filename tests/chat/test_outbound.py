@@ -5,24 +5,13 @@ or a network. Outside the hub the server is the user's own and calls what they a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from cube_lab import job_credentials
 from cube_lab.chat.endpoint import check_outbound
 from cube_lab.errors import Forbidden
 from cube_lab.outbound import ENV_ALLOWED, ENV_ALLOWED_OLD
-
-
-@pytest.fixture
-def under_the_hub() -> Iterator[None]:
-    job_credentials.configure(job_credentials.Issuer(b"k" * 32, "http://hub:8020"))
-    try:
-        yield
-    finally:
-        job_credentials.configure(None)
 
 
 @pytest.mark.parametrize(
